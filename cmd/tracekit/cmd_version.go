@@ -1,0 +1,21 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/spf13/cobra"
+	"github.com/tracekit/tracekit/trace"
+)
+
+func init() {
+	root.AddCommand(&cobra.Command{
+		Use:     "version",
+		Short:   "Print tracekit's version",
+		Example: "  tracekit version",
+		Args:    cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			fmt.Fprintf(cmd.OutOrStdout(), "tracekit %s (%s, %s/%s)\n", trace.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		},
+	})
+}

@@ -1,0 +1,22 @@
+// Package trace owns tracekit's two file formats and nothing else encodes or
+// decodes them:
+//
+//   - a trace (one row per request turn, type Turn) is what synth writes and
+//     replay reads: conversations, their arrival offsets, think times and
+//     messages;
+//   - a recording (one row per request attempt, type Record) is what replay
+//     and the capture proxy write and analyze reads: when each request was
+//     meant to go out, when it did, and the raw arrival time of every streamed
+//     event.
+//
+// Both are zstd-compressed Parquet with plain column types (int64 nanoseconds,
+// UTF-8 strings, standard LIST layout) so that pandas, polars and DuckDB read
+// them without surprises. File-level key-value metadata names the format and
+// its schema version; Open refuses a file of the wrong kind or of a newer
+// version.
+//
+// Data flow: a producer calls NewTraceWriter / NewRecordWriter, writes rows in
+// order, and closes; a consumer calls OpenTrace / OpenRecording and reads rows
+// in batches. Writers flush a row group every RowGroupRows rows, so memory is
+// bounded whatever the file size.
+package trace

@@ -1,0 +1,283 @@
+package trace
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress/zstd"
+)
+
+// RowGroupRows is how many rows a writer buffers before flushing a row
+// group: it bounds a writer's memory and a reader's batch.
+const RowGroupRows = 4096
+
+// ErrWrongFormat and ErrNewerVersion are wrapped by the Open functions so
+// callers can tell a bad file from an unreadable one.
+var (
+	ErrWrongFormat  = errors.New("not a tracekit file of the expected kind")
+	ErrNewerVersion = errors.New("schema version newer than this tracekit reads")
+)
+
+// writer is the shared machinery of TraceWriter and RecordWriter.
+type writer[T any] struct {
+	f        *os.File
+	w        *parquet.GenericWriter[T]
+	buffered int
+	rows     int64
+}
+
+func newWriter[T any](path, format string, version int) (*writer[T], error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("creating %s: %w", path, err)
+	}
+	w := parquet.NewGenericWriter[T](f,
+		parquet.Compression(&zstd.Codec{Level: zstd.SpeedDefault}),
+		parquet.KeyValueMetadata(MetaFormat, format),
+		parquet.KeyValueMetadata(MetaSchemaVersion, strconv.Itoa(version)),
+	)
+	return &writer[T]{f: f, w: w}, nil
+}
+
+func (w *writer[T]) write(rows []T) error {
+	for len(rows) > 0 {
+		n := min(len(rows), RowGroupRows-w.buffered)
+		if _, err := w.w.Write(rows[:n]); err != nil {
+			return fmt.Errorf("writing rows to %s: %w", w.f.Name(), err)
+		}
+		rows = rows[n:]
+		w.buffered += n
+		w.rows += int64(n)
+		if w.buffered == RowGroupRows {
+			if err := w.w.Flush(); err != nil {
+				return fmt.Errorf("flushing row group to %s: %w", w.f.Name(), err)
+			}
+			w.buffered = 0
+		}
+	}
+	return nil
+}
+
+func (w *writer[T]) setJSON(key string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encoding %s metadata: %w", key, err)
+	}
+	w.w.SetKeyValueMetadata(key, string(b))
+	return nil
+}
+
+// close writes the footer, syncs and closes the file.
+func (w *writer[T]) close() error {
+	if err := w.w.Close(); err != nil {
+		w.f.Close()
+		return fmt.Errorf("finishing %s: %w", w.f.Name(), err)
+	}
+	if err := w.f.Sync(); err != nil {
+		w.f.Close()
+		return fmt.Errorf("syncing %s: %w", w.f.Name(), err)
+	}
+	if err := w.f.Close(); err != nil {
+		return fmt.Errorf("closing %s: %w", w.f.Name(), err)
+	}
+	return nil
+}
+
+// TraceWriter streams Turn rows into a trace file. Callers write rows in the
+// documented sort order; the writer does not sort.
+type TraceWriter struct{ w *writer[Turn] }
+
+// NewTraceWriter creates path and writes meta into its footer on Close.
+func NewTraceWriter(path string, meta TraceMeta) (*TraceWriter, error) {
+	w, err := newWriter[Turn](path, FormatTrace, TraceSchemaVersion)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.setJSON(MetaTrace, meta); err != nil {
+		w.f.Close()
+		return nil, err
+	}
+	return &TraceWriter{w: w}, nil
+}
+
+// Write appends rows.
+func (t *TraceWriter) Write(rows ...Turn) error { return t.w.write(rows) }
+
+// Rows is the number of rows written so far.
+func (t *TraceWriter) Rows() int64 { return t.w.rows }
+
+// Close finishes the file; it is unreadable until then.
+func (t *TraceWriter) Close() error { return t.w.close() }
+
+// RecordWriter streams Record rows into a recording file.
+type RecordWriter struct{ w *writer[Record] }
+
+// NewRecordWriter creates path. meta is written on Close, so fields known
+// only at the end (Health) can be set with SetRunMeta before then.
+func NewRecordWriter(path string, meta RunMeta) (*RecordWriter, error) {
+	w, err := newWriter[Record](path, FormatRecording, RecordingSchemaVersion)
+	if err != nil {
+		return nil, err
+	}
+	rw := &RecordWriter{w: w}
+	if err := rw.SetRunMeta(meta); err != nil {
+		w.f.Close()
+		return nil, err
+	}
+	return rw, nil
+}
+
+// SetRunMeta replaces the run metadata written on Close.
+func (r *RecordWriter) SetRunMeta(meta RunMeta) error { return r.w.setJSON(MetaRun, meta) }
+
+// Write appends rows.
+func (r *RecordWriter) Write(rows ...Record) error { return r.w.write(rows) }
+
+// Rows is the number of rows written so far.
+func (r *RecordWriter) Rows() int64 { return r.w.rows }
+
+// Flush ends the current row group early (the file is still unreadable
+// until Close: Parquet's footer is written last).
+func (r *RecordWriter) Flush() error {
+	if err := r.w.w.Flush(); err != nil {
+		return fmt.Errorf("flushing row group to %s: %w", r.w.f.Name(), err)
+	}
+	r.w.buffered = 0
+	return nil
+}
+
+// Close finishes the file.
+func (r *RecordWriter) Close() error { return r.w.close() }
+
+// reader is the shared machinery of TraceReader and RecordReader.
+type reader[T any] struct {
+	path string
+	f    *os.File
+	pf   *parquet.File
+	r    *parquet.GenericReader[T]
+}
+
+// openReader opens path, checks its format name and schema version and
+// returns the reader.
+func openReader[T any](path, format string, version int) (*reader[T], error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s is not a readable Parquet file (empty, truncated, or another format; a recording cut short by SIGKILL can be recovered with 'tracekit recover'): %w", path, err)
+	}
+	got, _ := pf.Lookup(MetaFormat)
+	if got != format {
+		f.Close()
+		if got == "" {
+			got = "no tracekit format key"
+		}
+		return nil, fmt.Errorf("%s: expected a %s file, found %s: %w", path, format, got, ErrWrongFormat)
+	}
+	vs, _ := pf.Lookup(MetaSchemaVersion)
+	v, err := strconv.Atoi(vs)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: schema version %q is not an integer: %w", path, vs, ErrWrongFormat)
+	}
+	if v > version {
+		f.Close()
+		return nil, fmt.Errorf("%s: schema version %d, this tracekit reads up to %d (upgrade tracekit): %w", path, v, version, ErrNewerVersion)
+	}
+	return &reader[T]{path: path, f: f, pf: pf, r: parquet.NewGenericReader[T](pf)}, nil
+}
+
+func (r *reader[T]) read(rows []T) (int, error) {
+	n, err := r.r.Read(rows)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return n, fmt.Errorf("reading %s: %w", r.path, err)
+	}
+	return n, err
+}
+
+func (r *reader[T]) json(key string, v any) error {
+	s, ok := r.pf.Lookup(key)
+	if !ok {
+		return nil
+	}
+	if err := json.Unmarshal([]byte(s), v); err != nil {
+		return fmt.Errorf("%s: decoding %s metadata: %w", r.path, key, err)
+	}
+	return nil
+}
+
+func (r *reader[T]) close() error {
+	r.r.Close()
+	return r.f.Close()
+}
+
+// TraceReader reads a trace file in row order.
+type TraceReader struct {
+	r    *reader[Turn]
+	Meta TraceMeta
+}
+
+// OpenTrace opens and validates a trace file.
+func OpenTrace(path string) (*TraceReader, error) {
+	r, err := openReader[Turn](path, FormatTrace, TraceSchemaVersion)
+	if err != nil {
+		return nil, err
+	}
+	tr := &TraceReader{r: r}
+	if err := r.json(MetaTrace, &tr.Meta); err != nil {
+		r.close()
+		return nil, err
+	}
+	return tr, nil
+}
+
+// NumRows is the number of rows in the file.
+func (t *TraceReader) NumRows() int64 { return t.r.pf.NumRows() }
+
+// Read fills rows and returns how many it read; io.EOF at the end.
+func (t *TraceReader) Read(rows []Turn) (int, error) { return t.r.read(rows) }
+
+// Close releases the file.
+func (t *TraceReader) Close() error { return t.r.close() }
+
+// RecordReader reads a recording in row order.
+type RecordReader struct {
+	r    *reader[Record]
+	Meta RunMeta
+}
+
+// OpenRecording opens and validates a recording file.
+func OpenRecording(path string) (*RecordReader, error) {
+	r, err := openReader[Record](path, FormatRecording, RecordingSchemaVersion)
+	if err != nil {
+		return nil, err
+	}
+	rr := &RecordReader{r: r}
+	if err := r.json(MetaRun, &rr.Meta); err != nil {
+		r.close()
+		return nil, err
+	}
+	return rr, nil
+}
+
+// NumRows is the number of rows in the file.
+func (t *RecordReader) NumRows() int64 { return t.r.pf.NumRows() }
+
+// Read fills rows and returns how many it read; io.EOF at the end.
+func (t *RecordReader) Read(rows []Record) (int, error) { return t.r.read(rows) }
+
+// Close releases the file.
+func (t *RecordReader) Close() error { return t.r.close() }

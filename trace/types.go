@@ -1,0 +1,152 @@
+package trace
+
+// Format names stored under MetaFormat, and the schema versions this build
+// writes and can read.
+const (
+	FormatTrace     = "tracekit.trace"
+	FormatRecording = "tracekit.recording"
+
+	TraceSchemaVersion     = 1
+	RecordingSchemaVersion = 1
+)
+
+// Keys of the Parquet file-level key-value metadata.
+const (
+	MetaFormat        = "tracekit.format"         // FormatTrace or FormatRecording
+	MetaSchemaVersion = "tracekit.schema_version" // decimal integer
+	MetaTrace         = "tracekit.trace_meta"     // JSON of TraceMeta
+	MetaRun           = "tracekit.run_meta"       // JSON of RunMeta
+)
+
+// Message is one chat message. Tokens is its token count under the trace's
+// tokenizer; when Content is empty (content redacted by capture) replay
+// synthesizes text of that many tokens.
+type Message struct {
+	Role    string `parquet:"role" json:"role"`
+	Content string `parquet:"content" json:"content"`
+	Tokens  int32  `parquet:"tokens" json:"tokens"`
+}
+
+// Turn is one row of a trace: one request of one conversation.
+//
+// Timing: a conversation starts StartOffsetNs after the run start. In
+// closed-loop replay (the default) turn k>0 is sent ThinkTimeNs after the
+// response to turn k-1 ended. In open-loop replay (--timing trace) every turn
+// is sent at ArrivalOffsetNs, which for turn 0 equals StartOffsetNs.
+//
+// Rows are sorted by (StartOffsetNs, ConversationID, Turn), so a reader meets
+// conversations in start order with their turns contiguous.
+type Turn struct {
+	ConversationID  string `parquet:"conversation_id" json:"conversation_id"`
+	Turn            int32  `parquet:"turn" json:"turn"` // 0-based request index within the conversation
+	StartOffsetNs   int64  `parquet:"start_offset_ns" json:"start_offset_ns"`
+	ArrivalOffsetNs int64  `parquet:"arrival_offset_ns" json:"arrival_offset_ns"`
+	ThinkTimeNs     int64  `parquet:"think_time_ns" json:"think_time_ns"`
+	// Messages are the new messages of this turn: the system prompt (turn 0
+	// only) and the user message. History is carried by replay.
+	Messages []Message `parquet:"messages,list" json:"messages"`
+	// ReferenceAnswer is the source's assistant answer, empty when it has none.
+	ReferenceAnswer string `parquet:"reference_answer" json:"reference_answer,omitempty"`
+	// InputTokens counts the tokens of Messages (not of the history).
+	InputTokens int32 `parquet:"input_tokens" json:"input_tokens"`
+	// OutputTokens is the target output length, sent as max_tokens.
+	OutputTokens int32 `parquet:"output_tokens" json:"output_tokens"`
+	// PrefixHashes describe prefix reuse in imported traces: block i of the
+	// full prompt (history + Messages) hashes to PrefixHashes[i]; two requests
+	// sharing a hash prefix share that token prefix. Empty when unknown.
+	PrefixHashes []int64 `parquet:"prefix_hashes,list" json:"prefix_hashes,omitempty"`
+	// Model overrides replay's --model for this request when non-empty.
+	Model string `parquet:"model" json:"model,omitempty"`
+}
+
+// TraceMeta is the file-level description of a trace.
+type TraceMeta struct {
+	TracekitVersion string            `json:"tracekit_version"`
+	Command         string            `json:"command"` // the generating command line
+	Seed            int64             `json:"seed"`
+	Tokenizer       string            `json:"tokenizer"`
+	Source          string            `json:"source"`     // synthetic, sharegpt, mooncake, capture, ...
+	CreatedAt       string            `json:"created_at"` // RFC 3339, UTC
+	Options         map[string]string `json:"options,omitempty"`
+}
+
+// Error kinds of a Record. The empty string means success.
+const (
+	ErrNone            = ""
+	ErrTimeout         = "timeout"          // --request-timeout elapsed
+	ErrIdleTimeout     = "idle_timeout"     // no event within --idle-timeout
+	ErrConnect         = "connect"          // dial, TLS or write failure before a response
+	ErrHTTPStatus      = "http_status"      // non-2xx status
+	ErrStreamTruncated = "stream_truncated" // connection ended before [DONE]
+	ErrMalformed       = "malformed"        // an event that is not valid JSON, or an error object mid-stream
+	ErrCanceled        = "canceled"         // the run ended (signal, --benchmark-timeout) while in flight
+)
+
+// Record is one row of a recording: one request attempt.
+//
+// Every time is nanoseconds of the monotonic clock from the run start
+// (RunMeta.StartMonoNs). The event lists are parallel: EventNs[i] is when the
+// network read that completed event i returned (stamped before parsing, so
+// all events completed by one read share a stamp), EventTokens[i] the tokens
+// it carried. Only events whose "choices" is non-empty are listed (a
+// role-only first chunk is listed with 0 tokens; the usage-only chunk and
+// [DONE] are not), which is exactly what vLLM's TTFT/ITL definitions consume.
+type Record struct {
+	RequestID      string `parquet:"request_id" json:"request_id"`
+	ConversationID string `parquet:"conversation_id" json:"conversation_id"`
+	Turn           int32  `parquet:"turn" json:"turn"`
+	Shard          int32  `parquet:"shard" json:"shard"`
+	Attempt        int32  `parquet:"attempt" json:"attempt"`
+	Warmup         bool   `parquet:"warmup" json:"warmup"`
+	Target         string `parquet:"target" json:"target"` // base URL the request went to
+
+	IntendedNs int64 `parquet:"intended_ns" json:"intended_ns"` // when the schedule wanted it sent
+	SlotNs     int64 `parquet:"slot_ns" json:"slot_ns"`         // when it got a concurrency slot (queue time = SlotNs - IntendedNs)
+	SentNs     int64 `parquet:"sent_ns" json:"sent_ns"`         // when its bytes were written
+	HeadersNs  int64 `parquet:"headers_ns" json:"headers_ns"`   // response headers read; 0 if none
+	DoneNs     int64 `parquet:"done_ns" json:"done_ns"`         // stream ended, failed or was canceled
+
+	Status       int32  `parquet:"status" json:"status"` // HTTP status, 0 if none
+	ErrorKind    string `parquet:"error_kind" json:"error_kind"`
+	ErrorMessage string `parquet:"error_message" json:"error_message"`
+
+	InputTokens      int32 `parquet:"input_tokens" json:"input_tokens"`           // prompt tokens by the trace's tokenizer (history included)
+	MaxTokens        int32 `parquet:"max_tokens" json:"max_tokens"`               // max_tokens sent
+	PromptTokens     int32 `parquet:"prompt_tokens" json:"prompt_tokens"`         // usage.prompt_tokens, -1 if not reported
+	CompletionTokens int32 `parquet:"completion_tokens" json:"completion_tokens"` // usage.completion_tokens, -1 if not reported
+	CachedTokens     int32 `parquet:"cached_tokens" json:"cached_tokens"`         // usage.prompt_tokens_details.cached_tokens, -1 if not reported
+	// TokensExact is true when EventTokens came from the server's
+	// continuous usage stats, false when counted from the text.
+	TokensExact bool `parquet:"tokens_exact" json:"tokens_exact"`
+
+	EventNs     []int64 `parquet:"event_ns,list,delta" json:"event_ns"`
+	EventTokens []int32 `parquet:"event_tokens,list" json:"event_tokens"`
+}
+
+// RunMeta is the file-level description of a recording. Health is filled
+// when the run ends.
+type RunMeta struct {
+	TracekitVersion string   `json:"tracekit_version"`
+	StartWallNs     int64    `json:"start_wall_ns"` // run start, unix ns
+	StartMonoNs     int64    `json:"start_mono_ns"` // run start, CLOCK_MONOTONIC ns
+	Targets         []string `json:"targets"`
+	Host            string   `json:"host"`
+	Command         string   `json:"command"` // secrets removed
+	// Config is the full replay configuration, secrets removed.
+	Config map[string]any `json:"config,omitempty"`
+	Trace  *TraceMeta     `json:"trace,omitempty"` // meta of the trace replayed
+	Health *Health        `json:"health,omitempty"`
+}
+
+// Health is the client's view of itself during a run: if these figures are
+// bad, the recorded latencies include client delay.
+type Health struct {
+	DispatchLagP50Ns int64    `json:"dispatch_lag_p50_ns"`
+	DispatchLagP99Ns int64    `json:"dispatch_lag_p99_ns"`
+	DispatchLagMaxNs int64    `json:"dispatch_lag_max_ns"`
+	SchedLatP99Ns    int64    `json:"sched_latency_p99_ns"` // Go scheduler latency (runtime/metrics)
+	CPUSeconds       float64  `json:"cpu_seconds"`
+	WallSeconds      float64  `json:"wall_seconds"`
+	MaxRSSBytes      int64    `json:"max_rss_bytes"`
+	Warnings         []string `json:"warnings,omitempty"`
+}
