@@ -1,0 +1,48 @@
+// Package clock gives every tracekit process one time base: nanoseconds of
+// the system monotonic clock (CLOCK_MONOTONIC), which is comparable across
+// processes on one host. A recording's client stamps and the mock's
+// ground-truth log are both in it, so they can be joined without guessing.
+//
+// Mono reads Go's own monotonic clock (a vDSO call, no syscall) and adds the
+// offset to CLOCK_MONOTONIC measured once at start-up; Go's runtime reads the
+// same clock, so the offset is constant.
+package clock
+
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+var (
+	base   = time.Now()
+	offset = measureOffset()
+)
+
+// measureOffset returns CLOCK_MONOTONIC at base, taking the narrowest of a
+// few bracketing reads so the error is a few tens of nanoseconds.
+func measureOffset() int64 {
+	best, bestWidth := int64(0), time.Duration(1<<62)
+	for range 16 {
+		before := time.Since(base)
+		var ts unix.Timespec
+		if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+			panic("clock: CLOCK_MONOTONIC unavailable: " + err.Error())
+		}
+		after := time.Since(base)
+		if w := after - before; w < bestWidth {
+			bestWidth = w
+			best = ts.Nano() - int64(before+after)/2
+		}
+	}
+	return best
+}
+
+// Mono returns CLOCK_MONOTONIC in nanoseconds.
+func Mono() int64 { return offset + int64(time.Since(base)) }
+
+// Wall returns the wall clock in unix nanoseconds.
+func Wall() int64 { return time.Now().UnixNano() }
+
+// Since returns nanoseconds elapsed from a Mono reading.
+func Since(mono int64) int64 { return Mono() - mono }
