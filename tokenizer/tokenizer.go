@@ -1,0 +1,76 @@
+// Package tokenizer counts, encodes and decodes tokens so that traces have
+// token-exact lengths. The default is OpenAI's o200k_base BPE, embedded in a
+// pure-Go package (no download at run time); Open also accepts cl100k_base
+// and the path of a Hugging Face tokenizer.json (byte-level BPE) for the
+// served model.
+package tokenizer
+
+import (
+	"fmt"
+
+	tk "github.com/tiktoken-go/tokenizer"
+)
+
+// Tokenizer turns text into token ids and back.
+type Tokenizer interface {
+	// Name identifies the tokenizer in file metadata ("o200k_base", or the
+	// tokenizer.json path).
+	Name() string
+	Encode(text string) []uint
+	Decode(ids []uint) string
+	Count(text string) int
+}
+
+// DefaultName is the tokenizer used when none is given.
+const DefaultName = "o200k_base"
+
+// tiktoken adapts an embedded tiktoken codec.
+type tiktoken struct {
+	name  string
+	codec tk.Codec
+}
+
+var _ Tokenizer = tiktoken{}
+
+func (t tiktoken) Name() string { return t.name }
+
+func (t tiktoken) Encode(text string) []uint {
+	ids, _, _ := t.codec.Encode(text) // the default error mode never fails
+	return ids
+}
+
+func (t tiktoken) Decode(ids []uint) string {
+	s, _ := t.codec.Decode(ids)
+	return s
+}
+
+func (t tiktoken) Count(text string) int {
+	n, _ := t.codec.Count(text)
+	return n
+}
+
+// Default returns the o200k_base tokenizer.
+func Default() Tokenizer {
+	t, err := Open(DefaultName)
+	if err != nil {
+		panic("tokenizer: embedded o200k_base unavailable: " + err.Error())
+	}
+	return t
+}
+
+// Open returns the tokenizer named by spec: "o200k_base", "cl100k_base", or
+// the path of a Hugging Face tokenizer.json.
+func Open(spec string) (Tokenizer, error) {
+	switch spec {
+	case "", DefaultName, string(tk.Cl100kBase):
+		if spec == "" {
+			spec = DefaultName
+		}
+		c, err := tk.Get(tk.Encoding(spec))
+		if err != nil {
+			return nil, fmt.Errorf("loading tokenizer %s: %w", spec, err)
+		}
+		return tiktoken{name: spec, codec: c}, nil
+	}
+	return openHF(spec)
+}
