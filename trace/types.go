@@ -119,8 +119,8 @@ type Record struct {
 	// continuous usage stats, false when counted from the text.
 	TokensExact bool `parquet:"tokens_exact" json:"tokens_exact"`
 
-	EventNs     []int64 `parquet:"event_ns,list,delta" json:"event_ns"`
-	EventTokens []int32 `parquet:"event_tokens,list" json:"event_tokens"`
+	EventNs     []int64 `parquet:"event_ns,list" parquet-element:",delta" json:"event_ns"`
+	EventTokens []int32 `parquet:"event_tokens,list" parquet-element:",delta" json:"event_tokens"`
 }
 
 // RunMeta is the file-level description of a recording. Health is filled

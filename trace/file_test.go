@@ -1,0 +1,246 @@
+package trace
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+func sampleTurns(n int) []Turn {
+	rows := make([]Turn, n)
+	for i := range rows {
+		rows[i] = Turn{
+			ConversationID:  fmt.Sprintf("c%05d", i/3),
+			Turn:            int32(i % 3),
+			StartOffsetNs:   int64(i/3) * 1e9,
+			ArrivalOffsetNs: int64(i/3)*1e9 + int64(i%3)*5e8,
+			ThinkTimeNs:     int64(i%3) * 5e8,
+			Messages:        []Message{{Role: "user", Content: fmt.Sprintf("question %d ✓", i), Tokens: 4}},
+			ReferenceAnswer: fmt.Sprintf("answer %d", i),
+			InputTokens:     4,
+			OutputTokens:    int32(100 + i),
+			PrefixHashes:    []int64{1, 2, int64(i)},
+			Model:           "m",
+		}
+		if i%3 == 0 {
+			rows[i].Messages = append([]Message{{Role: "system", Content: "be brief", Tokens: 2}}, rows[i].Messages...)
+			rows[i].PrefixHashes = nil
+		}
+	}
+	return rows
+}
+
+func readAllTurns(t *testing.T, path string) ([]Turn, TraceMeta) {
+	t.Helper()
+	r, err := OpenTrace(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var all []Turn
+	buf := make([]Turn, 100)
+	for {
+		n, err := r.Read(buf)
+		all = append(all, buf[:n]...)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return all, r.Meta
+}
+
+// More rows than RowGroupRows so that several row groups are written and read.
+func TestTraceRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.parquet")
+	meta := TraceMeta{TracekitVersion: Version, Command: "tracekit synth", Seed: 7, Tokenizer: "o200k_base", Source: "synthetic", CreatedAt: "2026-01-01T00:00:00Z", Options: map[string]string{"turns": "3"}}
+	want := sampleTurns(RowGroupRows*2 + 17)
+	w, err := NewTraceWriter(path, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(want[:10]...); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(want[10:]...); err != nil {
+		t.Fatal(err)
+	}
+	if w.Rows() != int64(len(want)) {
+		t.Fatalf("Rows() = %d, want %d", w.Rows(), len(want))
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, gotMeta := readAllTurns(t, path)
+	if len(got) != len(want) {
+		t.Fatalf("read %d rows, wrote %d", len(got), len(want))
+	}
+	for i := range want {
+		// parquet reads an empty list back as nil or empty: compare contents.
+		if len(want[i].PrefixHashes) == 0 && len(got[i].PrefixHashes) == 0 {
+			got[i].PrefixHashes = want[i].PrefixHashes
+		}
+		if !reflect.DeepEqual(got[i], want[i]) {
+			t.Fatalf("row %d:\n got %+v\nwant %+v", i, got[i], want[i])
+		}
+	}
+	if !reflect.DeepEqual(gotMeta, meta) {
+		t.Fatalf("meta: got %+v want %+v", gotMeta, meta)
+	}
+}
+
+func TestRecordRoundTripWithLateMeta(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.parquet")
+	w, err := NewRecordWriter(path, RunMeta{TracekitVersion: Version, StartWallNs: 1, StartMonoNs: 2, Targets: []string{"http://x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Record{
+		{RequestID: "a", ConversationID: "c", Turn: 0, IntendedNs: 10, SlotNs: 11, SentNs: 12, HeadersNs: 20, DoneNs: 99, Status: 200,
+			PromptTokens: 5, CompletionTokens: 3, CachedTokens: -1, EventNs: []int64{30, 40, 50}, EventTokens: []int32{0, 2, 1}, TokensExact: true},
+		{RequestID: "b", ConversationID: "c", Turn: 1, Status: 503, ErrorKind: ErrHTTPStatus, ErrorMessage: "overloaded", PromptTokens: -1, CompletionTokens: -1, CachedTokens: -1},
+	}
+	if err := w.Write(want...); err != nil {
+		t.Fatal(err)
+	}
+	health := &Health{DispatchLagP99Ns: 1234, Warnings: []string{"w"}}
+	if err := w.SetRunMeta(RunMeta{TracekitVersion: Version, StartWallNs: 1, StartMonoNs: 2, Health: health}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := OpenRecording(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if r.NumRows() != 2 {
+		t.Fatalf("NumRows = %d", r.NumRows())
+	}
+	got := make([]Record, 4)
+	n, err := r.Read(got)
+	if n != 2 || (err != nil && !errors.Is(err, io.EOF)) {
+		t.Fatalf("Read = %d, %v", n, err)
+	}
+	if !reflect.DeepEqual(got[0], want[0]) {
+		t.Fatalf("row 0: got %+v want %+v", got[0], want[0])
+	}
+	if got[1].ErrorKind != ErrHTTPStatus || len(got[1].EventNs) != 0 {
+		t.Fatalf("row 1: got %+v", got[1])
+	}
+	if r.Meta.Health == nil || r.Meta.Health.DispatchLagP99Ns != 1234 {
+		t.Fatalf("health not read back: %+v", r.Meta.Health)
+	}
+}
+
+func writeTrace(t *testing.T, path string) {
+	t.Helper()
+	w, err := NewTraceWriter(path, TraceMeta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(sampleTurns(3)...); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOpenRefusesBadFiles(t *testing.T) {
+	dir := t.TempDir()
+	tracePath := filepath.Join(dir, "trace.parquet")
+	writeTrace(t, tracePath)
+
+	empty := filepath.Join(dir, "empty.parquet")
+	os.WriteFile(empty, nil, 0o644)
+	text := filepath.Join(dir, "text.parquet")
+	os.WriteFile(text, []byte("conversation_id,turn\n"), 0o644)
+	data, _ := os.ReadFile(tracePath)
+	truncated := filepath.Join(dir, "truncated.parquet")
+	os.WriteFile(truncated, data[:len(data)/2], 0o644)
+
+	// A Parquet file written by someone else: no tracekit keys.
+	foreign := filepath.Join(dir, "foreign.parquet")
+	if err := parquet.WriteFile(foreign, []struct{ X int64 }{{1}}); err != nil {
+		t.Fatal(err)
+	}
+	// A trace from a future tracekit.
+	newer := filepath.Join(dir, "newer.parquet")
+	f, _ := os.Create(newer)
+	pw := parquet.NewGenericWriter[Turn](f, parquet.KeyValueMetadata(MetaFormat, FormatTrace), parquet.KeyValueMetadata(MetaSchemaVersion, "99"))
+	pw.Write(sampleTurns(1))
+	pw.Close()
+	f.Close()
+
+	cases := []struct {
+		name, path string
+		open       func(string) error
+		is         error
+		mention    string
+	}{
+		{"missing", filepath.Join(dir, "nope.parquet"), openTrace, os.ErrNotExist, "nope.parquet"},
+		{"empty", empty, openTrace, nil, "not a readable Parquet file"},
+		{"text", text, openTrace, nil, "not a readable Parquet file"},
+		{"truncated", truncated, openTrace, nil, "truncated"},
+		{"foreign parquet", foreign, openTrace, ErrWrongFormat, "no tracekit format key"},
+		{"trace as recording", tracePath, openRecording, ErrWrongFormat, "expected a tracekit.recording file, found tracekit.trace"},
+		{"newer version", newer, openTrace, ErrNewerVersion, "schema version 99"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.open(c.path)
+			if err == nil {
+				t.Fatal("opened a bad file without error")
+			}
+			if c.is != nil && !errors.Is(err, c.is) {
+				t.Errorf("error %v is not %v", err, c.is)
+			}
+			if !strings.Contains(err.Error(), c.mention) || !strings.Contains(err.Error(), filepath.Base(c.path)) {
+				t.Errorf("error %q should name the file and mention %q", err, c.mention)
+			}
+		})
+	}
+}
+
+func openTrace(p string) error {
+	r, err := OpenTrace(p)
+	if err == nil {
+		r.Close()
+	}
+	return err
+}
+
+func openRecording(p string) error {
+	r, err := OpenRecording(p)
+	if err == nil {
+		r.Close()
+	}
+	return err
+}
+
+// The schema must use plain types notebooks read without surprises: int64
+// nanoseconds without a timestamp logical type, UTF-8 strings, LIST lists.
+func TestSchemaIsNotebookFriendly(t *testing.T) {
+	for _, s := range []*parquet.Schema{parquet.SchemaOf(Turn{}), parquet.SchemaOf(Record{})} {
+		str := s.String()
+		if strings.Contains(str, "TIMESTAMP") || strings.Contains(str, "timestamp(") {
+			t.Errorf("schema uses a timestamp type:\n%s", str)
+		}
+		for _, want := range []string{"(LIST)", "(STRING)"} {
+			if !strings.Contains(str, want) {
+				t.Errorf("schema lacks %s:\n%s", want, str)
+			}
+		}
+	}
+}
