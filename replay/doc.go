@@ -1,0 +1,34 @@
+// Package replay sends a trace to one or more OpenAI-compatible servers with
+// exact timing and hands every finished request to capture's recorder.
+//
+// Data flow:
+//
+//	trace.parquet ──> load: conversations in start order
+//	                    │
+//	                    v
+//	schedule: each conversation starts at its offset (÷ --speed) from the run
+//	start, woken by a Dispatcher (Precise: a locked OS thread on an absolute
+//	CLOCK_MONOTONIC timerfd)
+//	                    │
+//	                    v
+//	conversation loop (closed loop): wait for a concurrency slot (queue time),
+//	send turn k with its history, read the stream through capture.Stream,
+//	append the server's answer (or the reference answer), think, send k+1.
+//	With --timing trace every turn is sent at its own arrival offset instead.
+//	                    │ one trace.Record per attempt
+//	                    v
+//	capture.Recorder (one writer goroutine owns the file; Submit never
+//	blocks on disk)
+//
+// Client: one fasthttp.HostClient per target with streaming response bodies.
+// Every connection is wrapped (conn.go) so that the run can stamp when a
+// request's bytes were written, apply the per-event idle timeout as a read
+// deadline before each Read, and interrupt every in-flight read when the run
+// is canceled (signal, --benchmark-timeout, --duration).
+//
+// Run lifetime: Run returns when every conversation has finished or the run
+// context ends; in the latter case every in-flight request is recorded as
+// canceled with the events it had received, and the recording is closed
+// valid. Health (dispatch lag, Go scheduler latency, CPU, RSS) is measured
+// over the run and stored in the recording's RunMeta.
+package replay
