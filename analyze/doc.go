@@ -1,0 +1,24 @@
+// Package analyze turns recordings into serving metrics, offline.
+//
+// Data flow: Files opens one or more recordings (shards of one run are
+// aligned on RunMeta.StartWallNs), streams their rows once through an
+// accumulator that derives each request's metrics (Derive) and feeds the
+// distributions, bins and per-request table, then Finish freezes everything
+// into one Summary. Text (WriteText), JSON (WriteJSON), the per-request file
+// (WritePerRequest) and the HTML report (WriteHTML) are renderers of that one
+// Summary, so they never disagree; Compare diffs two Summaries.
+//
+// Definitions are vLLM `bench serve`'s by default (see Derive and Summary):
+// TTFT = first event - sent, ITL = successive event gaps pooled over
+// successful requests, E2EL = last event - sent, TPOT = (E2EL - TTFT) /
+// (output_len - 1), statistics with numpy's linear percentile.
+//
+// Memory: exact percentiles need every sample, 8 bytes per request for each
+// per-request distribution and 8 bytes per token event for each per-event
+// one (per-event ITL, per-token ITL, event times for the peak-throughput
+// bins: 24 bytes per event in all), plus one Request (~200 bytes) per
+// request. When a distribution passes Options.MaxExactSamples it switches to
+// a log-bucket histogram with relative error HistRelErr (0.1%), and the
+// peak-throughput bins switch to 1 ms resolution; Summary.Approximate says
+// so.
+package analyze

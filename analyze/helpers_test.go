@@ -1,0 +1,5 @@
+package analyze
+
+import "errors"
+
+func errorsIsBad(err error) bool { return errors.Is(err, ErrBadInput) }

@@ -1,0 +1,218 @@
+package analyze
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ITLMode selects the definition of inter-token latency used for the
+// headline ITL figures.
+type ITLMode int
+
+const (
+	// ITLPerEvent is vLLM's: one sample per event gap, pooled.
+	ITLPerEvent ITLMode = iota
+	// ITLPerToken is NVIDIA GenAI-Perf's: each gap divided by the tokens
+	// of the later event, one sample per event.
+	ITLPerToken
+	// ITLRequestMean is guidellm's: (last event - first event) /
+	// (output_len - 1), one sample per request with output_len > 1.
+	ITLRequestMean
+)
+
+var itlModeNames = [...]string{"per-event", "per-token", "request-mean"}
+
+func (m ITLMode) String() string {
+	if int(m) < len(itlModeNames) {
+		return itlModeNames[m]
+	}
+	return fmt.Sprintf("ITLMode(%d)", int(m))
+}
+
+// ParseITLMode parses per-event, per-token or request-mean.
+func ParseITLMode(s string) (ITLMode, error) {
+	for i, n := range itlModeNames {
+		if s == n {
+			return ITLMode(i), nil
+		}
+	}
+	return 0, fmt.Errorf("--itl %q: expected per-event, per-token or request-mean", s)
+}
+
+// Metric names accepted by Options.Metrics, in vLLM's print order.
+var allMetrics = []string{"ttft", "tpot", "itl", "e2el"}
+
+// Window selects requests by send time, relative to the (aligned) run start:
+// From <= SentNs < To. To == 0 means no upper bound.
+type Window struct {
+	FromNs, ToNs int64
+}
+
+// IsZero reports whether the window selects everything.
+func (w Window) IsZero() bool { return w.FromNs == 0 && w.ToNs == 0 }
+
+func (w Window) contains(ns int64) bool {
+	return ns >= w.FromNs && (w.ToNs == 0 || ns < w.ToNs)
+}
+
+func (w Window) String() string {
+	if w.IsZero() {
+		return ""
+	}
+	to := ""
+	if w.ToNs != 0 {
+		to = time.Duration(w.ToNs).String()
+	}
+	return time.Duration(w.FromNs).String() + "-" + to
+}
+
+// ParseWindow parses "FROM-TO" of Go durations ("60s-300s", "1m-5m"), with
+// TO optional ("60s-").
+func ParseWindow(s string) (Window, error) {
+	if s == "" {
+		return Window{}, nil
+	}
+	from, to, ok := strings.Cut(s, "-")
+	if !ok {
+		return Window{}, fmt.Errorf("--window %q: expected FROM-TO, e.g. 60s-300s", s)
+	}
+	f, err := time.ParseDuration(from)
+	if err != nil {
+		return Window{}, fmt.Errorf("--window %q: start: %w", s, err)
+	}
+	w := Window{FromNs: int64(f)}
+	if to != "" {
+		t, err := time.ParseDuration(to)
+		if err != nil {
+			return Window{}, fmt.Errorf("--window %q: end: %w", s, err)
+		}
+		if t <= f {
+			return Window{}, fmt.Errorf("--window %q: end must be after start", s)
+		}
+		w.ToNs = int64(t)
+	}
+	if w.FromNs < 0 {
+		return Window{}, fmt.Errorf("--window %q: start must not be negative", s)
+	}
+	return w, nil
+}
+
+// SLO is vLLM's goodput configuration: a request is good when every set
+// limit holds (value <= limit). Zero means not set.
+type SLO struct {
+	TTFTms float64 `json:"ttft,omitempty"`
+	TPOTms float64 `json:"tpot,omitempty"`
+	E2ELms float64 `json:"e2el,omitempty"`
+}
+
+// IsZero reports whether no SLO is set.
+func (s SLO) IsZero() bool { return s == SLO{} }
+
+// ParseGoodput parses vLLM's "KEY:MS" pairs (ttft, tpot, e2el), each item
+// possibly holding several pairs separated by spaces or commas.
+func ParseGoodput(items []string) (SLO, error) {
+	var slo SLO
+	for _, item := range items {
+		for _, kv := range strings.FieldsFunc(item, func(r rune) bool { return r == ' ' || r == ',' }) {
+			k, v, ok := strings.Cut(kv, ":")
+			if !ok {
+				return SLO{}, fmt.Errorf("--goodput %q: expected KEY:MS (ttft, tpot or e2el)", kv)
+			}
+			ms, err := strconv.ParseFloat(v, 64)
+			if err != nil || ms <= 0 || math.IsInf(ms, 0) {
+				return SLO{}, fmt.Errorf("--goodput %q: %q is not a positive number of milliseconds", kv, v)
+			}
+			switch k {
+			case "ttft":
+				slo.TTFTms = ms
+			case "tpot":
+				slo.TPOTms = ms
+			case "e2el":
+				slo.E2ELms = ms
+			default:
+				return SLO{}, fmt.Errorf("--goodput %q: unknown metric %q, expected ttft, tpot or e2el", kv, k)
+			}
+		}
+	}
+	return slo, nil
+}
+
+// ParsePercentiles parses "50,90,99" (vLLM's --metric-percentiles).
+func ParsePercentiles(s string) ([]float64, error) {
+	var ps []float64
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		p, err := strconv.ParseFloat(f, 64)
+		if err != nil || p < 0 || p > 100 {
+			return nil, fmt.Errorf("--percentiles %q: %q is not a number in [0, 100]", s, f)
+		}
+		ps = append(ps, p)
+	}
+	if len(ps) == 0 {
+		return nil, fmt.Errorf("--percentiles %q: no percentile given", s)
+	}
+	return ps, nil
+}
+
+// ParseMetrics parses "ttft,tpot,itl,e2el" (vLLM's --percentile-metrics).
+func ParseMetrics(s string) ([]string, error) {
+	var ms []string
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		ok := false
+		for _, m := range allMetrics {
+			ok = ok || m == f
+		}
+		if !ok {
+			return nil, fmt.Errorf("--metrics %q: unknown metric %q, expected ttft, tpot, itl or e2el", s, f)
+		}
+		ms = append(ms, f)
+	}
+	return ms, nil
+}
+
+// Options select what is analyzed and how. The zero value gives vLLM's
+// defaults: warm-up excluded, whole run, per-event ITL, P99 of ttft, tpot,
+// itl.
+type Options struct {
+	Window        Window
+	IncludeWarmup bool
+	Goodput       SLO
+	Percentiles   []float64 // default [99]
+	Metrics       []string  // default ttft, tpot, itl
+	ITL           ITLMode
+	// MaxExactSamples bounds each distribution before it switches to a
+	// histogram; 0 means DefaultMaxExactSamples.
+	MaxExactSamples int
+}
+
+func (o Options) withDefaults() Options {
+	if len(o.Percentiles) == 0 {
+		o.Percentiles = []float64{99}
+	}
+	if len(o.Metrics) == 0 {
+		o.Metrics = []string{"ttft", "tpot", "itl"}
+	}
+	if o.MaxExactSamples <= 0 {
+		o.MaxExactSamples = DefaultMaxExactSamples
+	}
+	return o
+}
+
+func (o Options) hasMetric(m string) bool {
+	for _, x := range o.Metrics {
+		if x == m {
+			return true
+		}
+	}
+	return false
+}

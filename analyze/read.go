@@ -1,0 +1,219 @@
+package analyze
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+
+	"github.com/tracekit/tracekit/trace"
+)
+
+// ErrBadInput is wrapped by every error about the input files (unreadable,
+// not a recording, wrong version, empty, truncated, inconsistent rows), so
+// the command can exit with the usage code.
+var ErrBadInput = errors.New("bad input")
+
+// readBatch is how many rows Files decodes at a time.
+const readBatch = 1024
+
+// Expand replaces each argument holding glob metacharacters by its sorted
+// matches; a pattern with no match is an error.
+func Expand(args []string) ([]string, error) {
+	var out []string
+	for _, a := range args {
+		m, err := filepath.Glob(a)
+		if err != nil {
+			return nil, fmt.Errorf("pattern %q: %w: %w", a, err, ErrBadInput)
+		}
+		switch {
+		case len(m) > 0:
+			out = append(out, m...)
+		case hasMeta(a):
+			return nil, fmt.Errorf("pattern %q matches no file: %w", a, ErrBadInput)
+		default:
+			out = append(out, a) // let Open report it
+		}
+	}
+	return out, nil
+}
+
+func hasMeta(s string) bool {
+	for _, c := range s {
+		if c == '*' || c == '?' || c == '[' {
+			return true
+		}
+	}
+	return false
+}
+
+// Files analyzes the recordings at paths as one run: the shards of one
+// distributed run are aligned on their RunMeta.StartWallNs (the earliest
+// becomes time 0).
+func Files(paths []string, opts Options) (*Summary, error) {
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("no recording given: %w", ErrBadInput)
+	}
+	readers := make([]*trace.RecordReader, 0, len(paths))
+	defer func() {
+		for _, r := range readers {
+			r.Close()
+		}
+	}()
+	files := make([]FileInfo, len(paths))
+	base := int64(0)
+	for i, p := range paths {
+		r, err := trace.OpenRecording(p)
+		if err != nil {
+			return nil, fmt.Errorf("analyzing: %w: %w", err, ErrBadInput)
+		}
+		readers = append(readers, r)
+		files[i] = FileInfo{Path: p, Rows: r.NumRows(), Meta: r.Meta}
+		if w := r.Meta.StartWallNs; w != 0 && (base == 0 || w < base) {
+			base = w
+		}
+	}
+	for i := range files {
+		if w := files[i].Meta.StartWallNs; w != 0 {
+			files[i].OffsetNs = w - base
+		}
+	}
+	acc := newAccumulator(opts)
+	rows := make([]trace.Record, readBatch)
+	var total int64
+	for i, r := range readers {
+		n, err := readAll(r, files[i], i, rows, acc)
+		if err != nil {
+			return nil, err
+		}
+		total += n
+	}
+	if total == 0 {
+		return nil, fmt.Errorf("%s: the recording holds no requests: %w", paths[0], ErrBadInput)
+	}
+	s := acc.finish(files)
+	s.StartWallNs = base
+	return s, nil
+}
+
+// readAll streams one file's rows into acc, validating each.
+func readAll(r *trace.RecordReader, f FileInfo, file int, rows []trace.Record, acc *accumulator) (int64, error) {
+	var row int64
+	for {
+		n, err := r.Read(rows)
+		for k := range rows[:n] {
+			rec := &rows[k]
+			if verr := validate(rec); verr != nil {
+				return row, fmt.Errorf("%s: row %d (request %q): %w: %w", f.Path, row, rec.RequestID, verr, ErrBadInput)
+			}
+			shift(rec, f.OffsetNs)
+			acc.add(rec, file)
+			row++
+		}
+		if errors.Is(err, io.EOF) {
+			if row != f.Rows {
+				return row, fmt.Errorf("%s: read %d rows, footer says %d (truncated?): %w", f.Path, row, f.Rows, ErrBadInput)
+			}
+			return row, nil
+		}
+		if err != nil {
+			return row, fmt.Errorf("analyzing %s after row %d: %w: %w", f.Path, row, err, ErrBadInput)
+		}
+	}
+}
+
+// validate checks what the metrics rely on.
+func validate(r *trace.Record) error {
+	if len(r.EventNs) != len(r.EventTokens) {
+		return fmt.Errorf("%d event_ns but %d event_tokens (the lists must be parallel)", len(r.EventNs), len(r.EventTokens))
+	}
+	for i := 1; i < len(r.EventNs); i++ {
+		if r.EventNs[i] < r.EventNs[i-1] {
+			return fmt.Errorf("event_ns[%d]=%d is before event_ns[%d]=%d (expected non-decreasing)", i, r.EventNs[i], i-1, r.EventNs[i-1])
+		}
+	}
+	return nil
+}
+
+// shift moves a record's times by off (aligning shards).
+func shift(r *trace.Record, off int64) {
+	if off == 0 {
+		return
+	}
+	r.IntendedNs += off
+	r.SlotNs += off
+	r.SentNs += off
+	r.DoneNs += off
+	if r.HeadersNs != 0 {
+		r.HeadersNs += off
+	}
+	for i := range r.EventNs {
+		r.EventNs[i] += off
+	}
+}
+
+// Records analyzes in-memory records (already aligned) with meta as the
+// run's metadata; it is Files without the decoding.
+func Records(recs []trace.Record, meta trace.RunMeta, opts Options) *Summary {
+	acc := newAccumulator(opts)
+	for i := range recs {
+		acc.add(&recs[i], 0)
+	}
+	s := acc.finish([]FileInfo{{Path: "(memory)", Rows: int64(len(recs)), Meta: meta}})
+	s.StartWallNs = meta.StartWallNs
+	return s
+}
+
+// describeRun reads the model, tokenizer and load settings from the first
+// file's metadata. Replay's config keys are matched loosely, since only the
+// printed vLLM rows depend on them.
+func (s *Summary) describeRun() {
+	if len(s.Files) == 0 {
+		return
+	}
+	m := s.Files[0].Meta
+	if m.Trace != nil {
+		s.Tokenizer = m.Trace.Tokenizer
+	}
+	s.Model = configString(m.Config, "model", "served_model_name")
+	if v, ok := configNumber(m.Config, "max_concurrency", "concurrency", "max-concurrency"); ok && v > 0 {
+		s.MaxConcurrency = int(v)
+	}
+	if v, ok := configNumber(m.Config, "request_rate", "rate", "request-rate"); ok && v > 0 {
+		s.RequestRate = v
+	}
+	s.Burstiness = 1
+	if v, ok := configNumber(m.Config, "burstiness"); ok && v > 0 {
+		s.Burstiness = v
+	}
+}
+
+func configString(c map[string]any, keys ...string) string {
+	for _, k := range keys {
+		if v, ok := c[k].(string); ok && v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func configNumber(c map[string]any, keys ...string) (float64, bool) {
+	for _, k := range keys {
+		switch v := c[k].(type) {
+		case float64:
+			return v, true
+		case int:
+			return float64(v), true
+		case int64:
+			return float64(v), true
+		case string:
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				return f, true
+			}
+		}
+	}
+	return 0, false
+}
+
+func fmtMs(ns int64) string { return strconv.FormatFloat(float64(ns)/1e6, 'f', 2, 64) + " ms" }

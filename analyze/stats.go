@@ -1,0 +1,236 @@
+package analyze
+
+import (
+	"math"
+	"slices"
+)
+
+// Stats are the statistics vLLM reports for one metric, in milliseconds.
+type Stats struct {
+	Count  int     `json:"count"`
+	Mean   float64 `json:"mean_ms"`
+	Median float64 `json:"median_ms"`
+	Std    float64 `json:"std_ms"` // population std (numpy's default, ddof=0)
+	Min    float64 `json:"min_ms"`
+	Max    float64 `json:"max_ms"`
+	// Percentiles are in the order of the requested percentiles.
+	Percentiles []Pct `json:"percentiles"`
+}
+
+// Pct is one percentile of a distribution.
+type Pct struct {
+	P     float64 `json:"p"`
+	Value float64 `json:"value_ms"`
+}
+
+// Percentile returns numpy.percentile(sorted, p) with the default linear
+// method: h = (n-1)*p/100, value = x[floor h] + (h - floor h) * (x[ceil h] -
+// x[floor h]), using numpy's two-sided lerp so results match bit for bit.
+// sorted must be ascending; an empty slice gives 0 (vLLM's `x or 0`).
+func Percentile(sorted []float64, p float64) float64 {
+	n := len(sorted)
+	if n == 0 {
+		return 0
+	}
+	h := float64(n-1) * p / 100
+	lo := int(math.Floor(h))
+	if lo < 0 {
+		return sorted[0]
+	}
+	if lo >= n-1 {
+		return sorted[n-1]
+	}
+	return lerp(sorted[lo], sorted[lo+1], h-float64(lo))
+}
+
+// lerp is numpy's _lerp: exact at both ends.
+func lerp(a, b, t float64) float64 {
+	d := b - a
+	if t >= 0.5 {
+		return b - d*(1-t)
+	}
+	return a + d*t
+}
+
+// HistRelErr is the relative error of a percentile read from a Dist that
+// switched to its histogram.
+const HistRelErr = 0.001
+
+// DefaultMaxExactSamples is the per-distribution sample count above which a
+// Dist switches to its histogram (16 Mi samples = 128 MiB).
+const DefaultMaxExactSamples = 1 << 24
+
+// Dist collects the samples of one metric (in nanoseconds). Below its limit
+// it keeps every sample and its statistics are exact; past it, it moves
+// them into a logarithmic histogram whose percentiles are within
+// HistRelErr of the exact value (mean, std, min, max stay exact up to
+// floating point).
+type Dist struct {
+	limit   int
+	samples []float64
+	sorted  bool
+	hist    *logHist
+}
+
+func newDist(limit int) *Dist {
+	if limit <= 0 {
+		limit = DefaultMaxExactSamples
+	}
+	return &Dist{limit: limit}
+}
+
+// Add records one sample.
+func (d *Dist) Add(v float64) {
+	if d.hist == nil {
+		if len(d.samples) < d.limit {
+			d.samples = append(d.samples, v)
+			d.sorted = false
+			return
+		}
+		d.hist = newLogHist()
+		for _, s := range d.samples {
+			d.hist.add(s)
+		}
+		d.samples = nil
+	}
+	d.hist.add(v)
+}
+
+// Len is the number of samples added.
+func (d *Dist) Len() int {
+	if d.hist != nil {
+		return int(d.hist.n)
+	}
+	return len(d.samples)
+}
+
+// Approximate reports whether percentiles come from the histogram.
+func (d *Dist) Approximate() bool { return d.hist != nil }
+
+func (d *Dist) sort() {
+	if !d.sorted {
+		slices.Sort(d.samples)
+		d.sorted = true
+	}
+}
+
+// Quantile returns percentile p (0..100) in nanoseconds.
+func (d *Dist) Quantile(p float64) float64 {
+	if d.hist != nil {
+		return d.hist.percentile(p)
+	}
+	d.sort()
+	return Percentile(d.samples, p)
+}
+
+// Stats computes the statistics in milliseconds, numpy style: mean,
+// population std (two-pass), median and the linear percentiles ps. An
+// empty Dist gives zeros, as vLLM's `np.mean(x or 0)` does.
+func (d *Dist) Stats(ps []float64) Stats {
+	const ms = 1e6
+	st := Stats{Count: d.Len(), Percentiles: make([]Pct, len(ps))}
+	for i, p := range ps {
+		st.Percentiles[i] = Pct{P: p, Value: d.Quantile(p) / ms}
+	}
+	st.Median = d.Quantile(50) / ms
+	if d.hist != nil {
+		h := d.hist
+		if h.n > 0 {
+			st.Mean, st.Std = h.mean/ms, math.Sqrt(h.m2/float64(h.n))/ms
+			st.Min, st.Max = h.min/ms, h.max/ms
+		}
+		return st
+	}
+	if len(d.samples) == 0 {
+		return st
+	}
+	mean := sum(d.samples) / float64(len(d.samples))
+	var ss float64
+	for _, v := range d.samples {
+		ss += (v - mean) * (v - mean)
+	}
+	st.Mean = mean / ms
+	st.Std = math.Sqrt(ss/float64(len(d.samples))) / ms
+	st.Min, st.Max = d.samples[0]/ms, d.samples[len(d.samples)-1]/ms
+	return st
+}
+
+// sum adds with Neumaier compensation so long runs do not drift.
+func sum(xs []float64) float64 {
+	var s, c float64
+	for _, x := range xs {
+		t := s + x
+		if math.Abs(s) >= math.Abs(x) {
+			c += (s - t) + x
+		} else {
+			c += (x - t) + s
+		}
+		s = t
+	}
+	return s + c
+}
+
+// logHist is a DDSketch-style histogram: bucket i holds values in
+// (gamma^(i-1), gamma^i] with gamma = (1+a)/(1-a), so the bucket's
+// representative 2*gamma^i/(gamma+1) is within a = HistRelErr of any value
+// in it. Values below 1 ns (0, or negative from clock steps) share bucket
+// "zero". Mean and variance use Welford's update.
+type logHist struct {
+	counts   []int64
+	zero     int64
+	n        int64
+	mean, m2 float64
+	min, max float64
+	lnGamma  float64
+	gamma    float64
+}
+
+func newLogHist() *logHist {
+	g := (1 + HistRelErr) / (1 - HistRelErr)
+	return &logHist{gamma: g, lnGamma: math.Log(g), min: math.Inf(1), max: math.Inf(-1)}
+}
+
+func (h *logHist) add(v float64) {
+	h.n++
+	delta := v - h.mean
+	h.mean += delta / float64(h.n)
+	h.m2 += delta * (v - h.mean)
+	h.min, h.max = min(h.min, v), max(h.max, v)
+	if v < 1 {
+		h.zero++
+		return
+	}
+	i := int(math.Ceil(math.Log(v) / h.lnGamma))
+	if i >= len(h.counts) {
+		h.counts = append(h.counts, make([]int64, i+1-len(h.counts))...)
+	}
+	h.counts[i]++
+}
+
+// value returns the representative of the sample with rank r (0-based).
+func (h *logHist) value(r int64) float64 {
+	if r < h.zero {
+		return max(h.min, 0)
+	}
+	r -= h.zero
+	for i, c := range h.counts {
+		if r < c {
+			v := 2 * math.Pow(h.gamma, float64(i)) / (h.gamma + 1)
+			return min(max(v, h.min), h.max)
+		}
+		r -= c
+	}
+	return h.max
+}
+
+func (h *logHist) percentile(p float64) float64 {
+	if h.n == 0 {
+		return 0
+	}
+	x := float64(h.n-1) * p / 100
+	lo := int64(math.Floor(x))
+	if lo >= h.n-1 {
+		return h.max
+	}
+	return lerp(h.value(lo), h.value(lo+1), x-float64(lo))
+}
