@@ -1,0 +1,231 @@
+package synth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// What BurstGPT.Failed does with failed requests (zero response tokens).
+const (
+	FailedDrop = "drop" // leave them out (the default, as vLLM's loader does)
+	FailedKeep = "keep" // replay them as ordinary requests asking for 1 token
+	FailedFlag = "flag" // keep them, with "-failed" ending the conversation id
+)
+
+// BurstGPT imports a BurstGPT trace (Azure OpenAI GPT service): CSV with
+// columns found by name,
+//
+//	Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type
+//	5,ChatGPT,472,18,490,Conversation log
+//
+// Timestamp is seconds from the trace start. Newer files add "Session ID"
+// (rows sharing one form a conversation, turns ordered by time) and
+// "Elapsed time" (seconds the request took, used to turn the arrival gap
+// into a think time). Rows with zero response tokens are failed requests,
+// handled by Failed. Rows carry no prefix hashes: prompts are private text.
+type BurstGPT struct {
+	Opts        ImportOptions
+	FilterModel string // keep only rows whose Model is this (case-insensitive); empty keeps all
+	LogType     string // keep only rows whose Log Type is this or starts with it ("conversation", "api"); empty keeps all
+	Failed      string // FailedDrop (default), FailedKeep or FailedFlag
+	stats       ImportStats
+	failed      int
+}
+
+var _ Source = (*BurstGPT)(nil)
+
+// Name is "burstgpt".
+func (*BurstGPT) Name() string { return "burstgpt" }
+
+// burstCols are the column indexes of a BurstGPT file; -1 when absent.
+type burstCols struct {
+	ts, model, req, resp, logType, session, elapsed int
+}
+
+// Conversations reads the CSV, filters it and groups sessions.
+func (b *BurstGPT) Conversations(ctx context.Context) ([]Conversation, error) {
+	o, err := b.Opts.validate(MooncakeBlockSize)
+	if err != nil {
+		return nil, fmt.Errorf("burstgpt: %w", err)
+	}
+	switch b.Failed {
+	case "":
+		b.Failed = FailedDrop
+	case FailedDrop, FailedKeep, FailedFlag:
+	default:
+		return nil, fmt.Errorf("burstgpt: failed-request mode %q: expected drop, keep or flag", b.Failed)
+	}
+	b.Opts, b.stats, b.failed = o, ImportStats{}, 0
+	rows, err := b.read(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("burstgpt: %w", err)
+	}
+	return o.assemble("burstgpt", 0, rows, groupByKey, &b.stats)
+}
+
+func (b *BurstGPT) read(ctx context.Context) ([]importRow, error) {
+	path := b.Opts.Path
+	bad := badRows{skip: b.Opts.SkipBad}
+	t, err := openCSV(path)
+	if err != nil {
+		return nil, err
+	}
+	defer t.Close()
+	c := burstCols{model: t.optional("Model"), logType: t.optional("Log Type"), session: t.optional("Session ID"), elapsed: t.optional("Elapsed time")}
+	for _, need := range []struct {
+		name string
+		at   *int
+	}{{"Timestamp", &c.ts}, {"Request tokens", &c.req}, {"Response tokens", &c.resp}} {
+		if *need.at, err = t.need(need.name); err != nil {
+			return nil, err
+		}
+	}
+	if b.FilterModel != "" && c.model < 0 {
+		return nil, fmt.Errorf("%s line 1: filtering by model %q needs a Model column", path, b.FilterModel)
+	}
+	if b.LogType != "" && c.logType < 0 {
+		return nil, fmt.Errorf("%s line 1: filtering by log type %q needs a Log Type column", path, b.LogType)
+	}
+	var rows []importRow
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		rec, line, err := t.next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		var rerr *RowError
+		if errors.As(err, &rerr) {
+			if err := bad.add(rerr); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		r, rerr := parseBurstRow(path, line, rec, c)
+		if rerr != nil {
+			if err := bad.add(rerr); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		b.stats.Rows++
+		if !b.keep(rec, c, &r) {
+			b.stats.Filtered++
+			continue
+		}
+		rows = append(rows, r)
+	}
+	b.stats.BadRows, b.stats.BadExamples = bad.count, bad.first
+	return rows, nil
+}
+
+func parseBurstRow(path string, line int, rec []string, c burstCols) (importRow, *RowError) {
+	e := func(field string, err error) (importRow, *RowError) {
+		return importRow{}, &RowError{File: path, Line: line, Field: field, Err: err}
+	}
+	r := importRow{line: line}
+	var err error
+	if r.at, err = parseDecimalNs(rec[c.ts], 1e9); err != nil {
+		return e("Timestamp", fmt.Errorf("%w (seconds)", err))
+	}
+	if r.at < 0 {
+		return e("Timestamp", fmt.Errorf("%q is negative", rec[c.ts]))
+	}
+	if r.input, err = parseCount(rec[c.req]); err != nil {
+		return e("Request tokens", err)
+	}
+	if r.output, err = parseCount(rec[c.resp]); err != nil {
+		return e("Response tokens", err)
+	}
+	r.failed = r.output == 0
+	if c.elapsed >= 0 && strings.TrimSpace(rec[c.elapsed]) != "" {
+		if r.elapsed, err = parseDecimalNs(rec[c.elapsed], 1e9); err != nil || r.elapsed < 0 {
+			return e("Elapsed time", fmt.Errorf("%q is not a non-negative number of seconds", rec[c.elapsed]))
+		}
+	}
+	if c.session >= 0 {
+		if s := strings.TrimSpace(rec[c.session]); s != "" {
+			r.group = "s" + s
+		}
+	}
+	return r, nil
+}
+
+// keep applies the model, log-type and failed-request filters; a kept
+// flagged row gets its conversation key marked.
+func (b *BurstGPT) keep(rec []string, c burstCols, r *importRow) bool {
+	if b.FilterModel != "" && !strings.EqualFold(strings.TrimSpace(rec[c.model]), b.FilterModel) {
+		return false
+	}
+	if b.LogType != "" {
+		lt := strings.ToLower(strings.TrimSpace(rec[c.logType]))
+		if !strings.HasPrefix(lt, strings.ToLower(b.LogType)) {
+			return false
+		}
+	}
+	if !r.failed {
+		return true
+	}
+	b.failed++
+	switch b.Failed {
+	case FailedDrop:
+		return false
+	case FailedFlag:
+		if r.group == "" {
+			r.group = fmt.Sprintf("l%09d", r.line)
+		}
+		r.group += "-failed"
+	}
+	return true
+}
+
+// groupByKey makes one conversation of the rows sharing a key (a session),
+// and one of each row without a key. A session with a flagged failed turn
+// is one conversation marked "-failed" as a whole.
+func groupByKey(kept []importRow) []convGroup {
+	var gs []convGroup
+	at := map[string]int{}
+	failed := map[string]bool{}
+	for _, r := range kept {
+		key, isFailed := strings.CutSuffix(r.group, "-failed")
+		if key == "" || strings.HasPrefix(key, "l") {
+			gs = append(gs, convGroup{key: fmt.Sprintf("l%09d", r.line), rows: []importRow{r}})
+			if isFailed {
+				gs[len(gs)-1].key += "-failed"
+			}
+			continue
+		}
+		i, ok := at[key]
+		if !ok {
+			i = len(gs)
+			at[key] = i
+			gs = append(gs, convGroup{key: key})
+		}
+		gs[i].rows = append(gs[i].rows, r)
+		if isFailed && !failed[key] {
+			failed[key] = true
+			gs[i].key += "-failed"
+		}
+	}
+	return gs
+}
+
+// Stats reports what the last Conversations call did with the file.
+func (b *BurstGPT) Stats() ImportStats { return b.stats }
+
+// MetaOptions is the source, window and options for TraceMeta.Options.
+func (b *BurstGPT) MetaOptions() map[string]string {
+	m := b.Opts.metaOptions(b.stats)
+	m["filter_model"] = b.FilterModel
+	m["log_type"] = b.LogType
+	m["failed"] = b.Failed
+	m["failed_rows"] = fmt.Sprint(b.failed)
+	return m
+}

@@ -1,0 +1,277 @@
+package synth
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/tracekit/tracekit/tokenizer"
+	"github.com/tracekit/tracekit/trace"
+)
+
+// ImportOptions are the options every production-trace source (mooncake,
+// azure, burstgpt, bailian) shares.
+//
+// Timing: each source has a timeline (Mooncake, BurstGPT and Bailian
+// timestamps are already relative to the trace start; Azure's wall-clock
+// timestamps are taken relative to the file's earliest row). The window keeps
+// the requests whose timestamp t satisfies Start <= t < Start+Duration, and a
+// kept request arrives at (t - Start) / Speed in the trace: the trace's zero
+// is the window's start, so the idle time before its first request is kept.
+type ImportOptions struct {
+	Path           string        // the file to import
+	Start          time.Duration // window start on the source's timeline
+	Duration       time.Duration // window length; 0 keeps everything after Start
+	Speed          float64       // time compression: 2 replays twice as fast; 0 means 1
+	MaxInputTokens int           // clamp of each request's prompt length; 0 means none
+	Limit          int           // keep the first Limit conversations of the window; 0 means all
+	Model          string        // stamped on every turn (trace.Turn.Model); empty leaves it to replay
+	SkipBad        bool          // count and skip malformed rows instead of failing
+	BlockSize      int           // tokens per prefix-hash block; 0 means the source's default
+	// Corpus supplies the words prompts are made of; nil means DefaultCorpus
+	// under the default tokenizer.
+	Corpus *Corpus
+}
+
+// ImportStats says what an import did with the rows of its file. It is
+// filled by Conversations and recorded in the trace metadata.
+type ImportStats struct {
+	Rows          int      // well-formed rows read
+	BadRows       int      // malformed rows skipped (--skip-bad)
+	BadExamples   []string // the first few of them
+	Filtered      int      // rows dropped by a source filter (model, log type, failed)
+	OutsideWindow int      // rows before Start or at/after Start+Duration
+	OverLimit     int      // rows of conversations past --limit
+	Clamped       int      // requests whose prompt was cut to --max-input-tokens
+	Requests      int      // rows written
+	Conversations int
+	SourceSpanNs  int64 // last minus first timestamp of all well-formed rows
+	TraceSpanNs   int64 // last minus first arrival of the written requests
+}
+
+func (o ImportOptions) validate(defaultBlock int) (ImportOptions, error) {
+	if o.Path == "" {
+		return o, errors.New("no input file: give --input")
+	}
+	if o.Start < 0 || o.Duration < 0 {
+		return o, fmt.Errorf("window start %v and duration %v must not be negative", o.Start, o.Duration)
+	}
+	if o.Speed == 0 {
+		o.Speed = 1
+	}
+	if o.Speed < 0 {
+		return o, fmt.Errorf("speed %g must be positive", o.Speed)
+	}
+	if o.MaxInputTokens < 0 || o.Limit < 0 || o.BlockSize < 0 {
+		return o, fmt.Errorf("max input tokens (%d), limit (%d) and block size (%d) must not be negative", o.MaxInputTokens, o.Limit, o.BlockSize)
+	}
+	if o.BlockSize == 0 {
+		o.BlockSize = defaultBlock
+	}
+	return o, nil
+}
+
+// importRow is one request as read from a file, before windowing.
+type importRow struct {
+	line    int
+	at      int64  // ns on the source's timeline
+	group   string // conversation key assigned by the source's grouping
+	input   int    // full prompt tokens as recorded (history included)
+	output  int
+	hashes  []int64 // prefix-block hashes of the full prompt; nil when unknown
+	elapsed int64   // ns the request took in production; 0 when unknown
+	failed  bool
+}
+
+// convGroup is one conversation's rows (ordered by time) and its id suffix.
+type convGroup struct {
+	key  string
+	rows []importRow
+}
+
+// grouper splits the rows kept by the window into conversations. nil makes
+// every row its own single-turn conversation.
+type grouper func(kept []importRow) []convGroup
+
+// singles is the grouping of single-turn sources: one conversation per row,
+// keyed by its line so that requests sharing a timestamp keep file order.
+func singles(kept []importRow) []convGroup {
+	gs := make([]convGroup, len(kept))
+	for i, r := range kept {
+		gs[i] = convGroup{key: fmt.Sprintf("l%09d", r.line), rows: kept[i : i+1]}
+	}
+	return gs
+}
+
+// assemble applies the window, groups, limit, clamp and speed, and
+// synthesizes prompt text: it is the part all importers share.
+//
+// A multi-turn conversation keeps only its turns inside the window; a turn
+// whose earlier turns fall before the window starts a conversation of its
+// own, carrying its whole recorded prompt. So the window holds exactly the
+// source's requests in [Start, Start+Duration).
+//
+// Turn k>0 sends only the new tokens: its recorded prompt minus the previous
+// turn's prompt and output (at least 1), since replay carries the history.
+func (o ImportOptions) assemble(src string, origin int64, rows []importRow, group grouper, st *ImportStats) ([]Conversation, error) {
+	if len(rows) > 0 {
+		lo, hi := rows[0].at, rows[0].at
+		for _, r := range rows {
+			lo, hi = min(lo, r.at), max(hi, r.at)
+		}
+		st.SourceSpanNs = hi - lo
+	}
+	from := origin + int64(o.Start)
+	var kept []importRow
+	for _, r := range rows {
+		if r.at < from || (o.Duration > 0 && r.at >= from+int64(o.Duration)) {
+			st.OutsideWindow++
+			continue
+		}
+		kept = append(kept, r)
+	}
+	if group == nil {
+		group = singles
+	}
+	groups := group(kept)
+	for _, g := range groups {
+		sort.SliceStable(g.rows, func(i, j int) bool { return g.rows[i].at < g.rows[j].at })
+	}
+	sort.SliceStable(groups, func(i, j int) bool {
+		a, b := groups[i].rows[0], groups[j].rows[0]
+		if a.at != b.at {
+			return a.at < b.at
+		}
+		return a.line < b.line
+	})
+	if o.Limit > 0 && len(groups) > o.Limit {
+		for _, g := range groups[o.Limit:] {
+			st.OverLimit += len(g.rows)
+		}
+		groups = groups[:o.Limit]
+	}
+	corpus := o.Corpus
+	if corpus == nil {
+		var err error
+		if corpus, err = DefaultCorpus(tokenizer.Default()); err != nil {
+			return nil, fmt.Errorf("loading the default corpus for %s prompts: %w", src, err)
+		}
+	}
+	blocks, err := NewBlocks(corpus, o.BlockSize)
+	if err != nil {
+		return nil, fmt.Errorf("preparing %s prompt blocks: %w", src, err)
+	}
+	convs := make([]Conversation, 0, len(groups))
+	first, last := int64(-1), int64(0)
+	for _, g := range groups {
+		c := o.conversation(src+"-"+g.key, from, g.rows, blocks, st)
+		convs = append(convs, c)
+		st.Requests += len(c)
+		for _, t := range c {
+			if first < 0 || t.ArrivalOffsetNs < first {
+				first = t.ArrivalOffsetNs
+			}
+			last = max(last, t.ArrivalOffsetNs)
+		}
+	}
+	st.Conversations = len(convs)
+	if first >= 0 {
+		st.TraceSpanNs = last - first
+	}
+	return convs, nil
+}
+
+// scale maps a timeline instant to a trace offset: (t - from) / speed.
+func (o ImportOptions) scale(d int64) int64 {
+	if o.Speed == 1 {
+		return d
+	}
+	return int64(float64(d) / o.Speed)
+}
+
+// conversation builds the turns of one group.
+func (o ImportOptions) conversation(id string, from int64, rows []importRow, blocks *Blocks, st *ImportStats) Conversation {
+	c := make(Conversation, len(rows))
+	prevIn, prevOut := 0, 0
+	var prevAt, prevElapsed int64
+	for k, r := range rows {
+		in := max(r.input, 1)
+		if o.MaxInputTokens > 0 && in > o.MaxInputTokens {
+			in = o.MaxInputTokens
+			st.Clamped++
+		}
+		msg := in
+		if k > 0 {
+			msg = max(in-prevIn-prevOut, 1)
+		}
+		hashes := r.hashes
+		if nb := (in + blocks.Size() - 1) / blocks.Size(); len(hashes) > nb {
+			hashes = hashes[:nb]
+		}
+		// The new message covers the last msg tokens of the recorded
+		// prompt; it is built from the blocks that lie wholly inside them.
+		skip := min((in-msg+blocks.Size()-1)/blocks.Size(), len(hashes))
+		at := o.scale(r.at - from)
+		t := trace.Turn{
+			ConversationID:  id,
+			Turn:            int32(k),
+			ArrivalOffsetNs: at,
+			Messages: []trace.Message{{
+				Role:    "user",
+				Content: blocks.Text(hashes[skip:], msg, int64(r.line)),
+				Tokens:  int32(msg),
+			}},
+			InputTokens:  int32(msg),
+			OutputTokens: int32(max(r.output, 1)),
+			Model:        o.Model,
+		}
+		if len(hashes) > 0 {
+			t.PrefixHashes = append([]int64(nil), hashes...)
+		}
+		if k > 0 {
+			t.ThinkTimeNs = max(at-prevAt-o.scale(prevElapsed), 0)
+		}
+		c[k] = t
+		prevIn, prevOut, prevAt, prevElapsed = in, max(r.output, 1), at, r.elapsed
+	}
+	for k := range c {
+		c[k].StartOffsetNs = c[0].ArrivalOffsetNs
+	}
+	return c
+}
+
+// metaOptions records the source, the window and the options, with the
+// import's counts, for TraceMeta.Options.
+func (o ImportOptions) metaOptions(st ImportStats) map[string]string {
+	ns := func(d int64) string { return time.Duration(d).String() }
+	m := map[string]string{
+		"input":               o.Path,
+		"window_start":        o.Start.String(),
+		"window_duration":     "all",
+		"speed":               strconv.FormatFloat(o.Speed, 'g', -1, 64),
+		"max_input_tokens":    strconv.Itoa(o.MaxInputTokens),
+		"limit":               strconv.Itoa(o.Limit),
+		"model":               o.Model,
+		"skip_bad":            strconv.FormatBool(o.SkipBad),
+		"block_size":          strconv.Itoa(o.BlockSize),
+		"rows":                strconv.Itoa(st.Rows),
+		"bad_rows":            strconv.Itoa(st.BadRows),
+		"filtered_rows":       strconv.Itoa(st.Filtered),
+		"outside_window_rows": strconv.Itoa(st.OutsideWindow),
+		"over_limit_rows":     strconv.Itoa(st.OverLimit),
+		"clamped_requests":    strconv.Itoa(st.Clamped),
+		"requests":            strconv.Itoa(st.Requests),
+		"conversations":       strconv.Itoa(st.Conversations),
+		"source_span":         ns(st.SourceSpanNs),
+		"trace_span":          ns(st.TraceSpanNs),
+	}
+	if o.Duration > 0 {
+		m["window_duration"] = o.Duration.String()
+	}
+	for i, e := range st.BadExamples {
+		m["bad_row_"+strconv.Itoa(i+1)] = e
+	}
+	return m
+}
