@@ -100,7 +100,7 @@ func TestWindowSpeedLimitClamp(t *testing.T) {
 		inputs []int32
 	}{
 		{"all", func(*ImportOptions) {}, []int64{0, 1e9, 2e9, 2e9, 3.5e9, 5e9}, []int32{10, 20, 30, 40, 50, 60}},
-		{"window", func(o *ImportOptions) { o.Start, o.Duration = time.Second, 2500*time.Millisecond + 1 }, []int64{0, 1e9, 1e9, 2.5e9}, []int32{20, 30, 40, 50}},
+		{"window", func(o *ImportOptions) { o.Start, o.Duration = time.Second, 2500*time.Millisecond+1 }, []int64{0, 1e9, 1e9, 2.5e9}, []int32{20, 30, 40, 50}},
 		{"speed", func(o *ImportOptions) { o.Start, o.Speed = 2*time.Second, 2 }, []int64{0, 0, 0.75e9, 1.5e9}, []int32{30, 40, 50, 60}},
 		{"limit", func(o *ImportOptions) { o.Limit = 3 }, []int64{0, 1e9, 2e9}, []int32{10, 20, 30}},
 		{"clamp", func(o *ImportOptions) { o.MaxInputTokens = 35 }, []int64{0, 1e9, 2e9, 2e9, 3.5e9, 5e9}, []int32{10, 20, 30, 35, 35, 35}},
