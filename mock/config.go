@@ -1,0 +1,213 @@
+package mock
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+)
+
+// Duration is a time.Duration that reads and writes JSON as a Go duration
+// string ("15ms") and also accepts a number of nanoseconds.
+type Duration time.Duration
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// MarshalJSON writes d as a duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON accepts "15ms" or 15000000.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("duration %q: %w", s, err)
+		}
+		*d = Duration(v)
+		return nil
+	}
+	var ns int64
+	if err := json.Unmarshal(b, &ns); err != nil {
+		return fmt.Errorf("duration %s: expected a string like \"15ms\" or integer nanoseconds", b)
+	}
+	*d = Duration(ns)
+	return nil
+}
+
+// Latency is the latency model; see the package doc for the formula.
+type Latency struct {
+	// PrefillBase is the fixed cost of a prefill step.
+	PrefillBase Duration `json:"prefill_base"`
+	// PrefillPerToken is the cost of each prompt token not found in the
+	// prefix cache.
+	PrefillPerToken Duration `json:"prefill_per_token"`
+	// DecodeBase is the inter-token time with one running sequence.
+	DecodeBase Duration `json:"decode_base"`
+	// DecodePerSeq is added to the inter-token time for every other running
+	// sequence (continuous batching slows every step down).
+	DecodePerSeq Duration `json:"decode_per_seq"`
+	// JitterCV is the coefficient of variation of the log-normal factor
+	// (mean 1) applied to every inter-token time; 0 disables jitter.
+	JitterCV float64 `json:"jitter_cv"`
+	// TokensPerEvent is how many tokens each SSE event carries (1 = one
+	// event per token; k > 1 imitates speculative decoding or chunked output).
+	TokensPerEvent int `json:"tokens_per_event"`
+	// MaxNumSeqs is the batch capacity: requests beyond it wait (FIFO).
+	MaxNumSeqs int `json:"max_num_seqs"`
+	// OutputMean and OutputCV give the log-normal output length drawn when a
+	// request does not set ignore_eos; the draw is capped by max_tokens.
+	OutputMean int     `json:"output_mean"`
+	OutputCV   float64 `json:"output_cv"`
+	// MaxModelLen bounds prompt + output; max_tokens defaults to what is left.
+	MaxModelLen int `json:"max_model_len"`
+	// PrefixCacheTokens is the prefix cache capacity in tokens (LRU); 0
+	// disables the cache.
+	PrefixCacheTokens int `json:"prefix_cache_tokens"`
+}
+
+// FaultRates are per-request probabilities of each fault kind, drawn
+// independently of the X-Tracekit-Fault header (which always wins). Their
+// sum must not exceed 1.
+type FaultRates struct {
+	Status429   float64 `json:"status_429"`
+	Status500   float64 `json:"status_500"`
+	Status503   float64 `json:"status_503"`
+	Reset       float64 `json:"reset"`
+	Disconnect  float64 `json:"disconnect"`
+	Stall       float64 `json:"stall"`
+	Malformed   float64 `json:"malformed"`
+	NoDone      float64 `json:"nodone"`
+	SlowHeaders float64 `json:"slowheaders"`
+	// StallFor and SlowHeadersFor are the durations used by drawn stall and
+	// slowheaders faults.
+	StallFor       Duration `json:"stall_for"`
+	SlowHeadersFor Duration `json:"slowheaders_for"`
+}
+
+func (f FaultRates) sum() float64 {
+	return f.Status429 + f.Status500 + f.Status503 + f.Reset + f.Disconnect + f.Stall + f.Malformed + f.NoDone + f.SlowHeaders
+}
+
+// Config configures a mock server. Start with DefaultConfig.
+type Config struct {
+	// Listen is the address to listen on; empty means 127.0.0.1:0 (a random
+	// loopback port).
+	Listen string `json:"listen"`
+	// Model is the served model name listed by /v1/models. Requests naming
+	// another model are answered anyway (the response echoes their name)
+	// unless StrictModel is set, when they get vLLM's 404.
+	Model       string `json:"model"`
+	StrictModel bool   `json:"strict_model"`
+	// Seed makes output lengths, jitter, drawn faults and the generated
+	// text deterministic.
+	Seed    int64      `json:"seed"`
+	Latency Latency    `json:"latency"`
+	Faults  FaultRates `json:"faults"`
+	// LogPath, when set, is where the Parquet ground-truth log is written.
+	LogPath string `json:"log_path"`
+	// KeepLog keeps every log entry in memory for Server.Log (tests,
+	// calibrate); KeepBodies also keeps each request body in its entry.
+	KeepLog    bool `json:"keep_log"`
+	KeepBodies bool `json:"keep_bodies"`
+	// MaxBodyBytes bounds a request body.
+	MaxBodyBytes int64 `json:"max_body_bytes"`
+	// Tokens counts prompt tokens; nil means ApproxTokens. Not in JSON.
+	Tokens TokenCounter `json:"-"`
+}
+
+// DefaultConfig returns a model of a small GPU serving a 7-8B model: about
+// 35 ms to the first token of a short prompt and 15 ms per output token.
+func DefaultConfig() Config {
+	return Config{
+		Model: "tracekit-mock",
+		Seed:  1,
+		Latency: Latency{
+			PrefillBase:       Duration(20 * time.Millisecond),
+			PrefillPerToken:   Duration(50 * time.Microsecond),
+			DecodeBase:        Duration(15 * time.Millisecond),
+			DecodePerSeq:      Duration(50 * time.Microsecond),
+			JitterCV:          0.1,
+			TokensPerEvent:    1,
+			MaxNumSeqs:        256,
+			OutputMean:        128,
+			OutputCV:          0.5,
+			MaxModelLen:       32768,
+			PrefixCacheTokens: 1 << 20,
+		},
+		Faults: FaultRates{
+			StallFor:       Duration(2 * time.Second),
+			SlowHeadersFor: Duration(2 * time.Second),
+		},
+		MaxBodyBytes: 32 << 20,
+	}
+}
+
+// LoadConfig reads a JSON config file over base: keys present in the file
+// replace base's values, absent keys keep them. Unknown keys are an error.
+func LoadConfig(path string, base Config) (Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return base, fmt.Errorf("reading mock config: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	cfg := base
+	if err := dec.Decode(&cfg); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return base, fmt.Errorf("%s: byte %d: invalid JSON: %w", path, se.Offset, err)
+		}
+		return base, fmt.Errorf("%s: expected a mock config object: %w", path, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return base, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// Validate reports the first invalid setting.
+func (c Config) Validate() error {
+	l := c.Latency
+	switch {
+	case l.PrefillBase < 0 || l.PrefillPerToken < 0 || l.DecodeBase < 0 || l.DecodePerSeq < 0:
+		return errors.New("latency durations must not be negative")
+	case l.JitterCV < 0:
+		return fmt.Errorf("jitter_cv %g must be >= 0", l.JitterCV)
+	case l.TokensPerEvent < 1:
+		return fmt.Errorf("tokens_per_event %d must be >= 1", l.TokensPerEvent)
+	case l.MaxNumSeqs < 1:
+		return fmt.Errorf("max_num_seqs %d must be >= 1", l.MaxNumSeqs)
+	case l.OutputMean < 1:
+		return fmt.Errorf("output_mean %d must be >= 1", l.OutputMean)
+	case l.OutputCV < 0:
+		return fmt.Errorf("output_cv %g must be >= 0", l.OutputCV)
+	case l.MaxModelLen < 2:
+		return fmt.Errorf("max_model_len %d must be >= 2", l.MaxModelLen)
+	case l.PrefixCacheTokens < 0:
+		return fmt.Errorf("prefix_cache_tokens %d must be >= 0", l.PrefixCacheTokens)
+	case c.MaxBodyBytes < 1:
+		return fmt.Errorf("max_body_bytes %d must be >= 1", c.MaxBodyBytes)
+	case c.Model == "":
+		return errors.New("model must not be empty")
+	}
+	f := c.Faults
+	for _, p := range []float64{f.Status429, f.Status500, f.Status503, f.Reset, f.Disconnect, f.Stall, f.Malformed, f.NoDone, f.SlowHeaders} {
+		if p < 0 || p > 1 {
+			return fmt.Errorf("fault probability %g must be in [0, 1]", p)
+		}
+	}
+	if s := f.sum(); s > 1 {
+		return fmt.Errorf("fault probabilities sum to %g, must be <= 1", s)
+	}
+	if f.StallFor < 0 || f.SlowHeadersFor < 0 {
+		return errors.New("fault durations must not be negative")
+	}
+	return nil
+}

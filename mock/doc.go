@@ -1,0 +1,99 @@
+// Package mock is an OpenAI-compatible LLM server with a latency model,
+// injectable faults and a ground-truth log: the default target of tracekit's
+// demo and tests, and the reference its fidelity benchmarks compare
+// recordings against. Use it like net/http/httptest:
+//
+//	srv, err := mock.Start(mock.DefaultConfig()) // random 127.0.0.1 port
+//	defer srv.Close()
+//	resp, err := http.Post(srv.URL()+"/v1/chat/completions", ...)
+//
+// # Endpoints (as vLLM serves them)
+//
+// POST /v1/chat/completions and /v1/completions, streaming or not, with
+// max_tokens / max_completion_tokens, ignore_eos, stream_options.include_usage
+// (a final usage chunk with "choices": []) and
+// stream_options.continuous_usage_stats (cumulative usage in every chunk).
+// GET /v1/models, GET /health, POST /reset_prefix_cache, GET /metrics
+// (Prometheus text: vllm:num_requests_running/waiting, prompt and generation
+// token counters, prefix cache queries/hits, and the mock's own event
+// lateness quantiles). A chat stream is: a role-only chunk
+// {"role":"assistant","content":""}, content chunks, the last of which
+// carries finish_reason, the usage chunk when asked, then data: [DONE].
+// Bad bodies get vLLM's error JSON
+// {"error":{"message":...,"type":"BadRequestError","param":...,"code":400}}.
+//
+// Every response carries X-Request-Id: the request's own X-Request-Id
+// header when it has one (replay sends its ids there), else a generated id.
+// The log is keyed by it.
+//
+// # Request flow
+//
+// A handler reads and validates the body, counts the prompt (Config.Tokens,
+// by default ApproxTokens: ceil(len/4) tokens per whitespace-separated word,
+// no chat-template overhead) and hashes its messages, seeds a per-request
+// generator from (Config.Seed, request id, messages hash), draws the output
+// length, picks a fault, then waits for a batch slot, sleeps through
+// prefill, and writes each event at its scheduled time on its own goroutine
+// with one reusable timer. Finished entries go through a bounded channel to
+// the single goroutine that owns the Parquet log.
+//
+// # Latency model
+//
+//	TTFT        = queue + PrefillBase + PrefillPerToken * (prompt_tokens - cached_tokens)
+//	ITL_j       = (DecodeBase + DecodePerSeq * (running_j - 1)) * J_j
+//	J_j         ~ LogNormal with mean 1 and coefficient of variation JitterCV
+//	              (exp(s*Z - s^2/2), s^2 = ln(1 + JitterCV^2))
+//	output      = max_tokens if ignore_eos, else
+//	              min(max_tokens, round(OutputMean * LogNormal(mean 1, OutputCV)))
+//	              ending in end-of-text ("stop") unless cut at max_tokens ("length")
+//
+// queue is the wait for one of MaxNumSeqs batch slots (FIFO); running_j is
+// the number of running sequences when token j is decoded. The first token
+// comes alone at TTFT (chat sends its role chunk at the same moment); every
+// following event carries TokensPerEvent tokens and is due the sum of their
+// ITLs after the previous one. max_tokens defaults to MaxModelLen minus the
+// prompt; prompt + max_tokens above MaxModelLen is a 400, as in vLLM.
+//
+// The end-of-text token of a "stop" finish counts in completion_tokens but
+// has no text. The generated text is GeneratedText(seed, messages_hash, n):
+// a space and a word of at most four bytes per token, so it counts as one
+// ApproxTokens token per word when sent back as history.
+//
+// # Prefix cache
+//
+// A chat prompt is a hash chain over its messages (role and content); the
+// answer of a finished chat request is cached as one more link, so turn k+1
+// of a conversation, whose history holds turn k's answer, hits everything
+// turn k computed. Completion prompts are chained in 256-byte blocks (or
+// 256 token ids). Lookup stops at the first missing link; capacity is
+// PrefixCacheTokens with LRU eviction; at least one prompt token is always
+// computed, as in vLLM. usage.prompt_tokens_details.cached_tokens reports
+// the hit.
+//
+// # Faults
+//
+// The request header X-Tracekit-Fault forces one fault; otherwise each
+// request draws at most one from Config.Faults' probabilities.
+//
+//	status=429|500|503   that status with a JSON error body
+//	reset                TCP reset before any response byte
+//	disconnect=N         connection closed (no final chunk) after N events
+//	stall=DUR[@N]        a pause of DUR before event N (default 1); later events shift
+//	malformed[@N]        an invalid JSON event before event N (default 1)
+//	nodone               the stream ends without data: [DONE]
+//	slowheaders=DUR      response headers delayed by DUR
+//
+// N counts the events the log lists (chat's role chunk is event 0).
+//
+// # Ground-truth log
+//
+// One LogEntry per request (Parquet, zstd; Config.LogPath, read with
+// ReadLog; in memory with Config.KeepLog): request id, arrival in monotonic
+// and wall ns, when headers were flushed, admission, status, outcome, fault,
+// token counts, messages count and hash, and per event the CLOCK_MONOTONIC
+// ns right after its write and flush returned, its tokens and its lateness
+// against the schedule. The file metadata (LogMeta) holds the config, the
+// server start in monotonic and wall ns, and final Stats. Rows are flushed
+// in row groups of trace.RowGroupRows, so memory stays bounded; Close
+// completes the file.
+package mock

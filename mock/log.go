@@ -1,0 +1,217 @@
+package mock
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"sync"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress/zstd"
+	"github.com/tracekit/tracekit/trace"
+)
+
+// Format name and schema version of the ground-truth log, stored under
+// trace.MetaFormat and trace.MetaSchemaVersion.
+const (
+	FormatLog        = "tracekit.mock_log"
+	LogSchemaVersion = 1
+	// MetaLog is the key of the LogMeta JSON in the file's metadata.
+	MetaLog = "tracekit.mock_meta"
+)
+
+// Outcomes of a request in the log.
+const (
+	OutcomeOK         = "ok"          // a complete, well-formed response (a stall or slow headers only delay it)
+	OutcomeBadRequest = "bad_request" // rejected with a 4xx
+	OutcomeFault      = "fault"       // an injected fault broke the response
+	OutcomeClientGone = "client_gone" // the client closed the connection early
+	OutcomeCanceled   = "canceled"    // the server was closing
+)
+
+// LogEntry is one row of the ground-truth log: one request as the server
+// handled it. Every *MonoNs is absolute CLOCK_MONOTONIC nanoseconds
+// (clock.Mono), comparable with a recording's RunMeta.StartMonoNs + offsets.
+//
+// The event lists are parallel and follow trace.Record's definition: only
+// events whose choices are non-empty (the chat role-only first chunk is
+// listed with 0 tokens; the usage chunk, [DONE] and an injected malformed
+// event are not). EventMonoNs[i] is taken right after the write and flush
+// of event i returned; EventLatenessNs[i] is how much later that was than
+// the latency model scheduled it.
+type LogEntry struct {
+	RequestID     string `parquet:"request_id" json:"request_id"`
+	Endpoint      string `parquet:"endpoint" json:"endpoint"` // "chat" or "completions"
+	Model         string `parquet:"model" json:"model"`
+	Stream        bool   `parquet:"stream" json:"stream"`
+	ArrivalMonoNs int64  `parquet:"arrival_mono_ns" json:"arrival_mono_ns"` // request headers read
+	ArrivalWallNs int64  `parquet:"arrival_wall_ns" json:"arrival_wall_ns"`
+	HeadersMonoNs int64  `parquet:"headers_mono_ns" json:"headers_mono_ns"` // response headers flushed; 0 if none
+	AdmitMonoNs   int64  `parquet:"admit_mono_ns" json:"admit_mono_ns"`     // got a batch slot; 0 if never
+	DoneMonoNs    int64  `parquet:"done_mono_ns" json:"done_mono_ns"`       // entry recorded, before the final bytes
+	Status        int32  `parquet:"status" json:"status"`                   // HTTP status, 0 if none was sent
+	Outcome       string `parquet:"outcome" json:"outcome"`
+	Fault         string `parquet:"fault" json:"fault"` // canonical X-Tracekit-Fault form, empty if none
+	Error         string `parquet:"error" json:"error,omitempty"`
+	FinishReason  string `parquet:"finish_reason" json:"finish_reason"`
+
+	PromptTokens     int32  `parquet:"prompt_tokens" json:"prompt_tokens"`
+	CachedTokens     int32  `parquet:"cached_tokens" json:"cached_tokens"`
+	CompletionTokens int32  `parquet:"completion_tokens" json:"completion_tokens"` // planned output length
+	MaxTokens        int32  `parquet:"max_tokens" json:"max_tokens"`
+	Messages         int32  `parquet:"messages" json:"messages"`
+	MessagesHash     string `parquet:"messages_hash" json:"messages_hash"` // HashMessages
+	// PlannedTTFTNs is the model's time to first token: queueing + prefill.
+	PlannedTTFTNs int64 `parquet:"planned_ttft_ns" json:"planned_ttft_ns"`
+
+	EventMonoNs     []int64 `parquet:"event_mono_ns,list,delta" json:"event_mono_ns"`
+	EventTokens     []int32 `parquet:"event_tokens,list" json:"event_tokens"`
+	EventLatenessNs []int64 `parquet:"event_lateness_ns,list" json:"event_lateness_ns"`
+
+	// Body is the raw request body, kept in memory only with KeepBodies.
+	Body []byte `parquet:"-" json:"-"`
+}
+
+// LogMeta is the file-level description of a log.
+type LogMeta struct {
+	TracekitVersion string `json:"tracekit_version"`
+	URL             string `json:"url"`
+	StartMonoNs     int64  `json:"start_mono_ns"` // server start, CLOCK_MONOTONIC ns
+	StartWallNs     int64  `json:"start_wall_ns"` // server start, unix ns
+	Config          Config `json:"config"`
+	// Stats is filled when the server closes.
+	Stats *Stats `json:"stats,omitempty"`
+}
+
+// logWriter owns the Parquet log: one goroutine drains a bounded channel so
+// request handlers never touch the file.
+type logWriter struct {
+	path string
+	f    *os.File
+	w    *parquet.GenericWriter[LogEntry]
+	in   chan LogEntry
+	done chan error
+	meta LogMeta
+	mu   sync.Mutex // guards meta until close
+}
+
+const logQueue = 1024
+
+func newLogWriter(path string, meta LogMeta) (*logWriter, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("creating mock log: %w", err)
+	}
+	w := parquet.NewGenericWriter[LogEntry](f,
+		parquet.Compression(&zstd.Codec{Level: zstd.SpeedDefault}),
+		parquet.KeyValueMetadata(trace.MetaFormat, FormatLog),
+		parquet.KeyValueMetadata(trace.MetaSchemaVersion, strconv.Itoa(LogSchemaVersion)),
+	)
+	lw := &logWriter{path: path, f: f, w: w, in: make(chan LogEntry, logQueue), done: make(chan error, 1), meta: meta}
+	go lw.run()
+	return lw, nil
+}
+
+// run writes rows until in is closed, flushing a row group every
+// trace.RowGroupRows rows to bound memory, then finishes the file.
+func (lw *logWriter) run() {
+	var err error
+	buffered := 0
+	for e := range lw.in {
+		if err != nil {
+			continue // keep draining so handlers never block on a dead writer
+		}
+		if _, werr := lw.w.Write([]LogEntry{e}); werr != nil {
+			err = fmt.Errorf("writing mock log %s: %w", lw.path, werr)
+			continue
+		}
+		if buffered++; buffered == trace.RowGroupRows {
+			if ferr := lw.w.Flush(); ferr != nil {
+				err = fmt.Errorf("flushing mock log %s: %w", lw.path, ferr)
+			}
+			buffered = 0
+		}
+	}
+	lw.done <- errors.Join(err, lw.finish())
+}
+
+func (lw *logWriter) finish() error {
+	lw.mu.Lock()
+	meta, merr := json.Marshal(lw.meta)
+	lw.mu.Unlock()
+	if merr != nil {
+		return fmt.Errorf("encoding mock log metadata: %w", merr)
+	}
+	lw.w.SetKeyValueMetadata(MetaLog, string(meta))
+	if err := lw.w.Close(); err != nil {
+		lw.f.Close()
+		return fmt.Errorf("finishing mock log %s: %w", lw.path, err)
+	}
+	if err := lw.f.Sync(); err != nil {
+		lw.f.Close()
+		return fmt.Errorf("syncing mock log %s: %w", lw.path, err)
+	}
+	if err := lw.f.Close(); err != nil {
+		return fmt.Errorf("closing mock log %s: %w", lw.path, err)
+	}
+	return nil
+}
+
+// close stops accepting rows, writes stats into the metadata and waits for
+// the file to be complete.
+func (lw *logWriter) close(st Stats) error {
+	lw.mu.Lock()
+	lw.meta.Stats = &st
+	lw.mu.Unlock()
+	close(lw.in)
+	return <-lw.done
+}
+
+// ReadLog reads a whole ground-truth log written by a mock.
+func ReadLog(path string) ([]LogEntry, LogMeta, error) {
+	var meta LogMeta
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, meta, fmt.Errorf("opening mock log: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, meta, fmt.Errorf("opening mock log: %w", err)
+	}
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		return nil, meta, fmt.Errorf("%s is not a readable Parquet file (empty, truncated, or another format): %w", path, err)
+	}
+	if got, _ := pf.Lookup(trace.MetaFormat); got != FormatLog {
+		return nil, meta, fmt.Errorf("%s: expected a %s file, found format %q: %w", path, FormatLog, got, trace.ErrWrongFormat)
+	}
+	vs, _ := pf.Lookup(trace.MetaSchemaVersion)
+	if v, err := strconv.Atoi(vs); err != nil || v > LogSchemaVersion {
+		return nil, meta, fmt.Errorf("%s: schema version %q, this tracekit reads up to %d: %w", path, vs, LogSchemaVersion, trace.ErrNewerVersion)
+	}
+	if s, ok := pf.Lookup(MetaLog); ok {
+		if err := json.Unmarshal([]byte(s), &meta); err != nil {
+			return nil, meta, fmt.Errorf("%s: decoding %s metadata: %w", path, MetaLog, err)
+		}
+	}
+	r := parquet.NewGenericReader[LogEntry](pf)
+	defer r.Close()
+	// Read straight into the result: the reader may reuse the list
+	// backing arrays of the rows it is given.
+	out := make([]LogEntry, pf.NumRows())
+	for n := 0; n < len(out); {
+		k, err := r.Read(out[n:])
+		n += k
+		if errors.Is(err, io.EOF) || (err == nil && k == 0) {
+			return out[:n], meta, nil
+		}
+		if err != nil {
+			return nil, meta, fmt.Errorf("reading %s row %d: %w", path, n, err)
+		}
+	}
+	return out, meta, nil
+}
