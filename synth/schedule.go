@@ -1,0 +1,82 @@
+package synth
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+)
+
+// Schedule gives conversations their start offsets and every turn its
+// open-loop arrival offset.
+//
+// Starts: conversation 0 starts at 0; the gap before each next one is
+// drawn from a gamma distribution with shape Burstiness and scale
+// 1/(Rate*Burstiness), vLLM's definition: the mean gap is 1/Rate whatever
+// the burstiness, Burstiness 1 is a Poisson process (exponential gaps),
+// below 1 is burstier and above 1 more regular. Rate 0 or +Inf starts
+// every conversation at 0.
+//
+// Arrivals (used by replay's open-loop mode only; closed-loop replay waits
+// for each response and then the think time): turn 0 arrives at the
+// conversation's start; turn k arrives at
+//
+//	arrival(k-1) + TokenTime * output_tokens(k-1) + think(k)
+//
+// that is, after an estimate of the previous response's duration (a fixed
+// time per output token) and the think time.
+type Schedule struct {
+	Rate       float64       // conversations per second
+	Burstiness float64       // gamma shape; 0 means 1
+	TokenTime  time.Duration // estimated time per output token for arrivals
+}
+
+// DefaultTokenTime is the response-time estimate per output token (50
+// tokens/s, a typical single-stream decode speed).
+const DefaultTokenTime = 20 * time.Millisecond
+
+// Validate reports a bad rate or burstiness.
+func (s Schedule) Validate() error {
+	if s.Rate < 0 || math.IsNaN(s.Rate) {
+		return fmt.Errorf("rate %g must be >= 0 (0 or inf: all conversations at once)", s.Rate)
+	}
+	if s.Burstiness < 0 || math.IsNaN(s.Burstiness) || math.IsInf(s.Burstiness, 0) {
+		return fmt.Errorf("burstiness %g must be positive", s.Burstiness)
+	}
+	if s.TokenTime < 0 {
+		return fmt.Errorf("token time %v must not be negative", s.TokenTime)
+	}
+	return nil
+}
+
+// Apply sets the start and arrival offsets of convs, in order, drawing the
+// gaps from a generator seeded with seed.
+func (s Schedule) Apply(convs []Conversation, seed int64) {
+	r := rand.New(rand.NewPCG(uint64(seed), 0x5c4ed))
+	b := s.Burstiness
+	if b == 0 {
+		b = 1
+	}
+	gap := Gamma{Shape: b, Scale: 1 / (s.Rate * b)}
+	allAtOnce := s.Rate == 0 || math.IsInf(s.Rate, 1)
+	var start float64 // seconds
+	for i, c := range convs {
+		if i > 0 && !allAtOnce {
+			start += gap.Sample(r)
+		}
+		SetArrivals(c, int64(math.Round(start*1e9)), s.TokenTime)
+	}
+}
+
+// SetArrivals sets every turn's StartOffsetNs to startNs and its
+// ArrivalOffsetNs by the rule in Schedule's doc.
+func SetArrivals(c Conversation, startNs int64, tokenTime time.Duration) {
+	at := startNs
+	for k := range c {
+		if k > 0 {
+			at += int64(tokenTime)*int64(c[k-1].OutputTokens) + c[k].ThinkTimeNs
+		}
+		c[k].StartOffsetNs = startNs
+		c[k].ArrivalOffsetNs = at
+	}
+}
