@@ -1,0 +1,197 @@
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/tracekit/tracekit/clock"
+)
+
+// target is one server: its base URL and its fasthttp client.
+type target struct {
+	base     string // as given, without a trailing "/" or "/v1"
+	genURL   string // the generation endpoint
+	hc       *fasthttp.HostClient
+	auth     string // "Bearer <key>" or empty; never logged
+	headers  map[string]string
+	bodyOpts *bodyOptions
+}
+
+// newTarget builds the client for base. Its pool holds maxConns
+// connections (fasthttp's default of 512 would queue requests silently
+// beyond it).
+func newTarget(base string, c *Config, conns *connSet, maxConns int, bo *bodyOptions) (*target, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, fmt.Errorf("parsing --target %q: %w", base, err)
+	}
+	host := u.Host
+	if u.Port() == "" {
+		if u.Scheme == "https" {
+			host += ":443"
+		} else {
+			host += ":80"
+		}
+	}
+	path := "/v1/chat/completions"
+	if c.Endpoint == EndpointCompletions {
+		path = "/v1/completions"
+	}
+	t := &target{
+		base:    base,
+		genURL:  base + path,
+		headers: c.Headers,
+		hc: &fasthttp.HostClient{
+			Addr:                host,
+			Name:                "tracekit",
+			IsTLS:               u.Scheme == "https",
+			Dial:                conns.dial,
+			MaxConns:            maxConns,
+			MaxConnWaitTimeout:  0, // never reached: the run's own semaphore bounds requests
+			StreamResponseBody:  true,
+			MaxIdleConnDuration: 60 * time.Second,
+			ReadBufferSize:      16 << 10,
+			WriteBufferSize:     64 << 10,
+		},
+		bodyOpts: bo,
+	}
+	if c.APIKey != "" {
+		t.auth = "Bearer " + c.APIKey
+	}
+	return t, nil
+}
+
+// prepare fills req with a request to uri with t's headers.
+func (t *target) prepare(req *fasthttp.Request, method, uri, requestID string) {
+	req.Reset()
+	req.SetRequestURI(uri)
+	req.Header.SetMethod(method)
+	if t.auth != "" {
+		req.Header.Set("Authorization", t.auth)
+	}
+	if requestID != "" {
+		req.Header.Set("X-Request-Id", requestID)
+	}
+	for k, v := range t.headers {
+		req.Header.Set(k, v)
+	}
+}
+
+// simple performs a small non-streaming exchange (ready check, model list,
+// cache reset) and returns the status and up to 1 MiB of body.
+func (t *target) simple(method, path string, body []byte, timeout time.Duration) (int, []byte, error) {
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	t.prepare(req, method, t.base+path, "")
+	if body != nil {
+		req.Header.SetContentType("application/json")
+		req.SetBody(body)
+	}
+	if err := t.hc.DoTimeout(req, resp, timeout); err != nil {
+		return 0, nil, fmt.Errorf("%s %s%s: %w", method, t.base, path, err)
+	}
+	var out []byte
+	var err error
+	if s := resp.BodyStream(); s != nil {
+		out, err = io.ReadAll(io.LimitReader(s, 1<<20))
+		resp.CloseBodyStream()
+	} else {
+		out = append(out, resp.Body()...)
+	}
+	if err != nil {
+		return 0, nil, fmt.Errorf("reading the answer to %s %s%s: %w", method, t.base, path, err)
+	}
+	return resp.StatusCode(), out, nil
+}
+
+// waitReady polls /health, then /v1/models, until one answers 2xx or the
+// timeout passes, as vLLM's benchmark does before it starts the clock.
+func (t *target) waitReady(ctx context.Context, timeout time.Duration) error {
+	deadline := clock.Mono() + int64(timeout)
+	var last error
+	for {
+		for _, p := range []string{"/health", "/v1/models"} {
+			status, _, err := t.simple("GET", p, nil, 5*time.Second)
+			if err == nil && status/100 == 2 {
+				return nil
+			}
+			if err == nil {
+				err = fmt.Errorf("GET %s%s: HTTP %d", t.base, p, status)
+			}
+			last = err
+		}
+		if clock.Mono() >= deadline {
+			return fmt.Errorf("target %s not ready after %v: %w", t.base, timeout, last)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// firstModel returns the id of the first model /v1/models lists.
+func (t *target) firstModel() (string, error) {
+	status, body, err := t.simple("GET", "/v1/models", nil, 10*time.Second)
+	if err != nil {
+		return "", fmt.Errorf("discovering the model (give --model to skip): %w", err)
+	}
+	if status/100 != 2 {
+		return "", fmt.Errorf("discovering the model (give --model to skip): GET %s/v1/models: HTTP %d", t.base, status)
+	}
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &list); err != nil || len(list.Data) == 0 || list.Data[0].ID == "" {
+		return "", fmt.Errorf("discovering the model (give --model to skip): GET %s/v1/models: expected {\"data\":[{\"id\":...}]}, got %s", t.base, snippetOf(body))
+	}
+	return list.Data[0].ID, nil
+}
+
+// resetPrefixCache asks a vLLM/SGLang server to drop its prefix cache.
+func (t *target) resetPrefixCache() error {
+	status, body, err := t.simple("POST", "/reset_prefix_cache", nil, 30*time.Second)
+	if err != nil {
+		return err
+	}
+	if status/100 != 2 {
+		return fmt.Errorf("POST %s/reset_prefix_cache: HTTP %d %s (vLLM needs VLLM_SERVER_DEV_MODE=1)", t.base, status, snippetOf(body))
+	}
+	return nil
+}
+
+// probeContinuousUsage sends one 1-token request asking for
+// continuous_usage_stats and reports whether the server accepted it.
+func (t *target) probeContinuousUsage(model string) bool {
+	bo := *t.bodyOpts
+	bo.continuousUsage = true
+	bo.ignoreEOS = false
+	body := bo.appendBody(nil, model, nil, probeMessages, 1)
+	status, _, err := t.simple("POST", t.genURL[len(t.base):], body, 30*time.Second)
+	return err == nil && status/100 == 2
+}
+
+// snippetOf quotes the start of a body for an error message.
+func snippetOf(b []byte) string {
+	if len(b) > 200 {
+		return fmt.Sprintf("%q...", b[:200])
+	}
+	return fmt.Sprintf("%q", b)
+}
+
+// isTimeout reports whether err is a deadline expiry.
+func isTimeout(err error) bool {
+	var te interface{ Timeout() bool }
+	return errors.As(err, &te) && te.Timeout()
+}

@@ -1,0 +1,202 @@
+package replay
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Timing modes.
+const (
+	TimingClosed = "closed" // turn k+1 leaves its think time after turn k ended
+	TimingTrace  = "trace"  // every turn leaves at its own arrival offset
+)
+
+// History modes.
+const (
+	HistoryActual    = "actual"    // the server's answers
+	HistoryReference = "reference" // the trace's reference answers
+)
+
+// Target policies.
+const (
+	PolicyRoundRobin   = "round-robin"  // each request to the next target
+	PolicyConversation = "conversation" // a conversation sticks to one target
+)
+
+// Config is everything a run needs. The zero value of every limit means
+// "no limit"; New applies the documented defaults.
+type Config struct {
+	Trace   string   // trace file to replay
+	Targets []string // base URLs, e.g. http://127.0.0.1:8000
+	Policy  string   // PolicyRoundRobin (default) or PolicyConversation
+
+	Endpoint    string            // EndpointChat (default) or EndpointCompletions
+	Model       string            // empty: the first model of the target's /v1/models
+	APIKey      string            // sent as a Bearer token; never recorded
+	Headers     map[string]string // extra request headers
+	IgnoreEOS   bool
+	Temperature *float64
+	ExtraBody   string // a JSON object merged into every request body
+	// ContinuousUsage asks for vLLM's continuous_usage_stats: "auto"
+	// (default: probe the server once before the run), "on" or "off".
+	ContinuousUsage string
+
+	Timing  string  // TimingClosed (default) or TimingTrace
+	History string  // HistoryActual (default) or HistoryReference
+	Speed   float64 // time scale: 2 replays twice as fast; default 1
+	Seed    uint64  // seeds synthesized text for redacted messages
+	Shard   int     // this process replays conversations with hash % Shards == Shard
+	Shards  int     // default 1
+
+	MaxConcurrency         int // requests in flight
+	MaxActiveConversations int // conversations started and not finished
+	MaxRequests            int // measured requests (warm-up excluded)
+	Warmup                 int // the first Warmup requests are marked warm-up
+
+	Duration         time.Duration // stop sending new requests after this
+	RequestTimeout   time.Duration // per request, headers to last byte
+	IdleTimeout      time.Duration // longest silence between two reads of a stream
+	BenchmarkTimeout time.Duration // whole run; in-flight requests are then canceled
+	ReadyTimeout     time.Duration // wait for /health or /v1/models before the clock starts
+	DialTimeout      time.Duration // default 10 s
+
+	ResetPrefixCache bool // POST /reset_prefix_cache to every target first
+
+	// Dispatcher wakes the schedule; default a Precise dispatcher.
+	Dispatcher Dispatcher
+	// Logf receives warnings (a failed prefix-cache reset, ...); may be nil.
+	Logf func(format string, args ...any)
+	// Command is the command line, already free of secrets, for RunMeta.
+	Command string
+}
+
+// withDefaults returns c with defaults applied, or an error naming the first
+// invalid field.
+func (c Config) withDefaults() (Config, error) {
+	if c.Trace == "" {
+		return c, fmt.Errorf("no trace file given")
+	}
+	if len(c.Targets) == 0 {
+		return c, fmt.Errorf("no --target given")
+	}
+	for i, t := range c.Targets {
+		u, err := url.Parse(t)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return c, fmt.Errorf("--target %q: expected an http:// or https:// base URL such as http://127.0.0.1:8000", t)
+		}
+		c.Targets[i] = strings.TrimSuffix(strings.TrimSuffix(t, "/"), "/v1")
+	}
+	def := func(s *string, d string, allowed ...string) error {
+		if *s == "" {
+			*s = d
+		}
+		for _, a := range allowed {
+			if *s == a {
+				return nil
+			}
+		}
+		return fmt.Errorf("%q: expected one of %s", *s, strings.Join(allowed, ", "))
+	}
+	for _, f := range []struct {
+		name    string
+		v       *string
+		allowed []string
+	}{
+		{"--target-policy", &c.Policy, []string{PolicyRoundRobin, PolicyConversation}},
+		{"--endpoint", &c.Endpoint, []string{EndpointChat, EndpointCompletions}},
+		{"--timing", &c.Timing, []string{TimingClosed, TimingTrace}},
+		{"--history", &c.History, []string{HistoryActual, HistoryReference}},
+		{"--continuous-usage", &c.ContinuousUsage, []string{"auto", "on", "off"}},
+	} {
+		if err := def(f.v, f.allowed[0], f.allowed...); err != nil {
+			return c, fmt.Errorf("%s %w", f.name, err)
+		}
+	}
+	if c.Speed == 0 {
+		c.Speed = 1
+	}
+	if c.Speed < 0 {
+		return c, fmt.Errorf("--speed %g: expected a positive factor", c.Speed)
+	}
+	if c.Shards == 0 {
+		c.Shards = 1
+	}
+	if c.Shard < 0 || c.Shard >= c.Shards {
+		return c, fmt.Errorf("--shard %d/%d: expected 0 <= index < count", c.Shard, c.Shards)
+	}
+	for name, v := range map[string]int{"--max-concurrency": c.MaxConcurrency, "--max-active-conversations": c.MaxActiveConversations, "--max-requests": c.MaxRequests, "--warmup": c.Warmup} {
+		if v < 0 {
+			return c, fmt.Errorf("%s %d: expected 0 (no limit) or more", name, v)
+		}
+	}
+	if c.DialTimeout <= 0 {
+		c.DialTimeout = 10 * time.Second
+	}
+	if c.ExtraBody != "" {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(c.ExtraBody), &m); err != nil {
+			return c, fmt.Errorf("--extra-body: expected a JSON object: %w", err)
+		}
+	}
+	for k := range c.Headers {
+		if k == "" || strings.ContainsAny(k, " :\r\n") {
+			return c, fmt.Errorf("--header %q: expected a header name without spaces or colons", k)
+		}
+	}
+	return c, nil
+}
+
+// extraInner returns the inside of the --extra-body object, for appending
+// to a request body.
+func (c Config) extraInner() []byte {
+	b := bytes.TrimSpace([]byte(c.ExtraBody))
+	if len(b) < 2 {
+		return nil
+	}
+	return bytes.TrimSpace(b[1 : len(b)-1])
+}
+
+// secretHeader reports whether a header may carry a credential.
+func secretHeader(name string) bool {
+	n := strings.ToLower(name)
+	for _, s := range []string{"authorization", "key", "token", "secret", "cookie", "password"} {
+		if strings.Contains(n, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// meta returns the configuration as recorded in RunMeta.Config: everything
+// but the API key, with credential-like header values redacted.
+func (c Config) meta() map[string]any {
+	headers := make(map[string]string, len(c.Headers))
+	for k, v := range c.Headers {
+		if secretHeader(k) {
+			v = "<redacted>"
+		}
+		headers[k] = v
+	}
+	m := map[string]any{
+		"trace": c.Trace, "targets": c.Targets, "target_policy": c.Policy,
+		"endpoint": c.Endpoint, "model": c.Model, "headers": headers,
+		"api_key_set": c.APIKey != "", "ignore_eos": c.IgnoreEOS,
+		"extra_body": c.ExtraBody, "continuous_usage": c.ContinuousUsage,
+		"timing": c.Timing, "history": c.History, "speed": c.Speed, "seed": c.Seed,
+		"shard": c.Shard, "shards": c.Shards,
+		"max_concurrency": c.MaxConcurrency, "max_active_conversations": c.MaxActiveConversations,
+		"max_requests": c.MaxRequests, "warmup": c.Warmup,
+		"duration": c.Duration.String(), "request_timeout": c.RequestTimeout.String(),
+		"idle_timeout": c.IdleTimeout.String(), "benchmark_timeout": c.BenchmarkTimeout.String(),
+		"ready_timeout": c.ReadyTimeout.String(), "dial_timeout": c.DialTimeout.String(),
+		"reset_prefix_cache": c.ResetPrefixCache,
+	}
+	if c.Temperature != nil {
+		m["temperature"] = *c.Temperature
+	}
+	return m
+}

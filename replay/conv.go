@@ -1,0 +1,250 @@
+package replay
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/tracekit/tracekit/clock"
+	"github.com/tracekit/tracekit/trace"
+)
+
+// closedLoop runs one conversation as a user would: turn k+1 is sent its
+// think time (scaled by --speed) after the response to turn k ended, with
+// the history so far (the server's answers, or the reference answers).
+func (r *Runner) closedLoop(runCtx, stopCtx context.Context, conv []trace.Turn, at int64) {
+	ex := r.exPool.Get().(*exchange)
+	defer r.exPool.Put(ex)
+	var hist []trace.Message
+	var histTokens int32
+	for k := range conv {
+		turn := &conv[k]
+		if k > 0 {
+			at = r.start + ex.rec.DoneNs + r.scale(turn.ThinkTimeNs)
+		}
+		if !r.waitUntil(stopCtx, at) {
+			return
+		}
+		msgs, tokens := r.messages(turn)
+		if !r.do(runCtx, stopCtx, ex, turn, hist, msgs, histTokens+tokens, at) {
+			return
+		}
+		answer, answerTokens := r.answer(ex, turn)
+		hist = append(hist, msgs...)
+		hist = append(hist, trace.Message{Role: "assistant", Content: answer, Tokens: answerTokens})
+		histTokens += tokens + answerTokens
+		if runCtx.Err() != nil {
+			return
+		}
+	}
+}
+
+// answer is what the next turn's history holds as the assistant's reply to
+// turn: the server's answer, or the trace's with --history reference (and
+// as a fallback when the server's answer failed empty).
+func (r *Runner) answer(ex *exchange, turn *trace.Turn) (string, int32) {
+	text := ex.stream.Text()
+	useRef := turn.ReferenceAnswer != "" &&
+		(r.cfg.History == HistoryReference || (text == "" && ex.rec.ErrorKind != ""))
+	if useRef {
+		return turn.ReferenceAnswer, int32(r.tok.Count(turn.ReferenceAnswer))
+	}
+	if ex.rec.ErrorKind == "" && ex.rec.CompletionTokens >= 0 {
+		return text, ex.rec.CompletionTokens
+	}
+	return text, int32(r.tok.Count(text))
+}
+
+// openLoop sends every turn of conv at its own arrival offset, whether or
+// not the previous turn has finished, with the reference history (a
+// synthesized answer of OutputTokens tokens where the trace has none).
+func (r *Runner) openLoop(runCtx, stopCtx context.Context, conv []trace.Turn) {
+	done := make(chan struct{}, len(conv))
+	launched := 0
+	var hist []trace.Message
+	var histTokens int32
+	for k := range conv {
+		turn := &conv[k]
+		at := r.start + r.scale(turn.ArrivalOffsetNs)
+		if !r.waitUntil(stopCtx, at) {
+			break
+		}
+		msgs, tokens := r.messages(turn)
+		h := hist[:len(hist):len(hist)] // later appends must not write into h
+		input := histTokens + tokens
+		launched++
+		go func() {
+			defer func() { done <- struct{}{} }()
+			ex := r.exPool.Get().(*exchange)
+			defer r.exPool.Put(ex)
+			r.do(runCtx, stopCtx, ex, turn, h, msgs, input, at)
+		}()
+		answer := turn.ReferenceAnswer
+		if answer == "" {
+			answer = fillerText(turn.OutputTokens, r.cfg.Seed, fmt.Sprintf("%s/%d/answer", turn.ConversationID, turn.Turn))
+		}
+		answerTokens := int32(r.tok.Count(answer))
+		hist = append(hist, msgs...)
+		hist = append(hist, trace.Message{Role: "assistant", Content: answer, Tokens: answerTokens})
+		histTokens += tokens + answerTokens
+	}
+	for range launched {
+		<-done
+	}
+}
+
+// do sends one request and records it. It returns false when the request
+// was not sent because the run is stopping (limits, duration, canceled).
+// The outcome is left in ex.rec and ex.stream.
+func (r *Runner) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace.Turn,
+	hist, msgs []trace.Message, inputTokens int32, intended int64) bool {
+	if r.slots != nil {
+		select {
+		case r.slots <- struct{}{}:
+			defer func() { <-r.slots }()
+		case <-stopCtx.Done():
+			return false
+		}
+	}
+	slot := clock.Mono()
+	if stopCtx.Err() != nil {
+		return false
+	}
+	seq := r.seq.Add(1)
+	if r.cfg.MaxRequests > 0 && seq > int64(r.cfg.Warmup+r.cfg.MaxRequests) {
+		r.stop()
+		return false
+	}
+	if r.cfg.MaxRequests > 0 && seq == int64(r.cfg.Warmup+r.cfg.MaxRequests) {
+		defer r.stop() // the last one: nothing new after it
+	}
+
+	t := r.pick(turn.ConversationID)
+	ex.stream.Reset()
+	rec := &ex.rec
+	*rec = trace.Record{
+		RequestID:      turn.ConversationID + "-" + strconv.Itoa(int(turn.Turn)) + "-0",
+		ConversationID: turn.ConversationID,
+		Turn:           turn.Turn,
+		Shard:          int32(r.cfg.Shard),
+		Warmup:         seq <= int64(r.cfg.Warmup),
+		Target:         t.base,
+		IntendedNs:     intended - r.start,
+		SlotNs:         slot - r.start,
+		InputTokens:    inputTokens,
+		MaxTokens:      turn.OutputTokens,
+		EventNs:        rec.EventNs[:0],
+		EventTokens:    rec.EventTokens[:0],
+		PromptTokens:   -1, CompletionTokens: -1, CachedTokens: -1,
+	}
+	model := r.cfg.Model
+	if turn.Model != "" {
+		model = turn.Model
+	}
+	ex.body = r.bo.appendBody(ex.body[:0], model, hist, msgs, turn.OutputTokens)
+
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	t.prepare(req, "POST", t.genURL, rec.RequestID)
+	req.Header.SetContentType("application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	req.SetBodyRaw(ex.body)
+
+	r.sent.Add(1)
+	r.inflight.Add(1)
+	r.exchange(runCtx, t, req, resp, ex, slot)
+	rec.DoneNs = r.now()
+	r.inflight.Add(-1)
+	r.done.Add(1)
+	if rec.ErrorKind != "" {
+		r.errs.Add(1)
+	}
+	r.sink.Submit(rec)
+	return true
+}
+
+// exchange performs the HTTP exchange of ex.rec and reads its stream.
+func (r *Runner) exchange(runCtx context.Context, t *target, req *fasthttp.Request, resp *fasthttp.Response, ex *exchange, slot int64) {
+	rec := &ex.rec
+	var err error
+	if r.cfg.RequestTimeout > 0 {
+		err = t.hc.DoDeadline(req, resp, time.Now().Add(r.cfg.RequestTimeout))
+	} else {
+		err = t.hc.Do(req, resp)
+	}
+	headers := r.now()
+	c := connOf(resp.LocalAddr())
+	if c != nil {
+		if w := c.wroteNs.Load(); w >= slot {
+			rec.SentNs = w - r.start
+		}
+	}
+	if err != nil {
+		rec.ErrorKind = r.classify(runCtx, err, c, trace.ErrConnect)
+		rec.ErrorMessage = "sending: " + err.Error()
+		return
+	}
+	rec.HeadersNs = headers
+	rec.Status = int32(resp.StatusCode())
+	body := resp.BodyStream()
+	if body == nil {
+		body = bytes.NewReader(resp.Body())
+	}
+	if rec.Status/100 != 2 {
+		b, _ := io.ReadAll(io.LimitReader(body, 4<<10))
+		rec.ErrorKind = trace.ErrHTTPStatus
+		rec.ErrorMessage = fmt.Sprintf("HTTP %d: %s", rec.Status, bytes.TrimSpace(b))
+		closeBody(resp, errors.New("discarding an error body"))
+		return
+	}
+	idle := int64(r.cfg.IdleTimeout)
+	if c != nil && idle > 0 {
+		c.idle.Store(idle)
+	}
+	rerr := ex.stream.ReadBody(body, ex.buf, r.now)
+	ex.stream.Fill(rec)
+	if rerr != nil {
+		rec.ErrorKind = r.classify(runCtx, rerr, c, trace.ErrStreamTruncated)
+		rec.ErrorMessage = fmt.Sprintf("reading the stream after %d events: %v", len(rec.EventNs), rerr)
+	}
+	if c != nil && idle > 0 {
+		// Leave no idle deadline behind for the conn's next request.
+		c.idle.Store(0)
+		c.Conn.SetReadDeadline(time.Time{})
+	}
+	closeBody(resp, rerr)
+}
+
+// classify names the error kind of a transport error; def is the kind of
+// a plain connection failure at this stage.
+func (r *Runner) classify(runCtx context.Context, err error, c *conn, def string) string {
+	switch {
+	case runCtx.Err() != nil || errors.Is(err, errRunCanceled):
+		return trace.ErrCanceled
+	case isTimeout(err) || errors.Is(err, fasthttp.ErrTimeout):
+		if c != nil && c.idle.Load() > 0 && !c.pastRequestDeadline() {
+			return trace.ErrIdleTimeout
+		}
+		return trace.ErrTimeout
+	}
+	return def
+}
+
+// closeBody releases the response stream; after a failed read it closes
+// the connection instead of returning it to the pool.
+func closeBody(resp *fasthttp.Response, readErr error) {
+	if readErr != nil {
+		if s, ok := resp.BodyStream().(fasthttp.ReadCloserWithError); ok {
+			s.CloseWithError(readErr)
+			return
+		}
+	}
+	resp.CloseBodyStream()
+}

@@ -1,0 +1,377 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tracekit/tracekit/capture"
+	"github.com/tracekit/tracekit/clock"
+	"github.com/tracekit/tracekit/tokenizer"
+	"github.com/tracekit/tracekit/trace"
+)
+
+// Sink takes the finished records of a run. capture.Recorder is the one
+// used outside tests: Submit copies the record and never waits on disk.
+type Sink interface {
+	Submit(rec *trace.Record)
+	SetRunMeta(meta trace.RunMeta)
+}
+
+var _ Sink = (*capture.Recorder)(nil)
+
+// lookahead is how long before a conversation's start the feeder launches
+// its goroutine, so the goroutine is already waiting when the instant comes.
+const lookahead = int64(5 * time.Millisecond)
+
+// probeMessages is the tiny prompt of the continuous-usage probe.
+var probeMessages = []trace.Message{{Role: "user", Content: "Say hi."}}
+
+// Stats is a snapshot of a run's progress.
+type Stats struct {
+	Total    int64 // requests the trace holds for this shard (an estimate under limits)
+	Sent     int64
+	Done     int64
+	Errors   int64
+	InFlight int64
+	Elapsed  time.Duration
+}
+
+// Result is what a finished run reports.
+type Result struct {
+	Meta     trace.RunMeta
+	Sent     int64
+	Errors   int64
+	Canceled string // why the run was cut short ("" if it ran to the end)
+}
+
+// Runner replays one trace. New validates and prepares; Run runs once.
+type Runner struct {
+	cfg     Config
+	tr      *trace.TraceReader
+	tok     tokenizer.Tokenizer
+	targets []*target
+	conns   *connSet
+	disp    Dispatcher
+	precise *Precise // owned, closed by Close; nil if cfg.Dispatcher given
+	bo      bodyOptions
+
+	slots     chan struct{} // request slots; nil: unlimited
+	convSlots chan struct{} // conversation slots; nil: unlimited
+	exPool    sync.Pool     // *exchange
+
+	start   int64 // clock.Mono() at the run start
+	startAt atomic.Int64
+	now     func() int64 // ns since start: the stamps of every record
+	stopped atomic.Bool  // no new requests (limits, duration)
+	stop    context.CancelFunc
+	rr      atomic.Uint64 // round-robin cursor
+	seq     atomic.Int64  // requests started
+	mon     *monitor
+	sink    Sink
+
+	total                      int64
+	sent, done, errs, inflight atomic.Int64
+}
+
+// exchange is one request goroutine's reusable scratch.
+type exchange struct {
+	stream *capture.Stream
+	buf    []byte
+	body   []byte
+	rec    trace.Record
+}
+
+// New validates cfg, opens the trace and builds the clients.
+func New(cfg Config) (*Runner, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	tr, err := trace.OpenTrace(cfg.Trace)
+	if err != nil {
+		return nil, fmt.Errorf("opening the trace: %w", err)
+	}
+	tok, err := tokenizer.Open(tr.Meta.Tokenizer)
+	if err != nil {
+		tok = tokenizer.Default()
+	}
+	r := &Runner{cfg: cfg, tr: tr, tok: tok, conns: newConnSet(cfg.DialTimeout)}
+	r.bo = bodyOptions{endpoint: cfg.Endpoint, ignoreEOS: cfg.IgnoreEOS, temperature: cfg.Temperature,
+		continuousUsage: cfg.ContinuousUsage == "on", extra: cfg.extraInner()}
+	maxConns := math.MaxInt32
+	if cfg.MaxConcurrency > 0 {
+		maxConns = cfg.MaxConcurrency
+		r.slots = make(chan struct{}, cfg.MaxConcurrency)
+	}
+	if cfg.MaxActiveConversations > 0 {
+		r.convSlots = make(chan struct{}, cfg.MaxActiveConversations)
+	}
+	for _, base := range cfg.Targets {
+		t, err := newTarget(base, &r.cfg, r.conns, maxConns, &r.bo)
+		if err != nil {
+			tr.Close()
+			return nil, err
+		}
+		r.targets = append(r.targets, t)
+	}
+	r.disp = cfg.Dispatcher
+	if r.disp == nil {
+		p, err := NewPrecise(0)
+		if err != nil {
+			tr.Close()
+			return nil, err
+		}
+		r.precise, r.disp = p, p
+	}
+	r.total = tr.NumRows() / int64(cfg.Shards)
+	if cfg.MaxRequests > 0 {
+		r.total = min(r.total, int64(cfg.MaxRequests+cfg.Warmup))
+	}
+	r.now = func() int64 { return clock.Mono() - r.start }
+	r.exPool.New = func() any {
+		return &exchange{stream: capture.NewStream(r.tok), buf: make([]byte, 32<<10)}
+	}
+	return r, nil
+}
+
+// Close releases the trace and the dispatcher.
+func (r *Runner) Close() error {
+	if r.precise != nil {
+		r.precise.Close()
+	}
+	return r.tr.Close()
+}
+
+// Stats returns the progress so far; safe to call during Run.
+func (r *Runner) Stats() Stats {
+	s := Stats{Total: r.total, Sent: r.sent.Load(), Done: r.done.Load(), Errors: r.errs.Load(), InFlight: r.inflight.Load()}
+	if st := r.startAt.Load(); st != 0 {
+		s.Elapsed = time.Duration(clock.Mono() - st)
+	}
+	return s
+}
+
+// Config returns the configuration with defaults applied.
+func (r *Runner) Config() Config { return r.cfg }
+
+// Run waits for the targets, starts the clock and replays the trace,
+// handing every request's record to sink. It returns when every
+// conversation is done or ctx ends (or --benchmark-timeout passes): then
+// in-flight requests are recorded as canceled. sink's run metadata is set
+// at the start and again, with Health, at the end; the caller closes sink.
+func (r *Runner) Run(ctx context.Context, sink Sink) (*Result, error) {
+	r.sink = sink
+	if err := r.prepare(ctx); err != nil {
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	meta := trace.RunMeta{
+		TracekitVersion: trace.Version, Targets: r.cfg.Targets, Host: host,
+		Command: r.cfg.Command, Config: r.cfg.meta(), Trace: &r.tr.Meta,
+	}
+
+	r.start = clock.Mono()
+	meta.StartMonoNs, meta.StartWallNs = r.start, clock.Wall()
+	r.startAt.Store(r.start)
+	sink.SetRunMeta(meta)
+	r.mon = startMonitor()
+
+	runCtx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
+	var timeoutHit atomic.Bool
+	if r.cfg.BenchmarkTimeout > 0 {
+		t := time.AfterFunc(r.cfg.BenchmarkTimeout, func() { timeoutHit.Store(true); cancelRun() })
+		defer t.Stop()
+	}
+	// Canceling the run interrupts every blocked read at once.
+	defer context.AfterFunc(runCtx, r.conns.cancel)()
+	stopCtx, stop := context.WithCancel(runCtx)
+	defer stop()
+	r.stop = func() { r.stopped.Store(true); stop() }
+	if r.cfg.Duration > 0 {
+		t := time.AfterFunc(r.cfg.Duration, r.stop)
+		defer t.Stop()
+	}
+
+	var wg sync.WaitGroup
+	feedErr := r.feed(runCtx, stopCtx, &wg)
+	wg.Wait()
+
+	meta.Health = r.mon.finish()
+	sink.SetRunMeta(meta)
+	res := &Result{Meta: meta, Sent: r.sent.Load(), Errors: r.errs.Load()}
+	switch {
+	case timeoutHit.Load():
+		res.Canceled = fmt.Sprintf("--benchmark-timeout %v passed", r.cfg.BenchmarkTimeout)
+	case ctx.Err() != nil:
+		res.Canceled = context.Cause(ctx).Error()
+	}
+	return res, feedErr
+}
+
+// prepare waits for the targets and settles what the run needs to know
+// about them before the clock starts.
+func (r *Runner) prepare(ctx context.Context) error {
+	for _, t := range r.targets {
+		if r.cfg.ReadyTimeout > 0 {
+			if err := t.waitReady(ctx, r.cfg.ReadyTimeout); err != nil {
+				return err
+			}
+		}
+	}
+	if r.cfg.Model == "" {
+		m, err := r.targets[0].firstModel()
+		if err != nil {
+			return err
+		}
+		r.cfg.Model = m
+	}
+	if r.cfg.ResetPrefixCache {
+		for _, t := range r.targets {
+			if err := t.resetPrefixCache(); err != nil {
+				r.logf("warning: could not reset the prefix cache: %v", err)
+			}
+		}
+	}
+	if r.cfg.ContinuousUsage == "auto" {
+		r.bo.continuousUsage = true
+		for _, t := range r.targets {
+			if !t.probeContinuousUsage(r.cfg.Model) {
+				r.bo.continuousUsage = false
+				r.logf("note: %s does not accept continuous_usage_stats; tokens per event are counted with %s", t.base, r.tok.Name())
+				break
+			}
+		}
+	}
+	return nil
+}
+
+func (r *Runner) logf(format string, args ...any) {
+	if r.cfg.Logf != nil {
+		r.cfg.Logf(format, args...)
+	}
+}
+
+// feed reads the trace, one conversation at a time in start order, and
+// launches each shortly before its start. It stops at the end of the trace
+// or when stopCtx ends.
+func (r *Runner) feed(runCtx, stopCtx context.Context, wg *sync.WaitGroup) error {
+	var conv []trace.Turn
+	for {
+		batch := make([]trace.Turn, 256)
+		n, err := r.tr.Read(batch)
+		for _, t := range batch[:n] {
+			if len(conv) > 0 && t.ConversationID != conv[0].ConversationID {
+				if !r.launch(runCtx, stopCtx, conv, wg) {
+					return nil
+				}
+				conv = nil
+			}
+			conv = append(conv, t)
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if len(conv) > 0 {
+		r.launch(runCtx, stopCtx, conv, wg)
+	}
+	return nil
+}
+
+// launch starts conv's goroutine once its start is near and a
+// conversation slot is free; false means the run is stopping.
+func (r *Runner) launch(runCtx, stopCtx context.Context, conv []trace.Turn, wg *sync.WaitGroup) bool {
+	if r.cfg.Shards > 1 && int(hash(conv[0].ConversationID)%uint64(r.cfg.Shards)) != r.cfg.Shard {
+		return true
+	}
+	at := r.start + r.scale(conv[0].StartOffsetNs)
+	if _, err := r.disp.WaitUntil(stopCtx, at-lookahead); err != nil {
+		return false
+	}
+	if r.convSlots != nil {
+		select {
+		case r.convSlots <- struct{}{}:
+		case <-stopCtx.Done():
+			return false
+		}
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if r.convSlots != nil {
+			defer func() { <-r.convSlots }()
+		}
+		if r.cfg.Timing == TimingTrace {
+			r.openLoop(runCtx, stopCtx, conv)
+		} else {
+			r.closedLoop(runCtx, stopCtx, conv, at)
+		}
+	}()
+	return true
+}
+
+// scale converts a trace offset to run time under --speed.
+func (r *Runner) scale(ns int64) int64 { return int64(float64(ns) / r.cfg.Speed) }
+
+// waitUntil waits for the absolute instant at and records the dispatch lag
+// of real waits; false means the run is stopping.
+func (r *Runner) waitUntil(stopCtx context.Context, at int64) bool {
+	if at-clock.Mono() <= 0 {
+		return stopCtx.Err() == nil
+	}
+	lag, err := r.disp.WaitUntil(stopCtx, at)
+	if err != nil {
+		return false
+	}
+	r.mon.lag.Record(lag)
+	return true
+}
+
+// pick returns the target of a request of conversation conv.
+func (r *Runner) pick(conv string) *target {
+	if len(r.targets) == 1 {
+		return r.targets[0]
+	}
+	if r.cfg.Policy == PolicyConversation {
+		return r.targets[hash(conv)%uint64(len(r.targets))]
+	}
+	return r.targets[(r.rr.Add(1)-1)%uint64(len(r.targets))]
+}
+
+func hash(s string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(s))
+	return h.Sum64()
+}
+
+// messages returns turn's new messages, with text synthesized for contents
+// the trace redacted, and their token count.
+func (r *Runner) messages(t *trace.Turn) ([]trace.Message, int32) {
+	msgs := make([]trace.Message, len(t.Messages))
+	var tokens int32
+	for i, m := range t.Messages {
+		m.Role, m.Content = strings.Clone(m.Role), strings.Clone(m.Content)
+		if m.Content == "" && m.Tokens > 0 {
+			m.Content = fillerText(m.Tokens, r.cfg.Seed, fmt.Sprintf("%s/%d/%d", t.ConversationID, t.Turn, i))
+		}
+		tokens += m.Tokens
+		msgs[i] = m
+	}
+	if t.InputTokens > 0 {
+		tokens = t.InputTokens
+	}
+	return msgs, tokens
+}
