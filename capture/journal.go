@@ -1,0 +1,232 @@
+package capture
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+
+	"github.com/tracekit/tracekit/trace"
+)
+
+// The journal is the crash-safe copy of a recording: an append-only file
+// that the Recorder fsyncs every SyncEvery, so a SIGKILL loses at most that
+// much. It starts with journalMagic, then holds frames:
+//
+//	uint32 LE  payload length
+//	uint32 LE  CRC-32C of the payload
+//	payload    kind byte ('M' run meta as JSON, 'R' one record) + body
+//
+// A frame cut short or failing its CRC ends the journal: a crash can only
+// tear the tail.
+const journalMagic = "tracekit.journal.v1\n"
+
+const (
+	frameMeta   = 'M'
+	frameRecord = 'R'
+	// maxFrame bounds a frame so a corrupt length cannot make a reader
+	// allocate gigabytes.
+	maxFrame = 64 << 20
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// ErrNotJournal is wrapped when a file given to Recover is not a journal.
+var ErrNotJournal = errors.New("not a tracekit journal")
+
+// appendFrame appends one framed payload to dst; payload must start with
+// its kind byte.
+func appendFrame(dst, payload []byte) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(payload)))
+	dst = binary.LittleEndian.AppendUint32(dst, crc32.Checksum(payload, castagnoli))
+	return append(dst, payload...)
+}
+
+func appendMetaPayload(dst []byte, meta trace.RunMeta) ([]byte, error) {
+	b, err := json.Marshal(meta)
+	if err != nil {
+		return dst, fmt.Errorf("encoding run meta for the journal: %w", err)
+	}
+	return append(append(dst, frameMeta), b...), nil
+}
+
+// appendRecordPayload encodes rec compactly: varints, length-prefixed
+// strings, event times as deltas.
+func appendRecordPayload(dst []byte, r *trace.Record) []byte {
+	dst = append(dst, frameRecord)
+	for _, s := range [...]string{r.RequestID, r.ConversationID, r.Target, r.ErrorKind, r.ErrorMessage} {
+		dst = binary.AppendUvarint(dst, uint64(len(s)))
+		dst = append(dst, s...)
+	}
+	for _, v := range [...]int64{
+		int64(r.Turn), int64(r.Shard), int64(r.Attempt), b2i(r.Warmup),
+		r.IntendedNs, r.SlotNs, r.SentNs, r.HeadersNs, r.DoneNs,
+		int64(r.Status), int64(r.InputTokens), int64(r.MaxTokens),
+		int64(r.PromptTokens), int64(r.CompletionTokens), int64(r.CachedTokens), b2i(r.TokensExact),
+	} {
+		dst = binary.AppendVarint(dst, v)
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(r.EventNs)))
+	var prev int64
+	for _, t := range r.EventNs {
+		dst = binary.AppendVarint(dst, t-prev)
+		prev = t
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(r.EventTokens)))
+	for _, n := range r.EventTokens {
+		dst = binary.AppendVarint(dst, int64(n))
+	}
+	return dst
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// decoder reads the body of a record payload.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+var errShortPayload = errors.New("record payload ends early")
+
+func (d *decoder) varint() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.err = errShortPayload
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) uvarint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = errShortPayload
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) str() string {
+	n := d.uvarint()
+	if n > uint64(len(d.b)) {
+		d.err = errShortPayload
+		return ""
+	}
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}
+
+func decodeRecord(body []byte, r *trace.Record) error {
+	d := decoder{b: body}
+	r.RequestID, r.ConversationID, r.Target, r.ErrorKind, r.ErrorMessage = d.str(), d.str(), d.str(), d.str(), d.str()
+	r.Turn, r.Shard, r.Attempt, r.Warmup = int32(d.varint()), int32(d.varint()), int32(d.varint()), d.varint() != 0
+	r.IntendedNs, r.SlotNs, r.SentNs, r.HeadersNs, r.DoneNs = d.varint(), d.varint(), d.varint(), d.varint(), d.varint()
+	r.Status, r.InputTokens, r.MaxTokens = int32(d.varint()), int32(d.varint()), int32(d.varint())
+	r.PromptTokens, r.CompletionTokens, r.CachedTokens = int32(d.varint()), int32(d.varint()), int32(d.varint())
+	r.TokensExact = d.varint() != 0
+	n := d.uvarint()
+	if n > uint64(len(d.b)) { // each value takes at least one byte
+		return errShortPayload
+	}
+	r.EventNs = make([]int64, n)
+	var t int64
+	for i := range r.EventNs {
+		t += d.varint()
+		r.EventNs[i] = t
+	}
+	n = d.uvarint()
+	if n > uint64(len(d.b)) {
+		return errShortPayload
+	}
+	r.EventTokens = make([]int32, n)
+	for i := range r.EventTokens {
+		r.EventTokens[i] = int32(d.varint())
+	}
+	if d.err == nil && len(d.b) != 0 {
+		return fmt.Errorf("%d unexpected bytes after the record", len(d.b))
+	}
+	return d.err
+}
+
+// journalReader reads frames until the end or the first torn frame.
+type journalReader struct {
+	r      *bufio.Reader
+	name   string
+	offset int64 // of the next frame
+	buf    []byte
+	Meta   trace.RunMeta
+	// Torn is set when the journal ended in a partial or corrupt frame,
+	// which a crash leaves; TornOffset is where the valid part ends.
+	Torn       bool
+	TornOffset int64
+}
+
+func newJournalReader(r io.Reader, name string) (*journalReader, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	magic := make([]byte, len(journalMagic))
+	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != journalMagic {
+		return nil, fmt.Errorf("%s: %w (expected it to start with %q)", name, ErrNotJournal, journalMagic[:len(journalMagic)-1])
+	}
+	return &journalReader{r: br, name: name, offset: int64(len(journalMagic))}, nil
+}
+
+// next decodes the next record into rec; it returns io.EOF at the end of
+// the valid part (meta frames are absorbed into Meta).
+func (j *journalReader) next(rec *trace.Record) error {
+	for {
+		var hdr [8]byte
+		n, err := io.ReadFull(j.r, hdr[:])
+		if err == io.EOF {
+			return io.EOF
+		}
+		if err != nil {
+			return j.torn(n)
+		}
+		size, sum := binary.LittleEndian.Uint32(hdr[:4]), binary.LittleEndian.Uint32(hdr[4:])
+		if size == 0 || size > maxFrame {
+			return j.torn(len(hdr))
+		}
+		if cap(j.buf) < int(size) {
+			j.buf = make([]byte, size)
+		}
+		p := j.buf[:size]
+		if n, err := io.ReadFull(j.r, p); err != nil {
+			return j.torn(len(hdr) + n)
+		}
+		if crc32.Checksum(p, castagnoli) != sum {
+			return j.torn(len(hdr) + len(p))
+		}
+		at := j.offset
+		j.offset += int64(len(hdr) + len(p))
+		switch p[0] {
+		case frameMeta:
+			if err := json.Unmarshal(p[1:], &j.Meta); err != nil {
+				return fmt.Errorf("%s: byte %d: run meta frame: %w", j.name, at, err)
+			}
+		case frameRecord:
+			if err := decodeRecord(p[1:], rec); err != nil {
+				return fmt.Errorf("%s: byte %d: record frame: %w", j.name, at, err)
+			}
+			return nil
+		default:
+			return fmt.Errorf("%s: byte %d: unknown frame kind %q", j.name, at, p[0])
+		}
+	}
+}
+
+func (j *journalReader) torn(int) error {
+	j.Torn, j.TornOffset = true, j.offset
+	return io.EOF
+}

@@ -1,0 +1,348 @@
+package capture
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tracekit/tracekit/trace"
+)
+
+// RecorderOptions tune a Recorder; the zero value is usable.
+type RecorderOptions struct {
+	// Queue is the capacity of the hand-off channel. Size it to the
+	// concurrency: each in-flight request then finds room for its record
+	// and Submit only waits when the disk falls a whole concurrency behind.
+	// Default 1024.
+	Queue int
+	// SyncEvery is how often the journal is flushed and fsync'd: the most
+	// a SIGKILL can lose. Default 1 s.
+	SyncEvery time.Duration
+	// Journal is the journal's path. Default JournalPath(path).
+	Journal string
+}
+
+// JournalPath is where a Recorder writing path keeps its journal.
+func JournalPath(path string) string { return path + ".journal" }
+
+// partialPath is where the Parquet file is built until Close renames it.
+func partialPath(path string) string { return path + ".partial" }
+
+// RecorderStats counts what went through a Recorder.
+type RecorderStats struct {
+	Submitted int64 // records handed to Submit
+	Written   int64 // records written by the writer goroutine
+	Stalls    int64 // Submits that found the queue full and waited
+	Dropped   int64 // Submits after Close, not recorded
+}
+
+// Recorder owns one recording file. Request goroutines Submit finished
+// records; one writer goroutine appends each to the journal (fsync'd every
+// SyncEvery) and to the Parquet file (row groups flushed every
+// trace.RowGroupRows rows, so memory stays bounded). Close drains the
+// queue, writes the Parquet footer, renames the file into place and
+// removes the journal. After a crash, Recover turns the journal into the
+// recording.
+type Recorder struct {
+	path, journal string
+	opts          RecorderOptions
+
+	ch   chan *trace.Record
+	pool sync.Pool // *trace.Record copies, recycled by the writer
+
+	closeMu sync.RWMutex // Submit holds it shared; Close exclusively
+	closed  bool
+	done    chan struct{} // closed when the writer goroutine exits
+
+	metaMu    sync.Mutex
+	meta      trace.RunMeta
+	metaDirty bool
+
+	errMu sync.Mutex
+	err   error
+
+	submitted, written, stalls, dropped atomic.Int64
+
+	// Owned by the writer goroutine.
+	jf      *os.File
+	jw      *bufio.Writer
+	pw      *trace.RecordWriter
+	frame   []byte
+	payload []byte
+	held    []*trace.Record // pooled copies behind batch, returned after writing
+	batch   []trace.Record
+}
+
+// NewRecorder creates the journal and the partial Parquet file for path and
+// starts the writer goroutine.
+func NewRecorder(path string, meta trace.RunMeta, opts RecorderOptions) (*Recorder, error) {
+	if opts.Queue <= 0 {
+		opts.Queue = 1024
+	}
+	if opts.SyncEvery <= 0 {
+		opts.SyncEvery = time.Second
+	}
+	if opts.Journal == "" {
+		opts.Journal = JournalPath(path)
+	}
+	r := &Recorder{
+		path: path, journal: opts.Journal, opts: opts, meta: meta,
+		ch:   make(chan *trace.Record, opts.Queue),
+		done: make(chan struct{}),
+	}
+	r.pool.New = func() any { return new(trace.Record) }
+	if err := r.open(meta); err != nil {
+		return nil, err
+	}
+	go r.run()
+	return r, nil
+}
+
+func (r *Recorder) open(meta trace.RunMeta) error {
+	jf, err := os.OpenFile(r.journal, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("creating journal: %w", err)
+	}
+	payload, err := appendMetaPayload(nil, meta)
+	if err != nil {
+		jf.Close()
+		return err
+	}
+	head := appendFrame([]byte(journalMagic), payload)
+	if _, err := jf.Write(head); err != nil {
+		jf.Close()
+		return fmt.Errorf("writing journal %s: %w", r.journal, err)
+	}
+	if err := jf.Sync(); err != nil {
+		jf.Close()
+		return fmt.Errorf("syncing journal %s: %w", r.journal, err)
+	}
+	pw, err := trace.NewRecordWriter(partialPath(r.path), meta)
+	if err != nil {
+		jf.Close()
+		os.Remove(r.journal)
+		return fmt.Errorf("creating recording: %w", err)
+	}
+	r.jf, r.jw, r.pw = jf, bufio.NewWriterSize(jf, 1<<16), pw
+	return nil
+}
+
+// Submit hands rec to the writer. It copies what it needs, so the caller may
+// reuse rec and its slices as soon as it returns. It waits only when the
+// queue is full. After Close it drops the record (counted in Stats).
+func (r *Recorder) Submit(rec *trace.Record) {
+	r.closeMu.RLock()
+	defer r.closeMu.RUnlock()
+	if r.closed {
+		r.dropped.Add(1)
+		return
+	}
+	c := r.pool.Get().(*trace.Record)
+	ev, tok := c.EventNs, c.EventTokens
+	*c = *rec
+	c.EventNs = append(ev[:0], rec.EventNs...)
+	c.EventTokens = append(tok[:0], rec.EventTokens...)
+	r.submitted.Add(1)
+	select {
+	case r.ch <- c:
+	default:
+		r.stalls.Add(1)
+		r.ch <- c
+	}
+}
+
+// SetRunMeta replaces the run metadata (e.g. Health, known only at the end).
+// It reaches the journal at the next sync and the file on Close.
+func (r *Recorder) SetRunMeta(meta trace.RunMeta) {
+	r.metaMu.Lock()
+	r.meta, r.metaDirty = meta, true
+	r.metaMu.Unlock()
+}
+
+// Stats returns the counters so far.
+func (r *Recorder) Stats() RecorderStats {
+	return RecorderStats{
+		Submitted: r.submitted.Load(), Written: r.written.Load(),
+		Stalls: r.stalls.Load(), Dropped: r.dropped.Load(),
+	}
+}
+
+// Err returns the first write error, if any; the writer keeps draining the
+// queue after an error so Submit never blocks for good.
+func (r *Recorder) Err() error {
+	r.errMu.Lock()
+	defer r.errMu.Unlock()
+	return r.err
+}
+
+func (r *Recorder) setErr(err error) {
+	if err == nil {
+		return
+	}
+	r.errMu.Lock()
+	if r.err == nil {
+		r.err = err
+	}
+	r.errMu.Unlock()
+}
+
+// Path is the recording's final path.
+func (r *Recorder) Path() string { return r.path }
+
+// Close stops accepting records, drains the queue, finishes the Parquet file
+// at its path and removes the journal. If finishing fails the journal is
+// kept and the error says so; Close is safe to call more than once.
+func (r *Recorder) Close() error {
+	r.closeMu.Lock()
+	if !r.closed {
+		r.closed = true
+		close(r.ch)
+	}
+	r.closeMu.Unlock()
+	<-r.done
+	return r.Err()
+}
+
+// run is the writer goroutine: the only one touching the files.
+func (r *Recorder) run() {
+	defer close(r.done)
+	tick := time.NewTicker(r.opts.SyncEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case c, ok := <-r.ch:
+			if !ok {
+				r.finish()
+				return
+			}
+			r.collect(c)
+			r.writeBatch()
+		case <-tick.C:
+			r.sync()
+		}
+	}
+}
+
+// collect gathers c and whatever else is queued, up to a batch, so Parquet
+// receives rows in groups.
+func (r *Recorder) collect(c *trace.Record) {
+	r.held = append(r.held[:0], c)
+	for len(r.held) < 256 {
+		select {
+		case c, ok := <-r.ch:
+			if !ok {
+				return // run sees the close on its next receive
+			}
+			r.held = append(r.held, c)
+		default:
+			return
+		}
+	}
+}
+
+// writeBatch appends the held records to the journal and the Parquet file,
+// then returns them to the pool (trace.RecordWriter has copied the values
+// by then, so a Submit may reuse their slices).
+func (r *Recorder) writeBatch() {
+	defer func() {
+		for i, c := range r.held {
+			r.pool.Put(c)
+			r.held[i] = nil
+		}
+		r.held = r.held[:0]
+	}()
+	if r.Err() != nil {
+		return // drained, not written: Err reports why
+	}
+	r.batch = r.batch[:0]
+	for _, c := range r.held {
+		r.payload = appendRecordPayload(r.payload[:0], c)
+		r.frame = appendFrame(r.frame[:0], r.payload)
+		if _, err := r.jw.Write(r.frame); err != nil {
+			r.setErr(fmt.Errorf("writing journal %s: %w", r.journal, err))
+			return
+		}
+		r.batch = append(r.batch, *c)
+	}
+	if err := r.pw.Write(r.batch...); err != nil {
+		r.setErr(fmt.Errorf("writing recording: %w", err))
+		return
+	}
+	clear(r.batch) // drop references to pooled slices
+	r.written.Add(int64(len(r.held)))
+}
+
+// sync makes the journal durable, with the latest run meta.
+func (r *Recorder) sync() {
+	if r.Err() != nil {
+		return
+	}
+	r.metaMu.Lock()
+	meta, dirty := r.meta, r.metaDirty
+	r.metaDirty = false
+	r.metaMu.Unlock()
+	if dirty {
+		payload, err := appendMetaPayload(nil, meta)
+		if err != nil {
+			r.setErr(err)
+			return
+		}
+		if _, err := r.jw.Write(appendFrame(nil, payload)); err != nil {
+			r.setErr(fmt.Errorf("writing journal %s: %w", r.journal, err))
+			return
+		}
+		if err := r.pw.SetRunMeta(meta); err != nil {
+			r.setErr(err)
+			return
+		}
+	}
+	if err := r.jw.Flush(); err != nil {
+		r.setErr(fmt.Errorf("writing journal %s: %w", r.journal, err))
+		return
+	}
+	if err := r.jf.Sync(); err != nil {
+		r.setErr(fmt.Errorf("syncing journal %s: %w", r.journal, err))
+	}
+}
+
+// finish ends the run: journal durable, Parquet closed and renamed into
+// place, journal removed.
+func (r *Recorder) finish() {
+	r.sync()
+	jerr := r.jf.Close()
+	if err := r.Err(); err != nil {
+		r.pw.Close()
+		r.setErr(fmt.Errorf("%w (the journal %s holds every record written; run 'tracekit recover %s')", err, r.journal, r.journal))
+		return
+	}
+	if err := r.pw.Close(); err != nil {
+		r.setErr(fmt.Errorf("%w (run 'tracekit recover %s')", err, r.journal))
+		return
+	}
+	if err := os.Rename(partialPath(r.path), r.path); err != nil {
+		r.setErr(fmt.Errorf("moving the recording into place: %w", err))
+		return
+	}
+	syncDir(filepath.Dir(r.path))
+	if jerr != nil && !errors.Is(jerr, os.ErrClosed) {
+		r.setErr(fmt.Errorf("closing journal %s: %w", r.journal, jerr))
+		return
+	}
+	if err := os.Remove(r.journal); err != nil {
+		r.setErr(fmt.Errorf("removing journal: %w", err))
+	}
+}
+
+// syncDir makes a rename durable; failure only weakens crash safety, so it
+// is not reported.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}

@@ -1,0 +1,151 @@
+package capture
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/tracekit/tracekit/trace"
+)
+
+// RecoverResult says what Recover saved from one journal.
+type RecoverResult struct {
+	Journal string
+	Out     string
+	Records int
+	// TornBytes is the size of the partial frame a crash left at the end of
+	// the journal (dropped).
+	TornBytes int64
+}
+
+// Recover turns what a killed run left into valid recordings and returns how
+// many records it saved. journalOrDir may be a journal, the recording path
+// the run was writing (its journal is found next to it), or a directory, in
+// which case every *.journal in it is recovered to its own name without
+// ".journal" and outPath must be empty. outPath "" means the journal's name
+// without ".journal". The journal and the partial Parquet file are removed
+// once the recording is in place.
+func Recover(journalOrDir, outPath string) (n int, err error) {
+	res, err := RecoverAll(journalOrDir, outPath)
+	for _, r := range res {
+		n += r.Records
+	}
+	return n, err
+}
+
+// RecoverAll is Recover with a result per journal.
+func RecoverAll(journalOrDir, outPath string) ([]RecoverResult, error) {
+	// A recording path whose journal sits next to it means that journal.
+	if !strings.HasSuffix(journalOrDir, ".journal") {
+		if _, err := os.Stat(JournalPath(journalOrDir)); err == nil {
+			journalOrDir = JournalPath(journalOrDir)
+		}
+	}
+	st, err := os.Stat(journalOrDir)
+	if err != nil {
+		return nil, fmt.Errorf("recovering: %w", err)
+	}
+	if !st.IsDir() {
+		r, err := recoverJournal(journalOrDir, outPath)
+		if err != nil {
+			return nil, err
+		}
+		return []RecoverResult{r}, nil
+	}
+	if outPath != "" {
+		return nil, fmt.Errorf("recovering directory %s: an output path only applies to a single journal", journalOrDir)
+	}
+	journals, err := filepath.Glob(filepath.Join(journalOrDir, "*.journal"))
+	if err != nil {
+		return nil, fmt.Errorf("listing journals in %s: %w", journalOrDir, err)
+	}
+	if len(journals) == 0 {
+		return nil, fmt.Errorf("recovering %s: no *.journal file in the directory", journalOrDir)
+	}
+	var out []RecoverResult
+	for _, j := range journals {
+		r, err := recoverJournal(j, "")
+		if err != nil {
+			return out, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func recoverJournal(journal, outPath string) (RecoverResult, error) {
+	if outPath == "" {
+		outPath = strings.TrimSuffix(journal, ".journal")
+		if outPath == journal {
+			return RecoverResult{}, fmt.Errorf("recovering %s: the name does not end in .journal and no journal was found next to it: %w", journal, ErrNotJournal)
+		}
+	}
+	res := RecoverResult{Journal: journal, Out: outPath}
+	f, err := os.Open(journal)
+	if err != nil {
+		return res, fmt.Errorf("recovering: %w", err)
+	}
+	defer f.Close()
+	jr, err := newJournalReader(f, journal)
+	if err != nil {
+		return res, err
+	}
+	tmp := outPath + ".recovering"
+	var rec trace.Record
+	var w *trace.RecordWriter
+	for {
+		err := jr.next(&rec)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			if w != nil {
+				w.Close()
+				os.Remove(tmp)
+			}
+			return res, fmt.Errorf("recovering: %w", err)
+		}
+		if w == nil { // the first meta frame precedes every record
+			if w, err = trace.NewRecordWriter(tmp, jr.Meta); err != nil {
+				return res, fmt.Errorf("recovering %s: %w", journal, err)
+			}
+		}
+		if err := w.Write(rec); err != nil {
+			w.Close()
+			os.Remove(tmp)
+			return res, fmt.Errorf("recovering %s: %w", journal, err)
+		}
+		res.Records++
+	}
+	if w == nil {
+		if w, err = trace.NewRecordWriter(tmp, jr.Meta); err != nil {
+			return res, fmt.Errorf("recovering %s: %w", journal, err)
+		}
+	}
+	if err := w.SetRunMeta(jr.Meta); err != nil { // the latest meta frame wins
+		w.Close()
+		os.Remove(tmp)
+		return res, fmt.Errorf("recovering %s: %w", journal, err)
+	}
+	if err := w.Close(); err != nil {
+		os.Remove(tmp)
+		return res, fmt.Errorf("recovering %s: %w", journal, err)
+	}
+	if jr.Torn {
+		if st, err := f.Stat(); err == nil {
+			res.TornBytes = st.Size() - jr.TornOffset
+		}
+	}
+	if err := os.Rename(tmp, outPath); err != nil {
+		return res, fmt.Errorf("recovering %s: moving the recording into place: %w", journal, err)
+	}
+	syncDir(filepath.Dir(outPath))
+	os.Remove(partialPath(strings.TrimSuffix(journal, ".journal")))
+	if err := os.Remove(journal); err != nil {
+		return res, fmt.Errorf("recovered %d records into %s but could not remove the journal: %w", res.Records, outPath, err)
+	}
+	return res, nil
+}

@@ -1,0 +1,318 @@
+package capture
+
+import (
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// A tiny JSON scanner for the handful of keys a streamed chunk carries.
+// encoding/json would allocate and reflect per event; these functions walk
+// the bytes once, validate the structure as they go (so malformed events
+// are detected), decode only the strings that are needed, and allocate
+// nothing. Every function takes the input and a position and returns the
+// position after what it consumed, or -1 when the input is not valid JSON
+// there.
+
+// maxDepth bounds nesting so hostile input cannot exhaust the stack.
+const maxDepth = 64
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// skipValue skips one JSON value starting at b[i] (whitespace allowed).
+func skipValue(b []byte, i, depth int) int {
+	i = skipWS(b, i)
+	if i >= len(b) || depth > maxDepth {
+		return -1
+	}
+	switch c := b[i]; {
+	case c == '"':
+		return skipString(b, i)
+	case c == '{':
+		return walkObject(b, i, depth+1, nil, nil)
+	case c == '[':
+		return walkArray(b, i, depth+1, nil, nil)
+	case c == 't':
+		return literal(b, i, "true")
+	case c == 'f':
+		return literal(b, i, "false")
+	case c == 'n':
+		return literal(b, i, "null")
+	case c == '-' || (c >= '0' && c <= '9'):
+		return skipNumber(b, i)
+	}
+	return -1
+}
+
+func literal(b []byte, i int, lit string) int {
+	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
+		return -1
+	}
+	return i + len(lit)
+}
+
+func skipNumber(b []byte, i int) int {
+	start := i
+	if b[i] == '-' {
+		i++
+	}
+	digits := 0
+	for i < len(b) {
+		c := b[i]
+		if (c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-' {
+			if c >= '0' && c <= '9' {
+				digits++
+			}
+			i++
+			continue
+		}
+		break
+	}
+	if digits == 0 || i == start {
+		return -1
+	}
+	return i
+}
+
+// skipString skips the string starting at the quote b[i].
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		default:
+			if b[i] < 0x20 {
+				return -1
+			}
+		}
+	}
+	return -1
+}
+
+// readInt parses an integer value (a float is truncated); null gives -1.
+func readInt(b []byte, i int) (int, int64) {
+	i = skipWS(b, i)
+	if i < len(b) && b[i] == 'n' {
+		return literal(b, i, "null"), -1
+	}
+	if i >= len(b) || !(b[i] == '-' || (b[i] >= '0' && b[i] <= '9')) {
+		return -1, 0
+	}
+	end := skipNumber(b, i)
+	if end < 0 {
+		return -1, 0
+	}
+	neg := b[i] == '-'
+	if neg {
+		i++
+	}
+	var v int64
+	for ; i < end && b[i] >= '0' && b[i] <= '9'; i++ {
+		if v < 1<<40 {
+			v = v*10 + int64(b[i]-'0')
+		}
+	}
+	if neg {
+		v = -v
+	}
+	return end, v
+}
+
+// appendString decodes the string value at b[i] (or null, which appends
+// nothing) onto dst.
+func appendString(b []byte, i int, dst []byte) (int, []byte) {
+	i = skipWS(b, i)
+	if i < len(b) && b[i] == 'n' {
+		return literal(b, i, "null"), dst
+	}
+	if i >= len(b) || b[i] != '"' {
+		return -1, dst
+	}
+	i++
+	for i < len(b) {
+		// Copy the run of plain bytes in one go.
+		j := i
+		for j < len(b) && b[j] != '"' && b[j] != '\\' && b[j] >= 0x20 {
+			j++
+		}
+		dst = append(dst, b[i:j]...)
+		i = j
+		if i >= len(b) {
+			return -1, dst
+		}
+		switch b[i] {
+		case '"':
+			return i + 1, dst
+		case '\\':
+			if i+1 >= len(b) {
+				return -1, dst
+			}
+			switch e := b[i+1]; e {
+			case '"', '\\', '/':
+				dst = append(dst, e)
+			case 'b':
+				dst = append(dst, '\b')
+			case 'f':
+				dst = append(dst, '\f')
+			case 'n':
+				dst = append(dst, '\n')
+			case 'r':
+				dst = append(dst, '\r')
+			case 't':
+				dst = append(dst, '\t')
+			case 'u':
+				r, n := decodeU(b, i)
+				if n < 0 {
+					return -1, dst
+				}
+				dst = utf8.AppendRune(dst, r)
+				i += n
+				continue
+			default:
+				return -1, dst
+			}
+			i += 2
+		default: // control character
+			return -1, dst
+		}
+	}
+	return -1, dst
+}
+
+// decodeU decodes \uXXXX (and a following low surrogate) at b[i]; it
+// returns the rune and the bytes consumed.
+func decodeU(b []byte, i int) (rune, int) {
+	r1, ok := hex4(b, i+2)
+	if !ok {
+		return 0, -1
+	}
+	if utf16.IsSurrogate(r1) {
+		if r2, ok := hex4(b, i+8); ok && i+7 < len(b) && b[i+6] == '\\' && b[i+7] == 'u' {
+			if r := utf16.DecodeRune(r1, r2); r != utf8.RuneError {
+				return r, 12
+			}
+		}
+		return utf8.RuneError, 6
+	}
+	return r1, 6
+}
+
+func hex4(b []byte, i int) (rune, bool) {
+	if i+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
+// field is called for each member of an object with the raw key bytes (not
+// unescaped; the keys tracekit needs have no escapes) and the position of
+// the value; it returns the position after the value, or -1. Plain
+// functions (not closures) keep the walk allocation-free.
+type field func(c *chunk, key []byte, b []byte, i, depth int) int
+
+// walkObject walks the object at b[i], calling f for each member (or
+// skipping every value when f is nil).
+func walkObject(b []byte, i, depth int, c *chunk, f field) int {
+	if depth > maxDepth || i >= len(b) || b[i] != '{' {
+		return -1
+	}
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return -1
+		}
+		end := skipString(b, i)
+		if end < 0 {
+			return -1
+		}
+		key := b[i+1 : end-1]
+		i = skipWS(b, end)
+		if i >= len(b) || b[i] != ':' {
+			return -1
+		}
+		if f != nil {
+			i = f(c, key, b, i+1, depth)
+		} else {
+			i = skipValue(b, i+1, depth)
+		}
+		if i < 0 {
+			return -1
+		}
+		i = skipWS(b, i)
+		if i >= len(b) {
+			return -1
+		}
+		switch b[i] {
+		case ',':
+			i = skipWS(b, i+1)
+		case '}':
+			return i + 1
+		default:
+			return -1
+		}
+	}
+}
+
+// element is called for each element of an array at position i.
+type element func(c *chunk, b []byte, i, depth int) int
+
+// walkArray walks the array at b[i], calling f for each element (or
+// skipping them when f is nil).
+func walkArray(b []byte, i, depth int, c *chunk, f element) int {
+	if depth > maxDepth || i >= len(b) || b[i] != '[' {
+		return -1
+	}
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return i + 1
+	}
+	for {
+		if f != nil {
+			i = f(c, b, i, depth)
+		} else {
+			i = skipValue(b, i, depth)
+		}
+		if i < 0 {
+			return -1
+		}
+		i = skipWS(b, i)
+		if i >= len(b) {
+			return -1
+		}
+		switch b[i] {
+		case ',':
+			i = skipWS(b, i+1)
+		case ']':
+			return i + 1
+		default:
+			return -1
+		}
+	}
+}
