@@ -1,0 +1,103 @@
+package synth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/tracekit/tracekit/trace"
+)
+
+// ErrNoConversations is returned when a source yields nothing to write
+// (everything was filtered out).
+var ErrNoConversations = errors.New("no conversation left")
+
+// OutputError is a failure to write the trace (disk full, no permission),
+// as opposed to a problem with the input.
+type OutputError struct{ Err error }
+
+func (e *OutputError) Error() string { return e.Err.Error() }
+func (e *OutputError) Unwrap() error { return e.Err }
+
+// Job is one trace to make: a source, how to schedule it, where to write.
+type Job struct {
+	Source Source
+	// Schedule sets start and arrival offsets; nil for sources that set
+	// their own (Registration.Timed).
+	Schedule *Schedule
+	Meta     trace.TraceMeta // Source is filled from Source.Name()
+	Output   string
+}
+
+// Result summarises a written trace.
+type Result struct {
+	Conversations int
+	Turns         int
+	Bytes         int64
+	Report        map[string]string // the source's Reporter output, if any
+}
+
+// Generate runs the source, schedules and writes the trace. The source's
+// report, when it has one, is stored in Meta.Options under "report.<key>".
+func Generate(ctx context.Context, job Job) (Result, error) {
+	convs, err := job.Source.Conversations(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	var res Result
+	if rep, ok := job.Source.(Reporter); ok {
+		res.Report = rep.Report()
+	}
+	// drop empty conversations defensively: Write indexes turn 0
+	kept := convs[:0]
+	for _, c := range convs {
+		if len(c) > 0 {
+			kept = append(kept, c)
+			res.Turns += len(c)
+		}
+	}
+	convs = kept
+	res.Conversations = len(convs)
+	if len(convs) == 0 {
+		return res, fmt.Errorf("%s source: %w", job.Source.Name(), ErrNoConversations)
+	}
+	if job.Schedule != nil {
+		job.Schedule.Apply(convs, job.Meta.Seed)
+	}
+	meta := job.Meta
+	meta.Source = job.Source.Name()
+	if len(res.Report) > 0 {
+		opts := make(map[string]string, len(meta.Options)+len(res.Report))
+		for k, v := range meta.Options {
+			opts[k] = v
+		}
+		for k, v := range res.Report {
+			opts["report."+k] = v
+		}
+		meta.Options = opts
+	}
+	if err := Write(job.Output, meta, convs); err != nil {
+		return res, &OutputError{Err: err}
+	}
+	if st, err := os.Stat(job.Output); err == nil {
+		res.Bytes = st.Size()
+	}
+	return res, nil
+}
+
+// CreatedAt is the trace's creation time: SOURCE_DATE_EPOCH (seconds since
+// the Unix epoch, the reproducible-builds convention) when set, so that a
+// fixed environment gives byte-identical traces, else now.
+func CreatedAt() (string, error) {
+	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
+		sec, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return "", fmt.Errorf("SOURCE_DATE_EPOCH=%q is not an integer number of seconds", s)
+		}
+		return time.Unix(sec, 0).UTC().Format(time.RFC3339), nil
+	}
+	return time.Now().UTC().Format(time.RFC3339), nil
+}
