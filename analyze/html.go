@@ -1,0 +1,210 @@
+package analyze
+
+import (
+	"bytes"
+	"fmt"
+	"html"
+	"io"
+	"math"
+	"strings"
+)
+
+// chartSeries is one line of a chart.
+type chartSeries struct {
+	name, color string
+	pts         [][2]float64
+}
+
+// chart is one inline SVG line chart.
+type chart struct {
+	id, title, xlabel, ylabel string
+	series                    []chartSeries
+}
+
+const (
+	chartW, chartH         = 600, 320
+	padL, padR, padT, padB = 64, 16, 34, 44
+	plotW, plotH           = chartW - padL - padR, chartH - padT - padB
+	colorA, colorB, colorC = "#1f77b4", "#d62728", "#2ca02c"
+	cdfSteps               = 200 // points per CDF
+)
+
+// WriteHTML writes one self-contained page (inline CSS and SVG, no
+// scripts, no network fetches): the text report and charts of TTFT and ITL
+// CDFs, latency, throughput and concurrency over time, TTFT by turn and
+// dispatch lag.
+func (s *Summary) WriteHTML(w io.Writer) error {
+	var text bytes.Buffer
+	if err := s.WriteText(&text); err != nil {
+		return err
+	}
+	var b strings.Builder
+	b.WriteString(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>tracekit analyze</title>
+<style>
+body{font-family:system-ui,sans-serif;margin:24px;background:#fff;color:#222}
+h1{font-size:20px} .grid{display:flex;flex-wrap:wrap;gap:16px}
+svg.chart{border:1px solid #ddd;background:#fcfcfc} .t{font-size:14px;font-weight:600} .a{font-size:11px;fill:#444}
+pre{font-size:12px;background:#f6f6f6;padding:12px;overflow-x:auto} .warn{color:#b00;font-weight:600}
+</style></head><body>
+`)
+	fmt.Fprintf(&b, "<h1>tracekit analyze: %s</h1>\n", html.EscapeString(s.fileNames()))
+	for _, wn := range s.Warnings {
+		fmt.Fprintf(&b, "<p class=\"warn\">WARNING: %s</p>\n", html.EscapeString(wn))
+	}
+	b.WriteString("<div class=\"grid\">\n")
+	for _, c := range s.charts() {
+		c.render(&b)
+	}
+	b.WriteString("</div>\n<pre>")
+	b.WriteString(html.EscapeString(text.String()))
+	b.WriteString("</pre>\n</body></html>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func (s *Summary) fileNames() string {
+	names := make([]string, len(s.Files))
+	for i, f := range s.Files {
+		names[i] = f.Path
+	}
+	return strings.Join(names, ", ")
+}
+
+// cdf returns (value ms, fraction) points of a distribution.
+func (s *Summary) cdf(name, color string, d *Dist) chartSeries {
+	c := chartSeries{name: name, color: color}
+	if d.Len() == 0 {
+		return c
+	}
+	for i := 0; i <= cdfSteps; i++ {
+		p := 100 * float64(i) / cdfSteps
+		c.pts = append(c.pts, [2]float64{d.Quantile(p) / 1e6, p / 100})
+	}
+	return c
+}
+
+func perSecond(name, color string, ys []float64) chartSeries {
+	c := chartSeries{name: name, color: color}
+	for i, y := range ys {
+		c.pts = append(c.pts, [2]float64{float64(i), y})
+	}
+	return c
+}
+
+func (s *Summary) charts() []chart {
+	se := s.Series
+	turnSeries := func(name, color string, f func(TurnStats) float64) chartSeries {
+		c := chartSeries{name: name, color: color}
+		for _, t := range s.Turns {
+			if t.Completed > 0 {
+				c.pts = append(c.pts, [2]float64{float64(t.Turn), f(t)})
+			}
+		}
+		return c
+	}
+	return []chart{
+		{"ttft-cdf", "TTFT distribution (CDF)", "TTFT (ms)", "fraction", []chartSeries{
+			s.cdf("TTFT from send", colorA, s.dists["ttft"]),
+			s.cdf("TTFT from intended", colorB, s.dists["corrected_ttft"])}},
+		{"itl-cdf", "ITL distribution (CDF)", "ITL (ms)", "fraction", []chartSeries{
+			s.cdf("per event (vLLM)", colorA, s.dists["itl"]),
+			s.cdf("per token (GenAI-Perf)", colorB, s.dists["itl_per_token"])}},
+		{"latency-time", "Latency over time (by send second)", "time (s)", "ms", []chartSeries{
+			perSecond("TTFT mean", colorA, se.TTFTMeanMs),
+			perSecond("E2EL mean", colorC, se.E2ELMeanMs),
+			perSecond("E2EL max", colorB, se.E2ELMaxMs)}},
+		{"throughput-time", "Output throughput over time", "time (s)", "tokens/s", []chartSeries{
+			perSecond("output tokens/s", colorA, se.OutputTokens),
+			perSecond("completed req/s", colorC, se.Completed),
+			perSecond("errors/s", colorB, se.Errors)}},
+		{"concurrency-time", "Requests in flight over time", "time (s)", "requests", []chartSeries{
+			perSecond("time-averaged concurrency", colorA, se.Concurrency)}},
+		{"ttft-turn", "TTFT by turn", "turn", "ms", []chartSeries{
+			turnSeries("mean", colorA, func(t TurnStats) float64 { return t.MeanTTFTms }),
+			turnSeries("p90", colorB, func(t TurnStats) float64 { return t.P90TTFTms })}},
+		{"dispatch-lag", "Dispatch lag and queue time (CDF)", "ms", "fraction", []chartSeries{
+			s.cdf("dispatch lag (sent - slot)", colorA, s.dists["dispatch_lag"]),
+			s.cdf("queue time (slot - intended)", colorB, s.dists["queue"])}},
+	}
+}
+
+// niceStep returns a 1-2-5 step giving about n ticks over span.
+func niceStep(span float64, n int) float64 {
+	if span <= 0 {
+		return 1
+	}
+	raw := span / float64(n)
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if raw <= m*mag {
+			return m * mag
+		}
+	}
+	return 10 * mag
+}
+
+func (c chart) render(b *strings.Builder) {
+	xmin, xmax, ymin, ymax := math.Inf(1), math.Inf(-1), 0.0, math.Inf(-1)
+	n := 0
+	for _, s := range c.series {
+		for _, p := range s.pts {
+			xmin, xmax = min(xmin, p[0]), max(xmax, p[0])
+			ymin, ymax = min(ymin, p[1]), max(ymax, p[1])
+			n++
+		}
+	}
+	fmt.Fprintf(b, `<svg class="chart" id="%s" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d">`+"\n",
+		c.id, chartW, chartH, chartW, chartH)
+	fmt.Fprintf(b, `<text class="t" x="%d" y="20">%s</text>`+"\n", padL, html.EscapeString(c.title))
+	if n == 0 {
+		fmt.Fprintf(b, `<text class="a" x="%d" y="%d">no data</text></svg>`+"\n", chartW/2-20, chartH/2)
+		return
+	}
+	if xmax <= xmin {
+		xmax = xmin + 1
+	}
+	if ymax <= ymin {
+		ymax = ymin + 1
+	}
+	ys := niceStep(ymax-ymin, 5)
+	ymax = math.Ceil(ymax/ys) * ys
+	X := func(x float64) float64 { return padL + (x-xmin)/(xmax-xmin)*plotW }
+	Y := func(y float64) float64 { return padT + plotH - (y-ymin)/(ymax-ymin)*plotH }
+	// Axes, grid and ticks.
+	fmt.Fprintf(b, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>`+"\n", padL, padT, plotW, plotH)
+	for y := ymin; y <= ymax+ys/2; y += ys {
+		fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#eee"/><text class="a" x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n",
+			padL, padL+plotW, Y(y), Y(y), padL-4, Y(y)+4, tick(y))
+	}
+	xs := niceStep(xmax-xmin, 6)
+	for x := math.Ceil(xmin/xs) * xs; x <= xmax; x += xs {
+		fmt.Fprintf(b, `<text class="a" x="%.1f" y="%d" text-anchor="middle">%s</text>`+"\n", X(x), padT+plotH+14, tick(x))
+	}
+	fmt.Fprintf(b, `<text class="a" x="%d" y="%d" text-anchor="middle">%s</text>`+"\n", padL+plotW/2, chartH-8, html.EscapeString(c.xlabel))
+	fmt.Fprintf(b, `<text class="a" transform="translate(14,%d) rotate(-90)" text-anchor="middle">%s</text>`+"\n", padT+plotH/2, html.EscapeString(c.ylabel))
+	for i, s := range c.series {
+		if len(s.pts) == 0 {
+			continue
+		}
+		b.WriteString(`<polyline class="series" fill="none" stroke-width="1.6" stroke="` + s.color + `" points="`)
+		for _, p := range s.pts {
+			fmt.Fprintf(b, "%.1f,%.1f ", X(p[0]), Y(p[1]))
+		}
+		b.WriteString("\"/>\n")
+		if len(s.pts) == 1 {
+			fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>`+"\n", X(s.pts[0][0]), Y(s.pts[0][1]), s.color)
+		}
+		ly := padT + 12 + 14*i
+		fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="3"/><text class="a" x="%d" y="%d">%s</text>`+"\n",
+			chartW-padR-190, chartW-padR-174, ly-4, ly-4, s.color, chartW-padR-170, ly, html.EscapeString(s.name))
+	}
+	b.WriteString("</svg>\n")
+}
+
+func tick(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e9 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.3g", v)
+}

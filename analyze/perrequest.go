@@ -1,0 +1,144 @@
+package analyze
+
+import (
+	"encoding/csv"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress/zstd"
+)
+
+// RequestRow is one row of the per-request file: every derived metric of
+// one analyzed request, latencies in milliseconds, times in nanoseconds from
+// the aligned run start.
+type RequestRow struct {
+	RequestID       string  `parquet:"request_id"`
+	ConversationID  string  `parquet:"conversation_id"`
+	Turn            int32   `parquet:"turn"`
+	Shard           int32   `parquet:"shard"`
+	Attempt         int32   `parquet:"attempt"`
+	Warmup          bool    `parquet:"warmup"`
+	Target          string  `parquet:"target"`
+	File            string  `parquet:"file"`
+	Success         bool    `parquet:"success"`
+	Status          int32   `parquet:"status"`
+	ErrorKind       string  `parquet:"error_kind"`
+	IntendedNs      int64   `parquet:"intended_ns"`
+	SlotNs          int64   `parquet:"slot_ns"`
+	SentNs          int64   `parquet:"sent_ns"`
+	DoneNs          int64   `parquet:"done_ns"`
+	Events          int32   `parquet:"events"`
+	PromptTokens    int32   `parquet:"prompt_tokens"`
+	OutputTokens    int32   `parquet:"output_tokens"`
+	CachedTokens    int32   `parquet:"cached_tokens"`
+	TTFTms          float64 `parquet:"ttft_ms"`
+	TPOTms          float64 `parquet:"tpot_ms"`
+	ITLMeanms       float64 `parquet:"itl_request_mean_ms"`
+	E2ELms          float64 `parquet:"e2el_ms"`
+	QueueMs         float64 `parquet:"queue_ms"`
+	DispatchLagMs   float64 `parquet:"dispatch_lag_ms"`
+	CorrectedTTFTms float64 `parquet:"corrected_ttft_ms"`
+	CorrectedE2ELms float64 `parquet:"corrected_e2el_ms"`
+}
+
+func (s *Summary) row(q *Request) RequestRow {
+	f := func(ns int64) float64 { return float64(ns) / 1e6 }
+	return RequestRow{
+		RequestID: q.RequestID, ConversationID: q.ConversationID, Turn: q.Turn, Shard: q.Shard,
+		Attempt: q.Attempt, Warmup: q.Warmup, Target: q.Target, File: s.Files[q.File].Path,
+		Success: q.Success, Status: q.Status, ErrorKind: q.ErrorKind,
+		IntendedNs: q.IntendedNs, SlotNs: q.SlotNs, SentNs: q.SentNs, DoneNs: q.DoneNs,
+		Events: q.Events, PromptTokens: q.PromptTokens, OutputTokens: q.OutputTokens, CachedTokens: q.CachedTokens,
+		TTFTms: f(q.TTFTNs), TPOTms: q.TPOTNs / 1e6, ITLMeanms: q.ITLMeanNs / 1e6, E2ELms: f(q.E2ELNs),
+		QueueMs: f(q.QueueNs), DispatchLagMs: f(q.DispatchLagNs),
+		CorrectedTTFTms: f(q.CorrectedTTFTNs), CorrectedE2ELms: f(q.CorrectedE2ELNs),
+	}
+}
+
+// WritePerRequest writes one row per analyzed request to path: zstd
+// Parquet when it ends in .parquet, CSV (with a header) when in .csv.
+func (s *Summary) WritePerRequest(path string) error {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".parquet":
+		return s.writePerRequestParquet(path)
+	case ".csv":
+		return s.writePerRequestCSV(path)
+	}
+	return fmt.Errorf("--per-request %s: expected a .parquet or .csv file name: %w", path, ErrBadInput)
+}
+
+func (s *Summary) writePerRequestParquet(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("writing per-request file: %w", err)
+	}
+	w := parquet.NewGenericWriter[RequestRow](f, parquet.Compression(&zstd.Codec{Level: zstd.SpeedDefault}))
+	batch := make([]RequestRow, 0, 4096)
+	for i := range s.Reqs {
+		batch = append(batch, s.row(&s.Reqs[i]))
+		if len(batch) == cap(batch) || i == len(s.Reqs)-1 {
+			if _, err := w.Write(batch); err != nil {
+				f.Close()
+				return fmt.Errorf("writing %s: %w", path, err)
+			}
+			batch = batch[:0]
+		}
+	}
+	if err := w.Close(); err != nil {
+		f.Close()
+		return fmt.Errorf("finishing %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("closing %s: %w", path, err)
+	}
+	return nil
+}
+
+// csvHeader is the parquet column names of RequestRow, in field order.
+func csvHeader() []string {
+	t := reflect.TypeFor[RequestRow]()
+	h := make([]string, t.NumField())
+	for i := range h {
+		h[i] = t.Field(i).Tag.Get("parquet")
+	}
+	return h
+}
+
+func (s *Summary) writePerRequestCSV(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("writing per-request file: %w", err)
+	}
+	w := csv.NewWriter(f)
+	w.Write(csvHeader())
+	rec := make([]string, len(csvHeader()))
+	for i := range s.Reqs {
+		v := reflect.ValueOf(s.row(&s.Reqs[i]))
+		for j := range rec {
+			switch x := v.Field(j).Interface().(type) {
+			case float64:
+				rec[j] = strconv.FormatFloat(x, 'f', -1, 64)
+			default:
+				rec[j] = fmt.Sprint(x)
+			}
+		}
+		if err := w.Write(rec); err != nil {
+			f.Close()
+			return fmt.Errorf("writing %s: %w", path, err)
+		}
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("closing %s: %w", path, err)
+	}
+	return nil
+}

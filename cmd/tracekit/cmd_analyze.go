@@ -1,0 +1,143 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/tracekit/tracekit/analyze"
+)
+
+// analyzeFlags are the selection and definition flags shared by analyze
+// and compare.
+type analyzeFlags struct {
+	window        string
+	excludeWarmup bool
+	goodput       []string
+	percentiles   string
+	metrics       string
+	itl           string
+	maxExact      int
+}
+
+func (f *analyzeFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.window, "window", "", "analyze only requests sent in FROM-TO of the run (Go durations, e.g. 60s-300s; TO optional)")
+	fs.BoolVar(&f.excludeWarmup, "exclude-warmup", true, "leave out warm-up requests")
+	fs.StringSliceVar(&f.goodput, "goodput", nil, `vLLM goodput SLOs in ms, e.g. "ttft:500 tpot:50 e2el:2000" or ttft:500,tpot:50`)
+	fs.StringVar(&f.percentiles, "percentiles", "99", "percentiles to report, comma-separated (vLLM --metric-percentiles)")
+	fs.StringVar(&f.metrics, "metrics", "ttft,tpot,itl", "metrics of the vLLM block: ttft,tpot,itl,e2el (vLLM --percentile-metrics)")
+	fs.StringVar(&f.itl, "itl", "per-event", "ITL definition: per-event (vLLM), per-token (GenAI-Perf) or request-mean (guidellm)")
+	fs.IntVar(&f.maxExact, "max-exact-samples", analyze.DefaultMaxExactSamples, "samples per distribution kept exactly before switching to a histogram (0.1% relative error)")
+}
+
+// options turns the flags into analyze.Options; errors are bad input.
+func (f *analyzeFlags) options() (analyze.Options, error) {
+	o := analyze.Options{IncludeWarmup: !f.excludeWarmup, MaxExactSamples: f.maxExact}
+	var err error
+	if o.Window, err = analyze.ParseWindow(f.window); err != nil {
+		return o, err
+	}
+	if o.Goodput, err = analyze.ParseGoodput(f.goodput); err != nil {
+		return o, err
+	}
+	if o.Percentiles, err = analyze.ParsePercentiles(f.percentiles); err != nil {
+		return o, err
+	}
+	if o.Metrics, err = analyze.ParseMetrics(f.metrics); err != nil {
+		return o, err
+	}
+	if o.ITL, err = analyze.ParseITLMode(f.itl); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
+// analyzeErr maps analysis errors about the input to exit code 2.
+func analyzeErr(err error) error {
+	if errors.Is(err, analyze.ErrBadInput) {
+		return badInput(err)
+	}
+	return err
+}
+
+func init() {
+	var (
+		af                         analyzeFlags
+		jsonPath, perReq, htmlPath string
+		detailed, quiet            bool
+	)
+	cmd := &cobra.Command{
+		Use:   "analyze RECORDING.parquet... [flags]",
+		Short: "Compute serving metrics (vLLM bench serve definitions) from recordings",
+		Long: `analyze reads one or more recordings (a glob, or the shards of one distributed
+run, aligned on their wall-clock start) and prints vLLM's "Serving Benchmark
+Result" block computed with vLLM's definitions, followed by tracekit's extra
+sections: ITL under each definition, latency from the intended send time
+(coordinated omission corrected), client health, errors by kind, cached
+tokens, a per-turn table and vLLM multi-turn's statistics.`,
+		Example: `  tracekit analyze run.parquet
+  tracekit analyze 'shards/*.parquet' --window 60s-300s --goodput "ttft:500 tpot:50"
+  tracekit analyze run.parquet --percentiles 50,90,99 --metrics ttft,tpot,itl,e2el --json result.json --html report.html`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts, err := af.options()
+			if err != nil {
+				return badInput(err)
+			}
+			paths, err := analyze.Expand(args)
+			if err != nil {
+				return analyzeErr(err)
+			}
+			s, err := analyze.Files(paths, opts)
+			if err != nil {
+				return analyzeErr(err)
+			}
+			if !quiet {
+				if err := s.WriteText(cmd.OutOrStdout()); err != nil {
+					return err
+				}
+			}
+			if jsonPath != "" {
+				if err := writeFile(jsonPath, func(f *os.File) error { return s.WriteJSON(f, detailed) }); err != nil {
+					return err
+				}
+			}
+			if perReq != "" {
+				if err := s.WritePerRequest(perReq); err != nil {
+					return analyzeErr(err)
+				}
+			}
+			if htmlPath != "" {
+				if err := writeFile(htmlPath, func(f *os.File) error { return s.WriteHTML(f) }); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+	af.register(cmd.Flags())
+	cmd.Flags().StringVar(&jsonPath, "json", "", "write vLLM's --save-result JSON (plus tracekit's figures under \"tracekit\") to FILE")
+	cmd.Flags().BoolVar(&detailed, "json-detailed", false, "add vLLM's --save-detailed per-request lists to the JSON")
+	cmd.Flags().StringVar(&perReq, "per-request", "", "write one row per request to FILE.parquet or FILE.csv")
+	cmd.Flags().StringVar(&htmlPath, "html", "", "write a self-contained HTML report with charts to FILE")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not print the text report")
+	root.AddCommand(cmd)
+}
+
+// writeFile creates path and runs write on it.
+func writeFile(path string, write func(*os.File) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("writing output: %w", err)
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("closing %s: %w", path, err)
+	}
+	return nil
+}
