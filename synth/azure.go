@@ -106,5 +106,12 @@ func readAzure(ctx context.Context, path string, skip bool) ([]importRow, badRow
 // Stats reports what the last Conversations call did with the file.
 func (a *Azure) Stats() ImportStats { return a.stats }
 
-// MetaOptions is the source, window and options for TraceMeta.Options.
-func (a *Azure) MetaOptions() map[string]string { return a.Opts.metaOptions(a.stats) }
+// Report is the source's window, options and counts, for the trace metadata (Reporter).
+func (a *Azure) Report() map[string]string { return a.Opts.metaOptions(a.stats) }
+
+var _ Reporter = (*Azure)(nil)
+
+func init() {
+	registerImporter("azure", "Azure LLM inference CSV trace, 2023 or 2024 (--input): real arrivals and lengths", nil,
+		func(o ImportOptions, _ Env) (Source, error) { return &Azure{Opts: o}, nil })
+}

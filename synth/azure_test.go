@@ -25,7 +25,7 @@ func TestAzure2023Quirks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, meta := writeAndReadBack(t, a, convs, a.MetaOptions())
+	rows, meta := writeAndReadBack(t, a, convs, a.Report())
 	wantAt := []int64{0, 100, 4314579000, 13319410000}
 	wantIn := []int32{374, 396, 879, 1}
 	wantOut := []int32{44, 109, 55, 1}

@@ -176,5 +176,12 @@ func chainChats(kept []importRow, links map[int]bailianRow) []convGroup {
 // Stats reports what the last Conversations call did with the file.
 func (b *Bailian) Stats() ImportStats { return b.stats }
 
-// MetaOptions is the source, window and options for TraceMeta.Options.
-func (b *Bailian) MetaOptions() map[string]string { return b.Opts.metaOptions(b.stats) }
+// Report is the source's window, options and counts, for the trace metadata (Reporter).
+func (b *Bailian) Report() map[string]string { return b.Opts.metaOptions(b.stats) }
+
+var _ Reporter = (*Bailian)(nil)
+
+func init() {
+	registerImporter("bailian", "Qwen-Bailian JSONL trace (--input): real multi-turn conversations and timing", nil,
+		func(o ImportOptions, _ Env) (Source, error) { return &Bailian{Opts: o}, nil })
+}

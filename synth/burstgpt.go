@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/spf13/pflag"
 )
 
 // What BurstGPT.Failed does with failed requests (zero response tokens).
@@ -220,12 +222,34 @@ func groupByKey(kept []importRow) []convGroup {
 // Stats reports what the last Conversations call did with the file.
 func (b *BurstGPT) Stats() ImportStats { return b.stats }
 
-// MetaOptions is the source, window and options for TraceMeta.Options.
-func (b *BurstGPT) MetaOptions() map[string]string {
+// Report is the source's window, options and counts, for the trace metadata (Reporter).
+func (b *BurstGPT) Report() map[string]string {
 	m := b.Opts.metaOptions(b.stats)
 	m["filter_model"] = b.FilterModel
 	m["log_type"] = b.LogType
 	m["failed"] = b.Failed
 	m["failed_rows"] = fmt.Sprint(b.failed)
 	return m
+}
+
+var _ Reporter = (*BurstGPT)(nil)
+
+func init() {
+	registerImporter("burstgpt", "BurstGPT CSV trace (--input): real arrivals, lengths and sessions",
+		func(fs *pflag.FlagSet) {
+			fs.String("filter-model", "", "burstgpt: keep only rows of this Model (ChatGPT, GPT-4)")
+			fs.String("log-type", "", "burstgpt: keep only rows of this Log Type (conversation, api)")
+			fs.String("failed", FailedDrop, "burstgpt: failed requests (0 response tokens): drop, keep or flag")
+		},
+		func(o ImportOptions, env Env) (Source, error) {
+			b := &BurstGPT{Opts: o}
+			var e1, e2, e3 error
+			b.FilterModel, e1 = env.Flags.GetString("filter-model")
+			b.LogType, e2 = env.Flags.GetString("log-type")
+			b.Failed, e3 = env.Flags.GetString("failed")
+			if err := errors.Join(e1, e2, e3); err != nil {
+				return nil, fmt.Errorf("reading burstgpt flags: %w", err)
+			}
+			return b, nil
+		})
 }

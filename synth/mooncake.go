@@ -118,5 +118,12 @@ func jsonRowError(path string, line int, err error) *RowError {
 // Stats reports what the last Conversations call did with the file.
 func (m *Mooncake) Stats() ImportStats { return m.stats }
 
-// MetaOptions is the source, window and options for TraceMeta.Options.
-func (m *Mooncake) MetaOptions() map[string]string { return m.Opts.metaOptions(m.stats) }
+// Report is the source's window, options and counts, for the trace metadata (Reporter).
+func (m *Mooncake) Report() map[string]string { return m.Opts.metaOptions(m.stats) }
+
+var _ Reporter = (*Mooncake)(nil)
+
+func init() {
+	registerImporter("mooncake", "Mooncake JSONL trace (--input): real arrivals, lengths and hash-prefix reuse", nil,
+		func(o ImportOptions, _ Env) (Source, error) { return &Mooncake{Opts: o}, nil })
+}

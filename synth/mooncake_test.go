@@ -28,7 +28,7 @@ func TestMooncakeQuirks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, meta := writeAndReadBack(t, m, convs, m.MetaOptions())
+	rows, meta := writeAndReadBack(t, m, convs, m.Report())
 	if len(rows) != 4 || meta.Source != "mooncake" || meta.Options["block_size"] != "32" {
 		t.Fatalf("%d rows, meta %+v", len(rows), meta)
 	}
@@ -83,7 +83,7 @@ func TestMooncakeBadInput(t *testing.T) {
 		}
 		m := &Mooncake{Opts: ImportOptions{Path: p, Corpus: importCorpus(t), SkipBad: true}}
 		convs, err := m.Conversations(context.Background())
-		if err != nil || len(convs) != 2 || m.Stats().BadRows != 1 || m.MetaOptions()["bad_rows"] != "1" || !strings.Contains(m.MetaOptions()["bad_row_1"], "line 2") {
+		if err != nil || len(convs) != 2 || m.Stats().BadRows != 1 || m.Report()["bad_rows"] != "1" || !strings.Contains(m.Report()["bad_row_1"], "line 2") {
 			t.Errorf("skip-bad: %d convs, stats %+v, err %v", len(convs), m.Stats(), err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/spf13/pflag"
 	"github.com/tracekit/tracekit/tokenizer"
 	"github.com/tracekit/tracekit/trace"
 )
@@ -274,4 +275,82 @@ func (o ImportOptions) metaOptions(st ImportStats) map[string]string {
 		m["bad_row_"+strconv.Itoa(i+1)] = e
 	}
 	return m
+}
+
+// importFlags declares the flags every production-trace source shares; each
+// importer's registration declares them identically.
+func importFlags(fs *pflag.FlagSet) {
+	fs.Duration("start", 0, "imported traces: start of the window on the trace's timeline")
+	fs.Duration("duration", 0, "imported traces: window length (0 = to the end)")
+	fs.Float64("speed", 1, "imported traces: time compression (2 = twice as fast)")
+	fs.Int("max-input-tokens", 0, "imported traces: clamp each prompt to this many tokens (0 = none)")
+	fs.Int("limit", 0, "imported traces: keep the first N conversations of the window (0 = all; default --conversations)")
+	fs.String("model", "", "imported traces: model name stamped on every request (default: replay's --model)")
+	fs.Bool("skip-bad", false, "imported traces: count and skip malformed rows instead of failing")
+	fs.Int("block-size", 0, "imported traces: tokens per hash_ids block (0 = the format's: mooncake 512, bailian 16)")
+}
+
+// importOptionsFrom reads the shared flags from env.
+func importOptionsFrom(env Env) (ImportOptions, error) {
+	fs := env.Flags
+	var o ImportOptions
+	var errs []error
+	get := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	var err error
+	o.Start, err = fs.GetDuration("start")
+	get(err)
+	o.Duration, err = fs.GetDuration("duration")
+	get(err)
+	o.Speed, err = fs.GetFloat64("speed")
+	get(err)
+	o.MaxInputTokens, err = fs.GetInt("max-input-tokens")
+	get(err)
+	o.Limit, err = fs.GetInt("limit")
+	get(err)
+	o.Model, err = fs.GetString("model")
+	get(err)
+	o.SkipBad, err = fs.GetBool("skip-bad")
+	get(err)
+	o.BlockSize, err = fs.GetInt("block-size")
+	get(err)
+	if err := errors.Join(errs...); err != nil {
+		return o, fmt.Errorf("reading import flags: %w", err)
+	}
+	if o.Limit == 0 {
+		o.Limit = env.Conversations
+	}
+	o.Path = env.Input
+	if env.Corpus != nil {
+		if o.Corpus, err = env.Corpus(); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
+}
+
+// registerImporter registers a production-trace source with the shared
+// flags plus its own.
+func registerImporter(name, summary string, own func(fs *pflag.FlagSet), build func(o ImportOptions, env Env) (Source, error)) {
+	Register(Registration{
+		Name:    name,
+		Summary: summary,
+		Timed:   true,
+		Flags: func(fs *pflag.FlagSet) {
+			importFlags(fs)
+			if own != nil {
+				own(fs)
+			}
+		},
+		New: func(env Env) (Source, error) {
+			o, err := importOptionsFrom(env)
+			if err != nil {
+				return nil, err
+			}
+			return build(o, env)
+		},
+	})
 }
