@@ -200,3 +200,21 @@ func (c Config) meta() map[string]any {
 	}
 	return m
 }
+
+// RedactCommand joins a command line for the recording's metadata with the
+// values of credential-like --header flags replaced.
+func RedactCommand(args []string) string {
+	out := append([]string(nil), args...)
+	for i := 0; i < len(out); i++ {
+		prefix := "--header="
+		if out[i] == "--header" && i+1 < len(out) {
+			i, prefix = i+1, ""
+		} else if !strings.HasPrefix(out[i], prefix) {
+			continue
+		}
+		if k, _, ok := strings.Cut(strings.TrimPrefix(out[i], prefix), ":"); ok && secretHeader(k) {
+			out[i] = prefix + k + ":<redacted>"
+		}
+	}
+	return strings.Join(out, " ")
+}

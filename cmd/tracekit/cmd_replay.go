@@ -1,0 +1,254 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/tracekit/tracekit/analyze"
+	"github.com/tracekit/tracekit/capture"
+	"github.com/tracekit/tracekit/replay"
+	"github.com/tracekit/tracekit/trace"
+)
+
+func init() {
+	var (
+		c                     replay.Config
+		out, apiKeyEnv, shard string
+		headers               []string
+		temperature           float64
+		dispatcher, progress  string
+		noAnalyze             bool
+	)
+	cmd := &cobra.Command{
+		Use:   "replay TRACE.parquet --target URL [flags]",
+		Short: "Send a trace to a server with exact timing and write a recording",
+		Long: `replay sends every request of a trace at its intended time and records the raw
+timestamp of every streamed token event. Each conversation is a closed loop by
+default: turn k+1 leaves its think time after the answer to turn k ended, with the
+server's answers in its history (--history reference: the trace's answers).
+--timing trace sends every turn at its own arrival time instead (open loop).
+
+The run waits for the targets (--ready-timeout) before its clock starts. Ctrl-C,
+SIGTERM or --benchmark-timeout end it with a valid recording: finished requests
+as they were, in-flight ones marked canceled with their partial events. A second
+Ctrl-C exits at once (tracekit recover then rebuilds the file from its journal).
+The API key is read from the environment (--api-key-env) and never written.`,
+		Example: `  tracekit replay trace.parquet --target http://127.0.0.1:8000 -o run.parquet
+  tracekit replay trace.parquet --target http://gpu1:8000 --target http://gpu2:8000 \
+      --max-concurrency 256 --warmup 20 --benchmark-timeout 30m --ignore-eos`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c.Trace = args[0]
+			c.APIKey = os.Getenv(apiKeyEnv)
+			var err error
+			if c.Headers, err = parseHeaders(headers); err != nil {
+				return badInput(err)
+			}
+			if c.Shard, c.Shards, err = parseShard(shard); err != nil {
+				return badInput(err)
+			}
+			if cmd.Flags().Changed("temperature") {
+				c.Temperature = &temperature
+			}
+			switch dispatcher {
+			case "precise":
+			case "sleep":
+				c.Dispatcher = replay.SleepDispatcher{}
+			default:
+				return badInput(fmt.Errorf("--dispatcher %q: expected precise or sleep", dispatcher))
+			}
+			stderr := cmd.ErrOrStderr()
+			c.Logf = func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) }
+			c.Command = replay.RedactCommand(os.Args)
+			return runReplay(cmd, c, out, progress, noAnalyze)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&out, "output", "o", "recording.parquet", "recording to write")
+	f.StringArrayVar(&c.Targets, "target", nil, "base URL of an OpenAI-compatible server (repeat for several)")
+	f.StringVar(&c.Policy, "target-policy", replay.PolicyRoundRobin, "with several targets: round-robin (per request) or conversation (sticky)")
+	f.StringVar(&c.Endpoint, "endpoint", replay.EndpointChat, "chat (/v1/chat/completions) or completions (/v1/completions, history concatenated)")
+	f.StringVar(&c.Model, "model", "", "model name (default: the first of the target's /v1/models)")
+	f.StringVar(&apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key (sent as a Bearer token, never recorded)")
+	f.StringArrayVar(&headers, "header", nil, "extra request header K:V (repeatable)")
+	f.BoolVar(&c.IgnoreEOS, "ignore-eos", false, "ask the server to generate exactly max_tokens (vLLM, SGLang)")
+	f.Float64Var(&temperature, "temperature", 0, "sampling temperature (default: the server's)")
+	f.StringVar(&c.ExtraBody, "extra-body", "", `JSON object merged into every request body, e.g. '{"top_p":0.9}'`)
+	f.StringVar(&c.ContinuousUsage, "continuous-usage", "auto", "ask for continuous_usage_stats (exact tokens per event): auto (probe), on, off")
+	f.StringVar(&c.Timing, "timing", replay.TimingClosed, "closed (think time after each answer) or trace (every turn at its arrival time)")
+	f.StringVar(&c.History, "history", replay.HistoryActual, "history carried between turns: actual (server answers) or reference (trace answers)")
+	f.Float64Var(&c.Speed, "speed", 1, "time scale of start offsets and think times: 2 replays twice as fast")
+	f.Uint64Var(&c.Seed, "seed", 0, "seed of the text synthesized for redacted messages")
+	f.StringVar(&shard, "shard", "0/1", "replay shard i of n (conversations hashed by id): for distributed runs")
+	f.IntVar(&c.MaxConcurrency, "max-concurrency", 0, "requests in flight at most; waiting is recorded as queue time (0: no limit)")
+	f.IntVar(&c.MaxActiveConversations, "max-active-conversations", 0, "conversations in progress at most (0: no limit)")
+	f.IntVar(&c.MaxRequests, "max-requests", 0, "stop after this many measured requests (0: the whole trace)")
+	f.IntVar(&c.Warmup, "warmup", 0, "mark the first N requests as warm-up (analyze excludes them)")
+	f.DurationVar(&c.Duration, "duration", 0, "stop sending new requests after this long (in-flight ones finish)")
+	f.DurationVar(&c.RequestTimeout, "request-timeout", 0, "per-request limit, send to last byte (0: none)")
+	f.DurationVar(&c.IdleTimeout, "idle-timeout", 60*time.Second, "longest silence between two stream reads (0: none)")
+	f.DurationVar(&c.BenchmarkTimeout, "benchmark-timeout", 0, "end the whole run after this long, canceling in-flight requests (0: none)")
+	f.DurationVar(&c.ReadyTimeout, "ready-timeout", 0, "wait up to this long for /health or /v1/models to answer before starting (0: no wait)")
+	f.DurationVar(&c.DialTimeout, "dial-timeout", 10*time.Second, "TCP connect timeout")
+	f.BoolVar(&c.ResetPrefixCache, "reset-prefix-cache", false, "POST /reset_prefix_cache to every target before the run")
+	f.StringVar(&dispatcher, "dispatcher", "precise", "precise (locked thread on an absolute timerfd) or sleep (Go timers, for comparison)")
+	f.StringVar(&progress, "progress", "auto", "auto (a bar on a terminal, else a line every 10 s), bar, plain or none")
+	f.BoolVar(&noAnalyze, "no-analyze", false, "do not print the analysis at the end")
+	cmd.MarkFlagRequired("target")
+	root.AddCommand(cmd)
+}
+
+// runReplay opens the recording, runs the replay under signal handling,
+// closes the recording and reports.
+func runReplay(cmd *cobra.Command, c replay.Config, out, progress string, noAnalyze bool) error {
+	stderr := cmd.ErrOrStderr()
+	r, err := replay.New(c)
+	if err != nil {
+		return badInput(err)
+	}
+	defer r.Close()
+	rec, err := capture.NewRecorder(out, trace.RunMeta{TracekitVersion: trace.Version, Targets: c.Targets, Command: c.Command},
+		capture.RecorderOptions{Queue: max(1024, 2*c.MaxConcurrency)})
+	if err != nil {
+		return err
+	}
+
+	// The first SIGINT/SIGTERM ends the run cleanly; once it has, signals
+	// get their default action again, so a second one kills at once.
+	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+	context.AfterFunc(ctx, stopSignals)
+
+	stopProgress := startProgress(stderr, r, progress)
+	res, runErr := r.Run(ctx, rec)
+	stopProgress()
+	closeErr := rec.Close()
+	if runErr != nil {
+		return fmt.Errorf("replaying %s: %w", c.Trace, runErr)
+	}
+	if closeErr != nil {
+		return fmt.Errorf("writing %s: %w", out, closeErr)
+	}
+	if res == nil { // Run failed before the clock started: nothing was sent
+		return nil
+	}
+
+	if !noAnalyze {
+		if s, err := analyze.Files([]string{out}, analyze.Options{}); err != nil {
+			fmt.Fprintf(stderr, "analyze: %v\n", err)
+		} else if err := s.WriteText(cmd.OutOrStdout()); err != nil {
+			return err
+		}
+	}
+	if h := res.Meta.Health; h != nil {
+		for _, w := range h.Warnings {
+			fmt.Fprintln(stderr, "warning:", w)
+		}
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "recording: %s (%d requests, %d errors)\n", out, res.Sent, res.Errors)
+	if res.Canceled != "" {
+		fmt.Fprintf(stderr, "the run was cut short (%s); in-flight requests are recorded as canceled\n", res.Canceled)
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return errors.New("interrupted")
+		}
+	}
+	return nil
+}
+
+// startProgress prints progress until the returned function is called.
+func startProgress(w io.Writer, r *replay.Runner, mode string) func() {
+	if mode == "auto" {
+		mode = "plain"
+		if f, ok := w.(*os.File); ok && isTerminal(f) {
+			mode = "bar"
+		}
+	}
+	if mode == "none" {
+		return func() {}
+	}
+	every := 10 * time.Second
+	if mode == "bar" {
+		every = 250 * time.Millisecond
+	}
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				if mode == "bar" {
+					fmt.Fprintf(w, "\r%s\n", progressLine(r.Stats(), 30))
+				}
+				return
+			case <-t.C:
+				if mode == "bar" {
+					fmt.Fprintf(w, "\r%s", progressLine(r.Stats(), 30))
+				} else {
+					fmt.Fprintln(w, progressLine(r.Stats(), 0))
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
+}
+
+// progressLine renders done/total, errors, in flight, rate and ETA, with a
+// bar of width cells when width > 0.
+func progressLine(s replay.Stats, width int) string {
+	var b strings.Builder
+	if width > 0 && s.Total > 0 {
+		filled := int(min(s.Done, s.Total) * int64(width) / s.Total)
+		b.WriteString("[" + strings.Repeat("=", filled) + strings.Repeat(" ", width-filled) + "] ")
+	}
+	rate := 0.0
+	if s.Elapsed > 0 {
+		rate = float64(s.Done) / s.Elapsed.Seconds()
+	}
+	fmt.Fprintf(&b, "%d/%d done, %d errors, %d in flight, %.1f req/s, %s elapsed", s.Done, s.Total, s.Errors, s.InFlight, rate, s.Elapsed.Truncate(time.Second))
+	if rate > 0 && s.Total > s.Done {
+		fmt.Fprintf(&b, ", ETA %s", (time.Duration(float64(s.Total-s.Done)/rate) * time.Second).Truncate(time.Second))
+	}
+	return b.String()
+}
+
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// parseHeaders turns K:V flags into a map.
+func parseHeaders(hs []string) (map[string]string, error) {
+	m := make(map[string]string, len(hs))
+	for _, h := range hs {
+		k, v, ok := strings.Cut(h, ":")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("--header: expected K:V, got a value without a colon or a name")
+		}
+		m[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return m, nil
+}
+
+// parseShard parses "i/n".
+func parseShard(s string) (int, int, error) {
+	a, b, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || n < 1 || i < 0 || i >= n {
+		return 0, 0, fmt.Errorf("--shard %q: expected i/n with 0 <= i < n, e.g. 0/4", s)
+	}
+	return i, n, nil
+}
