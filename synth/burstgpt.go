@@ -61,19 +61,22 @@ func (b *BurstGPT) Conversations(ctx context.Context) ([]Conversation, error) {
 		return nil, fmt.Errorf("burstgpt: failed-request mode %q: expected drop, keep or flag", b.Failed)
 	}
 	b.Opts, b.stats, b.failed = o, ImportStats{}, 0
-	rows, err := b.read(ctx)
+	rows, span, err := b.read(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("burstgpt: %w", err)
 	}
-	return o.assemble("burstgpt", 0, rows, groupByKey, &b.stats)
+	convs, err := o.assemble("burstgpt", 0, rows, groupByKey, &b.stats)
+	b.stats.SourceSpanNs = span // of every row, not only the ones the filters kept
+	return convs, err
 }
 
-func (b *BurstGPT) read(ctx context.Context) ([]importRow, error) {
+// read returns the rows the filters keep and the time span of all rows.
+func (b *BurstGPT) read(ctx context.Context) ([]importRow, int64, error) {
 	path := b.Opts.Path
 	bad := badRows{skip: b.Opts.SkipBad}
 	t, err := openCSV(path)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer t.Close()
 	c := burstCols{model: t.optional("Model"), logType: t.optional("Log Type"), session: t.optional("Session ID"), elapsed: t.optional("Elapsed time")}
@@ -82,19 +85,20 @@ func (b *BurstGPT) read(ctx context.Context) ([]importRow, error) {
 		at   *int
 	}{{"Timestamp", &c.ts}, {"Request tokens", &c.req}, {"Response tokens", &c.resp}} {
 		if *need.at, err = t.need(need.name); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
 	if b.FilterModel != "" && c.model < 0 {
-		return nil, fmt.Errorf("%s line 1: filtering by model %q needs a Model column", path, b.FilterModel)
+		return nil, 0, fmt.Errorf("%s line 1: filtering by model %q needs a Model column", path, b.FilterModel)
 	}
 	if b.LogType != "" && c.logType < 0 {
-		return nil, fmt.Errorf("%s line 1: filtering by log type %q needs a Log Type column", path, b.LogType)
+		return nil, 0, fmt.Errorf("%s line 1: filtering by log type %q needs a Log Type column", path, b.LogType)
 	}
 	var rows []importRow
+	lo, hi := int64(-1), int64(0)
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		rec, line, err := t.next()
 		if errors.Is(err, io.EOF) {
@@ -103,21 +107,28 @@ func (b *BurstGPT) read(ctx context.Context) ([]importRow, error) {
 		var rerr *RowError
 		if errors.As(err, &rerr) {
 			if err := bad.add(rerr); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		r, rerr := parseBurstRow(path, line, rec, c)
 		if rerr != nil {
 			if err := bad.add(rerr); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			continue
 		}
 		b.stats.Rows++
+		if lo < 0 || r.at < lo {
+			lo = r.at
+		}
+		hi = max(hi, r.at)
+		if r.failed {
+			b.failed++
+		}
 		if !b.keep(rec, c, &r) {
 			b.stats.Filtered++
 			continue
@@ -125,7 +136,7 @@ func (b *BurstGPT) read(ctx context.Context) ([]importRow, error) {
 		rows = append(rows, r)
 	}
 	b.stats.BadRows, b.stats.BadExamples = bad.count, bad.first
-	return rows, nil
+	return rows, max(hi-lo, 0), nil
 }
 
 func parseBurstRow(path string, line int, rec []string, c burstCols) (importRow, *RowError) {
@@ -175,7 +186,6 @@ func (b *BurstGPT) keep(rec []string, c burstCols, r *importRow) bool {
 	if !r.failed {
 		return true
 	}
-	b.failed++
 	switch b.Failed {
 	case FailedDrop:
 		return false
@@ -228,7 +238,7 @@ func (b *BurstGPT) Report() map[string]string {
 	m["filter_model"] = b.FilterModel
 	m["log_type"] = b.LogType
 	m["failed"] = b.Failed
-	m["failed_rows"] = fmt.Sprint(b.failed)
+	m["failed_rows"] = fmt.Sprint(b.failed) // in the whole file, before the filters
 	return m
 }
 
