@@ -1,0 +1,138 @@
+package replay
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tracekit/tracekit/mock"
+	"github.com/tracekit/tracekit/trace"
+)
+
+// buildTracekit builds the tracekit binary into a temp dir.
+func buildTracekit(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "tracekit")
+	out, err := exec.Command("go", "build", "-o", bin, "../cmd/tracekit").CombinedOutput()
+	if err != nil {
+		t.Fatalf("building tracekit: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// readRecording reads every record of a recording.
+func readRecording(t *testing.T, path string) ([]trace.Record, trace.RunMeta) {
+	t.Helper()
+	rr, err := trace.OpenRecording(path)
+	if err != nil {
+		t.Fatalf("the recording is not valid: %v", err)
+	}
+	defer rr.Close()
+	recs := make([]trace.Record, rr.NumRows())
+	n, err := rr.Read(recs)
+	if err != nil && !errors.Is(err, io.EOF) {
+		t.Fatal(err)
+	}
+	return recs[:n], rr.Meta
+}
+
+// TestSignalsLeaveValidRecording sends SIGINT and SIGTERM to a real
+// `tracekit replay` process mid-run: the recording must be valid, hold every
+// request the mock finished, mark the in-flight ones canceled, and contain
+// no trace of the API key.
+func TestSignalsLeaveValidRecording(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildTracekit(t)
+	const secret = "sk-tracekit-test-SECRET-9f8e7d"
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			srv := fastMock(t, func(c *mock.Config) { c.Latency.DecodeBase = mock.Duration(20 * time.Millisecond) })
+			var convs [][]trace.Turn
+			for i := range 6 {
+				convs = append(convs, conv(fmt.Sprintf("g%d", i), 5, time.Duration(i)*10*time.Millisecond, 0, 10))
+			}
+			path := writeTrace(t, convs...)
+			out := filepath.Join(t.TempDir(), "rec.parquet")
+			cmd := exec.Command(bin, "replay", path, "--target", srv.URL(), "-o", out, "--ignore-eos",
+				"--progress", "none", "--no-analyze", "--api-key-env", "TK_TEST_KEY",
+				"--header", "X-Api-Key: "+secret)
+			cmd.Env = append(os.Environ(), "TK_TEST_KEY="+secret)
+			var stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stderr, &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 20*time.Second, func() bool { return len(srv.Log()) >= 8 })
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			select {
+			case <-exited:
+			case <-time.After(20 * time.Second):
+				cmd.Process.Kill()
+				t.Fatalf("tracekit did not exit 20 s after %v; output:\n%s", sig, stderr.String())
+			}
+			recs, meta := readRecording(t, out)
+			byID := map[string]trace.Record{}
+			canceled := 0
+			for _, r := range recs {
+				byID[r.RequestID] = r
+				if r.ErrorKind == trace.ErrCanceled {
+					canceled++
+				}
+			}
+			finished := 0
+			for _, e := range srv.Log() {
+				if e.Outcome != mock.OutcomeOK || !strings.HasPrefix(e.RequestID, "g") {
+					continue // failed, or the pre-run continuous-usage probe
+				}
+				finished++
+				r, ok := byID[e.RequestID]
+				if !ok {
+					t.Errorf("%s finished at the mock but is not in the recording", e.RequestID)
+				} else if r.ErrorKind != "" && r.ErrorKind != trace.ErrCanceled {
+					t.Errorf("%s: error %q %s", e.RequestID, r.ErrorKind, r.ErrorMessage)
+				}
+			}
+			if finished < 8 || canceled == 0 || len(recs) >= 30 {
+				t.Errorf("%d records (%d canceled), %d finished at the mock: want a run cut short with in-flight requests canceled\n%s", len(recs), canceled, finished, stderr.String())
+			}
+			if meta.Health == nil || meta.StartMonoNs == 0 {
+				t.Errorf("run meta incomplete: %+v", meta)
+			}
+			for _, f := range []string{out, out + ".journal"} {
+				b, err := os.ReadFile(f)
+				if err == nil && bytes.Contains(b, []byte(secret)) {
+					t.Errorf("%s contains the API key", f)
+				}
+			}
+			if bytes.Contains(stderr.Bytes(), []byte(secret)) {
+				t.Error("the output contains the API key")
+			}
+		})
+	}
+}
+
+// waitFor polls cond until it holds or the timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in time")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
