@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tracekit/tracekit/trace"
+)
+
+// buildTracekit compiles this command once per test into dir.
+func buildTracekit(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "tracekit")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func writeRun(t *testing.T, path string, ttftMs int64) {
+	t.Helper()
+	w, err := trace.NewRecordWriter(path, trace.RunMeta{StartWallNs: 1.7e18})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range int64(10) {
+		sent := i * 100e6
+		first := sent + ttftMs*1e6
+		w.Write(trace.Record{RequestID: string(rune('a' + i)), IntendedNs: sent, SlotNs: sent, SentNs: sent,
+			DoneNs: first + 20e6, Status: 200, PromptTokens: 10, CompletionTokens: 3, CachedTokens: -1,
+			EventNs: []int64{first, first + 10e6, first + 20e6}, EventTokens: []int32{1, 1, 1}})
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// run executes the binary and returns stdout, stderr and the exit code.
+func run(t *testing.T, bin string, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return out.String(), errb.String(), 0
+	case errors.As(err, &ee):
+		return out.String(), errb.String(), ee.ExitCode()
+	}
+	t.Fatal(err)
+	return "", "", -1
+}
+
+func TestAnalyzeAndCompareCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds the binary")
+	}
+	dir := t.TempDir()
+	bin := buildTracekit(t, dir)
+	a, b := filepath.Join(dir, "a.parquet"), filepath.Join(dir, "b.parquet")
+	writeRun(t, a, 100)
+	writeRun(t, b, 150)
+	js, html, csv := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.html"), filepath.Join(dir, "r.csv")
+	out, stderr, code := run(t, bin, "analyze", a, "--percentiles", "50,90", "--metrics", "ttft,itl,e2el",
+		"--goodput", "ttft:120 e2el:500", "--json", js, "--html", html, "--per-request", csv)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"Successful requests:                     10        ",
+		"Request goodput (req/s):", "P90 TTFT (ms):                           100.00    ", "Mean ITL (ms):                           10.00     "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	var res map[string]any
+	raw, _ := os.ReadFile(js)
+	if err := json.Unmarshal(raw, &res); err != nil || res["p90_ttft_ms"] != 100.0 || res["completed"] != 10.0 {
+		t.Errorf("json: %v %v", err, res["p90_ttft_ms"])
+	}
+	for _, f := range []string{html, csv} {
+		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
+			t.Errorf("%s not written: %v", f, err)
+		}
+	}
+	// A glob of both runs analyzes 20 requests as one run.
+	out, _, code = run(t, bin, "analyze", filepath.Join(dir, "*.parquet"), "-q", "--json", js)
+	raw, _ = os.ReadFile(js)
+	if code != 0 || !bytes.Contains(raw, []byte(`"completed": 20`)) {
+		t.Errorf("glob: exit %d, json %s", code, raw[:min(len(raw), 300)])
+	}
+	out, stderr, code = run(t, bin, "compare", a, b)
+	if code != 0 || !strings.Contains(out, "Mean TTFT (ms)") || !strings.Contains(out, "+50.00%") {
+		t.Errorf("compare: exit %d\n%s%s", code, out, stderr)
+	}
+}
+
+func TestAnalyzeBadInputExits2(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds the binary")
+	}
+	dir := t.TempDir()
+	bin := buildTracekit(t, dir)
+	good := filepath.Join(dir, "good.parquet")
+	writeRun(t, good, 100)
+	raw, _ := os.ReadFile(good)
+	os.WriteFile(filepath.Join(dir, "empty.parquet"), nil, 0o644)
+	os.WriteFile(filepath.Join(dir, "trunc.parquet"), raw[:len(raw)-40], 0o644)
+	os.WriteFile(filepath.Join(dir, "text.parquet"), []byte("hello"), 0o644)
+	tw, _ := trace.NewTraceWriter(filepath.Join(dir, "trace.parquet"), trace.TraceMeta{})
+	tw.Write(trace.Turn{ConversationID: "c"})
+	tw.Close()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"analyze", filepath.Join(dir, "empty.parquet")}, "empty.parquet is not a readable Parquet file"},
+		{[]string{"analyze", filepath.Join(dir, "trunc.parquet")}, "trunc.parquet is not a readable Parquet file"},
+		{[]string{"analyze", filepath.Join(dir, "text.parquet")}, "not a readable Parquet file"},
+		{[]string{"analyze", filepath.Join(dir, "trace.parquet")}, "expected a tracekit.recording file"},
+		{[]string{"analyze", filepath.Join(dir, "none*.parquet")}, "matches no file"},
+		{[]string{"analyze", good, "--window", "5m-1m"}, "end must be after start"},
+		{[]string{"analyze", good, "--goodput", "ttfb:5"}, "unknown metric"},
+		{[]string{"analyze", good, "--itl", "mean"}, "expected per-event"},
+		{[]string{"analyze", good, "--per-request", filepath.Join(dir, "x.txt")}, "expected a .parquet or .csv"},
+		{[]string{"compare", good, filepath.Join(dir, "empty.parquet")}, "not a readable Parquet file"},
+	} {
+		_, stderr, code := run(t, bin, c.args...)
+		if code != 2 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", c.args[1:], code, stderr, c.want)
+		}
+	}
+}
