@@ -46,14 +46,14 @@ var _ Source = (*Bailian)(nil)
 func (*Bailian) Name() string { return "bailian" }
 
 type bailianLine struct {
-	ChatID       *int64       `json:"chat_id"`
-	ParentChatID *int64       `json:"parent_chat_id"`
-	Timestamp    *json.Number `json:"timestamp"`
-	InputLength  *int         `json:"input_length"`
-	OutputLength *int         `json:"output_length"`
-	Type         string       `json:"type"`
-	Turn         int          `json:"turn"`
-	HashIDs      []int64      `json:"hash_ids"`
+	ChatID       *int64          `json:"chat_id"`
+	ParentChatID *int64          `json:"parent_chat_id"`
+	Timestamp    json.RawMessage `json:"timestamp"`
+	InputLength  *int            `json:"input_length"`
+	OutputLength *int            `json:"output_length"`
+	Type         string          `json:"type"`
+	Turn         int             `json:"turn"`
+	HashIDs      []int64         `json:"hash_ids"`
 }
 
 // bailianRow is a row with its chat links.
@@ -113,7 +113,7 @@ func parseBailianLine(path string, line int, text []byte) (bailianRow, *RowError
 		return e("chat_id", errors.New("missing"))
 	case l.ParentChatID == nil:
 		return e("parent_chat_id", errors.New("missing (-1 for a first turn)"))
-	case l.Timestamp == nil:
+	case l.Timestamp == nil || string(l.Timestamp) == "null":
 		return e("timestamp", errors.New("missing"))
 	case l.InputLength == nil:
 		return e("input_length", errors.New("missing"))
@@ -126,12 +126,12 @@ func parseBailianLine(path string, line int, text []byte) (bailianRow, *RowError
 	case *l.ParentChatID == *l.ChatID:
 		return e("parent_chat_id", fmt.Errorf("%d is the row's own chat_id", *l.ChatID))
 	}
-	at, err := parseDecimalNs(l.Timestamp.String(), 1e9)
+	at, err := parseDecimalNs(string(l.Timestamp), 1e9)
 	if err != nil {
 		return e("timestamp", fmt.Errorf("%w (seconds)", err))
 	}
 	if at < 0 {
-		return e("timestamp", fmt.Errorf("%s is negative", l.Timestamp))
+		return e("timestamp", fmt.Errorf("%s is negative", string(l.Timestamp)))
 	}
 	for i, h := range l.HashIDs {
 		if h < 0 {

@@ -31,10 +31,10 @@ func (*Mooncake) Name() string { return "mooncake" }
 
 // mooncakeLine is one JSONL line; pointers tell a missing field from zero.
 type mooncakeLine struct {
-	Timestamp    *json.Number `json:"timestamp"`
-	InputLength  *int         `json:"input_length"`
-	OutputLength *int         `json:"output_length"`
-	HashIDs      []int64      `json:"hash_ids"`
+	Timestamp    json.RawMessage `json:"timestamp"`
+	InputLength  *int            `json:"input_length"`
+	OutputLength *int            `json:"output_length"`
+	HashIDs      []int64         `json:"hash_ids"`
 }
 
 // Conversations reads the file and builds one conversation per line.
@@ -75,7 +75,7 @@ func parseMooncakeLine(path string, line int, b []byte) (importRow, *RowError) {
 		return importRow{}, &RowError{File: path, Line: line, Field: field, Err: err}
 	}
 	switch {
-	case l.Timestamp == nil:
+	case l.Timestamp == nil || string(l.Timestamp) == "null":
 		return e("timestamp", errors.New("missing"))
 	case l.InputLength == nil:
 		return e("input_length", errors.New("missing"))
@@ -86,12 +86,12 @@ func parseMooncakeLine(path string, line int, b []byte) (importRow, *RowError) {
 	case *l.OutputLength < 0:
 		return e("output_length", fmt.Errorf("%d is negative", *l.OutputLength))
 	}
-	at, err := parseDecimalNs(l.Timestamp.String(), 1e6)
+	at, err := parseDecimalNs(string(l.Timestamp), 1e6)
 	if err != nil {
 		return e("timestamp", fmt.Errorf("%w (milliseconds)", err))
 	}
 	if at < 0 {
-		return e("timestamp", fmt.Errorf("%s is negative", l.Timestamp))
+		return e("timestamp", fmt.Errorf("%s is negative", string(l.Timestamp)))
 	}
 	for i, h := range l.HashIDs {
 		if h < 0 {
