@@ -1,0 +1,504 @@
+package synth
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"github.com/tracekit/tracekit/tokenizer"
+	"github.com/tracekit/tracekit/trace"
+)
+
+// ShareGPT reads conversations from a ShareGPT file: a JSON array of
+// records or JSON Lines, told apart by the first non-blank byte. A record
+// is {"id", "conversations": [{"from", "value"}]}; "messages" with
+// "role"/"content" (the OpenAI-style conversion) is read too.
+//
+// Real files are messy; each quirk is handled one way and counted in the
+// report:
+//   - roles human/user are the user; gpt/assistant/chatgpt/bing/bard the
+//     assistant; system the system; any other role is dropped
+//     (unknown_role);
+//   - a message whose value is empty or blank is dropped (empty_message);
+//   - system messages before the first user message become turn 0's system
+//     prompt; later ones are dropped (late_system);
+//   - assistant messages before the first user message are dropped
+//     (leading_assistant);
+//   - consecutive messages of the same role are merged, joined by a blank
+//     line (merged_messages);
+//   - a final user message without an answer is dropped (trailing_user);
+//   - a record with no user+answer pair left is dropped (no_turns), as is
+//     a record without a message list (no_messages).
+//
+// Each remaining user message and its answer form a turn: the answer is
+// the reference answer and its token count is max_tokens. Conversations
+// are then filtered by user turns (TurnsMin..TurnsMax) and by every turn's
+// input and answer tokens, and Count of them are sampled with Seed (all
+// when Count is 0), keeping file order.
+type ShareGPT struct {
+	Path      string
+	Tokenizer tokenizer.Tokenizer
+	Count     int
+	Seed      int64
+	// Filters; a zero maximum means no limit.
+	TurnsMin, TurnsMax   int
+	InputMin, InputMax   int  // tokens of each turn's new messages
+	OutputMin, OutputMax int  // tokens of each reference answer
+	ThinkTime            Dist // seconds before turns k > 0; nil means 0
+	Progress             func(done, total int64)
+
+	report  map[string]int
+	skipped int64 // bytes before the JSON array, for error positions
+}
+
+var (
+	_ Source   = (*ShareGPT)(nil)
+	_ Reporter = (*ShareGPT)(nil)
+)
+
+func (s *ShareGPT) Name() string { return "sharegpt" }
+
+// Report counts records read, kept, and dropped by reason.
+func (s *ShareGPT) Report() map[string]string {
+	out := make(map[string]string, len(s.report))
+	for k, v := range s.report {
+		out[k] = strconv.Itoa(v)
+	}
+	return out
+}
+
+// sharegptRecord is one record as written in the file.
+type sharegptRecord struct {
+	ID            json.RawMessage   `json:"id"`
+	Conversations []sharegptMessage `json:"conversations"`
+	Messages      []sharegptMessage `json:"messages"`
+}
+
+type sharegptMessage struct {
+	From    string `json:"from"`
+	Value   string `json:"value"`
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// sharegptTurn is a user message (with the system prompt on turn 0) and
+// its answer, before token counting.
+type sharegptTurn struct{ system, user, answer string }
+
+type sharegptConv struct {
+	id    string
+	turns []sharegptTurn
+}
+
+func (s *ShareGPT) Conversations(ctx context.Context) ([]Conversation, error) {
+	s.report = map[string]int{}
+	var convs []sharegptConv
+	ids := map[string]bool{}
+	err := s.eachRecord(ctx, func(index int, rec *sharegptRecord) {
+		s.report["records"]++
+		c, ok := s.clean(rec)
+		if !ok {
+			return
+		}
+		c.id = s.recordID(rec.ID, index, ids)
+		if n := len(c.turns); n < s.TurnsMin || (s.TurnsMax > 0 && n > s.TurnsMax) {
+			s.report["filtered_turns"]++
+			return
+		}
+		convs = append(convs, c)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Conversation, 0, len(convs))
+	for _, c := range convs {
+		conv, ok := s.build(c)
+		if !ok {
+			s.report["filtered_tokens"]++
+			continue
+		}
+		out = append(out, conv)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: %w after cleaning and filtering (%s)", s.Path, ErrNoConversations, s.summary())
+	}
+	out = s.sample(out)
+	s.report["kept"] = len(out)
+	s.applyThinkTime(out)
+	return out, nil
+}
+
+func (s *ShareGPT) summary() string {
+	keys := make([]string, 0, len(s.report))
+	for k := range s.report {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, s.report[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// recordID is the record's id when it is a unique non-empty string or
+// number, else "sharegpt-<index>".
+func (s *ShareGPT) recordID(raw json.RawMessage, index int, seen map[string]bool) string {
+	id := ""
+	var str string
+	if json.Unmarshal(raw, &str) == nil {
+		id = str
+	} else if n := json.Number(""); json.Unmarshal(raw, &n) == nil {
+		id = n.String()
+	}
+	if id == "" {
+		s.report["missing_id"]++
+		id = "sharegpt-" + strconv.Itoa(index)
+	}
+	if seen[id] {
+		s.report["duplicate_id"]++
+		id += "#" + strconv.Itoa(index)
+	}
+	seen[id] = true
+	return id
+}
+
+// roleOf maps a ShareGPT speaker to a chat role ("" for unknown).
+func roleOf(from string) string {
+	switch strings.ToLower(strings.TrimSpace(from)) {
+	case "human", "user":
+		return "user"
+	case "gpt", "assistant", "chatgpt", "bing", "bard", "model":
+		return "assistant"
+	case "system":
+		return "system"
+	}
+	return ""
+}
+
+// clean applies the quirk rules of ShareGPT's doc to one record.
+func (s *ShareGPT) clean(rec *sharegptRecord) (sharegptConv, bool) {
+	msgs := rec.Conversations
+	if len(msgs) == 0 {
+		msgs = rec.Messages
+	}
+	if len(msgs) == 0 {
+		s.report["no_messages"]++
+		return sharegptConv{}, false
+	}
+	type msg struct{ role, text string }
+	var seq []msg
+	var system []string
+	seenUser := false
+	for _, m := range msgs {
+		from, text := m.From, m.Value
+		if from == "" {
+			from, text = m.Role, m.Content
+		}
+		role := roleOf(from)
+		switch {
+		case role == "":
+			s.report["unknown_role"]++
+			continue
+		case strings.TrimSpace(text) == "":
+			s.report["empty_message"]++
+			continue
+		case role == "system" && !seenUser:
+			system = append(system, text)
+			continue
+		case role == "system":
+			s.report["late_system"]++
+			continue
+		case role == "assistant" && !seenUser:
+			s.report["leading_assistant"]++
+			continue
+		}
+		seenUser = seenUser || role == "user"
+		if n := len(seq); n > 0 && seq[n-1].role == role {
+			seq[n-1].text += "\n\n" + text
+			s.report["merged_messages"]++
+			continue
+		}
+		seq = append(seq, msg{role, text})
+	}
+	if len(seq)%2 == 1 {
+		seq = seq[:len(seq)-1]
+		s.report["trailing_user"]++
+	}
+	if len(seq) == 0 {
+		s.report["no_turns"]++
+		return sharegptConv{}, false
+	}
+	c := sharegptConv{turns: make([]sharegptTurn, 0, len(seq)/2)}
+	for i := 0; i < len(seq); i += 2 {
+		c.turns = append(c.turns, sharegptTurn{user: seq[i].text, answer: seq[i+1].text})
+	}
+	c.turns[0].system = strings.Join(system, "\n\n")
+	return c, true
+}
+
+// build counts tokens and applies the token filters.
+func (s *ShareGPT) build(c sharegptConv) (Conversation, bool) {
+	conv := make(Conversation, len(c.turns))
+	for k, t := range c.turns {
+		row := &conv[k]
+		row.ConversationID = c.id
+		row.Turn = int32(k)
+		if t.system != "" {
+			row.Messages = append(row.Messages, trace.Message{Role: "system", Content: t.system, Tokens: int32(s.Tokenizer.Count(t.system))})
+		}
+		row.Messages = append(row.Messages, trace.Message{Role: "user", Content: t.user, Tokens: int32(s.Tokenizer.Count(t.user))})
+		for _, m := range row.Messages {
+			row.InputTokens += m.Tokens
+		}
+		out := s.Tokenizer.Count(t.answer)
+		if !within(int(row.InputTokens), s.InputMin, s.InputMax) || !within(out, s.OutputMin, s.OutputMax) {
+			return nil, false
+		}
+		row.ReferenceAnswer = t.answer
+		row.OutputTokens = int32(max(out, 1))
+	}
+	return conv, true
+}
+
+func within(v, lo, hi int) bool { return v >= lo && (hi == 0 || v <= hi) }
+
+// sample keeps Count conversations chosen with Seed, in file order.
+func (s *ShareGPT) sample(convs []Conversation) []Conversation {
+	if s.Count <= 0 || s.Count >= len(convs) {
+		return convs
+	}
+	r := rand.New(rand.NewPCG(uint64(s.Seed), 0x5a6e))
+	idx := r.Perm(len(convs))[:s.Count]
+	sort.Ints(idx)
+	out := make([]Conversation, len(idx))
+	for i, j := range idx {
+		out[i] = convs[j]
+	}
+	return out
+}
+
+func (s *ShareGPT) applyThinkTime(convs []Conversation) {
+	if s.ThinkTime == nil {
+		return
+	}
+	r := rand.New(rand.NewPCG(uint64(s.Seed), 0x7417))
+	for _, c := range convs {
+		for k := 1; k < len(c); k++ {
+			c[k].ThinkTimeNs = int64(math.Round(max(s.ThinkTime.Sample(r), 0) * 1e9))
+		}
+	}
+}
+
+// eachRecord streams the file's records to fn with their 0-based index.
+func (s *ShareGPT) eachRecord(ctx context.Context, fn func(int, *sharegptRecord)) error {
+	f, err := os.Open(s.Path)
+	if err != nil {
+		return fmt.Errorf("opening ShareGPT input: %w", err)
+	}
+	defer f.Close()
+	var size int64
+	if st, err := f.Stat(); err == nil {
+		size = st.Size()
+	}
+	cr := &countingReader{r: f, progress: s.Progress, total: size}
+	br := bufio.NewReaderSize(cr, 1<<20)
+	first, skipped, err := firstNonSpace(br)
+	s.skipped = skipped
+	if err != nil {
+		return fmt.Errorf("%s: empty file, want a ShareGPT JSON array or JSON Lines", s.Path)
+	}
+	if first == '[' {
+		return s.eachArrayRecord(ctx, br, fn)
+	}
+	return s.eachLineRecord(ctx, br, fn)
+}
+
+// firstNonSpace peeks at the first byte that is not white space or a
+// UTF-8 byte-order mark and says how many bytes came before it.
+func firstNonSpace(br *bufio.Reader) (byte, int64, error) {
+	for n := int64(0); ; n++ {
+		b, err := br.ReadByte()
+		if err != nil {
+			return 0, n, err
+		}
+		if b != ' ' && b != '\t' && b != '\r' && b != '\n' && b != 0xEF && b != 0xBB && b != 0xBF {
+			return b, n, br.UnreadByte()
+		}
+	}
+}
+
+func (s *ShareGPT) eachArrayRecord(ctx context.Context, br *bufio.Reader, fn func(int, *sharegptRecord)) error {
+	dec := json.NewDecoder(br)
+	if _, err := dec.Token(); err != nil { // '['
+		return s.posError(dec.InputOffset(), "reading the array", err)
+	}
+	for i := 0; dec.More(); i++ {
+		if i%1024 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		start := dec.InputOffset()
+		var rec sharegptRecord
+		if err := dec.Decode(&rec); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				return s.posError(start, fmt.Sprintf("record %d: field %q", i, te.Field), fmt.Errorf("want %s, found JSON %s", te.Type, te.Value))
+			}
+			off := dec.InputOffset()
+			var se *json.SyntaxError
+			if errors.As(err, &se) {
+				off = se.Offset // the decoder counts from the start of the stream
+			}
+			return s.posError(off, fmt.Sprintf("record %d", i), err)
+		}
+		fn(i, &rec)
+	}
+	if _, err := dec.Token(); err != nil { // ']'
+		return s.posError(dec.InputOffset(), "end of the array", err)
+	}
+	return nil
+}
+
+func (s *ShareGPT) eachLineRecord(ctx context.Context, br *bufio.Reader, fn func(int, *sharegptRecord)) error {
+	sc := bufio.NewScanner(br)
+	sc.Buffer(make([]byte, 0, 1<<20), 256<<20)
+	line, i := 0, 0
+	for sc.Scan() {
+		line++
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		if i%1024 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var rec sharegptRecord
+		if err := json.Unmarshal(b, &rec); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				return fmt.Errorf("%s line %d: field %q: want %s, found JSON %s", s.Path, line, te.Field, te.Type, te.Value)
+			}
+			return fmt.Errorf("%s line %d: malformed JSON (want one ShareGPT record per line): %w", s.Path, line, err)
+		}
+		fn(i, &rec)
+		i++
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%s line %d: %w", s.Path, line+1, err)
+	}
+	return nil
+}
+
+// posError names the line and column of byte offset off of the file.
+func (s *ShareGPT) posError(off int64, what string, err error) error {
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		err = errors.New("unexpected end of file")
+	}
+	line, col := 0, 0
+	if b, rerr := os.ReadFile(s.Path); rerr == nil {
+		line, col = lineCol(b, off+s.skipped)
+	}
+	return fmt.Errorf("%s line %d, column %d: %s: malformed JSON: %w", s.Path, line, col, what, err)
+}
+
+// countingReader reports bytes read for a progress line.
+type countingReader struct {
+	r        io.Reader
+	n, total int64
+	progress func(done, total int64)
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	if c.progress != nil {
+		c.progress(c.n, c.total)
+	}
+	return n, err
+}
+
+func init() {
+	Register(Registration{
+		Name:    "sharegpt",
+		Summary: "ShareGPT JSON or JSONL conversations (--input), with reference answers; --turns/--input-tokens/--output-tokens filter",
+		Flags: func(fs *pflag.FlagSet) {
+			// --turns, --input-tokens, --output-tokens and --think-time
+			// are declared by the synthetic source; sharegpt reads them
+			// as MIN-MAX filters when given.
+		},
+		New: newShareGPTFromEnv,
+	})
+}
+
+func newShareGPTFromEnv(env Env) (Source, error) {
+	if env.Input == "" {
+		return nil, errors.New("--source sharegpt needs --input FILE")
+	}
+	s := &ShareGPT{Path: env.Input, Tokenizer: env.Tokenizer, Count: env.Conversations, Seed: env.Seed, Progress: env.Progress}
+	fs := env.Flags
+	ranges := []struct {
+		flag   string
+		lo, hi *int
+	}{
+		{"turns", &s.TurnsMin, &s.TurnsMax},
+		{"input-tokens", &s.InputMin, &s.InputMax},
+		{"output-tokens", &s.OutputMin, &s.OutputMax},
+	}
+	for _, r := range ranges {
+		if fs.Lookup(r.flag) == nil || !fs.Changed(r.flag) {
+			continue
+		}
+		spec, _ := fs.GetString(r.flag)
+		lo, hi, err := parseRange(spec)
+		if err != nil {
+			return nil, fmt.Errorf("--%s: %w", r.flag, err)
+		}
+		*r.lo, *r.hi = lo, hi
+	}
+	if fs.Lookup("think-time") != nil {
+		spec, _ := fs.GetString("think-time")
+		d, err := ParseDist(spec, Seconds)
+		if err != nil {
+			return nil, fmt.Errorf("--think-time: %w", err)
+		}
+		s.ThinkTime = d
+	}
+	return s, nil
+}
+
+// parseRange reads a filter "MIN-MAX", "MIN-" (no maximum) or "N"
+// (exactly N); a distribution spec is accepted for its bounds.
+func parseRange(spec string) (int, int, error) {
+	spec = strings.TrimSpace(spec)
+	if a, ok := strings.CutSuffix(spec, "-"); ok {
+		lo, err := strconv.Atoi(a)
+		if err != nil || lo < 0 {
+			return 0, 0, fmt.Errorf("%q: want MIN-MAX, MIN- or N", spec)
+		}
+		return lo, 0, nil
+	}
+	d, err := ParseDist(spec, Count)
+	if err != nil {
+		return 0, 0, err
+	}
+	switch d := d.(type) {
+	case Constant:
+		return int(d.V), int(d.V), nil
+	case Uniform:
+		return int(math.Ceil(d.Min)), int(d.Max), nil
+	case Bounded:
+		return int(math.Ceil(d.Min)), int(d.Max), nil
+	}
+	return 0, 0, fmt.Errorf("%q: a filter is a range MIN-MAX, not a distribution", spec)
+}
