@@ -67,7 +67,7 @@ type LogEntry struct {
 	// PlannedTTFTNs is the model's time to first token: queueing + prefill.
 	PlannedTTFTNs int64 `parquet:"planned_ttft_ns" json:"planned_ttft_ns"`
 
-	EventMonoNs     []int64 `parquet:"event_mono_ns,list,delta" json:"event_mono_ns"`
+	EventMonoNs     []int64 `parquet:"event_mono_ns,list" json:"event_mono_ns"`
 	EventTokens     []int32 `parquet:"event_tokens,list" json:"event_tokens"`
 	EventLatenessNs []int64 `parquet:"event_lateness_ns,list" json:"event_lateness_ns"`
 

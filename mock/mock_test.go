@@ -330,7 +330,7 @@ func TestBadRequests(t *testing.T) {
 	srv := startMock(t, func(c *Config) { c.Latency.MaxModelLen = 100 })
 	for _, tc := range []struct {
 		name, path, body, want string
-		status             int
+		status                 int
 	}{
 		{"bad json", "/v1/chat/completions", `{"messages": [`, "not valid JSON", 400},
 		{"empty", "/v1/chat/completions", ``, "empty", 400},
@@ -393,7 +393,12 @@ func TestStrictModel(t *testing.T) {
 
 func TestDeterministicOutputLength(t *testing.T) {
 	lengths := func(seed int64) []int32 {
-		srv := startMock(t, func(c *Config) { c.Seed = seed; c.Latency.OutputMean = 6; c.Latency.OutputCV = 0.8; c.Latency.DecodeBase = 0 })
+		srv := startMock(t, func(c *Config) {
+			c.Seed = seed
+			c.Latency.OutputMean = 6
+			c.Latency.OutputCV = 0.8
+			c.Latency.DecodeBase = 0
+		})
 		var out []int32
 		for i := range 6 {
 			body := chatBody(50, false, "user", "same prompt")
