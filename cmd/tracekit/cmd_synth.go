@@ -145,7 +145,7 @@ func runSynth(cmd *cobra.Command, _ []string) error {
 		Seed:            seed,
 		Tokenizer:       tok.Name(),
 		CreatedAt:       created,
-		Options:         flagOptions(f),
+		Options:         flagOptions(f, reg),
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, unix.SIGTERM)
 	defer stop()
@@ -181,15 +181,28 @@ func loadCorpus(path string, tok tokenizer.Tokenizer) (*synth.Corpus, error) {
 	return c, nil
 }
 
-// flagOptions records every synth flag and its value in the metadata,
-// so a trace says how it was made even with defaults.
-func flagOptions(f *pflag.FlagSet) map[string]string {
+// commonFlags are recorded in every trace's metadata.
+var commonFlags = []string{"source", "input", "conversations", "seed", "tokenizer", "text-file", "rate", "burstiness", "token-time"}
+
+// flagOptions records in the metadata the common flags, the source's own
+// flags (defaults included, so a trace says how it was made) and every
+// flag given on the command line.
+func flagOptions(f *pflag.FlagSet, reg synth.Registration) map[string]string {
 	m := map[string]string{}
-	f.VisitAll(func(fl *pflag.Flag) {
-		if fl.Name != "help" {
-			m[fl.Name] = fl.Value.String()
+	add := func(name string) {
+		if fl := f.Lookup(name); fl != nil {
+			m[name] = fl.Value.String()
 		}
-	})
+	}
+	for _, name := range commonFlags {
+		add(name)
+	}
+	if reg.Flags != nil {
+		own := pflag.NewFlagSet(reg.Name, pflag.ContinueOnError)
+		reg.Flags(own)
+		own.VisitAll(func(fl *pflag.Flag) { add(fl.Name) })
+	}
+	f.Visit(func(fl *pflag.Flag) { add(fl.Name) })
 	return m
 }
 

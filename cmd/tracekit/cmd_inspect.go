@@ -1,0 +1,171 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tracekit/tracekit/synth"
+	"github.com/tracekit/tracekit/trace"
+)
+
+func init() {
+	root.AddCommand(&cobra.Command{
+		Use:   "inspect FILE",
+		Short: "Summarise a trace or a recording",
+		Long: `inspect detects whether FILE is a trace or a recording and prints a summary:
+for a trace, rows, conversations, turns per conversation, token statistics,
+think times, time span, arrival rates (mean, and the dispersion index of
+per-second counts: 1 Poisson, >1 bursty, <1 regular) and metadata; for a
+recording, requests, errors by kind, events, time span and run metadata.`,
+		Example: "  tracekit inspect trace.parquet\n  tracekit inspect recording.parquet",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path, w := args[0], cmd.OutOrStdout()
+			s, err := synth.SummarizeTrace(path)
+			if err == nil {
+				printTraceSummary(w, path, s)
+				return nil
+			}
+			if !errors.Is(err, trace.ErrWrongFormat) {
+				return badInput(err)
+			}
+			rs, rerr := summarizeRecording(path)
+			if rerr != nil {
+				if errors.Is(rerr, trace.ErrWrongFormat) {
+					return badInput(fmt.Errorf("%s is neither a tracekit trace nor a recording: %w", path, rerr))
+				}
+				return badInput(rerr)
+			}
+			printRecordingSummary(w, path, rs)
+			return nil
+		},
+	})
+}
+
+func printTraceSummary(w io.Writer, path string, s synth.TraceSummary) {
+	fmt.Fprintf(w, "trace %s\n", path)
+	fmt.Fprintf(w, "  rows                %d\n", s.Rows)
+	fmt.Fprintf(w, "  conversations       %d\n", s.Conversations)
+	fmt.Fprintf(w, "  turns/conversation  %s\n", s.TurnsPerConv)
+	fmt.Fprintf(w, "  input tokens/turn   %s\n", s.InputTokens)
+	fmt.Fprintf(w, "  output tokens/turn  %s\n", s.OutputTokens)
+	fmt.Fprintf(w, "  think time (s)      %s\n", s.ThinkTimeSec)
+	fmt.Fprintf(w, "  reference answers   %d of %d turns\n", s.WithReference, s.Rows)
+	if s.WithPrefix > 0 {
+		fmt.Fprintf(w, "  prefix hashes       %d turns\n", s.WithPrefix)
+	}
+	if len(s.Models) > 0 {
+		fmt.Fprintf(w, "  models              %v\n", s.Models)
+	}
+	fmt.Fprintf(w, "  time span           %v (first start to last open-loop arrival)\n", time.Duration(s.SpanNs).Round(time.Millisecond))
+	fmt.Fprintf(w, "  conversation starts %.3f/s over %v, dispersion index %.2f\n", s.Starts.PerSecond, time.Duration(s.Starts.SpanNs).Round(time.Millisecond), s.Starts.Dispersion)
+	fmt.Fprintf(w, "  turn arrivals       %.3f/s over %v, dispersion index %.2f\n", s.Arrivals.PerSecond, time.Duration(s.Arrivals.SpanNs).Round(time.Millisecond), s.Arrivals.Dispersion)
+	m := s.Meta
+	fmt.Fprintf(w, "metadata\n  source %s  tokenizer %s  seed %d  tracekit %s  created %s\n  command %s\n", m.Source, m.Tokenizer, m.Seed, m.TracekitVersion, m.CreatedAt, m.Command)
+	printOptions(w, m.Options)
+}
+
+func printOptions(w io.Writer, opts map[string]string) {
+	keys := make([]string, 0, len(opts))
+	for k := range opts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "  %-24s %s\n", k, opts[k])
+	}
+}
+
+// recordingSummary is inspect's view of a recording.
+type recordingSummary struct {
+	meta                 trace.RunMeta
+	rows                 int64
+	ok, warmup, attempts int
+	errors               map[string]int
+	events, tokens       int64
+	conversations        map[string]struct{}
+	firstNs, lastNs      int64
+}
+
+func summarizeRecording(path string) (recordingSummary, error) {
+	r, err := trace.OpenRecording(path)
+	if err != nil {
+		return recordingSummary{}, err
+	}
+	defer r.Close()
+	s := recordingSummary{meta: r.Meta, rows: r.NumRows(), errors: map[string]int{}, conversations: map[string]struct{}{}, firstNs: -1}
+	rows := make([]trace.Record, 256)
+	for {
+		n, err := r.Read(rows)
+		for _, rec := range rows[:n] {
+			s.conversations[rec.ConversationID] = struct{}{}
+			if rec.ErrorKind == trace.ErrNone {
+				s.ok++
+			} else {
+				s.errors[rec.ErrorKind]++
+			}
+			if rec.Warmup {
+				s.warmup++
+			}
+			if rec.Attempt > 0 {
+				s.attempts++
+			}
+			s.events += int64(len(rec.EventNs))
+			for _, t := range rec.EventTokens {
+				s.tokens += int64(t)
+			}
+			if s.firstNs < 0 || rec.SentNs < s.firstNs {
+				s.firstNs = rec.SentNs
+			}
+			s.lastNs = max(s.lastNs, rec.DoneNs)
+		}
+		if errors.Is(err, io.EOF) {
+			return s, nil
+		}
+		if err != nil {
+			return s, err
+		}
+	}
+}
+
+func printRecordingSummary(w io.Writer, path string, s recordingSummary) {
+	fmt.Fprintf(w, "recording %s\n", path)
+	fmt.Fprintf(w, "  requests        %d (%d ok, %d failed, %d warm-up, %d retries)\n", s.rows, s.ok, int(s.rows)-s.ok, s.warmup, s.attempts)
+	fmt.Fprintf(w, "  conversations   %d\n", len(s.conversations))
+	kinds := make([]string, 0, len(s.errors))
+	for k := range s.errors {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		fmt.Fprintf(w, "  error %-16s %d\n", k, s.errors[k])
+	}
+	fmt.Fprintf(w, "  stream events   %d carrying %d tokens\n", s.events, s.tokens)
+	if s.firstNs >= 0 {
+		fmt.Fprintf(w, "  time span       %v (first send to last completion)\n", time.Duration(s.lastNs-s.firstNs).Round(time.Millisecond))
+	}
+	m := s.meta
+	fmt.Fprintf(w, "run metadata\n  tracekit %s  host %s  targets %v\n  started %s (monotonic %d ns)\n  command %s\n",
+		m.TracekitVersion, m.Host, m.Targets, time.Unix(0, m.StartWallNs).UTC().Format(time.RFC3339Nano), m.StartMonoNs, m.Command)
+	if m.Trace != nil {
+		fmt.Fprintf(w, "  trace: source %s, seed %d, tokenizer %s\n", m.Trace.Source, m.Trace.Seed, m.Trace.Tokenizer)
+	}
+	if m.Health != nil {
+		h := m.Health
+		fmt.Fprintf(w, "  client health: dispatch lag p50 %v p99 %v max %v, cpu %.1fs over %.1fs wall\n",
+			time.Duration(h.DispatchLagP50Ns), time.Duration(h.DispatchLagP99Ns), time.Duration(h.DispatchLagMaxNs), h.CPUSeconds, h.WallSeconds)
+		for _, warn := range h.Warnings {
+			fmt.Fprintf(w, "  warning: %s\n", warn)
+		}
+	}
+	if len(m.Config) > 0 {
+		b, _ := json.Marshal(m.Config)
+		fmt.Fprintf(w, "  config %s\n", b)
+	}
+}
