@@ -1,0 +1,309 @@
+package capture
+
+import (
+	"cmp"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/tracekit/tracekit/trace"
+)
+
+// segment is one pair of output files: the requests that arrived while it
+// was current. Its recording is written as records come (crash-safe through
+// the Recorder's journal); its trace is written when it closes, because a
+// trace's rows are sorted by conversation start with each conversation's
+// turns together. It closes once rotated and its last request has ended.
+type segment struct {
+	n           int
+	origin      int64 // mono ns of the first arrival: time 0 of both files
+	meta        trace.RunMeta
+	recOpts     RecorderOptions
+	open        sync.Once // creates rec off the request path
+	rec         *Recorder
+	openErr     error
+	tracePath   string
+	recPath     string
+	rotateAt    int64
+	rotateBytes int64
+	inflight    sync.WaitGroup
+	mu          sync.Mutex
+	turns       []trace.Turn
+	bytes       int64
+	requests    int
+}
+
+// recorder creates the segment's Recorder on first use (file creation and
+// an fsync: kept off the request path).
+func (s *segment) recorder() (*Recorder, error) {
+	s.open.Do(func() {
+		s.rec, s.openErr = NewRecorder(s.recPath, s.meta, s.recOpts)
+		if s.openErr != nil {
+			s.openErr = fmt.Errorf("opening segment %d: %w", s.n, s.openErr)
+		}
+	})
+	return s.rec, s.openErr
+}
+
+func (s *segment) due(now int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return now >= s.rotateAt || s.bytes >= s.rotateBytes
+}
+
+// segmentFor returns the current segment (opening or rotating as needed)
+// and counts the request in flight in it.
+func (p *Proxy) segmentFor(now int64) (*segment, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, fmt.Errorf("proxy closed")
+	}
+	if p.seg != nil && p.seg.due(now) {
+		p.rotateLocked()
+	}
+	if p.seg == nil {
+		p.nseg++
+		base := filepath.Join(p.cfg.OutDir, fmt.Sprintf("capture-%s-%04d", p.stamp, p.nseg))
+		s := &segment{
+			n: p.nseg, origin: now,
+			tracePath: base + ".trace.parquet", recPath: base + ".recording.parquet",
+			rotateAt: now + int64(p.cfg.RotateEvery), rotateBytes: p.cfg.RotateBytes,
+		}
+		meta := trace.RunMeta{
+			TracekitVersion: trace.Version,
+			StartWallNs:     p.wallStart + (now - p.runStart),
+			StartMonoNs:     now,
+			Targets:         []string{p.target},
+			Command:         p.cfg.Command,
+			Config: map[string]any{
+				"mode": "capture", "upstream": p.target, "segment": s.n,
+				"session_header": p.cfg.SessionHeader, "redact_content": p.cfg.RedactContent,
+			},
+			Trace: p.traceMeta(),
+		}
+		s.meta, s.recOpts = meta, RecorderOptions{Queue: p.cfg.Queue, SyncEvery: p.cfg.SyncEvery}
+		p.seg = s
+	}
+	p.seg.inflight.Add(1)
+	return p.seg, nil
+}
+
+func (p *Proxy) traceMeta() *trace.TraceMeta {
+	opts := map[string]string{"upstream": p.target}
+	if p.cfg.RedactContent {
+		opts["redacted"] = "true"
+	}
+	return &trace.TraceMeta{
+		TracekitVersion: trace.Version,
+		Command:         p.cfg.Command,
+		Tokenizer:       p.tok.Name(),
+		Source:          "capture",
+		CreatedAt:       clockWallRFC3339(p.wallStart),
+		Options:         opts,
+	}
+}
+
+// rotateLocked retires the current segment: a goroutine owned by
+// p.closers waits for its requests and writes its files.
+func (p *Proxy) rotateLocked() {
+	s := p.seg
+	if s == nil {
+		return
+	}
+	p.seg = nil
+	p.closers.Add(1)
+	go func() {
+		defer p.closers.Done()
+		s.inflight.Wait()
+		err := s.close(p.traceMeta())
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if err != nil {
+			p.errs = append(p.errs, err)
+			p.cfg.Logf("capture: %v", err)
+			return
+		}
+		p.files = append(p.files, Segment{Trace: s.tracePath, Recording: s.recPath, Requests: s.requests})
+	}()
+}
+
+// close writes the trace (sorted) and finishes the recording.
+func (s *segment) close(meta *trace.TraceMeta) error {
+	rec, recErr := s.recorder()
+	if recErr == nil {
+		recErr = rec.Close()
+	}
+	slices.SortStableFunc(s.turns, func(a, b trace.Turn) int {
+		return cmp.Or(cmp.Compare(a.StartOffsetNs, b.StartOffsetNs), strings.Compare(a.ConversationID, b.ConversationID), cmp.Compare(a.Turn, b.Turn))
+	})
+	tw, err := trace.NewTraceWriter(s.tracePath, *meta)
+	if err != nil {
+		return fmt.Errorf("segment %d: %w", s.n, err)
+	}
+	if err := tw.Write(s.turns...); err != nil {
+		tw.Close()
+		return fmt.Errorf("segment %d: %w", s.n, err)
+	}
+	if err := tw.Close(); err != nil {
+		return fmt.Errorf("segment %d: %w", s.n, err)
+	}
+	if recErr != nil {
+		return fmt.Errorf("segment %d: %w", s.n, recErr)
+	}
+	return nil
+}
+
+// account turns a finished exchange into a recording row and a trace turn.
+// The conversation bookkeeping is done here, before the handler returns
+// (a client sends its next turn only after this response ended); token
+// counting, the slow part, runs on a goroutine the segment waits for.
+func (p *Proxy) account(seg *segment, ex *exchange, call *llmCall, r *http.Request) {
+	if call == nil { // not a JSON completion request after all: forwarded, not recorded
+		p.streams.Put(ex.stream)
+		seg.inflight.Done()
+		return
+	}
+	res := &ex.res
+	rec := &trace.Record{
+		Target:     p.target,
+		IntendedNs: ex.arrival - seg.origin, SlotNs: ex.arrival - seg.origin,
+		SentNs: res.sentNs - seg.origin, DoneNs: res.doneNs - seg.origin,
+		Status: int32(res.status), MaxTokens: call.maxTokens,
+	}
+	if res.headersNs != 0 {
+		rec.HeadersNs = res.headersNs - seg.origin
+	}
+	answer := ex.stream.Text()
+	turn := trace.Turn{ArrivalOffsetNs: ex.arrival - seg.origin, Model: call.model}
+	if !p.cfg.RedactContent {
+		turn.ReferenceAnswer = answer
+	}
+
+	p.mu.Lock()
+	p.reqSeq++
+	rec.RequestID = r.Header.Get("X-Request-Id")
+	if rec.RequestID == "" {
+		rec.RequestID = fmt.Sprintf("cap-%d-%d", seg.n, p.reqSeq)
+	}
+	var c *conv
+	histLen := 0
+	if p.cfg.SessionHeader != "" && r.Header.Get(p.cfg.SessionHeader) != "" {
+		c = p.convs.session(r.Header.Get(p.cfg.SessionHeader))
+		if c.seq > 0 && c.seg == seg {
+			histLen = -1 // the client's history layout is unknown: keep the new tail below
+		}
+	} else if call.chat {
+		c, histLen = p.convs.match(call.messages)
+	}
+	if c == nil {
+		p.convSeq++
+		c = &conv{id: fmt.Sprintf("conv-%d", p.convSeq)}
+	}
+	if c.seg != seg || c.seq == 0 { // first turn here: the whole history is this turn's messages
+		c.seg, c.segBase, c.start = seg, c.seq, ex.arrival
+		histLen = 0
+		turn.ThinkTimeNs = 0
+	} else {
+		turn.ThinkTimeNs = max(0, ex.arrival-c.prevDone)
+	}
+	if histLen < 0 { // session header: new messages are those after the last assistant message
+		histLen = 0
+		for i, m := range call.messages {
+			if m.Role == "assistant" {
+				histLen = i + 1
+			}
+		}
+	}
+	seq := c.seq
+	c.seq++
+	c.prevDone = res.doneNs
+	turn.ConversationID, turn.Turn = c.id, seq-c.segBase
+	turn.StartOffsetNs = c.start - seg.origin
+	if call.chat {
+		p.convs.register(c, seq, call.messages, answer)
+	}
+	p.mu.Unlock()
+
+	rec.ConversationID, rec.Turn = turn.ConversationID, turn.Turn
+	turn.Messages = append([]trace.Message(nil), call.messages[histLen:]...)
+
+	// The rest runs off the request path; the segment waits for it.
+	go func() {
+		defer seg.inflight.Done()
+		defer p.streams.Put(ex.stream)
+		ex.stream.Fill(rec)
+		for i := range rec.EventNs {
+			rec.EventNs[i] -= seg.origin
+		}
+		switch {
+		case res.sendErr != nil && res.clientGone:
+			rec.ErrorKind, rec.ErrorMessage = trace.ErrCanceled, "the client went away before the upstream answered"
+		case res.sendErr != nil:
+			rec.ErrorKind, rec.ErrorMessage = trace.ErrConnect, "upstream: "+res.sendErr.Error()
+		case res.status/100 != 2:
+			msg := rec.ErrorMessage
+			rec.ErrorKind, rec.ErrorMessage = trace.ErrHTTPStatus, fmt.Sprintf("HTTP %d", res.status)
+			if msg != "" {
+				rec.ErrorMessage += ": " + msg
+			}
+		case res.clientGone:
+			rec.ErrorKind, rec.ErrorMessage = trace.ErrCanceled, fmt.Sprintf("the client went away after %d events", len(rec.EventNs))
+		case res.readErr != nil:
+			rec.ErrorKind = trace.ErrStreamTruncated
+			rec.ErrorMessage = fmt.Sprintf("the upstream broke off after %d events: %v", len(rec.EventNs), res.readErr)
+		}
+		var all int32
+		for i := range call.messages {
+			m := &call.messages[i]
+			m.Tokens = int32(p.tok.Count(m.Content))
+			all += m.Tokens
+		}
+		rec.InputTokens = all
+		var bytes int64
+		for i := range turn.Messages {
+			m := &turn.Messages[i]
+			m.Tokens = call.messages[histLen+i].Tokens
+			turn.InputTokens += m.Tokens
+			bytes += int64(len(m.Content))
+			if p.cfg.RedactContent {
+				m.Content = ""
+			}
+		}
+		turn.OutputTokens = outputTokens(rec, call, answer, p.tok.Count)
+		bytes += int64(len(turn.ReferenceAnswer))
+		w, err := seg.recorder()
+		if err != nil {
+			p.cfg.Logf("capture: %v (request %s not recorded)", err, rec.RequestID)
+			return
+		}
+		w.Submit(rec)
+		seg.mu.Lock()
+		seg.turns = append(seg.turns, turn)
+		seg.bytes += bytes + 64
+		seg.requests++
+		seg.mu.Unlock()
+	}()
+}
+
+// outputTokens is the output length replay should ask for: the server's
+// count, else the answer counted, else the request's max_tokens.
+func outputTokens(rec *trace.Record, call *llmCall, answer string, count func(string) int) int32 {
+	switch {
+	case rec.CompletionTokens > 0:
+		return rec.CompletionTokens
+	case answer != "":
+		return int32(count(answer))
+	case call.maxTokens > 0:
+		return call.maxTokens
+	}
+	return 1
+}
+
+// clockWallRFC3339 formats a unix-ns wall time.
+func clockWallRFC3339(ns int64) string {
+	return timeFromUnixNano(ns).UTC().Format("2006-01-02T15:04:05Z07:00")
+}
