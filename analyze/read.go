@@ -80,6 +80,9 @@ func Files(paths []string, opts Options) (*Summary, error) {
 		}
 	}
 	acc := newAccumulator(opts)
+	for _, f := range files {
+		acc.expectRows += int(f.Rows)
+	}
 	rows := make([]trace.Record, readBatch)
 	var total int64
 	for i, r := range readers {
@@ -157,6 +160,7 @@ func shift(r *trace.Record, off int64) {
 // run's metadata; it is Files without the decoding.
 func Records(recs []trace.Record, meta trace.RunMeta, opts Options) *Summary {
 	acc := newAccumulator(opts)
+	acc.expectRows = len(recs)
 	for i := range recs {
 		acc.add(&recs[i], 0)
 	}

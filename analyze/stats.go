@@ -125,49 +125,91 @@ func (d *Dist) Quantile(p float64) float64 {
 
 // Stats computes the statistics in milliseconds, numpy style: mean,
 // population std (two-pass), median and the linear percentiles ps. An
-// empty Dist gives zeros, as vLLM's `np.mean(x or 0)` does.
+// empty Dist gives zeros, as vLLM's `np.mean(x or 0)` does. Exact samples
+// are not sorted: the needed order statistics are found by orderStats.
 func (d *Dist) Stats(ps []float64) Stats {
 	const ms = 1e6
 	st := Stats{Count: d.Len(), Percentiles: make([]Pct, len(ps))}
-	for i, p := range ps {
-		st.Percentiles[i] = Pct{P: p, Value: d.Quantile(p) / ms}
-	}
-	st.Median = d.Quantile(50) / ms
 	if d.hist != nil {
 		h := d.hist
+		for i, p := range ps {
+			st.Percentiles[i] = Pct{P: p, Value: h.percentile(p) / ms}
+		}
+		st.Median = h.percentile(50) / ms
 		if h.n > 0 {
 			st.Mean, st.Std = h.mean/ms, math.Sqrt(h.m2/float64(h.n))/ms
 			st.Min, st.Max = h.min/ms, h.max/ms
 		}
 		return st
 	}
-	if len(d.samples) == 0 {
+	for i, p := range ps {
+		st.Percentiles[i].P = p
+	}
+	n := len(d.samples)
+	if n == 0 {
 		return st
 	}
-	mean := sum(d.samples) / float64(len(d.samples))
+	all := append([]float64{50}, ps...)
+	var ranks []int
+	for _, p := range all {
+		lo := rankOf(n, p)
+		ranks = append(ranks, lo, min(lo+1, n-1))
+	}
+	slices.Sort(ranks)
+	ranks = slices.Compact(ranks)
+	var vals []float64
+	if d.sorted {
+		for _, r := range ranks {
+			vals = append(vals, d.samples[r])
+		}
+	} else {
+		vals = orderStats(d.samples, ranks)
+	}
+	at := func(r int) float64 { i, _ := slices.BinarySearch(ranks, r); return vals[i] }
+	q := func(p float64) float64 {
+		h := float64(n-1) * p / 100
+		lo := rankOf(n, p)
+		if lo >= n-1 {
+			return at(n - 1)
+		}
+		return lerp(at(lo), at(lo+1), h-float64(lo))
+	}
+	st.Median = q(50) / ms
+	for i, p := range ps {
+		st.Percentiles[i].Value = q(p) / ms
+	}
+	mean := sum(d.samples) / float64(n)
 	var ss float64
+	lo, hi := d.samples[0], d.samples[0]
 	for _, v := range d.samples {
 		ss += (v - mean) * (v - mean)
+		lo, hi = min(lo, v), max(hi, v)
 	}
 	st.Mean = mean / ms
-	st.Std = math.Sqrt(ss/float64(len(d.samples))) / ms
-	st.Min, st.Max = d.samples[0]/ms, d.samples[len(d.samples)-1]/ms
+	st.Std = math.Sqrt(ss/float64(n)) / ms
+	st.Min, st.Max = lo/ms, hi/ms
 	return st
 }
 
-// sum adds with Neumaier compensation so long runs do not drift.
+// rankOf is the lower rank numpy's linear percentile reads: floor((n-1)p/100).
+func rankOf(n int, p float64) int {
+	return min(max(int(math.Floor(float64(n-1)*p/100)), 0), n-1)
+}
+
+// sum adds in four lanes (pairwise-like error, and fast).
 func sum(xs []float64) float64 {
-	var s, c float64
-	for _, x := range xs {
-		t := s + x
-		if math.Abs(s) >= math.Abs(x) {
-			c += (s - t) + x
-		} else {
-			c += (x - t) + s
-		}
-		s = t
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(xs); i += 4 {
+		s0 += xs[i]
+		s1 += xs[i+1]
+		s2 += xs[i+2]
+		s3 += xs[i+3]
 	}
-	return s + c
+	for ; i < len(xs); i++ {
+		s0 += xs[i]
+	}
+	return (s0 + s1) + (s2 + s3)
 }
 
 // logHist is a DDSketch-style histogram: bucket i holds values in

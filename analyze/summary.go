@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/tracekit/tracekit/trace"
 )
@@ -188,6 +189,11 @@ type accumulator struct {
 	sawWarmup  int
 	outWindow  int
 	errMsg     map[string]string
+	// expectRows is the number of rows the caller will add (0: unknown);
+	// after the first rows it sizes the per-event slices once, instead of
+	// letting append copy them at every doubling.
+	expectRows, seenRows, seenEvents int
+	presized                         bool
 }
 
 func newAccumulator(opts Options) *accumulator {
@@ -202,6 +208,11 @@ func newAccumulator(opts Options) *accumulator {
 
 // add folds one aligned record into the accumulator.
 func (a *accumulator) add(r *trace.Record, file int) {
+	a.seenRows++
+	a.seenEvents += len(r.EventNs)
+	if !a.presized && a.expectRows > 0 && a.seenRows == min(256, a.expectRows) {
+		a.presize()
+	}
 	if r.Warmup && !a.opts.IncludeWarmup {
 		a.sawWarmup++
 		return
@@ -234,28 +245,51 @@ func (a *accumulator) add(r *trace.Record, file int) {
 }
 
 // addEvents is the per-event hot loop: ITL samples, time bins and the
-// event times for the peak bins.
+// event times for the peak bins. While the distributions are exact it
+// appends straight into their sample slices.
 func (a *accumulator) addEvents(ts []int64, toks []int32) {
+	if len(ts) == 0 {
+		return
+	}
 	perEvent, perToken := a.dists["itl"], a.dists["itl_per_token"]
+	if last := int(min(max(ts[len(ts)-1]/nsPerSec, 0), maxSeriesBins-1)); last >= len(a.tokBins) {
+		a.tokBins = grow(a.tokBins, last)
+		a.msgBins = grow(a.msgBins, last)
+	}
+	fast := perEvent.hist == nil && perToken.hist == nil &&
+		len(perEvent.samples)+len(ts) <= perEvent.limit && len(perToken.samples)+len(ts) <= perToken.limit
+	pe, pt := perEvent.samples, perToken.samples
 	carry := int64(0) // gap time of zero-token events, handed to the next token
 	for i, t := range ts {
 		if i > 0 {
 			gap := t - ts[i-1]
-			perEvent.Add(float64(gap))
+			tokGap := -1.0
 			if toks[i] > 0 {
-				perToken.Add(float64(gap+carry) / float64(toks[i]))
+				tokGap = float64(gap+carry) / float64(toks[i])
 				carry = 0
 			} else {
 				carry += gap
 			}
+			switch {
+			case fast:
+				pe = append(pe, float64(gap))
+				if tokGap >= 0 {
+					pt = append(pt, tokGap)
+				}
+			default:
+				perEvent.Add(float64(gap))
+				if tokGap >= 0 {
+					perToken.Add(tokGap)
+				}
+			}
 		}
 		b := int(min(max(t/nsPerSec, 0), maxSeriesBins-1))
-		if b >= len(a.tokBins) {
-			a.tokBins = grow(a.tokBins, b)
-			a.msgBins = grow(a.msgBins, b)
-		}
 		a.tokBins[b] += float64(toks[i])
 		a.msgBins[b]++
+	}
+	if fast {
+		perEvent.samples, perToken.samples = pe, pt
+		perEvent.sorted, perToken.sorted = false, false
 	}
 	if a.msBins == nil && len(a.eventTimes)+len(ts) <= a.opts.MaxExactSamples {
 		a.eventTimes = append(a.eventTimes, ts...)
@@ -271,6 +305,18 @@ func (a *accumulator) addEvents(ts []int64, toks []int32) {
 	for _, t := range ts {
 		a.addMs(t)
 	}
+}
+
+// presize grows the per-event slices to the expected event count (plus 5%),
+// estimated from the rows seen so far, within MaxExactSamples.
+func (a *accumulator) presize() {
+	a.presized = true
+	want := min(int(float64(a.seenEvents)/float64(a.seenRows)*float64(a.expectRows)*1.05), a.opts.MaxExactSamples)
+	for _, d := range []*Dist{a.dists["itl"], a.dists["itl_per_token"]} {
+		d.samples = slices.Grow(d.samples, want-len(d.samples))
+	}
+	a.eventTimes = slices.Grow(a.eventTimes, want-len(a.eventTimes))
+	a.reqs = slices.Grow(a.reqs, a.expectRows-len(a.reqs))
 }
 
 func (a *accumulator) addMs(t int64) {
@@ -361,9 +407,13 @@ func (a *accumulator) peakOutput(succ []*Request) float64 {
 	for _, q := range succ {
 		m = min(m, q.SentNs)
 	}
-	counts := map[int64]int64{}
+	var counts []int64 // 1 s bins from m
 	var best int64
 	bump := func(b, n int64) {
+		b = min(b, maxSeriesBins-1)
+		if b >= int64(len(counts)) {
+			counts = append(counts, make([]int64, b+1-int64(len(counts)))...)
+		}
 		counts[b] += n
 		best = max(best, counts[b])
 	}
@@ -408,17 +458,29 @@ func peakConcurrency(succ []*Request) int {
 	return best
 }
 
+// stats computes every distribution's statistics; the distributions are
+// independent, so the large per-event ones run on their own goroutine
+// (all joined before return).
 func (s *Summary) stats() {
 	ps := s.Options.Percentiles
-	d := s.dists
-	s.TTFT, s.TPOT, s.E2EL = d["ttft"].Stats(ps), d["tpot"].Stats(ps), d["e2el"].Stats(ps)
-	s.ITLPerEvent = d["itl"].Stats(ps)
-	s.ITLPerToken = d["itl_per_token"].Stats(ps)
-	s.ITLRequestMean = d["itl_request_mean"].Stats(ps)
+	targets := map[string]*Stats{
+		"ttft": &s.TTFT, "tpot": &s.TPOT, "e2el": &s.E2EL,
+		"itl": &s.ITLPerEvent, "itl_per_token": &s.ITLPerToken, "itl_request_mean": &s.ITLRequestMean,
+		"corrected_ttft": &s.CorrectedTTFT, "corrected_e2el": &s.CorrectedE2EL,
+		"queue": &s.Queue, "dispatch_lag": &s.DispatchLag,
+	}
+	var wg sync.WaitGroup
+	for name, dst := range targets {
+		d := s.dists[name]
+		if name == "itl" || name == "itl_per_token" {
+			wg.Go(func() { *dst = d.Stats(ps) })
+			continue
+		}
+		*dst = d.Stats(ps)
+	}
+	wg.Wait()
 	s.ITL = [...]Stats{s.ITLPerEvent, s.ITLPerToken, s.ITLRequestMean}[s.Options.ITL]
-	s.CorrectedTTFT, s.CorrectedE2EL = d["corrected_ttft"].Stats(ps), d["corrected_e2el"].Stats(ps)
-	s.Queue, s.DispatchLag = d["queue"].Stats(ps), d["dispatch_lag"].Stats(ps)
-	for _, x := range d {
+	for _, x := range s.dists {
 		s.Approximate = s.Approximate || x.Approximate()
 	}
 }
