@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -179,5 +180,29 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	dom := string(run("--dump-dom"))
 	if n := strings.Count(dom, `<svg class="chart"`); n != 7 {
 		t.Errorf("rendered DOM has %d charts, want 7", n)
+	}
+}
+
+// TestApproximateModeSaysSo pushes every distribution past a tiny
+// MaxExactSamples: figures stay within the histogram error and the text
+// says percentiles are approximate.
+func TestApproximateModeSaysSo(t *testing.T) {
+	p := writeRecording(t, t.TempDir(), "run.parquet", trace.RunMeta{}, handRecords())
+	s, err := Files([]string{p}, Options{MaxExactSamples: 2, Metrics: allMetrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Approximate {
+		t.Fatal("Approximate not set")
+	}
+	near(t, "peak output (1 ms bins)", s.MaxOutputTokensPerS, 6)
+	near(t, "mean itl", s.ITL.Mean, 240)
+	if got, want := s.ITL.Percentiles[0].Value, 868.0; math.Abs(got-want)/want > HistRelErr {
+		t.Errorf("p99 itl %v, want %v within %v", got, want, HistRelErr)
+	}
+	var b bytes.Buffer
+	s.WriteText(&b)
+	if !strings.Contains(b.String(), "relative error <= 0.1%") {
+		t.Error("text does not say the percentiles are approximate")
 	}
 }
