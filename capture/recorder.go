@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,6 +52,7 @@ type RecorderStats struct {
 type Recorder struct {
 	path, journal string
 	opts          RecorderOptions
+	recovered     *RecoverResult
 
 	ch   chan *trace.Record
 	pool sync.Pool // *trace.Record copies, recycled by the writer
@@ -96,12 +98,36 @@ func NewRecorder(path string, meta trace.RunMeta, opts RecorderOptions) (*Record
 		done: make(chan struct{}),
 	}
 	r.pool.New = func() any { return new(trace.Record) }
+	if err := r.recoverLeftover(); err != nil {
+		return nil, err
+	}
 	if err := r.open(meta); err != nil {
 		return nil, err
 	}
 	go r.run()
 	return r, nil
 }
+
+// recoverLeftover finalizes the journal a killed earlier run left at our
+// journal path, so starting again never destroys it. The old records go to
+// a ".recovered-<unix>" file next to path.
+func (r *Recorder) recoverLeftover() error {
+	if _, err := os.Stat(r.journal); err != nil {
+		return nil
+	}
+	ext := filepath.Ext(r.path)
+	out := fmt.Sprintf("%s.recovered-%d%s", strings.TrimSuffix(r.path, ext), time.Now().Unix(), ext)
+	res, err := recoverJournal(r.journal, out)
+	if err != nil {
+		return fmt.Errorf("a killed earlier run left %s and recovering it failed (move it away or run 'tracekit recover'): %w", r.journal, err)
+	}
+	r.recovered = &res
+	return nil
+}
+
+// Recovered describes the leftover journal of a killed earlier run that
+// NewRecorder turned into a recording before starting, or nil.
+func (r *Recorder) Recovered() *RecoverResult { return r.recovered }
 
 func (r *Recorder) open(meta trace.RunMeta) error {
 	jf, err := os.OpenFile(r.journal, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)

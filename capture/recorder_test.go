@@ -261,6 +261,41 @@ func TestRecoverAfterSIGKILL(t *testing.T) {
 	}
 }
 
+// TestNewRecorderRecoversLeftover: starting again over a killed run's
+// journal finalizes it instead of truncating it.
+func TestNewRecorderRecoversLeftover(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "again.parquet")
+	payload, _ := appendMetaPayload(nil, trace.RunMeta{Command: "first run"})
+	j := appendFrame([]byte(journalMagic), payload)
+	for i := range 3 {
+		rec := testRecord(i)
+		j = appendFrame(j, appendRecordPayload(nil, &rec))
+	}
+	os.WriteFile(JournalPath(path), j, 0o644)
+	r, err := NewRecorder(path, trace.RunMeta{Command: "second run"}, RecorderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := testRecord(7)
+	r.Submit(&rec)
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	res := r.Recovered()
+	if res == nil || res.Records != 3 {
+		t.Fatalf("recovered %+v", res)
+	}
+	old, meta := readAll(t, res.Out)
+	if len(old) != 3 || meta.Command != "first run" {
+		t.Fatalf("old run: %d records, meta %+v", len(old), meta)
+	}
+	cur, meta := readAll(t, path)
+	if len(cur) != 1 || meta.Command != "second run" {
+		t.Fatalf("new run: %d records, meta %+v", len(cur), meta)
+	}
+}
+
 func TestRecoverTornJournal(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "r.parquet")

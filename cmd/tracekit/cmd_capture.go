@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/tracekit/tracekit/capture"
+	"github.com/tracekit/tracekit/tokenizer"
+)
+
+func init() {
+	var (
+		cfg         capture.ProxyConfig
+		listen, tok string
+		rotateMB    int64
+		allowRemote bool
+		grace       time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "capture --upstream URL --out DIR",
+		Short: "Run a recording proxy that turns live traffic into a replayable trace",
+		Long: `capture sits in front of an OpenAI-compatible server and passes every request
+and every streamed event through untouched, flushing each read at once. It
+writes what it saw into DIR as pairs of files: a trace (conversations grouped
+by message history, arrival times, think times, messages, parameters), which
+'tracekit replay' can send again, and a recording (the upstream's token event
+times), which 'tracekit analyze' reads. Files rotate by time or size and each
+is valid; Ctrl-C or SIGTERM finishes them. Authorization and API-key headers
+are forwarded but never written. After a SIGKILL, 'tracekit recover DIR'
+restores the recordings from their journals.`,
+		Example: `  tracekit capture --upstream http://127.0.0.1:8000 --out captured/
+  tracekit capture --listen 127.0.0.1:9000 --upstream https://llm.internal --out cap/ --session-header X-Session-Id --redact-content`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if cfg.Upstream == "" || cfg.OutDir == "" {
+				return badInput(errors.New("--upstream and --out are required"))
+			}
+			if host, _, err := net.SplitHostPort(listen); err != nil {
+				return badInput(fmt.Errorf("--listen %q: %w", listen, err))
+			} else if !allowRemote && !isLoopback(host) {
+				return badInput(fmt.Errorf("--listen %q is not a loopback address; add --allow-remote to expose the proxy", listen))
+			}
+			t, err := tokenizer.Open(tok)
+			if err != nil {
+				return badInput(err)
+			}
+			cfg.Tokenizer = t
+			cfg.RotateBytes = rotateMB << 20
+			cfg.Command = strings.Join(os.Args, " ")
+			cfg.Logf = func(format string, args ...any) { fmt.Fprintf(c.ErrOrStderr(), format+"\n", args...) }
+			return runCapture(c, cfg, listen, grace)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&listen, "listen", "127.0.0.1:9000", "address to listen on")
+	f.BoolVar(&allowRemote, "allow-remote", false, "allow --listen on a non-loopback address")
+	f.StringVar(&cfg.Upstream, "upstream", "", "base URL of the server to forward to (http:// or https://)")
+	f.StringVar(&cfg.OutDir, "out", "", "directory for the trace and recording files")
+	f.StringVar(&cfg.SessionHeader, "session-header", "", "request header naming the conversation (default: group by message history)")
+	f.BoolVar(&cfg.RedactContent, "redact-content", false, "keep token counts, not text, in the trace")
+	f.DurationVar(&cfg.RotateEvery, "rotate-every", time.Hour, "start new files after this long")
+	f.Int64Var(&rotateMB, "rotate-size", 256, "start new files once this many MiB of trace text are buffered")
+	f.DurationVar(&cfg.SyncEvery, "sync-every", time.Second, "fsync the recording journal this often (the most a SIGKILL loses)")
+	f.StringVar(&tok, "tokenizer", tokenizer.DefaultName, "tokenizer for token counts: o200k_base, cl100k_base or a tokenizer.json path")
+	f.BoolVar(&cfg.InsecureSkipVerify, "insecure", false, "accept any TLS certificate from the upstream")
+	f.DurationVar(&grace, "grace", 10*time.Second, "on Ctrl-C/SIGTERM, how long in-flight streams may finish before being cut")
+	root.AddCommand(cmd)
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// runCapture serves until SIGINT/SIGTERM, then finishes the files.
+func runCapture(cmd *cobra.Command, cfg capture.ProxyConfig, listen string, grace time.Duration) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ps, err := capture.StartProxy(cfg, listen)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "capture: %s -> %s, writing to %s (Ctrl-C to finish)\n", ps.URL(), cfg.Upstream, cfg.OutDir)
+	<-ctx.Done()
+	stop() // a second signal kills at once
+	fmt.Fprintln(cmd.ErrOrStderr(), "capture: finishing files...")
+	err = ps.Shutdown(grace)
+	for _, s := range ps.Proxy().Segments() {
+		fmt.Fprintf(cmd.OutOrStdout(), "%d requests: trace %s, recording %s\n", s.Requests, s.Trace, s.Recording)
+	}
+	return err
+}
