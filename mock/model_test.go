@@ -274,3 +274,22 @@ func TestCloseCutsInFlightStreams(t *testing.T) {
 		t.Fatalf("rows %+v, %v", rows, err)
 	}
 }
+
+// TestEventEncodingAllocatesNothing pins the hot path: encoding an event
+// reuses the stream's buffer.
+func TestEventEncodingAllocatesNothing(t *testing.T) {
+	x := &exchange{s: &Server{cfg: fastConfig()}, chat: true, req: &apiRequest{}}
+	x.req.StreamOptions = &struct {
+		IncludeUsage         bool `json:"include_usage"`
+		ContinuousUsageStats bool `json:"continuous_usage_stats"`
+	}{true, true}
+	x.e = LogEntry{RequestID: "r", Model: "m", CompletionTokens: 100, FinishReason: "length"}
+	x.buildHeads()
+	x.buf = x.appendEvent(x.buf[:0], 0, 4, false)
+	if !json.Valid(x.buf[len("data: ") : len(x.buf)-2]) {
+		t.Fatalf("invalid event %q", x.buf)
+	}
+	if n := testing.AllocsPerRun(100, func() { x.buf = x.appendEvent(x.buf[:0], 10, 14, false) }); n != 0 {
+		t.Fatalf("%v allocations per event", n)
+	}
+}
