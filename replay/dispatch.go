@@ -176,9 +176,15 @@ func (p *Precise) loop(started chan<- struct{}) {
 
 	var buf [8]byte
 	for {
-		next, closed := p.release()
+		next, released, closed := p.release()
 		if closed {
 			return
+		}
+		if released {
+			// The woken waiters sit in this P's run queue; the read below
+			// would hold the P in a syscall until sysmon retakes it (20 us
+			// to 10 ms). Yielding hands the P over now.
+			runtime.Gosched()
 		}
 		if next != 0 && p.spin > 0 && next-clock.Mono() <= p.spin {
 			for clock.Mono() < next {
@@ -195,21 +201,23 @@ func (p *Precise) loop(started chan<- struct{}) {
 
 // release hands every due waiter its token and re-arms the timer for the
 // next one. It returns the next deadline (0 if none) and whether the
-// dispatcher is closed; when closed it releases every waiter.
-func (p *Precise) release() (next int64, closed bool) {
+// dispatcher is closed; when closed it releases every waiter. released
+// says whether it woke anyone.
+func (p *Precise) release() (next int64, released, closed bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := clock.Mono()
 	for len(p.q) > 0 && (p.closed || p.q[0].at <= now) {
 		w := heap.Pop(&p.q).(*waiter)
 		w.ch <- struct{}{}
+		released = true
 	}
 	if p.closed {
-		return 0, true
+		return 0, released, true
 	}
 	if len(p.q) == 0 {
 		p.armed = 0
-		return 0, false
+		return 0, released, false
 	}
 	next = p.q[0].at
 	if next-p.spin > now {
@@ -217,7 +225,7 @@ func (p *Precise) release() (next int64, closed bool) {
 	} else {
 		p.armed = 0
 	}
-	return next, false
+	return next, released, false
 }
 
 // waitHeap is a min-heap of waiters by deadline.
