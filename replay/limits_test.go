@@ -190,3 +190,51 @@ func TestContextCancelStopsWaiting(t *testing.T) {
 		t.Errorf("result %+v with %d records, want 1 sent and canceled", res, len(sink.byID()))
 	}
 }
+
+// TestTargetsAndShards: round-robin spreads requests over two servers,
+// the conversation policy keeps each conversation on one, and two shards
+// together replay every conversation exactly once.
+func TestTargetsAndShards(t *testing.T) {
+	a, b := fastMock(t, nil), fastMock(t, nil)
+	var convs [][]trace.Turn
+	for i := range 6 {
+		convs = append(convs, conv(fmt.Sprintf("m%d", i), 2, 0, 0, 2))
+	}
+	path := writeTrace(t, convs...)
+	targets := []string{a.URL(), b.URL()}
+
+	sink, _ := run(t, Config{Trace: path, Targets: targets, Model: "m"})
+	per := map[string]int{}
+	for _, r := range sink.byID() {
+		per[r.Target]++
+	}
+	if per[a.URL()] != 6 || per[b.URL()] != 6 {
+		t.Errorf("round-robin split %v, want 6 and 6", per)
+	}
+
+	sink, _ = run(t, Config{Trace: path, Targets: targets, Model: "m", Policy: PolicyConversation})
+	where := map[string]string{}
+	for _, r := range sink.byID() {
+		if w, ok := where[r.ConversationID]; ok && w != r.Target {
+			t.Errorf("conversation %s went to %s and %s", r.ConversationID, w, r.Target)
+		}
+		where[r.ConversationID] = r.Target
+	}
+
+	seen := map[string]int32{}
+	for shard := range 2 {
+		sink, _ := run(t, Config{Trace: path, Targets: targets[:1], Model: "m", Shard: shard, Shards: 2})
+		for _, r := range sink.byID() {
+			if r.Shard != int32(shard) {
+				t.Errorf("%s recorded shard %d, want %d", r.RequestID, r.Shard, shard)
+			}
+			if _, dup := seen[r.RequestID]; dup {
+				t.Errorf("%s replayed by both shards", r.RequestID)
+			}
+			seen[r.RequestID] = r.Shard
+		}
+	}
+	if len(seen) != 12 {
+		t.Errorf("shards replayed %d requests together, want 12", len(seen))
+	}
+}
