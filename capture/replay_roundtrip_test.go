@@ -1,0 +1,187 @@
+package capture_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tracekit/tracekit/capture"
+	"github.com/tracekit/tracekit/mock"
+	"github.com/tracekit/tracekit/replay"
+	"github.com/tracekit/tracekit/tokenizer"
+	"github.com/tracekit/tracekit/trace"
+)
+
+func quickMock(t *testing.T) *mock.Server {
+	t.Helper()
+	cfg := mock.DefaultConfig()
+	cfg.Latency.PrefillBase = mock.Duration(3 * time.Millisecond)
+	cfg.Latency.PrefillPerToken = 0
+	cfg.Latency.DecodeBase = mock.Duration(2 * time.Millisecond)
+	cfg.Latency.OutputMean = 5
+	srv, err := mock.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+// chatTurn sends one streaming chat request and returns the answer text.
+func chatTurn(t *testing.T, base string, msgs []map[string]string) string {
+	b, _ := json.Marshal(map[string]any{"model": "tracekit-mock", "messages": msgs, "stream": true, "max_tokens": 6})
+	resp, err := http.Post(base+"/v1/chat/completions", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Error(err)
+		return ""
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var text strings.Builder
+	for _, line := range strings.Split(string(body), "\n") {
+		d, ok := strings.CutPrefix(line, "data: ")
+		if !ok || d == "[DONE]" {
+			continue
+		}
+		var c struct {
+			Choices []struct {
+				Delta struct{ Content string } `json:"delta"`
+			} `json:"choices"`
+		}
+		json.Unmarshal([]byte(d), &c)
+		if len(c.Choices) > 0 {
+			text.WriteString(c.Choices[0].Delta.Content)
+		}
+	}
+	return text.String()
+}
+
+// TestCapturedTraceReplays captures concurrent multi-turn users, replays
+// the captured trace with tracekit replay against another mock, and checks
+// that the replay reproduces the conversations, their turns, the
+// conversation start gaps and the think times within 1 ms.
+func TestCapturedTraceReplays(t *testing.T) {
+	up := quickMock(t)
+	ps, err := capture.StartProxy(capture.ProxyConfig{Upstream: up.URL(), OutDir: t.TempDir(), Tokenizer: tokenizer.Default()}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const users, turns = 4, 3
+	var wg sync.WaitGroup
+	for u := range users {
+		wg.Go(func() {
+			time.Sleep(time.Duration(u) * 40 * time.Millisecond)
+			msgs := []map[string]string{{"role": "user", "content": fmt.Sprintf("user %d asks 0", u)}}
+			for k := range turns {
+				ans := chatTurn(t, ps.URL(), msgs)
+				msgs = append(msgs, map[string]string{"role": "assistant", "content": ans}, map[string]string{"role": "user", "content": fmt.Sprintf("user %d asks %d", u, k+1)})
+				time.Sleep(time.Duration(20+10*u) * time.Millisecond)
+			}
+		})
+	}
+	wg.Wait()
+	if err := ps.Close(); err != nil {
+		t.Fatal(err)
+	}
+	seg := ps.Proxy().Segments()[0]
+
+	target := quickMock(t)
+	out := filepath.Join(t.TempDir(), "replayed.parquet")
+	r, err := replay.New(replay.Config{Trace: seg.Trace, Targets: []string{target.URL()}, Model: "tracekit-mock", ContinuousUsage: "off", MaxConcurrency: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rec, err := capture.NewRecorder(out, trace.RunMeta{}, capture.RecorderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := r.Run(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	rows := readTurns(t, seg.Trace)
+	got := readRecs(t, out)
+	if len(rows) != users*turns || len(got) != users*turns {
+		t.Fatalf("captured %d turns, replayed %d requests; want %d", len(rows), len(got), users*turns)
+	}
+	type key struct {
+		conv string
+		turn int32
+	}
+	replayed := map[key]trace.Record{}
+	for _, g := range got {
+		if g.ErrorKind != "" {
+			t.Fatalf("replayed request failed: %+v", g)
+		}
+		replayed[key{g.ConversationID, g.Turn}] = g
+	}
+	// The schedule is checked (conversation starts and think times within
+	// 1 ms of the capture); actual send lag is a speed figure of this noisy
+	// machine, logged. The very first request also pays for its connection.
+	first := replayed[key{rows[0].ConversationID, 0}]
+	t.Logf("first request sent %v after its intended time", time.Duration(first.SentNs-first.IntendedNs))
+	const tol = int64(time.Millisecond)
+	var maxLag int64
+	defer func() { t.Logf("largest send lag after the first request: %v", time.Duration(maxLag)) }()
+	for _, row := range rows {
+		g, ok := replayed[key{row.ConversationID, row.Turn}]
+		if !ok {
+			t.Fatalf("captured %s turn %d was not replayed", row.ConversationID, row.Turn)
+		}
+		if row.Turn == 0 {
+			if row.StartOffsetNs == 0 {
+				continue
+			}
+			if d := g.IntendedNs - row.StartOffsetNs; d < -tol || d > tol {
+				t.Errorf("%s scheduled at %v of the replay, started at %v of the capture", row.ConversationID, time.Duration(g.IntendedNs), time.Duration(row.StartOffsetNs))
+			}
+			maxLag = max(maxLag, g.SentNs-g.IntendedNs)
+			continue
+		}
+		// The schedule must reproduce the captured think time; how late the
+		// send then was is the dispatcher's lag under this machine's load
+		// (a speed figure, logged, measured by replay's benchmarks).
+		prev := replayed[key{row.ConversationID, row.Turn - 1}]
+		think := g.IntendedNs - prev.DoneNs
+		if d := think - row.ThinkTimeNs; d < -tol || d > tol {
+			t.Errorf("%s turn %d: replay scheduled a think time of %v, captured %v", row.ConversationID, row.Turn, time.Duration(think), time.Duration(row.ThinkTimeNs))
+		}
+		maxLag = max(maxLag, g.SentNs-g.IntendedNs)
+	}
+}
+
+func readTurns(t *testing.T, path string) []trace.Turn {
+	tr, err := trace.OpenTrace(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	rows := make([]trace.Turn, tr.NumRows())
+	n, _ := tr.Read(rows)
+	return rows[:n]
+}
+
+func readRecs(t *testing.T, path string) []trace.Record {
+	rr, err := trace.OpenRecording(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rr.Close()
+	recs := make([]trace.Record, rr.NumRows())
+	n, _ := rr.Read(recs)
+	return recs[:n]
+}
