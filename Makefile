@@ -3,6 +3,7 @@ GO      ?= go
 BIN     := bin/tracekit
 DEMO    := $(CURDIR)/.demo
 PKGS    := ./...
+DEMO_PORT ?= 18080
 
 .PHONY: build test demo bench clean
 
@@ -14,10 +15,20 @@ test:
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 
+# The main job on the embedded default: start the mock server, synthesize a
+# small multi-turn trace, replay it, analyze the recording, stop the mock.
 demo: build
 	@mkdir -p $(DEMO)
-	$(BIN) synth --conversations 20 --turns 3-5 --seed 1 -o $(DEMO)/trace.parquet
+	$(BIN) synth --conversations 40 --turns 3-6 --input-tokens 100-300 --output-tokens 50-150 \
+		--rate 8 --think-time exponential:mean=500ms --seed 1 -o $(DEMO)/trace.parquet
 	$(BIN) inspect $(DEMO)/trace.parquet
+	@set -e; \
+	$(BIN) mock --listen 127.0.0.1:$(DEMO_PORT) --seed 1 --emit-log $(DEMO)/mock-log.parquet & mock=$$!; \
+	trap 'kill -INT $$mock 2>/dev/null; wait $$mock 2>/dev/null || true' EXIT; \
+	$(BIN) replay $(DEMO)/trace.parquet --target http://127.0.0.1:$(DEMO_PORT) --ready-timeout 10s \
+		--no-analyze -o $(DEMO)/recording.parquet; \
+	$(BIN) analyze $(DEMO)/recording.parquet --html $(DEMO)/report.html --json $(DEMO)/result.json
+	@echo "demo files in $(DEMO): trace.parquet recording.parquet mock-log.parquet report.html result.json"
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
