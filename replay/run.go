@@ -138,7 +138,7 @@ func New(cfg Config) (*Runner, error) {
 	}
 	r.now = func() int64 { return clock.Mono() - r.start }
 	r.exPool.New = func() any {
-		return &exchange{stream: capture.NewStream(r.tok), buf: make([]byte, 32<<10)}
+		return &exchange{stream: capture.NewStream(r.tok), buf: make([]byte, 4<<10)}
 	}
 	return r, nil
 }
