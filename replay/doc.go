@@ -24,7 +24,8 @@
 // Every connection is wrapped (conn.go) so that the run can stamp when a
 // request's bytes were written, apply the per-event idle timeout as a read
 // deadline before each Read, and interrupt every in-flight read when the run
-// is canceled (signal, --benchmark-timeout, --duration).
+// is canceled (signal, --benchmark-timeout). --duration and --max-requests
+// only stop new requests: those in flight finish.
 //
 // Run lifetime: Run returns when every conversation has finished or the run
 // context ends; in the latter case every in-flight request is recorded as
