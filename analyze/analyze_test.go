@@ -120,7 +120,7 @@ func TestHandComputed(t *testing.T) {
 	near(t, "mean corrected ttft", s.CorrectedTTFT.Mean, 800.0/3)
 	near(t, "mean corrected e2el", s.CorrectedE2EL.Mean, 2000.0/3)
 	near(t, "mean queue", s.Queue.Mean, 50.0/3)
-	near(t, "mean dispatch lag", s.DispatchLag.Mean, 50.0/3)
+	near(t, "mean send delay", s.SendDelay.Mean, 50.0/3)
 	if len(s.Errors) != 2 || s.Errors[0].Count != 1 || s.Errors[0].Kind != trace.ErrHTTPStatus || s.Errors[1].Kind != trace.ErrTimeout {
 		t.Errorf("errors %+v", s.Errors)
 	}

@@ -123,8 +123,8 @@ func (s *Summary) charts() []chart {
 		{"ttft-turn", "TTFT by turn", "turn", "ms", []chartSeries{
 			turnSeries("mean", colorA, func(t TurnStats) float64 { return t.MeanTTFTms }),
 			turnSeries("p90", colorB, func(t TurnStats) float64 { return t.P90TTFTms })}},
-		{"dispatch-lag", "Dispatch lag and queue time (CDF)", "ms", "fraction", []chartSeries{
-			s.cdf("dispatch lag (sent - slot)", colorA, s.dists["dispatch_lag"]),
+		{"dispatch-lag", "Dispatch lag: queue time and send delay (CDF)", "ms", "fraction", []chartSeries{
+			s.cdf("send delay (sent - slot)", colorA, s.dists["send_delay"]),
 			s.cdf("queue time (slot - intended)", colorB, s.dists["queue"])}},
 	}
 }

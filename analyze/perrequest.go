@@ -41,7 +41,7 @@ type RequestRow struct {
 	ITLMeanms       float64 `parquet:"itl_request_mean_ms"`
 	E2ELms          float64 `parquet:"e2el_ms"`
 	QueueMs         float64 `parquet:"queue_ms"`
-	DispatchLagMs   float64 `parquet:"dispatch_lag_ms"`
+	SendDelayMs     float64 `parquet:"send_delay_ms"`
 	CorrectedTTFTms float64 `parquet:"corrected_ttft_ms"`
 	CorrectedE2ELms float64 `parquet:"corrected_e2el_ms"`
 }
@@ -55,7 +55,7 @@ func (s *Summary) row(q *Request) RequestRow {
 		IntendedNs: q.IntendedNs, SlotNs: q.SlotNs, SentNs: q.SentNs, DoneNs: q.DoneNs,
 		Events: q.Events, PromptTokens: q.PromptTokens, OutputTokens: q.OutputTokens, CachedTokens: q.CachedTokens,
 		TTFTms: f(q.TTFTNs), TPOTms: q.TPOTNs / 1e6, ITLMeanms: q.ITLMeanNs / 1e6, E2ELms: f(q.E2ELNs),
-		QueueMs: f(q.QueueNs), DispatchLagMs: f(q.DispatchLagNs),
+		QueueMs: f(q.QueueNs), SendDelayMs: f(q.SendDelayNs),
 		CorrectedTTFTms: f(q.CorrectedTTFTNs), CorrectedE2ELms: f(q.CorrectedE2ELNs),
 	}
 }

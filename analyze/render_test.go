@@ -47,7 +47,7 @@ func TestPerRequestParquetAndCSV(t *testing.T) {
 	}
 	r1 := rows[0]
 	if r1.RequestID != "r1" || !r1.Success || r1.TTFTms != 100 || r1.TPOTms != 50 || r1.E2ELms != 300 ||
-		r1.CorrectedE2ELms != 400 || r1.QueueMs != 50 || r1.DispatchLagMs != 50 || r1.OutputTokens != 5 || r1.CachedTokens != 40 {
+		r1.CorrectedE2ELms != 400 || r1.QueueMs != 50 || r1.SendDelayMs != 50 || r1.OutputTokens != 5 || r1.CachedTokens != 40 {
 		t.Errorf("row r1 = %+v", r1)
 	}
 	if rows[3].ErrorKind != trace.ErrHTTPStatus || rows[3].Success {

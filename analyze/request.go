@@ -46,7 +46,7 @@ type Request struct {
 	ITLMeanNs float64
 
 	QueueNs         int64 // SlotNs - IntendedNs: waiting for a concurrency slot
-	DispatchLagNs   int64 // SentNs - SlotNs: the client's own delay in sending
+	SendDelayNs     int64 // SentNs - SlotNs: the client's own delay in sending (body building, connection set-up, write)
 	CorrectedTTFTNs int64 // FirstNs - IntendedNs (coordinated omission corrected)
 	CorrectedE2ELNs int64 // LastNs - IntendedNs
 
@@ -61,12 +61,12 @@ func Derive(r *trace.Record, file int) Request {
 		Shard: r.Shard, Attempt: r.Attempt, Warmup: r.Warmup, Target: r.Target, File: file,
 		Status: r.Status, ErrorKind: r.ErrorKind,
 		IntendedNs: r.IntendedNs, SlotNs: r.SlotNs, SentNs: r.SentNs, DoneNs: r.DoneNs,
-		Events:        int32(len(r.EventNs)),
-		PromptTokens:  r.PromptTokens,
-		OutputTokens:  r.CompletionTokens,
-		CachedTokens:  r.CachedTokens,
-		QueueNs:       r.SlotNs - r.IntendedNs,
-		DispatchLagNs: r.SentNs - r.SlotNs,
+		Events:       int32(len(r.EventNs)),
+		PromptTokens: r.PromptTokens,
+		OutputTokens: r.CompletionTokens,
+		CachedTokens: r.CachedTokens,
+		QueueNs:      r.SlotNs - r.IntendedNs,
+		SendDelayNs:  r.SentNs - r.SlotNs,
 	}
 	if q.PromptTokens < 0 {
 		q.PromptTokens = r.InputTokens

@@ -74,11 +74,11 @@ type Summary struct {
 	ITLRequestMean Stats `json:"itl_request_mean"`
 
 	// Coordinated-omission view: latency from the intended send time,
-	// queue time for a concurrency slot, and the client's dispatch lag.
+	// queue time for a concurrency slot, and the client's send delay.
 	CorrectedTTFT Stats `json:"corrected_ttft"`
 	CorrectedE2EL Stats `json:"corrected_e2el"`
 	Queue         Stats `json:"queue"`
-	DispatchLag   Stats `json:"dispatch_lag"`
+	SendDelay     Stats `json:"send_delay"`
 
 	Health []FileHealth `json:"health"`
 	// Warnings say when the client may have distorted timing.
@@ -200,7 +200,7 @@ func newAccumulator(opts Options) *accumulator {
 	opts = opts.withDefaults()
 	a := &accumulator{opts: opts, dists: map[string]*Dist{}, errMsg: map[string]string{}}
 	for _, m := range []string{"ttft", "tpot", "e2el", "itl", "itl_per_token", "itl_request_mean",
-		"corrected_ttft", "corrected_e2el", "queue", "dispatch_lag"} {
+		"corrected_ttft", "corrected_e2el", "queue", "send_delay"} {
 		a.dists[m] = newDist(opts.MaxExactSamples)
 	}
 	return a
@@ -240,7 +240,7 @@ func (a *accumulator) add(r *trace.Record, file int) {
 	d["corrected_ttft"].Add(float64(q.CorrectedTTFTNs))
 	d["corrected_e2el"].Add(float64(q.CorrectedE2ELNs))
 	d["queue"].Add(float64(q.QueueNs))
-	d["dispatch_lag"].Add(float64(q.DispatchLagNs))
+	d["send_delay"].Add(float64(q.SendDelayNs))
 	a.addEvents(r.EventNs, r.EventTokens)
 }
 
@@ -467,7 +467,7 @@ func (s *Summary) stats() {
 		"ttft": &s.TTFT, "tpot": &s.TPOT, "e2el": &s.E2EL,
 		"itl": &s.ITLPerEvent, "itl_per_token": &s.ITLPerToken, "itl_request_mean": &s.ITLRequestMean,
 		"corrected_ttft": &s.CorrectedTTFT, "corrected_e2el": &s.CorrectedE2EL,
-		"queue": &s.Queue, "dispatch_lag": &s.DispatchLag,
+		"queue": &s.Queue, "send_delay": &s.SendDelay,
 	}
 	var wg sync.WaitGroup
 	for name, dst := range targets {
@@ -653,8 +653,8 @@ func (s *Summary) series(tok, msg []float64) {
 // Client-health thresholds above which the recorded latencies likely
 // include client delay.
 const (
-	warnDispatchLagNs = 5e6 // p99 dispatch lag
-	warnSchedLatNs    = 5e6 // p99 Go scheduler latency
+	warnSendDelayNs = 5e6 // p99 send delay
+	warnSchedLatNs  = 5e6 // p99 Go scheduler latency
 )
 
 func (s *Summary) health() {
@@ -667,7 +667,7 @@ func (s *Summary) health() {
 		for _, w := range h.Warnings {
 			s.Warnings = append(s.Warnings, f.Path+": "+w)
 		}
-		if h.DispatchLagP99Ns > warnDispatchLagNs {
+		if h.DispatchLagP99Ns > warnSendDelayNs {
 			s.Warnings = append(s.Warnings, f.Path+": client dispatch lag p99 "+fmtMs(h.DispatchLagP99Ns)+" > 5 ms: send times lagged the schedule")
 		}
 		if h.SchedLatP99Ns > warnSchedLatNs {
@@ -675,8 +675,8 @@ func (s *Summary) health() {
 		}
 	}
 	if s.Completed > 0 {
-		if p99 := s.dists["dispatch_lag"].Quantile(99); p99 > warnDispatchLagNs {
-			s.Warnings = append(s.Warnings, "recorded dispatch lag (sent - slot) p99 "+fmtMs(int64(p99))+" > 5 ms: the client was late sending")
+		if p99 := s.dists["send_delay"].Quantile(99); p99 > warnSendDelayNs {
+			s.Warnings = append(s.Warnings, "recorded send delay (sent - slot) p99 "+fmtMs(int64(p99))+" > 5 ms: the client was late sending")
 		}
 	}
 }

@@ -141,7 +141,7 @@ func (s *Summary) writeExtras(b *bufio.Writer) {
 	statsRow(b, "E2EL from send", s.E2EL)
 	statsRow(b, "E2EL from intended (CO-corrected)", s.CorrectedE2EL)
 	statsRow(b, "queue time (slot - intended)", s.Queue)
-	statsRow(b, "dispatch lag (sent - slot)", s.DispatchLag)
+	statsRow(b, "send delay (sent - slot)", s.SendDelay)
 
 	s.writeHealth(b)
 
