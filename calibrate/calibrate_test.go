@@ -1,0 +1,257 @@
+package calibrate
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tracekit/tracekit/mock"
+	"github.com/tracekit/tracekit/trace"
+)
+
+// childEnv makes this test binary act as `tracekit mock` (the subset of
+// flags calibrate passes), so ModeProcess is tested without building the
+// command.
+const childEnv = "TRACEKIT_CALIBRATE_TEST_MOCK"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(serveChild(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// serveChild mirrors cmd_mock's protocol: URL line on stdout, SIGTERM
+// completes the log and exits.
+func serveChild(args []string) int {
+	fs := flag.NewFlagSet("mock", flag.ContinueOnError)
+	listen := fs.String("listen", "", "")
+	cfgPath := fs.String("config", "", "")
+	logPath := fs.String("emit-log", "", "")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := mock.LoadConfig(*cfgPath, mock.DefaultConfig())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	cfg.Listen, cfg.LogPath = *listen, *logPath
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM)
+	srv, err := mock.Start(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Printf("tracekit mock: serving %s on %s\n", cfg.Model, srv.URL())
+	select {
+	case <-sig:
+	case <-time.After(2 * time.Minute): // never outlive a broken parent
+	}
+	if err := srv.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// tinyConfig is a ladder small enough for the race detector.
+func tinyConfig(t *testing.T, mode string) Config {
+	return Config{
+		Streams: []int{10}, EventsPerS: []float64{100}, Rates: []float64{40},
+		Duration: 500 * time.Millisecond, MaxError: time.Second,
+		Mode: mode, MockCommand: []string{os.Args[0]}, MockEnv: []string{childEnv + "=1"},
+		Dir: t.TempDir(), Logf: t.Logf,
+	}
+}
+
+// TestTinyLadderJoinsEveryEvent runs the whole calibration at a tiny load
+// with the mock in this process and in a child, and checks that the join
+// paired every event of both sides, that the expected number of events
+// flowed, and that the error figures are the offset-corrected diffs of real
+// pairs (recomputed here from the files when the child left its log).
+func TestTinyLadderJoinsEveryEvent(t *testing.T) {
+	for _, mode := range []string{ModeInProcess, ModeProcess} {
+		t.Run(mode, func(t *testing.T) {
+			cfg := tinyConfig(t, mode)
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			rep, err := Run(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Steps) != 3 {
+				t.Fatalf("%d steps, want probe, rate=40, streams=10", len(rep.Steps))
+			}
+			// A client stamp follows the server's write on the same
+			// clock: the typical difference is positive and small.
+			if rep.OffsetNs <= 0 || rep.OffsetNs > int64(20*time.Millisecond) {
+				t.Errorf("offset %v: expected a loopback transit of microseconds", time.Duration(rep.OffsetNs))
+			}
+			full, _ := cfg.withDefaults()
+			for i, r := range rep.Steps {
+				p := size(r.Step, cfg.Duration, r.Step.ITL(), i)
+				want := p.requests * (p.maxTokens + 1) // role chunk + one event per token
+				if r.Matched != want || r.EventsClient != want || r.EventsServer != want || r.Unmatched != 0 || r.RequestsUnmatched != 0 || r.Errors != 0 {
+					t.Errorf("%s: matched %d, client %d, server %d events (want %d each), %d unmatched, %d requests unmatched, %d errors",
+						r.Name, r.Matched, r.EventsClient, r.EventsServer, want, r.Unmatched, r.RequestsUnmatched, r.Errors)
+				}
+				if r.ErrP50Ns != r.RawMedianNs-rep.OffsetNs || r.ErrMinNs > r.ErrP50Ns || r.ErrP50Ns > r.ErrP99Ns || r.ErrP99Ns > r.ErrMaxNs {
+					t.Errorf("%s: error quantiles min %d p50 %d p99 %d max %d, raw median %d, offset %d", r.Name, r.ErrMinNs, r.ErrP50Ns, r.ErrP99Ns, r.ErrMaxNs, r.RawMedianNs, rep.OffsetNs)
+				}
+				if r.ClientRSSBytes <= 0 || r.WallSeconds <= 0 || r.LagMaxNs < r.LagP50Ns {
+					t.Errorf("%s: rss %d, wall %g, lag p50 %d max %d", r.Name, r.ClientRSSBytes, r.WallSeconds, r.LagP50Ns, r.LagMaxNs)
+				}
+				if mode == ModeProcess {
+					if r.MockCores <= 0 {
+						t.Errorf("%s: no CPU measured for the child mock", r.Name)
+					}
+					checkAgainstFiles(t, r, rep.OffsetNs, strings.TrimSuffix(r.Recording, ".recording.parquet")+".mock.parquet")
+				}
+			}
+			if rep.Steps[0].ErrP50Ns != 0 {
+				t.Errorf("probe p50 error %d: the offset is the probe's median, so it must be 0", rep.Steps[0].ErrP50Ns)
+			}
+			if rep.Faithful == nil || rep.Faithful.Step.Streams != 10 || !strings.Contains(rep.Verdict, "can drive 10 streams") {
+				t.Errorf("verdict %q with max error %v", rep.Verdict, full.MaxError)
+			}
+			var out strings.Builder
+			if err := rep.WriteText(&out); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range []string{"shares", "offset removed", "streams=10", "rate=40", "unmatched"} {
+				if !strings.Contains(out.String(), s) && !strings.Contains(out.String(), strings.TrimSuffix(s, "s")) {
+					t.Errorf("text report lacks %q:\n%s", s, out.String())
+				}
+			}
+		})
+	}
+}
+
+// checkAgainstFiles recomputes a step's error median from its recording and
+// the child's log on disk, pairing by request id and event index by hand.
+func checkAgainstFiles(t *testing.T, r Result, offset int64, logPath string) {
+	t.Helper()
+	recs, meta, err := readRecording(r.Recording)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, _, err := mock.ReadLog(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := map[string][]int64{}
+	for _, e := range log {
+		server[e.RequestID] = e.EventMonoNs
+	}
+	var diffs []int64
+	for _, rec := range recs {
+		ev, ok := server[rec.RequestID]
+		if !ok || len(ev) != len(rec.EventNs) {
+			t.Fatalf("%s: request %s has %d client events, %d logged (found %v)", r.Name, rec.RequestID, len(rec.EventNs), len(ev), ok)
+		}
+		for i := range ev {
+			diffs = append(diffs, meta.StartMonoNs+rec.EventNs[i]-ev[i])
+		}
+	}
+	slices.Sort(diffs)
+	if got := diffs[(len(diffs)+1)/2-1] - offset; got != r.ErrP50Ns || len(diffs) != r.Matched {
+		t.Errorf("%s: %d pairs with median error %d from the files, report says %d pairs, %d", r.Name, len(diffs), got, r.Matched, r.ErrP50Ns)
+	}
+}
+
+// TestJoinCountsUnmatched: records and log entries without a partner, and
+// events past the shorter side, are counted; other steps' entries are
+// ignored; diffs are stamp + run start - write time.
+func TestJoinCountsUnmatched(t *testing.T) {
+	recs := []trace.Record{
+		{RequestID: "cal01-a-0-0", EventNs: []int64{100, 200, 300}},
+		{RequestID: "cal01-b-0-0", EventNs: []int64{100, 200}, ErrorKind: trace.ErrStreamTruncated},
+		{RequestID: "cal01-c-0-0", EventNs: []int64{50}}, // not logged
+	}
+	log := []mock.LogEntry{
+		{RequestID: "cal01-a-0-0", EventMonoNs: []int64{1090, 1180, 1270}},
+		{RequestID: "cal01-b-0-0", EventMonoNs: []int64{1095, 1195, 1295}}, // one event more than recorded
+		{RequestID: "cal01-d-0-0", EventMonoNs: []int64{1, 2}},             // never recorded
+		{RequestID: "cal02-a-0-0", EventMonoNs: []int64{1, 2, 3}},          // another step
+	}
+	j := Join(recs, 1000, log, "cal01-")
+	if want := []int64{5, 5, 10, 20, 30}; !slices.Equal(j.Diffs, want) {
+		t.Errorf("diffs %v, want %v", j.Diffs, want)
+	}
+	if j.Unmatched != 1+1+2 || j.RequestsUnmatched != 2 || j.Errors != 1 || j.EventsClient != 6 || j.EventsServer != 8 || j.Requests != 3 {
+		t.Errorf("unmatched %d events %d requests, errors %d, client %d server %d requests %d", j.Unmatched, j.RequestsUnmatched, j.Errors, j.EventsClient, j.EventsServer, j.Requests)
+	}
+	if q := quantile(j.Diffs, 0.5); q != 10 {
+		t.Errorf("median %d, want 10", q)
+	}
+}
+
+// TestTargetWaitsForTheLog runs against a mock started apart (as with
+// --target): calibrate cannot read the log until that mock stops, so the
+// test stops it when calibrate says it is waiting.
+func TestTargetWaitsForTheLog(t *testing.T) {
+	dir := t.TempDir()
+	mc := mock.DefaultConfig()
+	mc.Latency = mock.Latency{PrefillBase: mock.Duration(10 * time.Millisecond), DecodeBase: mock.Duration(10 * time.Millisecond),
+		TokensPerEvent: 1, MaxNumSeqs: 256, OutputMean: 1, MaxModelLen: 1 << 20}
+	mc.LogPath = filepath.Join(dir, "truth.parquet")
+	srv, err := mock.Start(mc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	cfg := Config{Streams: []int{8}, Duration: 300 * time.Millisecond, MaxError: time.Second,
+		Target: srv.URL(), MockLog: mc.LogPath, TargetITL: 10 * time.Millisecond, LogWait: 30 * time.Second, Dir: dir,
+		Logf: func(f string, a ...any) {
+			if strings.HasPrefix(f, "waiting") {
+				srv.Close()
+			}
+		}}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rep, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Mode != "target" || len(rep.Steps) != 2 {
+		t.Fatalf("mode %s, %d steps", rep.Mode, len(rep.Steps))
+	}
+	for _, r := range rep.Steps {
+		if r.Matched == 0 || r.Unmatched != 0 || r.RequestsUnmatched != 0 {
+			t.Errorf("%s: %d matched, %d unmatched, %d requests unmatched (the shared log holds both steps)", r.Name, r.Matched, r.Unmatched, r.RequestsUnmatched)
+		}
+	}
+	if got := rep.Steps[1].Step.EventsPerS; got != 800 {
+		t.Errorf("stream step sized at %g events/s, want 8 streams / 10ms = 800", got)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Streams: []int{}, Mode: ModeInProcess}, "no step"},
+		{Config{Streams: []int{0}, Mode: ModeInProcess}, "--streams value 0"},
+		{Config{Streams: []int{10, 20}, EventsPerS: []float64{1, 2, 3}, Mode: ModeInProcess}, "--events-per-s has 3 values"},
+		{Config{Rates: []float64{-1}, Streams: []int{}, Mode: ModeInProcess}, "--rates value -1"},
+		{Config{Mode: "thread"}, "--mock \"thread\""},
+		{Config{Mode: ModeProcess}, "needs the tracekit executable"},
+		{Config{Target: "http://127.0.0.1:1"}, "--target needs --mock-log"},
+		{Config{Duration: time.Millisecond, Mode: ModeInProcess}, "--duration 1ms"},
+	} {
+		if err := Validate(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v, want %q", tc.cfg, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,47 @@
+// Package calibrate measures how faithfully this machine's tracekit client
+// records a server: it replays synthetic loads against a mock whose
+// ground-truth log says when every event was really written, joins the two,
+// and reports per load step how far the client's stamps are from the truth.
+//
+// Data flow of one step (Run, step.go):
+//
+//	Step ──> trace (one-turn conversations sized to the step) ──> replay.Runner
+//	           │                                                     │ capture.Recorder
+//	           v                                                     v
+//	mock (in this process, a `tracekit mock` child, or --target) ──> recording.parquet
+//	           │ ground-truth log (per event: CLOCK_MONOTONIC after write+flush)
+//	           v
+//	Join (join.go): record ↔ log entry by request id (the X-Request-Id replay
+//	sends), event i ↔ event i; diff = client stamp - server write time
+//	           │
+//	           v
+//	Result: dispatch lag, error quantiles after removing the offset, CPU, RSS,
+//	matched/unmatched events, pass/fail against MaxError
+//
+// # The offset
+//
+// Client and mock stamp with the same clock (clock.Mono, CLOCK_MONOTONIC), so
+// diff is the loopback transit plus the client's delay in reading and
+// stamping, minus the mock's own delay between write and stamp. The
+// constant part (the kernel's loopback hand-off and one wake-up) is not the
+// client's fault and is removed: it is estimated once per run as the median
+// diff of a quiet probe step (ProbeStreams streams at ProbeEventsPerS, run
+// before the ladder), and that one offset is subtracted from every step.
+// A median of an idle step rather than a per-step minimum or median: a
+// per-step median would hide a loaded step's systematic lateness, and a
+// minimum is set by one lucky or mis-stamped event. Errors can therefore be
+// slightly negative (the mock stamped late). With --target on another host
+// the two monotonic clocks differ by an arbitrary constant; the probe's
+// median absorbs it the same way.
+//
+// # Where the mock runs
+//
+// ModeProcess (the default) runs `tracekit mock` as a child process per
+// step, so the mock's goroutines and GC do not run inside the client whose
+// CPU, RSS and scheduling are being measured; ModeInProcess runs mock.Start
+// in this process (no executable needed; client figures then include the
+// mock). Either way both share this machine's cores, which the report says.
+// With Target, the mock is already running elsewhere, started with
+// --emit-log; its log is complete only when it stops, so Run waits (up to
+// LogWait) for the log file at MockLog to become readable and joins then.
+package calibrate

@@ -1,0 +1,139 @@
+package calibrate
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// finish removes the offset (the probe's median diff) from every step,
+// judges each step against maxErr and picks the faithful loads.
+//
+// A step passes when it ran to the end, every request succeeded, every
+// event on either side found its partner, and its p99 error is at most
+// maxErr.
+func (rep *Report) finish(maxErr time.Duration) {
+	for _, r := range rep.Steps {
+		if r.Step.Kind == KindProbe {
+			rep.OffsetNs = r.RawMedianNs
+		}
+	}
+	for i := range rep.Steps {
+		r := &rep.Steps[i]
+		d := r.diffs
+		r.ErrMinNs, r.ErrP50Ns = quantile(d, 0)-rep.OffsetNs, quantile(d, 0.5)-rep.OffsetNs
+		r.ErrP99Ns, r.ErrMaxNs = quantile(d, 0.99)-rep.OffsetNs, quantile(d, 1)-rep.OffsetNs
+		r.diffs = nil
+		var why []string
+		if r.Canceled != "" {
+			why = append(why, "cut short: "+r.Canceled)
+		}
+		if r.Errors > 0 {
+			why = append(why, fmt.Sprintf("%d failed requests", r.Errors))
+		}
+		if r.Unmatched > 0 {
+			why = append(why, fmt.Sprintf("%d unmatched events", r.Unmatched))
+		}
+		if r.Matched == 0 {
+			why = append(why, "no event matched")
+		}
+		if r.ErrP99Ns > int64(maxErr) {
+			why = append(why, fmt.Sprintf("p99 error %s > %s", fmtNs(r.ErrP99Ns), fmtNs(int64(maxErr))))
+		}
+		r.Pass, r.Why = len(why) == 0, strings.Join(why, "; ")
+		if !r.Pass || r.Step.Kind == KindProbe {
+			continue
+		}
+		best := &rep.Faithful
+		if r.Step.Kind == KindRate {
+			best = &rep.FaithfulRate
+		}
+		if *best == nil || load(r.Step) > load((*best).Step) {
+			*best = r
+		}
+	}
+	rep.Verdict = rep.verdict(maxErr)
+}
+
+// load orders steps of one kind.
+func load(s Step) float64 {
+	if s.Kind == KindRate {
+		return s.Rate
+	}
+	return s.EventsPerS
+}
+
+func (rep *Report) verdict(maxErr time.Duration) string {
+	var parts []string
+	if f := rep.Faithful; f != nil {
+		parts = append(parts, fmt.Sprintf("this machine can drive %d streams / %.0f events/s faithfully (p99 error %s <= %s)",
+			f.Step.Streams, f.EventsPerS, fmtNs(f.ErrP99Ns), fmtNs(int64(maxErr))))
+	}
+	if f := rep.FaithfulRate; f != nil {
+		parts = append(parts, fmt.Sprintf("it can send %g requests/s faithfully (dispatch lag p99 %s, p99 error %s)",
+			f.Step.Rate, fmtNs(f.LagP99Ns), fmtNs(f.ErrP99Ns)))
+	}
+	for _, r := range rep.Steps {
+		if !r.Pass && r.Step.Kind != KindProbe {
+			parts = append(parts, fmt.Sprintf("%s did not pass (%s)", r.Name, r.Why))
+		}
+	}
+	if rep.Faithful == nil && rep.FaithfulRate == nil {
+		parts = append([]string{fmt.Sprintf("no step stayed under a p99 error of %s: split the load over more client processes (replay --shard i/n)", fmtNs(int64(maxErr)))}, parts...)
+	}
+	return strings.Join(parts, "\n")
+}
+
+// WriteText prints the report as a table.
+func (rep *Report) WriteText(w io.Writer) error {
+	fmt.Fprintf(w, "tracekit calibrate: %s\n", rep.Note)
+	fmt.Fprintf(w, "offset removed: %s (%s)\n\n", fmtNs(rep.OffsetNs), rep.Offset)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "step\trequests\tevents/s\tlag p50\tp99\tmax\terror p50\tp99\tmax\tclient cores\tclient RSS\tmock cores\tmatched\tunmatched\terrors\tpass\t")
+	for _, r := range rep.Steps {
+		mc := "-"
+		if r.MockCores > 0 {
+			mc = fmt.Sprintf("%.2f", r.MockCores)
+		}
+		pass := "yes"
+		if !r.Pass {
+			pass = "NO"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.0f MiB\t%s\t%d\t%d\t%d\t%s\t\n",
+			r.Name, r.Requests, r.EventsPerS, fmtNs(r.LagP50Ns), fmtNs(r.LagP99Ns), fmtNs(r.LagMaxNs),
+			fmtNs(r.ErrP50Ns), fmtNs(r.ErrP99Ns), fmtNs(r.ErrMaxNs), r.ClientCores, float64(r.ClientRSSBytes)/(1<<20),
+			mc, r.Matched, r.Unmatched, r.Errors, pass)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\n%s\n", rep.Verdict)
+	return err
+}
+
+// WriteJSON writes the report as indented JSON.
+func (rep *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+// fmtNs prints ns in the unit that keeps three significant digits.
+func fmtNs(ns int64) string {
+	a := ns
+	if a < 0 {
+		a = -a
+	}
+	switch {
+	case a < 1000:
+		return fmt.Sprintf("%dns", ns)
+	case a < 1000_000:
+		return fmt.Sprintf("%.1fus", float64(ns)/1e3)
+	case a < 1000_000_000:
+		return fmt.Sprintf("%.2fms", float64(ns)/1e6)
+	}
+	return fmt.Sprintf("%.2fs", float64(ns)/1e9)
+}

@@ -1,0 +1,179 @@
+package calibrate
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+
+	"github.com/tracekit/tracekit/mock"
+)
+
+// Result is one step's figures. Every *Ns is nanoseconds.
+type Result struct {
+	Step Step   `json:"step"`
+	Name string `json:"name"`
+
+	Requests          int     `json:"requests"`
+	Errors            int     `json:"errors"` // records with an error kind
+	EventsClient      int     `json:"events_client"`
+	EventsServer      int     `json:"events_server"`
+	Matched           int     `json:"matched"`
+	Unmatched         int     `json:"unmatched"`
+	RequestsUnmatched int     `json:"requests_unmatched"`
+	EventsPerS        float64 `json:"events_per_s"` // matched events over their client-stamp span
+
+	LagP50Ns int64 `json:"dispatch_lag_p50_ns"`
+	LagP99Ns int64 `json:"dispatch_lag_p99_ns"`
+	LagMaxNs int64 `json:"dispatch_lag_max_ns"`
+
+	// Err* are quantiles of (client stamp - server write time - offset).
+	ErrMinNs int64 `json:"error_min_ns"`
+	ErrP50Ns int64 `json:"error_p50_ns"`
+	ErrP99Ns int64 `json:"error_p99_ns"`
+	ErrMaxNs int64 `json:"error_max_ns"`
+	// RawMedianNs is the median diff before the offset is removed.
+	RawMedianNs int64 `json:"raw_median_diff_ns"`
+
+	ClientCores       float64 `json:"client_cores"` // CPU seconds / wall seconds of this process
+	ClientRSSBytes    int64   `json:"client_rss_bytes"`
+	MockCores         float64 `json:"mock_cores,omitempty"` // a child mock's CPU / the step's wall time
+	MockLatenessP99Ns int64   `json:"mock_lateness_p99_ns"`
+	WallSeconds       float64 `json:"wall_seconds"`
+
+	Canceled string `json:"canceled,omitempty"`
+	Pass     bool   `json:"pass"`
+	Why      string `json:"why,omitempty"` // why it did not pass
+
+	Recording string `json:"recording,omitempty"` // kept with Config.Dir
+
+	diffs []int64 // sorted raw diffs, until finish
+}
+
+// Report is a whole calibration.
+type Report struct {
+	Mode       string   `json:"mode"` // process, inprocess or target
+	Target     string   `json:"target,omitempty"`
+	Cores      int      `json:"cores"`
+	GoMaxProcs int      `json:"gomaxprocs"`
+	Note       string   `json:"note"`
+	MaxErrorNs int64    `json:"max_error_ns"`
+	OffsetNs   int64    `json:"offset_ns"` // removed from every diff
+	Offset     string   `json:"offset_method"`
+	Steps      []Result `json:"steps"`
+
+	// Faithful is the heaviest passing stream step (by events/s), nil if
+	// none passed; FaithfulRate the heaviest passing rate step.
+	Faithful     *Result `json:"faithful,omitempty"`
+	FaithfulRate *Result `json:"faithful_rate,omitempty"`
+	Verdict      string  `json:"verdict"`
+}
+
+// Run runs the probe and the ladder and returns the report. A step that
+// fails to run ends the calibration with an error; a step that runs but
+// measures badly is reported as not passing.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	dir := cfg.Dir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "tracekit-calibrate-"); err != nil {
+			return nil, fmt.Errorf("creating a work directory: %w", err)
+		}
+		defer os.RemoveAll(dir)
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", dir, err)
+	}
+
+	rep := &Report{Mode: cfg.Mode, Target: cfg.Target, Cores: runtime.NumCPU(), GoMaxProcs: runtime.GOMAXPROCS(0),
+		MaxErrorNs: int64(cfg.MaxError), Offset: "median client-minus-server difference of the probe step"}
+	switch {
+	case cfg.Target != "":
+		rep.Mode = "target"
+		rep.Note = "the mock runs at " + cfg.Target + "; on another host its clock differs by a constant the offset absorbs"
+	case cfg.Mode == ModeInProcess:
+		rep.Note = fmt.Sprintf("the mock runs inside this process: client CPU and RSS include it, and both share this machine's %d cores", rep.Cores)
+	default:
+		rep.Note = fmt.Sprintf("the mock runs as a child process: client CPU and RSS are the client's own, but both share this machine's %d cores", rep.Cores)
+	}
+
+	var runs []*stepRun
+	for i, s := range cfg.Ladder() {
+		if ctx.Err() != nil {
+			break
+		}
+		cfg.Logf("step %d: %s ...", i, describe(s))
+		r, err := runStep(ctx, cfg, dir, i, s)
+		if err != nil {
+			return nil, fmt.Errorf("step %d (%s): %w", i, s.Name(), err)
+		}
+		runs = append(runs, r)
+	}
+	if len(runs) == 0 {
+		return nil, fmt.Errorf("calibration interrupted before its first step: %w", ctx.Err())
+	}
+	var shared []mock.LogEntry
+	if cfg.Target != "" {
+		if shared, err = waitForLog(ctx, cfg.MockLog, cfg.LogWait, cfg.Logf); err != nil {
+			return nil, err
+		}
+	}
+	for _, r := range runs {
+		if r.log == nil {
+			r.log = shared
+		}
+		res, err := r.result()
+		if err != nil {
+			return nil, err
+		}
+		if cfg.Dir != "" {
+			res.Recording = r.recording
+		}
+		rep.Steps = append(rep.Steps, res)
+	}
+	rep.finish(cfg.MaxError)
+	if ctx.Err() != nil {
+		return rep, fmt.Errorf("calibration interrupted after %d of %d steps: %w", len(runs), len(cfg.Ladder()), ctx.Err())
+	}
+	return rep, nil
+}
+
+func describe(s Step) string {
+	if s.Kind == KindRate {
+		return fmt.Sprintf("%g requests/s of %d tokens", s.Rate, RateTokens)
+	}
+	return fmt.Sprintf("%d streams, %g events/s", s.Streams, s.EventsPerS)
+}
+
+// result reads the step's recording back and joins it with the log.
+func (r *stepRun) result() (Result, error) {
+	recs, meta, err := readRecording(r.recording)
+	if err != nil {
+		return Result{}, fmt.Errorf("step %s: %w", r.plan.step.Name(), err)
+	}
+	j := Join(recs, meta.StartMonoNs, r.log, r.plan.prefix)
+	res := Result{
+		Step: r.plan.step, Name: r.plan.step.Name(),
+		Requests: j.Requests, Errors: j.Errors, EventsClient: j.EventsClient, EventsServer: j.EventsServer,
+		Matched: j.Matched(), Unmatched: j.Unmatched, RequestsUnmatched: j.RequestsUnmatched,
+		LagP50Ns: r.health.DispatchLagP50Ns, LagP99Ns: r.health.DispatchLagP99Ns, LagMaxNs: r.health.DispatchLagMaxNs,
+		RawMedianNs:       quantile(j.Diffs, 0.5),
+		ClientRSSBytes:    r.rssPeak,
+		MockLatenessP99Ns: r.mockStats.LatenessP99Ns,
+		WallSeconds:       r.wall.Seconds(),
+		Canceled:          r.canceled,
+	}
+	if r.health.WallSeconds > 0 {
+		res.ClientCores = r.health.CPUSeconds / r.health.WallSeconds
+	}
+	if r.mockCPU > 0 && r.wall > 0 {
+		res.MockCores = r.mockCPU / r.wall.Seconds()
+	}
+	if span := j.LastNs - j.FirstNs; span > 0 {
+		res.EventsPerS = float64(j.Matched()) / (float64(span) / 1e9)
+	}
+	res.diffs = j.Diffs
+	return res, nil
+}

@@ -1,0 +1,268 @@
+package calibrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tracekit/tracekit/capture"
+	"github.com/tracekit/tracekit/mock"
+	"github.com/tracekit/tracekit/replay"
+	"github.com/tracekit/tracekit/trace"
+)
+
+// maxRamp bounds how long a stream step takes to start all its streams:
+// starting 10,000 connections at once measures the kernel's accept queue,
+// not the client.
+const maxRamp = time.Second
+
+// plan is one step sized: what the trace asks and what the mock serves.
+type plan struct {
+	step      Step
+	prefix    string        // conversation id prefix, unique per step
+	requests  int           // one-turn conversations
+	maxTokens int           // per request; events = maxTokens + 1 (the role chunk)
+	spacing   time.Duration // between request starts
+	itl       time.Duration // mock decode step (and prefill)
+	seqs      int           // mock batch capacity: nobody queues
+}
+
+// size turns a step into a plan. A stream lasts about d: it emits
+// d * EventsPerS / Streams events, one every ITL; streams start evenly over
+// min(maxRamp, d/4). A rate step sends Rate*d requests Rate per second,
+// each RateTokens tokens long.
+func size(s Step, d, itl time.Duration, idx int) plan {
+	p := plan{step: s, prefix: fmt.Sprintf("cal%02d-", idx), itl: itl}
+	switch s.Kind {
+	case KindRate:
+		p.requests = max(1, int(math.Round(s.Rate*d.Seconds())))
+		p.maxTokens = RateTokens
+		p.spacing = time.Duration(float64(time.Second) / s.Rate)
+		// Concurrency is rate * request time; leave twice that.
+		p.seqs = 2*int(s.Rate*(time.Duration(RateTokens+1)*itl+50*time.Millisecond).Seconds()) + 16
+	default:
+		p.requests = s.Streams
+		events := max(2, int(math.Round(d.Seconds()*s.EventsPerS/float64(s.Streams))))
+		p.maxTokens = events - 1
+		p.spacing = min(maxRamp, d/4) / time.Duration(s.Streams)
+		p.seqs = s.Streams + 16
+	}
+	return p
+}
+
+// mockConfig is the mock's latency model for p: no jitter, no per-token
+// or per-sequence cost, so every event is due exactly one ITL after the
+// previous one and the first one ITL after arrival.
+func (p plan) mockConfig() mock.Config {
+	c := mock.DefaultConfig()
+	c.Latency = mock.Latency{
+		PrefillBase: mock.Duration(p.itl), DecodeBase: mock.Duration(p.itl),
+		TokensPerEvent: 1, MaxNumSeqs: p.seqs, OutputMean: 1, MaxModelLen: 1 << 20,
+	}
+	return c
+}
+
+// writeTrace writes p's one-turn conversations to path.
+func (p plan) writeTrace(path string) error {
+	w, err := trace.NewTraceWriter(path, trace.TraceMeta{TracekitVersion: trace.Version, Command: "tracekit calibrate", Source: "calibrate", Tokenizer: "o200k_base"})
+	if err != nil {
+		return err
+	}
+	for i := range p.requests {
+		at := int64(i) * int64(p.spacing)
+		id := p.prefix + strconv.Itoa(i)
+		if err := w.Write(trace.Turn{
+			ConversationID: id, StartOffsetNs: at, ArrivalOffsetNs: at,
+			Messages:    []trace.Message{{Role: "user", Content: "calibration stream " + id, Tokens: 4}},
+			InputTokens: 4, OutputTokens: int32(p.maxTokens),
+		}); err != nil {
+			w.Close()
+			return err
+		}
+	}
+	return w.Close()
+}
+
+// stepRun is what running one step left behind, before the join.
+type stepRun struct {
+	plan      plan
+	recording string
+	log       []mock.LogEntry // nil with a remote target: joined later
+	mockStats mock.Stats
+	mockCPU   float64
+	health    trace.Health
+	rssPeak   int64
+	wall      time.Duration
+	canceled  string // why the replay was cut short, "" if it ran to the end
+}
+
+// runStep runs one step: starts its mock (unless cfg.Target), writes its
+// trace, replays it into a recording and stops the mock.
+func runStep(ctx context.Context, cfg Config, dir string, idx int, s Step) (*stepRun, error) {
+	itl := s.ITL()
+	if cfg.Target != "" {
+		itl = cfg.TargetITL
+	}
+	p := size(s, cfg.Duration, itl, idx)
+	base := filepath.Join(dir, fmt.Sprintf("%02d-%s", idx, strings.ReplaceAll(s.Name(), "=", "-")))
+	run := &stepRun{plan: p, recording: base + ".recording.parquet"}
+	tracePath := base + ".trace.parquet"
+	if err := p.writeTrace(tracePath); err != nil {
+		return nil, fmt.Errorf("writing the step's trace: %w", err)
+	}
+
+	target, model := cfg.Target, ""
+	var m runningMock
+	if target == "" {
+		var err error
+		if cfg.Mode == ModeInProcess {
+			m, err = startInProcess(p.mockConfig())
+		} else {
+			m, err = startChild(cfg.MockCommand, cfg.MockEnv, p.mockConfig(), base+".mock.parquet")
+		}
+		if err != nil {
+			return nil, err
+		}
+		target, model = m.URL(), p.mockConfig().Model
+	}
+	stopMock := func() error {
+		if m == nil {
+			return nil
+		}
+		log, st, cpu, err := m.Stop()
+		m = nil
+		run.log, run.mockStats, run.mockCPU = log, st, cpu
+		return err
+	}
+	defer stopMock()
+
+	debug.FreeOSMemory() // the previous step's garbage must not count here
+	rss := startRSSSampler(50 * time.Millisecond)
+	began := time.Now()
+	h, canceled, err := replayInto(ctx, p, tracePath, target, model, run.recording)
+	run.wall, run.rssPeak = time.Since(began), rss.stop()
+	if err != nil {
+		return nil, err
+	}
+	run.health, run.canceled = h, canceled
+	if err := stopMock(); err != nil {
+		return nil, err
+	}
+	return run, nil
+}
+
+// replayInto replays the step's trace against target into a recording and
+// returns the client's health and why it was cut short ("" if it was not).
+// The run is bounded: every stream should end by ramp + duration, so
+// anything beyond a generous margin is canceled (and recorded as such).
+func replayInto(ctx context.Context, p plan, tracePath, target, model, out string) (trace.Health, string, error) {
+	span := time.Duration(p.requests)*p.spacing + time.Duration(p.maxTokens+1)*p.itl
+	r, err := replay.New(replay.Config{
+		Trace: tracePath, Targets: []string{target}, Model: model,
+		IgnoreEOS: true, ContinuousUsage: "on",
+		IdleTimeout: 30 * time.Second, ReadyTimeout: 10 * time.Second,
+		BenchmarkTimeout: 2*span + time.Minute,
+		Command:          "tracekit calibrate (" + p.step.Name() + ")",
+	})
+	if err != nil {
+		return trace.Health{}, "", fmt.Errorf("preparing the replay: %w", err)
+	}
+	defer r.Close()
+	rec, err := capture.NewRecorder(out, trace.RunMeta{TracekitVersion: trace.Version, Targets: []string{target}},
+		capture.RecorderOptions{Queue: max(1024, 2*p.requests)})
+	if err != nil {
+		return trace.Health{}, "", err
+	}
+	res, runErr := r.Run(ctx, rec)
+	closeErr := rec.Close()
+	if runErr != nil {
+		return trace.Health{}, "", fmt.Errorf("replaying step %s: %w", p.step.Name(), runErr)
+	}
+	if closeErr != nil {
+		return trace.Health{}, "", fmt.Errorf("writing %s: %w", out, closeErr)
+	}
+	if res == nil || res.Meta.Health == nil {
+		return trace.Health{}, "", fmt.Errorf("step %s: the replay did not start", p.step.Name())
+	}
+	return *res.Meta.Health, res.Canceled, nil
+}
+
+// readRecording reads every record of a recording, each with its own
+// event slices.
+func readRecording(path string) ([]trace.Record, trace.RunMeta, error) {
+	r, err := trace.OpenRecording(path)
+	if err != nil {
+		return nil, trace.RunMeta{}, err
+	}
+	defer r.Close()
+	// Read straight into the result: the reader may reuse the list
+	// backing arrays of the rows it is handed.
+	out := make([]trace.Record, r.NumRows())
+	for n := 0; n < len(out); {
+		k, err := r.Read(out[n:])
+		n += k
+		if errors.Is(err, io.EOF) || (err == nil && k == 0) {
+			return out[:n], r.Meta, nil
+		}
+		if err != nil {
+			return nil, r.Meta, fmt.Errorf("reading %s row %d: %w", path, n, err)
+		}
+	}
+	return out, r.Meta, nil
+}
+
+// rssSampler records the peak resident set of this process between start
+// and stop. getrusage's maxrss is the peak of the whole process life, so
+// it cannot tell one step from the previous, larger one.
+type rssSampler struct {
+	done chan struct{}
+	wg   sync.WaitGroup
+	peak int64
+}
+
+func startRSSSampler(every time.Duration) *rssSampler {
+	s := &rssSampler{done: make(chan struct{}), peak: currentRSS()}
+	s.wg.Go(func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.done:
+				return
+			case <-t.C:
+				s.peak = max(s.peak, currentRSS())
+			}
+		}
+	})
+	return s
+}
+
+// stop ends sampling and returns the peak in bytes.
+func (s *rssSampler) stop() int64 {
+	close(s.done)
+	s.wg.Wait()
+	return max(s.peak, currentRSS())
+}
+
+// currentRSS is this process's resident set in bytes (0 if unknown).
+func currentRSS() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseInt(f[1], 10, 64)
+	return pages * int64(os.Getpagesize())
+}

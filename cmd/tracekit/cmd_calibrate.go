@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/tracekit/tracekit/calibrate"
+)
+
+func init() {
+	var (
+		c       calibrate.Config
+		jsonOut string
+	)
+	cmd := &cobra.Command{
+		Use:   "calibrate",
+		Short: "Measure how faithfully this machine records: replay a load ladder against a mock and compare with its ground truth",
+		Long: `calibrate replays a ladder of loads against a mock, joins each recording with
+the mock's ground-truth log (by X-Request-Id and event index) and prints per
+step: dispatch lag p50/p99/max, event timestamp error p50/p99/max (client stamp
+minus the mock's write time, minus the constant loopback offset: the median
+difference of a quiet probe step run first), client CPU and RSS, and
+matched/unmatched events. It ends with the largest load whose p99 error stays
+under --max-error: "this machine can drive N streams / M events/s faithfully".
+
+Stream steps (--streams, --events-per-s; default 4 events/s per stream) run N
+streams of about --duration each, started over min(1s, duration/4). Rate steps
+(--rates) send short requests (4 tokens, 5 ms apart) at R requests/s for
+--duration. The mock runs as a 'tracekit mock' child process by default
+(--mock process), so its goroutines and GC stay out of the client's figures;
+--mock inprocess runs it inside this process. Client and mock still share
+this machine's cores. --target uses a 'tracekit mock --emit-log FILE' running
+elsewhere: give that FILE as --mock-log; calibrate waits for it to be complete
+(stop that mock) and joins then; stream rates follow that mock's --decode-base
+(--target-itl).`,
+		Example: `  tracekit calibrate
+  tracekit calibrate --streams 1000,5000,10000 --events-per-s 4000,20000,40000 --rates 500,2000,5000 --json cal.json
+  tracekit calibrate --streams 100,500 --duration 3s --mock inprocess --max-error 500us
+  tracekit mock --listen 127.0.0.1:8000 --emit-log truth.parquet &   # then:
+  tracekit calibrate --target http://127.0.0.1:8000 --mock-log truth.parquet --streams 200`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if c.Target == "" && c.Mode != calibrate.ModeInProcess {
+				exe, err := os.Executable()
+				if err != nil {
+					return fmt.Errorf("finding the tracekit executable for the mock child (or use --mock inprocess): %w", err)
+				}
+				c.MockCommand = []string{exe, "mock"}
+			}
+			if err := calibrate.Validate(c); err != nil {
+				return badInput(err)
+			}
+			c.Logf = func(format string, args ...any) { fmt.Fprintf(cmd.ErrOrStderr(), "calibrate: "+format+"\n", args...) }
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			rep, err := calibrate.Run(ctx, c)
+			if rep != nil {
+				if werr := rep.WriteText(cmd.OutOrStdout()); werr != nil {
+					return werr
+				}
+				if jsonOut != "" {
+					if werr := writeCalibrateJSON(jsonOut, rep); werr != nil {
+						return werr
+					}
+				}
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.IntSliceVar(&c.Streams, "streams", []int{1000, 5000, 10000}, "stream steps: concurrent streams (empty: none)")
+	f.Float64SliceVar(&c.EventsPerS, "events-per-s", nil, "events/s of each stream step across its streams, one per --streams value or one for all (default 4 per stream)")
+	f.Float64SliceVar(&c.Rates, "rates", nil, "rate steps: requests/s of short requests, e.g. 500,2000,5000")
+	f.DurationVar(&c.Duration, "duration", 5*time.Second, "how long each step's streams last")
+	f.DurationVar(&c.MaxError, "max-error", time.Millisecond, "p99 event timestamp error a step may have to count as faithful")
+	f.StringVar(&c.Mode, "mock", calibrate.ModeProcess, "where the mock runs: process (a tracekit mock child) or inprocess")
+	f.StringVar(&c.Target, "target", "", "base URL of a tracekit mock already running (started with --emit-log)")
+	f.StringVar(&c.MockLog, "mock-log", "", "with --target: that mock's --emit-log file, read once it is complete")
+	f.DurationVar(&c.LogWait, "log-wait", 2*time.Minute, "with --target: how long to wait for --mock-log to be complete")
+	f.DurationVar(&c.TargetITL, "target-itl", 15*time.Millisecond, "with --target: that mock's --decode-base, to size the streams")
+	f.StringVar(&c.Dir, "keep", "", "keep each step's trace, recording and mock log in this directory")
+	f.StringVar(&jsonOut, "json", "", "also write the report as JSON to this file")
+	root.AddCommand(cmd)
+}
+
+func writeCalibrateJSON(path string, rep *calibrate.Report) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("writing the JSON report: %w", err)
+	}
+	if err := rep.WriteJSON(f); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return f.Close()
+}
