@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -272,7 +273,7 @@ func (p *Proxy) upstreamRequest(r *http.Request, body []byte) (*http.Request, er
 	u.Path = strings.TrimSuffix(u.Path, "/") + r.URL.Path
 	u.RawPath = ""
 	u.RawQuery = r.URL.RawQuery
-	out, err := http.NewRequestWithContext(r.Context(), r.Method, u.String(), strings.NewReader(string(body)))
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, u.String(), bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("building the upstream request: %w", err)
 	}
@@ -359,6 +360,9 @@ func (p *Proxy) forward(w http.ResponseWriter, out *http.Request, ex *exchange) 
 			res.doneNs = t
 			if err != io.EOF {
 				res.readErr = err
+				// The client's going away cancels the upstream request:
+				// tell that apart from the upstream breaking off.
+				res.clientGone = res.clientGone || out.Context().Err() != nil
 			}
 			if parse && !res.sse && err == io.EOF {
 				ex.stream.FeedJSON(res.jsonBody, t)

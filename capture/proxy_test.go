@@ -489,7 +489,7 @@ func TestProxyRotation(t *testing.T) {
 func TestProxySessionHeaderAndRedaction(t *testing.T) {
 	up := fastMock(t)
 	ps, dir := startProxy(t, up.URL(), func(c *ProxyConfig) { c.SessionHeader = "X-Session"; c.RedactContent = true })
-	for _, q := range []string{"alpha-private", "beta-private"} {
+	for _, q := range []string{"alpha-private shared system prompt that is long enough to fill more than one block of tokens", "beta-private"} {
 		// Histories that do not chain (the client rewrites them): only the
 		// header can group these.
 		post(t, ps.URL(), "/v1/chat/completions", chatBody([]msg{{"user", q}}, true), map[string]string{"X-Session": "s1"})
@@ -502,9 +502,12 @@ func TestProxySessionHeaderAndRedaction(t *testing.T) {
 		t.Fatalf("rows %+v", rows)
 	}
 	for _, r := range rows {
-		if r.Messages[0].Content != "" || r.Messages[0].Tokens <= 0 || r.ReferenceAnswer != "" {
-			t.Fatalf("redacted row keeps text: %+v", r)
+		if r.Messages[0].Content != "" || r.Messages[0].Tokens <= 0 || r.ReferenceAnswer != "" || len(r.PrefixHashes) == 0 {
+			t.Fatalf("redacted row keeps text or lacks hashes: %+v", r)
 		}
+	}
+	if rows[0].PrefixHashes[0] == rows[1].PrefixHashes[0] {
+		t.Fatal("different prompts share their first block hash")
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "*"))
 	for _, f := range files {

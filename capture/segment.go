@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -96,6 +97,7 @@ func (p *Proxy) traceMeta() *trace.TraceMeta {
 	opts := map[string]string{"upstream": p.target}
 	if p.cfg.RedactContent {
 		opts["redacted"] = "true"
+		opts["block_size"] = strconv.Itoa(RedactBlockSize)
 	}
 	return &trace.TraceMeta{
 		TracekitVersion: trace.Version,
@@ -250,6 +252,9 @@ func (p *Proxy) account(seg *segment, ex *exchange, call *llmCall, r *http.Reque
 			if msg != "" {
 				rec.ErrorMessage += ": " + msg
 			}
+		case ex.stream.Done():
+			// Complete: a client that stops reading after [DONE] (the
+			// OpenAI SDK does) cuts the body's last bytes, nothing more.
 		case res.clientGone:
 			rec.ErrorKind, rec.ErrorMessage = trace.ErrCanceled, fmt.Sprintf("the client went away after %d events", len(rec.EventNs))
 		case res.readErr != nil:
@@ -274,6 +279,9 @@ func (p *Proxy) account(seg *segment, ex *exchange, call *llmCall, r *http.Reque
 			}
 		}
 		turn.OutputTokens = outputTokens(rec, call, answer, p.tok.Count)
+		if p.cfg.RedactContent {
+			turn.PrefixHashes = p.prefixHashes(call.messages)
+		}
 		bytes += int64(len(turn.ReferenceAnswer))
 		w, err := seg.recorder()
 		if err != nil {
@@ -287,6 +295,40 @@ func (p *Proxy) account(seg *segment, ex *exchange, call *llmCall, r *http.Reque
 		seg.requests++
 		seg.mu.Unlock()
 	}()
+}
+
+// RedactBlockSize is the tokens per PrefixHashes block of a redacted
+// capture (vLLM's default KV block size), also in TraceMeta.Options.
+const RedactBlockSize = 16
+
+// prefixHashes describes a redacted prompt's prefix reuse: the prompt (all
+// messages, roles included) is tokenized and cut into RedactBlockSize-token
+// blocks; block i hashes the whole prefix up to its end, so two prompts
+// share hash i exactly when they share those tokens. The last block may be
+// partial.
+func (p *Proxy) prefixHashes(msgs []trace.Message) []int64 {
+	var b strings.Builder
+	for _, m := range msgs {
+		b.WriteString(m.Role)
+		b.WriteByte('\n')
+		b.WriteString(m.Content)
+		b.WriteByte('\n')
+	}
+	ids := p.tok.Encode(b.String())
+	out := make([]int64, 0, (len(ids)+RedactBlockSize-1)/RedactBlockSize)
+	h := uint64(14695981039346656037) // FNV-1a, chained over the blocks
+	for i, id := range ids {
+		for v := uint64(id); ; v >>= 8 {
+			h = (h ^ (v & 0xff)) * 1099511628211
+			if v < 0x100 {
+				break
+			}
+		}
+		if (i+1)%RedactBlockSize == 0 || i == len(ids)-1 {
+			out = append(out, int64(h&(1<<63-1)))
+		}
+	}
+	return out
 }
 
 // outputTokens is the output length replay should ask for: the server's
