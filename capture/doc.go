@@ -29,6 +29,15 @@
 // every record fsync'd so far, and Recover (tracekit recover, or the next
 // replay start) turns it into a valid recording.
 //
+// Proxy (tracekit capture) is an http.Handler in front of a real server.
+// Each upstream read is written and flushed to the client first, then
+// stamped and parsed by a Stream, so the client sees every event as soon
+// as the proxy does. Requests are grouped into conversations by message
+// history (conversations.go) or a session header. Each segment of time
+// (rotated by age or buffered size) writes a recording through a Recorder
+// as requests finish and a trace (sorted, so written when the segment
+// closes). StartProxy runs it on a listener, like httptest.Server.
+//
 // Stream.ReadBody is called so rather than ReadFrom, which go vet reserves
 // for io.ReaderFrom's signature.
 package capture

@@ -22,6 +22,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/valyala/fasthttp"
 
+	"github.com/tracekit/tracekit/clock"
 	"github.com/tracekit/tracekit/mock"
 	"github.com/tracekit/tracekit/tokenizer"
 	"github.com/tracekit/tracekit/trace"
@@ -29,7 +30,10 @@ import (
 
 const secret = "sk-tracekit-SECRET-do-not-write"
 
-var testTok = tokenizer.Default()
+var (
+	testTok   = tokenizer.Default()
+	clockMono = clock.Mono
+)
 
 func fastMock(t *testing.T) *mock.Server {
 	t.Helper()
@@ -513,6 +517,47 @@ func TestProxySessionHeaderAndRedaction(t *testing.T) {
 	for _, f := range files {
 		if b, _ := os.ReadFile(f); bytes.Contains(b, []byte("alpha-private")) {
 			t.Fatalf("%s contains redacted text", f)
+		}
+	}
+}
+
+// TestProxyStampsPrecedeClient: for every event the proxy's stamp (its
+// upstream read) precedes the client's (its read of the forwarded bytes),
+// and both saw the same events: the recording is the upstream's timing.
+func TestProxyStampsPrecedeClient(t *testing.T) {
+	up := fastMock(t)
+	ps, _ := startProxy(t, up.URL(), nil)
+	client := map[string][]int64{}
+	for i := range 4 {
+		id := fmt.Sprintf("s-%d", i)
+		req, _ := http.NewRequest("POST", ps.URL()+"/v1/chat/completions", strings.NewReader(chatBody([]msg{{"user", id}}, true)))
+		req.Header.Set("X-Request-Id", id)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := NewStream(nil)
+		if err := s.ReadBody(resp.Body, make([]byte, 4096), clockMono); err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		var rec trace.Record
+		s.Fill(&rec)
+		client[id] = rec.EventNs
+	}
+	if err := ps.Close(); err != nil {
+		t.Fatal(err)
+	}
+	recs, meta := readAll(t, ps.Proxy().Segments()[0].Recording)
+	for _, r := range recs {
+		c := client[r.RequestID]
+		if len(c) == 0 || len(c) != len(r.EventNs) {
+			t.Fatalf("%s: client saw %d events, proxy recorded %d", r.RequestID, len(c), len(r.EventNs))
+		}
+		for i, ts := range r.EventNs {
+			if abs := ts + meta.StartMonoNs; abs > c[i] {
+				t.Fatalf("%s event %d: proxy stamp %d after the client's %d", r.RequestID, i, abs, c[i])
+			}
 		}
 	}
 }
