@@ -99,6 +99,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.Note = fmt.Sprintf("the mock runs as a child process: client CPU and RSS are the client's own, but both share this machine's %d cores", rep.Cores)
 	}
 
+	for i, s := range cfg.Ladder() {
+		if err := checkFDs(cfg, size(s, cfg.Duration, cfg.itl(s), i)); err != nil {
+			return nil, fmt.Errorf("step %d (%s): %w", i, s.Name(), err)
+		}
+	}
 	var runs []*stepRun
 	for i, s := range cfg.Ladder() {
 		if ctx.Err() != nil {

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/tracekit/tracekit/capture"
 	"github.com/tracekit/tracekit/mock"
 	"github.com/tracekit/tracekit/replay"
@@ -108,11 +110,7 @@ type stepRun struct {
 // runStep runs one step: starts its mock (unless cfg.Target), writes its
 // trace, replays it into a recording and stops the mock.
 func runStep(ctx context.Context, cfg Config, dir string, idx int, s Step) (*stepRun, error) {
-	itl := s.ITL()
-	if cfg.Target != "" {
-		itl = cfg.TargetITL
-	}
-	p := size(s, cfg.Duration, itl, idx)
+	p := size(s, cfg.Duration, cfg.itl(s), idx)
 	base := filepath.Join(dir, fmt.Sprintf("%02d-%s", idx, strings.ReplaceAll(s.Name(), "=", "-")))
 	run := &stepRun{plan: p, recording: base + ".recording.parquet"}
 	tracePath := base + ".trace.parquet"
@@ -265,4 +263,33 @@ func currentRSS() int64 {
 	}
 	pages, _ := strconv.ParseInt(f[1], 10, 64)
 	return pages * int64(os.Getpagesize())
+}
+
+// itl is the inter-event time the step's mock will serve: the step's own,
+// or a remote mock's.
+func (c Config) itl(s Step) time.Duration {
+	if c.Target != "" {
+		return c.TargetITL
+	}
+	return s.ITL()
+}
+
+// checkFDs fails early when the step's sockets cannot fit this process's
+// file-descriptor limit (Go raises the soft limit to the hard one at
+// start): every stream is a socket here, and a second one when the mock
+// runs in this process. Otherwise the run would stall in accept errors.
+func checkFDs(cfg Config, p plan) error {
+	var lim unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) != nil {
+		return nil
+	}
+	streams := min(p.requests, p.seqs)
+	need, per := uint64(streams)+256, "one socket per stream"
+	if cfg.Target == "" && cfg.Mode == ModeInProcess {
+		need, per = 2*uint64(streams)+256, "two sockets per stream with the mock in this process"
+	}
+	if need > lim.Cur {
+		return fmt.Errorf("%d concurrent streams need about %d file descriptors (%s), the limit is %d: raise it (ulimit -n) or use --mock process", streams, need, per, lim.Cur)
+	}
+	return nil
 }
