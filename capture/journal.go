@@ -173,43 +173,62 @@ type journalReader struct {
 	TornOffset int64
 }
 
-func newJournalReader(r io.Reader, name string) (*journalReader, error) {
-	br := bufio.NewReaderSize(r, 1<<16)
-	magic := make([]byte, len(journalMagic))
-	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != journalMagic {
-		return nil, fmt.Errorf("%s: %w (expected it to start with %q)", name, ErrNotJournal, journalMagic[:len(journalMagic)-1])
+// sniffJournal returns the magic line r starts with, if it is one of ours.
+func sniffJournal(r *bufio.Reader) string {
+	for _, m := range []string{journalMagic, traceJournalMagic} {
+		if b, err := r.Peek(len(m)); err == nil && string(b) == m {
+			return m
+		}
 	}
-	return &journalReader{r: br, name: name, offset: int64(len(journalMagic))}, nil
+	return ""
+}
+
+func newJournalReader(r io.Reader, name, magic string) (*journalReader, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	if sniffJournal(br) != magic {
+		return nil, fmt.Errorf("%s: %w (expected it to start with %q)", name, ErrNotJournal, magic[:len(magic)-1])
+	}
+	br.Discard(len(magic))
+	return &journalReader{r: br, name: name, offset: int64(len(magic))}, nil
+}
+
+// frame returns the next intact frame's payload and offset; io.EOF at the
+// end of the valid part. The payload is valid until the next call.
+func (j *journalReader) frame() ([]byte, int64, error) {
+	var hdr [8]byte
+	if _, err := io.ReadFull(j.r, hdr[:]); err != nil {
+		if err == io.EOF {
+			return nil, 0, io.EOF
+		}
+		return nil, 0, j.torn()
+	}
+	size, sum := binary.LittleEndian.Uint32(hdr[:4]), binary.LittleEndian.Uint32(hdr[4:])
+	if size == 0 || size > maxFrame {
+		return nil, 0, j.torn()
+	}
+	if cap(j.buf) < int(size) {
+		j.buf = make([]byte, size)
+	}
+	p := j.buf[:size]
+	if _, err := io.ReadFull(j.r, p); err != nil {
+		return nil, 0, j.torn()
+	}
+	if crc32.Checksum(p, castagnoli) != sum {
+		return nil, 0, j.torn()
+	}
+	at := j.offset
+	j.offset += int64(len(hdr) + len(p))
+	return p, at, nil
 }
 
 // next decodes the next record into rec; it returns io.EOF at the end of
 // the valid part (meta frames are absorbed into Meta).
 func (j *journalReader) next(rec *trace.Record) error {
 	for {
-		var hdr [8]byte
-		n, err := io.ReadFull(j.r, hdr[:])
-		if err == io.EOF {
-			return io.EOF
-		}
+		p, at, err := j.frame()
 		if err != nil {
-			return j.torn(n)
+			return err
 		}
-		size, sum := binary.LittleEndian.Uint32(hdr[:4]), binary.LittleEndian.Uint32(hdr[4:])
-		if size == 0 || size > maxFrame {
-			return j.torn(len(hdr))
-		}
-		if cap(j.buf) < int(size) {
-			j.buf = make([]byte, size)
-		}
-		p := j.buf[:size]
-		if n, err := io.ReadFull(j.r, p); err != nil {
-			return j.torn(len(hdr) + n)
-		}
-		if crc32.Checksum(p, castagnoli) != sum {
-			return j.torn(len(hdr) + len(p))
-		}
-		at := j.offset
-		j.offset += int64(len(hdr) + len(p))
 		switch p[0] {
 		case frameMeta:
 			if err := json.Unmarshal(p[1:], &j.Meta); err != nil {
@@ -226,7 +245,54 @@ func (j *journalReader) next(rec *trace.Record) error {
 	}
 }
 
-func (j *journalReader) torn(int) error {
+func (j *journalReader) torn() error {
 	j.Torn, j.TornOffset = true, j.offset
 	return io.EOF
+}
+
+// The trace journal of a capture segment: the same framing, holding the
+// trace meta ('T', JSON) and each turn as it finishes ('U', JSON). A trace's
+// rows are sorted, so the file itself is written when the segment closes;
+// after a crash Recover sorts the journal's turns into it.
+const (
+	traceJournalMagic = "tracekit.trace-journal.v1\n"
+	frameTraceMeta    = 'T'
+	frameTurn         = 'U'
+)
+
+func appendJSONPayload(dst []byte, kind byte, v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return dst, fmt.Errorf("encoding a journal entry: %w", err)
+	}
+	return append(append(dst, kind), b...), nil
+}
+
+// readTraceJournal returns the turns and meta of a trace journal.
+func readTraceJournal(j *journalReader) ([]trace.Turn, trace.TraceMeta, error) {
+	var turns []trace.Turn
+	var meta trace.TraceMeta
+	for {
+		p, at, err := j.frame()
+		if err == io.EOF {
+			return turns, meta, nil
+		}
+		if err != nil {
+			return nil, meta, err
+		}
+		switch p[0] {
+		case frameTraceMeta:
+			err = json.Unmarshal(p[1:], &meta)
+		case frameTurn:
+			var t trace.Turn
+			if err = json.Unmarshal(p[1:], &t); err == nil {
+				turns = append(turns, t)
+			}
+		default:
+			err = fmt.Errorf("unknown frame kind %q", p[0])
+		}
+		if err != nil {
+			return nil, meta, fmt.Errorf("%s: byte %d: %w", j.name, at, err)
+		}
+	}
 }

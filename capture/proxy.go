@@ -120,6 +120,9 @@ func NewProxy(cfg ProxyConfig) (*Proxy, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 64 << 20
 	}
+	if cfg.SyncEvery <= 0 {
+		cfg.SyncEvery = time.Second
+	}
 	if cfg.MaxConversations <= 0 {
 		cfg.MaxConversations = 100_000
 	}
@@ -182,10 +185,11 @@ func (p *Proxy) Close() error {
 	return errors.Join(p.errs...)
 }
 
-// rotateIdle closes a segment whose time is up even when no request comes.
+// rotateIdle closes a segment whose time is up even when no request comes,
+// and makes the current segment's trace journal durable every SyncEvery.
 func (p *Proxy) rotateIdle() {
 	defer p.ticker.Done()
-	t := time.NewTicker(min(p.cfg.RotateEvery/4+time.Millisecond, time.Minute))
+	t := time.NewTicker(min(p.cfg.RotateEvery/4+time.Millisecond, p.cfg.SyncEvery))
 	defer t.Stop()
 	for {
 		select {
@@ -196,7 +200,13 @@ func (p *Proxy) rotateIdle() {
 			if p.seg != nil && p.seg.due(clock.Mono()) {
 				p.rotateLocked()
 			}
+			seg := p.seg
 			p.mu.Unlock()
+			if seg != nil { // fsync outside p.mu: arrivals never wait on disk
+				if err := seg.syncTrace(); err != nil {
+					p.cfg.Logf("capture: trace journal of segment %d: %v (the trace is still written at rotation)", seg.n, err)
+				}
+			}
 		}
 	}
 }

@@ -12,9 +12,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -560,4 +562,57 @@ func TestProxyStampsPrecedeClient(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestProxySIGKILLRecover kills a real capture process after three turns of
+// one conversation: tracekit recover's code turns what it left into a
+// valid trace and recording holding all three.
+func TestProxySIGKILLRecover(t *testing.T) {
+	up := fastMock(t)
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "TRACEKIT_PROXY_CHILD="+dir, "TRACEKIT_PROXY_UPSTREAM="+up.URL())
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "http://") {
+		t.Fatalf("child said %q (%v)", line, err)
+	}
+	base := strings.TrimSpace(line)
+	hist := []msg{{"user", "q0"}}
+	for k := range 3 {
+		_, _, b := post(t, base, "/v1/chat/completions", chatBody(hist, true), nil)
+		text, _ := sseAnswer(t, b)
+		hist = append(hist, msg{"assistant", text}, msg{"user", fmt.Sprintf("q%d", k+1)})
+	}
+	time.Sleep(500 * time.Millisecond) // ten journal sync periods
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	res, err := RecoverAll(dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var traces, recs int
+	for _, r := range res {
+		if r.Trace {
+			traces++
+			rows := readTrace(t, r.Out)
+			if len(rows) != 3 || rows[2].Turn != 2 || rows[2].ConversationID != rows[0].ConversationID || rows[2].ThinkTimeNs <= 0 {
+				t.Fatalf("recovered trace rows %+v", rows)
+			}
+		} else {
+			recs++
+			got, _ := readAll(t, r.Out)
+			if len(got) != 3 {
+				t.Fatalf("recovered %d records", len(got))
+			}
+		}
+	}
+	if traces != 1 || recs != 1 {
+		t.Fatalf("results %+v", res)
+	}
+	noSecretIn(t, dir)
 }

@@ -25,6 +25,10 @@ func TestMain(m *testing.M) {
 		recordingChild(path)
 		return
 	}
+	if dir := os.Getenv("TRACEKIT_PROXY_CHILD"); dir != "" {
+		proxyChild(dir, os.Getenv("TRACEKIT_PROXY_UPSTREAM"))
+		return
+	}
 	os.Exit(m.Run())
 }
 
@@ -44,6 +48,17 @@ func recordingChild(path string) {
 		out.Flush()
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// proxyChild runs a capture proxy, prints its URL and serves until killed.
+func proxyChild(dir, upstream string) {
+	ps, err := StartProxy(ProxyConfig{Upstream: upstream, OutDir: dir, Tokenizer: testTok, SyncEvery: 50 * time.Millisecond}, "")
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	fmt.Println(ps.URL())
+	select {}
 }
 
 // testRecord is a record whose every field derives from i.

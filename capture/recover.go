@@ -1,11 +1,14 @@
 package capture
 
 import (
+	"bufio"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/tracekit/tracekit/trace"
@@ -15,7 +18,8 @@ import (
 type RecoverResult struct {
 	Journal string
 	Out     string
-	Records int
+	Records int  // records, or turns for a trace
+	Trace   bool // a capture segment's trace journal, not a recording's
 	// TornBytes is the size of the partial frame a crash left at the end of
 	// the journal (dropped).
 	TornBytes int64
@@ -89,7 +93,11 @@ func recoverJournal(journal, outPath string) (RecoverResult, error) {
 		return res, fmt.Errorf("recovering: %w", err)
 	}
 	defer f.Close()
-	jr, err := newJournalReader(f, journal)
+	br := bufio.NewReaderSize(f, 1<<16)
+	if sniffJournal(br) == traceJournalMagic {
+		return recoverTraceJournal(br, journal, outPath)
+	}
+	jr, err := newJournalReader(br, journal, journalMagic)
 	if err != nil {
 		return res, err
 	}
@@ -134,11 +142,7 @@ func recoverJournal(journal, outPath string) (RecoverResult, error) {
 		os.Remove(tmp)
 		return res, fmt.Errorf("recovering %s: %w", journal, err)
 	}
-	if jr.Torn {
-		if st, err := f.Stat(); err == nil {
-			res.TornBytes = st.Size() - jr.TornOffset
-		}
-	}
+	res.TornBytes = tornBytes(jr, journal)
 	if err := os.Rename(tmp, outPath); err != nil {
 		return res, fmt.Errorf("recovering %s: moving the recording into place: %w", journal, err)
 	}
@@ -148,4 +152,60 @@ func recoverJournal(journal, outPath string) (RecoverResult, error) {
 		return res, fmt.Errorf("recovered %d records into %s but could not remove the journal: %w", res.Records, outPath, err)
 	}
 	return res, nil
+}
+
+// tornBytes is how much of the journal's tail was dropped.
+func tornBytes(jr *journalReader, journal string) int64 {
+	if !jr.Torn {
+		return 0
+	}
+	st, err := os.Stat(journal)
+	if err != nil {
+		return 0
+	}
+	return st.Size() - jr.TornOffset
+}
+
+// recoverTraceJournal writes the turns of a capture segment's trace
+// journal, sorted, as a trace.
+func recoverTraceJournal(r io.Reader, journal, outPath string) (RecoverResult, error) {
+	res := RecoverResult{Journal: journal, Out: outPath, Trace: true}
+	jr, err := newJournalReader(r, journal, traceJournalMagic)
+	if err != nil {
+		return res, err
+	}
+	turns, meta, err := readTraceJournal(jr)
+	if err != nil {
+		return res, fmt.Errorf("recovering: %w", err)
+	}
+	tmp := outPath + ".recovering"
+	if err := writeTrace(tmp, meta, turns); err != nil {
+		os.Remove(tmp)
+		return res, fmt.Errorf("recovering %s: %w", journal, err)
+	}
+	if err := os.Rename(tmp, outPath); err != nil {
+		return res, fmt.Errorf("recovering %s: moving the trace into place: %w", journal, err)
+	}
+	syncDir(filepath.Dir(outPath))
+	res.Records, res.TornBytes = len(turns), tornBytes(jr, journal)
+	if err := os.Remove(journal); err != nil {
+		return res, fmt.Errorf("recovered %d turns into %s but could not remove the journal: %w", res.Records, outPath, err)
+	}
+	return res, nil
+}
+
+// writeTrace sorts turns into the trace order and writes them to path.
+func writeTrace(path string, meta trace.TraceMeta, turns []trace.Turn) error {
+	slices.SortStableFunc(turns, func(a, b trace.Turn) int {
+		return cmp.Or(cmp.Compare(a.StartOffsetNs, b.StartOffsetNs), strings.Compare(a.ConversationID, b.ConversationID), cmp.Compare(a.Turn, b.Turn))
+	})
+	tw, err := trace.NewTraceWriter(path, meta)
+	if err != nil {
+		return err
+	}
+	if err := tw.Write(turns...); err != nil {
+		tw.Close()
+		return err
+	}
+	return tw.Close()
 }

@@ -1,11 +1,11 @@
 package capture
 
 import (
-	"cmp"
+	"bufio"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,18 +35,93 @@ type segment struct {
 	turns       []trace.Turn
 	bytes       int64
 	requests    int
+
+	traceMeta  trace.TraceMeta
+	tj         *os.File      // trace journal, under mu
+	tjw        *bufio.Writer // under mu
+	tjErr      error
+	tjReported bool
+	payload    []byte
+	frame      []byte
 }
 
 // recorder creates the segment's Recorder on first use (file creation and
 // an fsync: kept off the request path).
 func (s *segment) recorder() (*Recorder, error) {
 	s.open.Do(func() {
+		if err := s.openTraceJournal(); err != nil {
+			s.openErr = fmt.Errorf("opening segment %d: %w", s.n, err)
+			return
+		}
 		s.rec, s.openErr = NewRecorder(s.recPath, s.meta, s.recOpts)
 		if s.openErr != nil {
 			s.openErr = fmt.Errorf("opening segment %d: %w", s.n, s.openErr)
 		}
 	})
 	return s.rec, s.openErr
+}
+
+// openTraceJournal starts the crash-safe copy of the segment's trace.
+func (s *segment) openTraceJournal() error {
+	path := JournalPath(s.tracePath)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("creating trace journal: %w", err)
+	}
+	payload, err := appendJSONPayload(nil, frameTraceMeta, s.traceMeta)
+	if err == nil {
+		_, err = f.Write(appendFrame([]byte(traceJournalMagic), payload))
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(path)
+		return fmt.Errorf("writing trace journal %s: %w", path, err)
+	}
+	s.mu.Lock()
+	s.tj, s.tjw = f, bufio.NewWriterSize(f, 1<<16)
+	s.mu.Unlock()
+	return nil
+}
+
+// addTurn keeps a finished turn and appends it to the trace journal.
+func (s *segment) addTurn(t *trace.Turn, bytes int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.turns = append(s.turns, *t)
+	s.bytes += bytes
+	s.requests++
+	if s.tjw == nil || s.tjErr != nil {
+		return
+	}
+	payload, err := appendJSONPayload(s.payload[:0], frameTurn, t)
+	if err == nil {
+		s.payload = payload
+		s.frame = appendFrame(s.frame[:0], payload)
+		_, err = s.tjw.Write(s.frame)
+	}
+	s.tjErr = err
+}
+
+// syncTrace makes the trace journal durable (called every SyncEvery). It
+// returns a journal failure once; the trace is still written at close.
+func (s *segment) syncTrace() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tjw == nil || s.tjReported {
+		return nil
+	}
+	if s.tjErr == nil {
+		if s.tjErr = s.tjw.Flush(); s.tjErr == nil {
+			s.tjErr = s.tj.Sync()
+		}
+	}
+	if s.tjErr != nil {
+		s.tjReported = true
+	}
+	return s.tjErr
 }
 
 func (s *segment) due(now int64) bool {
@@ -87,6 +162,7 @@ func (p *Proxy) segmentFor(now int64) (*segment, error) {
 			Trace: p.traceMeta(),
 		}
 		s.meta, s.recOpts = meta, RecorderOptions{Queue: p.cfg.Queue, SyncEvery: p.cfg.SyncEvery}
+		s.traceMeta = *meta.Trace
 		p.seg = s
 	}
 	p.seg.inflight.Add(1)
@@ -121,7 +197,7 @@ func (p *Proxy) rotateLocked() {
 	go func() {
 		defer p.closers.Done()
 		s.inflight.Wait()
-		err := s.close(p.traceMeta())
+		err := s.close()
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if err != nil {
@@ -134,24 +210,20 @@ func (p *Proxy) rotateLocked() {
 }
 
 // close writes the trace (sorted) and finishes the recording.
-func (s *segment) close(meta *trace.TraceMeta) error {
+func (s *segment) close() error {
 	rec, recErr := s.recorder()
 	if recErr == nil {
 		recErr = rec.Close()
 	}
-	slices.SortStableFunc(s.turns, func(a, b trace.Turn) int {
-		return cmp.Or(cmp.Compare(a.StartOffsetNs, b.StartOffsetNs), strings.Compare(a.ConversationID, b.ConversationID), cmp.Compare(a.Turn, b.Turn))
-	})
-	tw, err := trace.NewTraceWriter(s.tracePath, *meta)
-	if err != nil {
-		return fmt.Errorf("segment %d: %w", s.n, err)
+	if err := writeTrace(s.tracePath, s.traceMeta, s.turns); err != nil {
+		return fmt.Errorf("segment %d: writing the trace: %w", s.n, err)
 	}
-	if err := tw.Write(s.turns...); err != nil {
-		tw.Close()
-		return fmt.Errorf("segment %d: %w", s.n, err)
-	}
-	if err := tw.Close(); err != nil {
-		return fmt.Errorf("segment %d: %w", s.n, err)
+	syncDir(filepath.Dir(s.tracePath))
+	if s.tj != nil {
+		s.tj.Close()
+		if err := os.Remove(JournalPath(s.tracePath)); err != nil {
+			return fmt.Errorf("segment %d: %w", s.n, err)
+		}
 	}
 	if recErr != nil {
 		return fmt.Errorf("segment %d: %w", s.n, recErr)
@@ -289,11 +361,7 @@ func (p *Proxy) account(seg *segment, ex *exchange, call *llmCall, r *http.Reque
 			return
 		}
 		w.Submit(rec)
-		seg.mu.Lock()
-		seg.turns = append(seg.turns, turn)
-		seg.bytes += bytes + 64
-		seg.requests++
-		seg.mu.Unlock()
+		seg.addTurn(&turn, bytes+64)
 	}()
 }
 

@@ -17,13 +17,18 @@ func init() {
 		Long: `A run killed by SIGKILL or a crash leaves its records in a journal next to the
 recording (recording.parquet.journal), fsync'd every second. recover converts it
 into a valid recording and removes the journal. FILE may be the journal or the
-recording path; a DIR recovers every *.journal in it.`,
+recording path; a DIR recovers every *.journal in it (for 'tracekit capture',
+each segment's recording and trace).`,
 		Example: "  tracekit recover recording.parquet\n  tracekit recover capture-dir/",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			res, err := capture.RecoverAll(args[0], out)
 			for _, r := range res {
-				fmt.Fprintf(cmd.OutOrStdout(), "recovered %d records from %s into %s", r.Records, r.Journal, r.Out)
+				what := "records"
+				if r.Trace {
+					what = "trace turns"
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "recovered %d %s from %s into %s", r.Records, what, r.Journal, r.Out)
 				if r.TornBytes > 0 {
 					fmt.Fprintf(cmd.OutOrStdout(), " (dropped a %d-byte partial last entry)", r.TornBytes)
 				}
