@@ -36,7 +36,9 @@
 // history (conversations.go) or a session header. Each segment of time
 // (rotated by age or buffered size) writes a recording through a Recorder
 // as requests finish and a trace (sorted, so written when the segment
-// closes). StartProxy runs it on a listener, like httptest.Server.
+// closes; until then its turns go to a journal fsync'd every SyncEvery, which
+// Recover also converts). StartProxy runs it on a listener, like
+// httptest.Server.
 //
 // Stream.ReadBody is called so rather than ReadFrom, which go vet reserves
 // for io.ReaderFrom's signature.

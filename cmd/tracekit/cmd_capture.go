@@ -35,7 +35,8 @@ by message history, arrival times, think times, messages, parameters), which
 times), which 'tracekit analyze' reads. Files rotate by time or size and each
 is valid; Ctrl-C or SIGTERM finishes them. Authorization and API-key headers
 are forwarded but never written. After a SIGKILL, 'tracekit recover DIR'
-restores the recordings from their journals.`,
+restores the traces and recordings from their journals (fsync'd every
+--sync-every).`,
 		Example: `  tracekit capture --upstream http://127.0.0.1:8000 --out captured/
   tracekit capture --listen 127.0.0.1:9000 --upstream https://llm.internal --out cap/ --session-header X-Session-Id --redact-content`,
 		Args: cobra.NoArgs,
