@@ -118,6 +118,10 @@ func runStep(ctx context.Context, cfg Config, dir string, idx int, s Step) (*ste
 		return nil, fmt.Errorf("writing the step's trace: %w", err)
 	}
 
+	need, _ := fdNeed(cfg, p)
+	if err := waitForFDs(ctx, int(need), cfg.Logf); err != nil {
+		return nil, err
+	}
 	target, model := cfg.Target, ""
 	var m runningMock
 	if target == "" {
@@ -274,6 +278,15 @@ func (c Config) itl(s Step) time.Duration {
 	return s.ITL()
 }
 
+// fdNeed is how many descriptors p needs in this process, and why.
+func fdNeed(cfg Config, p plan) (uint64, string) {
+	streams := min(p.requests, p.seqs)
+	if cfg.Target == "" && cfg.Mode == ModeInProcess {
+		return 2*uint64(streams) + 256, "two sockets per stream with the mock in this process"
+	}
+	return uint64(streams) + 256, "one socket per stream"
+}
+
 // checkFDs fails early when the step's sockets cannot fit this process's
 // file-descriptor limit (Go raises the soft limit to the hard one at
 // start): every stream is a socket here, and a second one when the mock
@@ -283,13 +296,52 @@ func checkFDs(cfg Config, p plan) error {
 	if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) != nil {
 		return nil
 	}
-	streams := min(p.requests, p.seqs)
-	need, per := uint64(streams)+256, "one socket per stream"
-	if cfg.Target == "" && cfg.Mode == ModeInProcess {
-		need, per = 2*uint64(streams)+256, "two sockets per stream with the mock in this process"
-	}
+	need, per := fdNeed(cfg, p)
 	if need > lim.Cur {
-		return fmt.Errorf("%d concurrent streams need about %d file descriptors (%s), the limit is %d: raise it (ulimit -n) or use --mock process", streams, need, per, lim.Cur)
+		return fmt.Errorf("%d concurrent streams need about %d file descriptors (%s), the limit is %d: raise it (ulimit -n) or use --mock process", min(p.requests, p.seqs), need, per, lim.Cur)
 	}
 	return nil
+}
+
+// openFDs is the number of file descriptors this process has open.
+func openFDs() int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return 0
+	}
+	return len(ents)
+}
+
+// fdWait bounds how long a step waits for the previous step's sockets.
+const fdWait = 75 * time.Second
+
+// waitForFDs waits until this process has room for need more descriptors.
+// replay.Runner.Close leaves its idle keep-alive connections open until
+// fasthttp's idle timeout (60 s) closes them, so right after a 10,000-stream
+// step the next big step would find the limit nearly used up and fail to
+// dial (see TestReplayCloseReleasesConnections).
+func waitForFDs(ctx context.Context, need int, logf func(string, ...any)) error {
+	var lim unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) != nil {
+		return nil
+	}
+	deadline := time.Now().Add(fdWait)
+	for told := false; ; {
+		open := openFDs()
+		if uint64(open+need) <= lim.Cur {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d file descriptors are still open and the step needs %d more, over the limit of %d", open, need, lim.Cur)
+		}
+		if !told {
+			logf("waiting up to %v for %d sockets of the previous step to close (the step needs %d descriptors, the limit is %d)", fdWait, open, need, lim.Cur)
+			told = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
 }

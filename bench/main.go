@@ -1,0 +1,122 @@
+// Command bench measures every performance figure of tracekit on this
+// machine and writes BENCHMARKS.md: each figure with its goal (met, or
+// missed by how much), the machine, and the command that reproduces it.
+//
+//	make bench                    # builds bin/tracekit, then: go run ./bench
+//	go run ./bench -o BENCHMARKS.md -bin bin/tracekit
+//
+// Data flow: stages run one after another (the machine has 2 cores; two
+// loads at once would measure each other). A stage runs either the
+// packages' own Go benchmarks (`go test -bench`, parsed by parseBench) or
+// the tracekit binary itself (calibrate, synth, mock + replay for the
+// deadlock scenario); each turns its output into figures. Every stage has
+// a time limit, every load is bounded and on loopback. render writes the
+// figures out.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// figure is one row of BENCHMARKS.md.
+type figure struct {
+	Section string
+	Name    string
+	Value   string
+	Goal    string // "" when the issue sets none
+	Verdict string // met / missed by ... / "" without a goal
+	Command string
+	Note    string // context; for a miss: what was tried
+}
+
+// stage measures a group of figures.
+type stage struct {
+	name    string
+	limit   time.Duration
+	measure func(ctx context.Context, e *env) ([]figure, error)
+}
+
+// env is what stages share.
+type env struct {
+	bin  string // tracekit binary
+	work string // scratch directory
+	logf func(format string, args ...any)
+	// deadlockConvs scales the deadlock scenario (2,000 is full size).
+	deadlockConvs int
+}
+
+func main() {
+	out := flag.String("o", "BENCHMARKS.md", "file to write")
+	bin := flag.String("bin", "bin/tracekit", "tracekit binary to measure (make build)")
+	convs := flag.Int("deadlock-conversations", 2000, "conversations of the deadlock scenario (2000 is the full size)")
+	only := flag.String("only", "", "run only the stage of this name (for debugging; BENCHMARKS.md is then partial)")
+	flag.Parse()
+	began := time.Now()
+	work, err := os.MkdirTemp("", "tracekit-bench-")
+	if err != nil {
+		fatal(err)
+	}
+	defer os.RemoveAll(work)
+	abs, err := filepath.Abs(*bin)
+	if err != nil {
+		fatal(err)
+	}
+	if _, err := os.Stat(abs); err != nil {
+		fatal(fmt.Errorf("%s: build it first (make build): %w", *bin, err))
+	}
+	e := &env{bin: abs, work: work, deadlockConvs: *convs,
+		logf: func(f string, a ...any) {
+			fmt.Fprintf(os.Stderr, "[%s] %s\n", time.Since(began).Round(time.Second), fmt.Sprintf(f, a...))
+		}}
+
+	var figs []figure
+	var failures []string
+	for _, s := range stages() {
+		if *only != "" && s.name != *only {
+			continue
+		}
+		e.logf("%s (limit %v) ...", s.name, s.limit)
+		ctx, cancel := context.WithTimeout(context.Background(), s.limit)
+		t0 := time.Now()
+		f, err := s.measure(ctx, e)
+		cancel()
+		figs = append(figs, f...)
+		if err != nil {
+			failures = append(failures, fmt.Sprintf("%s: %v", s.name, err))
+			e.logf("%s failed after %v: %v", s.name, time.Since(t0).Round(time.Second), err)
+			continue
+		}
+		e.logf("%s done in %v", s.name, time.Since(t0).Round(time.Second))
+	}
+	total := time.Since(began)
+	if err := os.WriteFile(*out, []byte(render(machine(), figs, failures, total)), 0o644); err != nil {
+		fatal(err)
+	}
+	e.logf("wrote %s (%d figures, %d stage failures) in %v", *out, len(figs), len(failures), total.Round(time.Second))
+	if len(failures) > 0 {
+		os.Exit(1)
+	}
+}
+
+// stages lists every measurement in run order, cheapest first.
+func stages() []stage {
+	return []stage{
+		{"hot paths", 3 * time.Minute, hotPaths},
+		{"dispatch lag", 3 * time.Minute, dispatchLag},
+		{"synth", 2 * time.Minute, synthBench},
+		{"analyze", 2 * time.Minute, analyzeBench},
+		{"mock", 3 * time.Minute, mockBench},
+		{"calibrate", 4 * time.Minute, calibrateBench},
+		{"deadlock", 6 * time.Minute, deadlockBench},
+	}
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "bench:", err)
+	os.Exit(1)
+}
