@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tracekit/tracekit/mock"
+	"github.com/tracekit/tracekit/trace"
+)
+
+// startMock runs `tracekit mock` on a free port and returns its URL and a
+// stop function that sends SIGINT and waits for the log to be complete.
+func startMock(t *testing.T, bin string, args ...string) (string, func()) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"mock", "--listen", "127.0.0.1:0"}, args...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		re := regexp.MustCompile(`on (http://\S+)`)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				urls <- m[1]
+			}
+		}
+		io.Copy(io.Discard, stdout)
+	}()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cmd.Process.Signal(syscall.SIGINT)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("mock exited with %v after SIGINT", err)
+			}
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			t.Error("mock did not stop within 20 s of SIGINT")
+		}
+	}
+	t.Cleanup(stop)
+	select {
+	case u := <-urls:
+		return u, stop
+	case <-time.After(20 * time.Second):
+		t.Fatal("mock printed no URL within 20 s")
+	}
+	return "", nil
+}
+
+// The README's pipeline from the command line: synth writes a multi-turn
+// trace, replay sends it to `tracekit mock`, analyze reads the recording,
+// and every event of the recording is found in the mock's ground truth, in
+// the same order with the same tokens, stamped after the mock wrote it.
+func TestPipelineAgainstMockGroundTruth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds the binary and runs a replay")
+	}
+	dir := t.TempDir()
+	bin := buildTracekit(t, dir)
+	tr, rec, truth, js := filepath.Join(dir, "trace.parquet"), filepath.Join(dir, "rec.parquet"),
+		filepath.Join(dir, "truth.parquet"), filepath.Join(dir, "result.json")
+
+	if _, stderr, code := run(t, bin, "synth", "--conversations", "12", "--turns", "2-4", "--input-tokens", "50-100",
+		"--output-tokens", "10-30", "--rate", "20", "--think-time", "20ms", "--seed", "5", "-o", tr); code != 0 {
+		t.Fatalf("synth exit %d: %s", code, stderr)
+	}
+	url, stopMock := startMock(t, bin, "--decode-base", "2ms", "--prefill-base", "5ms", "--emit-log", truth)
+	out, stderr, code := run(t, bin, "replay", tr, "--target", url, "--ready-timeout", "10s", "--progress", "none", "-o", rec)
+	if code != 0 {
+		t.Fatalf("replay exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, "Serving Benchmark Result") || !strings.Contains(out, "rec.parquet") {
+		t.Errorf("replay printed no analysis or path:\n%s", out)
+	}
+	stopMock()
+
+	records := readRecords(t, rec)
+	entries, _, err := mock.ReadLog(truth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]mock.LogEntry{}
+	for _, e := range entries {
+		byID[e.RequestID] = e
+	}
+	turns := len(readTurns(t, tr))
+	if len(records) != turns {
+		t.Fatalf("%d records for %d trace turns", len(records), turns)
+	}
+	var start int64
+	{
+		rr, err := trace.OpenRecording(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start = rr.Meta.StartMonoNs
+		rr.Close()
+	}
+	for _, r := range records {
+		e, ok := byID[r.RequestID]
+		if !ok {
+			t.Fatalf("%s: not in the mock's log", r.RequestID)
+		}
+		if r.ErrorKind != "" || len(r.EventNs) != len(e.EventMonoNs) {
+			t.Fatalf("%s: error %q, %d events recorded, mock wrote %d", r.RequestID, r.ErrorKind, len(r.EventNs), len(e.EventMonoNs))
+		}
+		for i := range r.EventNs {
+			if r.EventTokens[i] != e.EventTokens[i] {
+				t.Fatalf("%s event %d: %d tokens recorded, mock sent %d", r.RequestID, i, r.EventTokens[i], e.EventTokens[i])
+			}
+			// Both clocks are CLOCK_MONOTONIC: the client reads an event
+			// after the mock's write returned (the mock stamps after its
+			// write, so allow the write's own duration).
+			if got := start + r.EventNs[i]; got < e.EventMonoNs[i]-int64(time.Millisecond) {
+				t.Fatalf("%s event %d: client stamp %d before the mock wrote it at %d", r.RequestID, i, got, e.EventMonoNs[i])
+			}
+		}
+	}
+
+	if _, stderr, code := run(t, bin, "analyze", rec, "-q", "--json", js); code != 0 {
+		t.Fatalf("analyze exit %d: %s", code, stderr)
+	}
+	var res map[string]any
+	raw, _ := os.ReadFile(js)
+	if err := json.Unmarshal(raw, &res); err != nil || res["completed"] != float64(turns) || res["failed"] != 0.0 {
+		t.Errorf("analyze json: err %v completed %v failed %v, want %d and 0", err, res["completed"], res["failed"], turns)
+	}
+	if out, stderr, code := run(t, bin, "inspect", rec); code != 0 || !strings.Contains(out, "requests") {
+		t.Errorf("inspect exit %d: %s%s", code, out, stderr)
+	}
+}
+
+func readRecords(t *testing.T, path string) []trace.Record {
+	t.Helper()
+	r, err := trace.OpenRecording(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var all []trace.Record
+	buf := make([]trace.Record, 64)
+	for {
+		n, err := r.Read(buf)
+		for _, rec := range buf[:n] {
+			rec.EventNs = append([]int64(nil), rec.EventNs...)
+			rec.EventTokens = append([]int32(nil), rec.EventTokens...)
+			all = append(all, rec)
+		}
+		if errors.Is(err, io.EOF) {
+			return all
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func readTurns(t *testing.T, path string) []trace.Turn {
+	t.Helper()
+	r, err := trace.OpenTrace(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var all []trace.Turn
+	buf := make([]trace.Turn, 64)
+	for {
+		n, err := r.Read(buf)
+		all = append(all, buf[:n]...)
+		if errors.Is(err, io.EOF) {
+			return all
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
