@@ -5,7 +5,7 @@ DEMO    := $(CURDIR)/.demo
 PKGS    := ./...
 DEMO_PORT ?= 18080
 
-.PHONY: build test demo bench clean
+.PHONY: build test demo bench notebook-check clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/tracekit
@@ -33,6 +33,13 @@ demo: build
 # Every performance figure, with its goal, into BENCHMARKS.md (< 10 min).
 bench: build
 	$(GO) run ./bench -o BENCHMARKS.md -bin $(BIN)
+
+# Opt-in: open the files in DuckDB (its Node.js bindings, from the npm
+# registry, into a throw-away folder) and check the README's queries.
+notebook-check:
+	@d=$$(mktemp -d); trap 'rm -rf $$d' EXIT; \
+	npm install --silent --prefix $$d @duckdb/node-api@1.5.6-r.1 && \
+	TRACEKIT_DUCKDB_NODE=$$d $(GO) test -count=1 -run DuckDB -v ./cmd/tracekit
 
 clean:
 	rm -rf bin $(DEMO)

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// duckQuery runs SQL in DuckDB through its Node.js bindings installed under
+// modules (`make notebook-check` installs them) and returns the rows.
+func duckQuery(t *testing.T, modules, sql string) []map[string]any {
+	t.Helper()
+	script := filepath.Join(modules, "tracekit-query.mjs")
+	os.WriteFile(script, []byte(`import { DuckDBInstance } from '@duckdb/node-api';
+const c = await (await DuckDBInstance.create(':memory:')).connect();
+const r = await c.runAndReadAll(process.argv[2]);
+console.log(JSON.stringify(r.getRowObjectsJson()));
+`), 0o644)
+	out, err := exec.Command("node", script, sql).CombinedOutput()
+	if err != nil {
+		t.Fatalf("duckdb: %v\n%s", err, out)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal(out, &rows); err != nil {
+		t.Fatalf("duckdb output: %v\n%s", err, out)
+	}
+	return rows
+}
+
+// The files open in DuckDB with the documented column types, and the
+// README's queries give the numbers tracekit computes. Opt-in: it needs
+// Node.js and DuckDB's bindings (TRACEKIT_DUCKDB_NODE names the folder
+// holding node_modules/@duckdb/node-api; `make notebook-check` sets it up).
+func TestFilesOpenInDuckDB(t *testing.T) {
+	modules := os.Getenv("TRACEKIT_DUCKDB_NODE")
+	if modules == "" {
+		t.Skip("TRACEKIT_DUCKDB_NODE not set: run make notebook-check")
+	}
+	dir := t.TempDir()
+	bin := buildTracekit(t, dir)
+	tr, rec, req := filepath.Join(dir, "trace.parquet"), filepath.Join(dir, "rec.parquet"), filepath.Join(dir, "req.parquet")
+	if _, stderr, code := run(t, bin, "synth", "--conversations", "6", "--turns", "2-3", "--output-tokens", "5-10", "--rate", "0", "-o", tr); code != 0 {
+		t.Fatalf("synth: %s", stderr)
+	}
+	url, stop := startMock(t, bin, "--decode-base", "1ms")
+	if _, stderr, code := run(t, bin, "replay", tr, "--target", url, "--no-analyze", "--progress", "none", "-o", rec); code != 0 {
+		t.Fatalf("replay: %s", stderr)
+	}
+	stop()
+	if _, stderr, code := run(t, bin, "analyze", rec, "-q", "--per-request", req); code != 0 {
+		t.Fatalf("analyze: %s", stderr)
+	}
+
+	types := func(path string) map[string]string {
+		m := map[string]string{}
+		for _, r := range duckQuery(t, modules, "DESCRIBE SELECT * FROM '"+path+"'") {
+			m[r["column_name"].(string)] = r["column_type"].(string)
+		}
+		return m
+	}
+	want := map[string]map[string]string{
+		tr: {"conversation_id": "VARCHAR", "turn": "INTEGER", "start_offset_ns": "BIGINT", "think_time_ns": "BIGINT",
+			"messages": `STRUCT("role" VARCHAR, "content" VARCHAR, tokens INTEGER)[]`, "prefix_hashes": "BIGINT[]", "output_tokens": "INTEGER"},
+		rec: {"request_id": "VARCHAR", "sent_ns": "BIGINT", "event_ns": "BIGINT[]", "event_tokens": "INTEGER[]", "error_kind": "VARCHAR", "warmup": "BOOLEAN"},
+		req: {"ttft_ms": "DOUBLE", "success": "BOOLEAN", "turn": "INTEGER"},
+	}
+	for path, cols := range want {
+		got := types(path)
+		for c, ty := range cols {
+			if got[c] != ty {
+				t.Errorf("%s: column %s is %q, want %q", filepath.Base(path), c, got[c], ty)
+			}
+		}
+	}
+	// The README's per-event query sees every event of the recording.
+	var events int
+	for _, r := range readRecords(t, rec) {
+		events += len(r.EventNs)
+	}
+	rows := duckQuery(t, modules, "SELECT count(*)::INTEGER AS n FROM (SELECT unnest(event_ns) FROM '"+rec+"')")
+	if rows[0]["n"] != float64(events) {
+		t.Errorf("duckdb counts %v events, the recording holds %d", rows[0]["n"], events)
+	}
+	rows = duckQuery(t, modules, "SELECT value::VARCHAR AS v FROM parquet_kv_metadata('"+rec+"') WHERE key::VARCHAR = 'tracekit.format'")
+	if len(rows) != 1 || rows[0]["v"] != "tracekit.recording" {
+		t.Errorf("kv metadata: %v", rows)
+	}
+}
