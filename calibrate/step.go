@@ -2,9 +2,7 @@ package calibrate
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -201,25 +199,7 @@ func replayInto(ctx context.Context, p plan, tracePath, target, model, out strin
 // readRecording reads every record of a recording, each with its own
 // event slices.
 func readRecording(path string) ([]trace.Record, trace.RunMeta, error) {
-	r, err := trace.OpenRecording(path)
-	if err != nil {
-		return nil, trace.RunMeta{}, err
-	}
-	defer r.Close()
-	// Read straight into the result: the reader may reuse the list
-	// backing arrays of the rows it is handed.
-	out := make([]trace.Record, r.NumRows())
-	for n := 0; n < len(out); {
-		k, err := r.Read(out[n:])
-		n += k
-		if errors.Is(err, io.EOF) || (err == nil && k == 0) {
-			return out[:n], r.Meta, nil
-		}
-		if err != nil {
-			return nil, r.Meta, fmt.Errorf("reading %s row %d: %w", path, n, err)
-		}
-	}
-	return out, r.Meta, nil
+	return trace.ReadRecords(path)
 }
 
 // rssSampler records the peak resident set of this process between start

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -135,23 +134,11 @@ func sseAnswer(t *testing.T, body []byte) (string, int) {
 
 func readTrace(t *testing.T, path string) []trace.Turn {
 	t.Helper()
-	tr, err := trace.OpenTrace(path)
+	rows, _, err := trace.ReadTurns(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tr.Close()
-	var all []trace.Turn
-	buf := make([]trace.Turn, 64)
-	for {
-		n, err := tr.Read(buf)
-		all = append(all, buf[:n]...)
-		if errors.Is(err, io.EOF) {
-			return all
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	return rows
 }
 
 func noSecretIn(t *testing.T, dir string) {

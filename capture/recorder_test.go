@@ -2,9 +2,7 @@ package capture
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,24 +81,11 @@ func testRecord(i int) trace.Record {
 
 func readAll(t *testing.T, path string) ([]trace.Record, trace.RunMeta) {
 	t.Helper()
-	rr, err := trace.OpenRecording(path)
+	recs, meta, err := trace.ReadRecords(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rr.Close()
-	var all []trace.Record
-	buf := make([]trace.Record, 100)
-	for {
-		n, err := rr.Read(buf)
-		all = append(all, buf[:n]...)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return all, rr.Meta
+	return recs, meta
 }
 
 // sameRecord compares a read-back record with its source; Parquet reads

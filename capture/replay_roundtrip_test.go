@@ -165,23 +165,17 @@ func TestCapturedTraceReplays(t *testing.T) {
 }
 
 func readTurns(t *testing.T, path string) []trace.Turn {
-	tr, err := trace.OpenTrace(path)
+	rows, _, err := trace.ReadTurns(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tr.Close()
-	rows := make([]trace.Turn, tr.NumRows())
-	n, _ := tr.Read(rows)
-	return rows[:n]
+	return rows
 }
 
 func readRecs(t *testing.T, path string) []trace.Record {
-	rr, err := trace.OpenRecording(path)
+	recs, _, err := trace.ReadRecords(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rr.Close()
-	recs := make([]trace.Record, rr.NumRows())
-	n, _ := rr.Read(recs)
-	return recs[:n]
+	return recs
 }

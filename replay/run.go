@@ -143,8 +143,14 @@ func New(cfg Config) (*Runner, error) {
 	return r, nil
 }
 
-// Close releases the trace and the dispatcher.
+// Close releases the trace, the dispatcher and every target's idle
+// keep-alive connections. Without the last, fasthttp would keep them open
+// for MaxIdleConnDuration (60 s): a process running one replay after
+// another (calibrate's ladder) would run out of file descriptors.
 func (r *Runner) Close() error {
+	for _, t := range r.targets {
+		t.hc.CloseIdleConnections()
+	}
 	if r.precise != nil {
 		r.precise.Close()
 	}

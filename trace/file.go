@@ -247,7 +247,9 @@ func OpenTrace(path string) (*TraceReader, error) {
 // NumRows is the number of rows in the file.
 func (t *TraceReader) NumRows() int64 { return t.r.pf.NumRows() }
 
-// Read fills rows and returns how many it read; io.EOF at the end.
+// Read fills rows and returns how many it read; io.EOF at the end. The
+// reader may reuse the slices already in rows: copy a row's lists before
+// handing the same rows to Read again.
 func (t *TraceReader) Read(rows []Turn) (int, error) { return t.r.read(rows) }
 
 // Close releases the file.
@@ -276,8 +278,51 @@ func OpenRecording(path string) (*RecordReader, error) {
 // NumRows is the number of rows in the file.
 func (t *RecordReader) NumRows() int64 { return t.r.pf.NumRows() }
 
-// Read fills rows and returns how many it read; io.EOF at the end.
+// Read fills rows and returns how many it read; io.EOF at the end. The
+// reader may reuse the slices already in rows: copy a row's lists before
+// handing the same rows to Read again.
 func (t *RecordReader) Read(rows []Record) (int, error) { return t.r.read(rows) }
 
 // Close releases the file.
 func (t *RecordReader) Close() error { return t.r.close() }
+
+// readAll reads every row of r into a fresh slice (so no row shares list
+// storage with another).
+func readAll[T any](r *reader[T]) ([]T, error) {
+	out := make([]T, r.pf.NumRows())
+	for n := 0; n < len(out); {
+		k, err := r.read(out[n:])
+		n += k
+		if errors.Is(err, io.EOF) || (err == nil && k == 0) {
+			return out[:n], nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w (after row %d)", err, n)
+		}
+	}
+	return out, nil
+}
+
+// ReadTurns reads a whole trace into memory, for tests and small files;
+// replay streams with OpenTrace instead.
+func ReadTurns(path string) ([]Turn, TraceMeta, error) {
+	r, err := OpenTrace(path)
+	if err != nil {
+		return nil, TraceMeta{}, err
+	}
+	defer r.Close()
+	rows, err := readAll(r.r)
+	return rows, r.Meta, err
+}
+
+// ReadRecords reads a whole recording into memory, for tests and small
+// files; analyze streams with OpenRecording instead.
+func ReadRecords(path string) ([]Record, RunMeta, error) {
+	r, err := OpenRecording(path)
+	if err != nil {
+		return nil, RunMeta{}, err
+	}
+	defer r.Close()
+	rows, err := readAll(r.r)
+	return rows, r.Meta, err
+}

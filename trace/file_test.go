@@ -39,24 +39,11 @@ func sampleTurns(n int) []Turn {
 
 func readAllTurns(t *testing.T, path string) ([]Turn, TraceMeta) {
 	t.Helper()
-	r, err := OpenTrace(path)
+	rows, meta, err := ReadTurns(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
-	var all []Turn
-	buf := make([]Turn, 100)
-	for {
-		n, err := r.Read(buf)
-		all = append(all, buf[:n]...)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return all, r.Meta
+	return rows, meta
 }
 
 // More rows than RowGroupRows so that several row groups are written and read.

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -132,10 +131,12 @@ func TestPipelineAgainstMockGroundTruth(t *testing.T) {
 			if r.EventTokens[i] != e.EventTokens[i] {
 				t.Fatalf("%s event %d: %d tokens recorded, mock sent %d", r.RequestID, i, r.EventTokens[i], e.EventTokens[i])
 			}
-			// Both clocks are CLOCK_MONOTONIC: the client reads an event
-			// after the mock's write returned (the mock stamps after its
-			// write, so allow the write's own duration).
-			if got := start + r.EventNs[i]; got < e.EventMonoNs[i]-int64(time.Millisecond) {
+			// Both clocks are CLOCK_MONOTONIC, so a client stamp cannot be
+			// much earlier than the mock's. The mock stamps after its
+			// write returned, and a busy machine can deschedule it in
+			// between: allow that, but not a clock or join mistake
+			// (which would be off by seconds or by whole events).
+			if got := start + r.EventNs[i]; got < e.EventMonoNs[i]-int64(50*time.Millisecond) {
 				t.Fatalf("%s event %d: client stamp %d before the mock wrote it at %d", r.RequestID, i, got, e.EventMonoNs[i])
 			}
 		}
@@ -156,46 +157,18 @@ func TestPipelineAgainstMockGroundTruth(t *testing.T) {
 
 func readRecords(t *testing.T, path string) []trace.Record {
 	t.Helper()
-	r, err := trace.OpenRecording(path)
+	recs, _, err := trace.ReadRecords(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
-	var all []trace.Record
-	buf := make([]trace.Record, 64)
-	for {
-		n, err := r.Read(buf)
-		for _, rec := range buf[:n] {
-			rec.EventNs = append([]int64(nil), rec.EventNs...)
-			rec.EventTokens = append([]int32(nil), rec.EventTokens...)
-			all = append(all, rec)
-		}
-		if errors.Is(err, io.EOF) {
-			return all
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	return recs
 }
 
 func readTurns(t *testing.T, path string) []trace.Turn {
 	t.Helper()
-	r, err := trace.OpenTrace(path)
+	rows, _, err := trace.ReadTurns(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
-	var all []trace.Turn
-	buf := make([]trace.Turn, 64)
-	for {
-		n, err := r.Read(buf)
-		all = append(all, buf[:n]...)
-		if errors.Is(err, io.EOF) {
-			return all
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	return rows
 }
