@@ -304,3 +304,32 @@ func runCalibrate(ctx context.Context, e *env, dir string, args ...string) (*cal
 	}
 	return &rep, cmd, nil
 }
+
+// proxyOverhead: capture's BenchmarkProxyOverhead (what the recording
+// proxy adds to each event and to the first one, at 100 and 1,000 streams).
+func proxyOverhead(ctx context.Context, e *env) ([]figure, error) {
+	const sec = "capture proxy overhead (capture.BenchmarkProxyOverhead)"
+	rows, cmd, err := goBench(ctx, e, "./capture/", "ProxyOverhead", "-benchtime", "3x")
+	if err != nil {
+		return nil, err
+	}
+	var figs []figure
+	for _, streams := range []int{100, 1000} {
+		r, ok := find(rows, fmt.Sprintf("BenchmarkProxyOverhead/streams=%d", streams))
+		if !ok {
+			continue
+		}
+		ev, ttft := r.Metrics["added-event-p99-us"], r.Metrics["added-ttft-p99-us"]
+		f := figure{Section: sec, Name: fmt.Sprintf("added ITL and TTFT at %d streams", streams),
+			Value: fmt.Sprintf("per event p50 %.0f us, p99 %.0f us; TTFT p50 %.0f us, p99 %.0f us",
+				r.Metrics["added-event-p50-us"], ev, r.Metrics["added-ttft-p50-us"], ttft),
+			Command: cmd,
+			Note:    "client stamp minus the proxy's stamp of the same event (one process, one clock): an upper bound of what the proxy adds; mock, proxy and clients share this process and its 2 cores"}
+		if streams == 1000 {
+			f.Goal = "added TTFT and ITL p99 <= 200 us at 1,000 streams"
+			f.Verdict = "ITL " + atMost(ev, 200, us) + "; TTFT " + atMost(ttft, 200, us)
+		}
+		figs = append(figs, f)
+	}
+	return figs, nil
+}

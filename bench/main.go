@@ -111,6 +111,7 @@ func stages() []stage {
 		{"synth", 2 * time.Minute, synthBench},
 		{"analyze", 2 * time.Minute, analyzeBench},
 		{"mock", 3 * time.Minute, mockBench},
+		{"capture proxy", 2 * time.Minute, proxyOverhead},
 		{"calibrate", 4 * time.Minute, calibrateBench},
 		{"deadlock", 6 * time.Minute, deadlockBench},
 	}

@@ -3,9 +3,7 @@ package capture_test
 import (
 	"fmt"
 	"net/http"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -21,26 +19,28 @@ import (
 // BenchmarkProxyOverhead measures what the capture proxy adds, per event:
 // the client stamps each event when its read returns and the proxy stamps
 // the same event when its upstream read returned (one process, one clock),
-// so client stamp - proxy stamp is exactly the forwarding delay (write,
-// flush, loopback, client read). The request path's share (client send to
-// proxy send) is added for the first event (TTFT). Streams run
-// concurrently: TRACEKIT_BENCH_STREAMS (default 100; the goal is
-// stated at 1,000) per round, arriving over 200 ms, one round per b.N,
-// each of 32 events TRACEKIT_BENCH_ITL apart (default 10ms). Mock, proxy
-// and clients share this process: at high event rates on a small machine
-// the figure is CPU saturation, not the proxy's path length.
+// so client stamp - proxy stamp is the forwarding delay (write, flush,
+// loopback, client read): an upper bound of what the proxy adds over direct
+// access. The request path's share (client send to proxy send) is added for
+// the first event (TTFT). Each round runs its streams concurrently,
+// arriving over 200 ms, each of 32 events gap apart; the first round (which
+// dials every connection) is warm-up. Mock, proxy and clients share this
+// process: at high event rates on a small machine the figure includes CPU
+// saturation, not only the proxy's path length. The goal (<= 200 us
+// added TTFT and ITL p99) is stated at 1,000 streams.
 func BenchmarkProxyOverhead(b *testing.B) {
-	streams := 100
-	if s, err := strconv.Atoi(os.Getenv("TRACEKIT_BENCH_STREAMS")); err == nil && s > 0 {
-		streams = s
+	for _, c := range []struct {
+		streams int
+		gap     time.Duration
+	}{{100, 10 * time.Millisecond}, {1000, 50 * time.Millisecond}} {
+		b.Run(fmt.Sprintf("streams=%d", c.streams), func(b *testing.B) { proxyOverhead(b, c.streams, c.gap) })
 	}
+}
+
+func proxyOverhead(b *testing.B, streams int, gap time.Duration) {
 	cfg := mock.DefaultConfig()
 	cfg.Latency.PrefillBase = mock.Duration(5 * time.Millisecond)
 	cfg.Latency.PrefillPerToken = 0
-	gap := 10 * time.Millisecond
-	if d, err := time.ParseDuration(os.Getenv("TRACEKIT_BENCH_ITL")); err == nil && d > 0 {
-		gap = d
-	}
 	cfg.Latency.DecodeBase = mock.Duration(gap)
 	cfg.Latency.DecodePerSeq = 0
 	cfg.Latency.JitterCV = 0.3 // desynchronise the streams, as real ones are
@@ -97,15 +97,12 @@ func BenchmarkProxyOverhead(b *testing.B) {
 	}
 	var itl, ttft []int64
 	for _, seg := range ps.Proxy().Segments() {
-		rr, err := trace.OpenRecording(seg.Recording)
+		recs, meta, err := trace.ReadRecords(seg.Recording)
 		if err != nil {
 			b.Fatal(err)
 		}
-		recs := make([]trace.Record, rr.NumRows())
-		n, _ := rr.Read(recs)
-		origin := rr.Meta.StartMonoNs
-		rr.Close()
-		for _, r := range recs[:n] {
+		origin := meta.StartMonoNs
+		for _, r := range recs {
 			c, ok := byID[r.RequestID]
 			if !ok || len(c.events) != len(r.EventNs) || len(c.events) == 0 {
 				b.Fatalf("request %s: client saw %d events, proxy %d", r.RequestID, len(c.events), len(r.EventNs))
@@ -131,5 +128,4 @@ func BenchmarkProxyOverhead(b *testing.B) {
 	b.ReportMetric(pct(itl, 0.99), "added-event-p99-us")
 	b.ReportMetric(pct(ttft, 0.5), "added-ttft-p50-us")
 	b.ReportMetric(pct(ttft, 0.99), "added-ttft-p99-us")
-	b.ReportMetric(float64(streams), "streams")
 }
