@@ -19,6 +19,5 @@
 //	    each registers itself (registry.go), so adding a source is one file.
 //	  - Schedule (schedule.go) draws gamma start gaps (vLLM's --burstiness)
 //	    and open-loop arrival offsets of later turns.
-//	  - Generate (generate.go) runs a Job end to end; SummarizeTrace
-//	    (summary.go) is what `tracekit inspect` prints.
+//	  - Generate (generate.go) runs a Job end to end.
 package synth

@@ -69,7 +69,7 @@ func TestGenerateReportsAndErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := SummarizeTrace(out)
+	sum, err := trace.SummarizeTrace(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestSummarizeTraceStats(t *testing.T) {
 	if _, err := Generate(context.Background(), Job{Source: src, Schedule: &Schedule{Rate: 4, Burstiness: 1}, Output: out}); err != nil {
 		t.Fatal(err)
 	}
-	s, err := SummarizeTrace(out)
+	s, err := trace.SummarizeTrace(out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,5 +18,7 @@
 // Data flow: a producer calls NewTraceWriter / NewRecordWriter, writes rows in
 // order, and closes; a consumer calls OpenTrace / OpenRecording and reads rows
 // in batches. Writers flush a row group every RowGroupRows rows, so memory is
-// bounded whatever the file size.
+// bounded whatever the file size. ReadTurns and ReadRecords read a whole
+// (small) file at once; SummarizeTrace and SummarizeRecording are what
+// `tracekit inspect` prints.
 package trace

@@ -58,3 +58,34 @@ func TestSchemaV1RecordingStaysReadable(t *testing.T) {
 		}
 	}
 }
+
+// inspect's summaries of the schema-1 files, checked against the rows.
+func TestSummariesOfGoldenFiles(t *testing.T) {
+	rs, err := SummarizeRecording("../testdata/recording-v1.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, _, err := ReadRecords("../testdata/recording-v1.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events, tokens int64
+	first, last := recs[0].SentNs, recs[0].DoneNs
+	for _, r := range recs {
+		events += int64(len(r.EventNs))
+		for _, k := range r.EventTokens {
+			tokens += int64(k)
+		}
+		first, last = min(first, r.SentNs), max(last, r.DoneNs)
+	}
+	if rs.Rows != 8 || rs.OK != 8 || len(rs.Errors) != 0 || rs.Conversations != 3 || rs.Events != events || rs.Tokens != tokens || rs.SpanNs != last-first {
+		t.Errorf("recording summary %+v; rows say %d events, %d tokens, span %d", rs, events, tokens, last-first)
+	}
+	ts, err := SummarizeTrace("../testdata/trace-v1.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ts.Rows != 8 || ts.Conversations != 3 || ts.TurnsPerConv.Min != 2 || ts.TurnsPerConv.Max != 3 || ts.WithReference != 8 {
+		t.Errorf("trace summary %+v", ts)
+	}
+}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tracekit/tracekit/synth"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -27,7 +26,7 @@ recording, requests, errors by kind, events, time span and run metadata.`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path, w := args[0], cmd.OutOrStdout()
-			s, err := synth.SummarizeTrace(path)
+			s, err := trace.SummarizeTrace(path)
 			if err == nil {
 				printTraceSummary(w, path, s)
 				return nil
@@ -35,7 +34,7 @@ recording, requests, errors by kind, events, time span and run metadata.`,
 			if !errors.Is(err, trace.ErrWrongFormat) {
 				return badInput(err)
 			}
-			rs, rerr := summarizeRecording(path)
+			rs, rerr := trace.SummarizeRecording(path)
 			if rerr != nil {
 				if errors.Is(rerr, trace.ErrWrongFormat) {
 					return badInput(fmt.Errorf("%s is neither a tracekit trace nor a recording: %w", path, rerr))
@@ -48,7 +47,7 @@ recording, requests, errors by kind, events, time span and run metadata.`,
 	})
 }
 
-func printTraceSummary(w io.Writer, path string, s synth.TraceSummary) {
+func printTraceSummary(w io.Writer, path string, s trace.TraceSummary) {
 	fmt.Fprintf(w, "trace %s\n", path)
 	fmt.Fprintf(w, "  rows                %d\n", s.Rows)
 	fmt.Fprintf(w, "  conversations       %d\n", s.Conversations)
@@ -82,75 +81,21 @@ func printOptions(w io.Writer, opts map[string]string) {
 	}
 }
 
-// recordingSummary is inspect's view of a recording.
-type recordingSummary struct {
-	meta                 trace.RunMeta
-	rows                 int64
-	ok, warmup, attempts int
-	errors               map[string]int
-	events, tokens       int64
-	conversations        map[string]struct{}
-	firstNs, lastNs      int64
-}
-
-func summarizeRecording(path string) (recordingSummary, error) {
-	r, err := trace.OpenRecording(path)
-	if err != nil {
-		return recordingSummary{}, err
-	}
-	defer r.Close()
-	s := recordingSummary{meta: r.Meta, rows: r.NumRows(), errors: map[string]int{}, conversations: map[string]struct{}{}, firstNs: -1}
-	rows := make([]trace.Record, 256)
-	for {
-		n, err := r.Read(rows)
-		for _, rec := range rows[:n] {
-			s.conversations[rec.ConversationID] = struct{}{}
-			if rec.ErrorKind == trace.ErrNone {
-				s.ok++
-			} else {
-				s.errors[rec.ErrorKind]++
-			}
-			if rec.Warmup {
-				s.warmup++
-			}
-			if rec.Attempt > 0 {
-				s.attempts++
-			}
-			s.events += int64(len(rec.EventNs))
-			for _, t := range rec.EventTokens {
-				s.tokens += int64(t)
-			}
-			if s.firstNs < 0 || rec.SentNs < s.firstNs {
-				s.firstNs = rec.SentNs
-			}
-			s.lastNs = max(s.lastNs, rec.DoneNs)
-		}
-		if errors.Is(err, io.EOF) {
-			return s, nil
-		}
-		if err != nil {
-			return s, err
-		}
-	}
-}
-
-func printRecordingSummary(w io.Writer, path string, s recordingSummary) {
+func printRecordingSummary(w io.Writer, path string, s trace.RecordingSummary) {
 	fmt.Fprintf(w, "recording %s\n", path)
-	fmt.Fprintf(w, "  requests        %d (%d ok, %d failed, %d warm-up, %d retries)\n", s.rows, s.ok, int(s.rows)-s.ok, s.warmup, s.attempts)
-	fmt.Fprintf(w, "  conversations   %d\n", len(s.conversations))
-	kinds := make([]string, 0, len(s.errors))
-	for k := range s.errors {
+	fmt.Fprintf(w, "  requests        %d (%d ok, %d failed, %d warm-up, %d retries)\n", s.Rows, s.OK, int(s.Rows)-s.OK, s.Warmup, s.Retries)
+	fmt.Fprintf(w, "  conversations   %d\n", s.Conversations)
+	kinds := make([]string, 0, len(s.Errors))
+	for k := range s.Errors {
 		kinds = append(kinds, k)
 	}
 	sort.Strings(kinds)
 	for _, k := range kinds {
-		fmt.Fprintf(w, "  error %-16s %d\n", k, s.errors[k])
+		fmt.Fprintf(w, "  error %-16s %d\n", k, s.Errors[k])
 	}
-	fmt.Fprintf(w, "  stream events   %d carrying %d tokens\n", s.events, s.tokens)
-	if s.firstNs >= 0 {
-		fmt.Fprintf(w, "  time span       %v (first send to last completion)\n", time.Duration(s.lastNs-s.firstNs).Round(time.Millisecond))
-	}
-	m := s.meta
+	fmt.Fprintf(w, "  stream events   %d carrying %d tokens\n", s.Events, s.Tokens)
+	fmt.Fprintf(w, "  time span       %v (first send to last completion)\n", time.Duration(s.SpanNs).Round(time.Millisecond))
+	m := s.Meta
 	fmt.Fprintf(w, "run metadata\n  tracekit %s  host %s  targets %v\n  started %s (monotonic %d ns)\n  command %s\n",
 		m.TracekitVersion, m.Host, m.Targets, time.Unix(0, m.StartWallNs).UTC().Format(time.RFC3339Nano), m.StartMonoNs, m.Command)
 	if m.Trace != nil {

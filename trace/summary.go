@@ -1,4 +1,4 @@
-package synth
+package trace
 
 import (
 	"errors"
@@ -6,8 +6,6 @@ import (
 	"io"
 	"math"
 	"sort"
-
-	"github.com/tracekit/tracekit/trace"
 )
 
 // Stats summarises a sample: count, min, mean, percentiles, max.
@@ -76,9 +74,11 @@ func newRateStats(times []int64) RateStats {
 	return rs
 }
 
-// TraceSummary is what `tracekit inspect` prints for a trace.
+// TraceSummary is what `tracekit inspect` prints for a trace: the shape of
+// its conversations and of its arrivals (so a user can check that an
+// import kept the source's burstiness).
 type TraceSummary struct {
-	Meta          trace.TraceMeta
+	Meta          TraceMeta
 	Rows          int64
 	Conversations int
 	TurnsPerConv  Stats
@@ -95,7 +95,7 @@ type TraceSummary struct {
 
 // SummarizeTrace reads a trace once, keeping per-turn numbers only.
 func SummarizeTrace(path string) (TraceSummary, error) {
-	r, err := trace.OpenTrace(path)
+	r, err := OpenTrace(path)
 	if err != nil {
 		return TraceSummary{}, err
 	}
@@ -103,7 +103,7 @@ func SummarizeTrace(path string) (TraceSummary, error) {
 	s := TraceSummary{Meta: r.Meta, Rows: r.NumRows(), Models: map[string]int{}}
 	var turns, in, out, think []float64
 	var starts, arrivals []int64
-	rows := make([]trace.Turn, 512)
+	rows := make([]Turn, 512)
 	lastConv, run := "", 0
 	var lo, hi int64 = math.MaxInt64, math.MinInt64
 	for {
@@ -159,4 +159,63 @@ func (st Stats) String() string {
 		return "none"
 	}
 	return fmt.Sprintf("min %g  mean %.1f  p50 %g  p90 %g  p99 %g  max %g", st.Min, st.Mean, st.P50, st.P90, st.P99, st.Max)
+}
+
+// RecordingSummary is what `tracekit inspect` prints for a recording.
+type RecordingSummary struct {
+	Meta          RunMeta
+	Rows          int64
+	OK, Warmup    int
+	Retries       int            // attempts after the first
+	Errors        map[string]int // by error kind
+	Events        int64
+	Tokens        int64
+	Conversations int
+	SpanNs        int64 // first send to last completion, 0 if empty
+}
+
+// SummarizeRecording reads a recording once, keeping counts only.
+func SummarizeRecording(path string) (RecordingSummary, error) {
+	r, err := OpenRecording(path)
+	if err != nil {
+		return RecordingSummary{}, err
+	}
+	defer r.Close()
+	s := RecordingSummary{Meta: r.Meta, Rows: r.NumRows(), Errors: map[string]int{}}
+	convs := map[string]struct{}{}
+	var first, last int64 = math.MaxInt64, math.MinInt64
+	rows := make([]Record, 256)
+	for {
+		n, err := r.Read(rows)
+		for _, rec := range rows[:n] {
+			convs[rec.ConversationID] = struct{}{}
+			if rec.ErrorKind == ErrNone {
+				s.OK++
+			} else {
+				s.Errors[rec.ErrorKind]++
+			}
+			if rec.Warmup {
+				s.Warmup++
+			}
+			if rec.Attempt > 0 {
+				s.Retries++
+			}
+			s.Events += int64(len(rec.EventNs))
+			for _, t := range rec.EventTokens {
+				s.Tokens += int64(t)
+			}
+			first, last = min(first, rec.SentNs), max(last, rec.DoneNs)
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return s, err
+		}
+	}
+	s.Conversations = len(convs)
+	if last >= first {
+		s.SpanNs = last - first
+	}
+	return s, nil
 }
