@@ -46,12 +46,15 @@ body{font-family:system-ui,sans-serif;margin:24px;background:#fff;color:#222}
 h1{font-size:20px} .grid{display:flex;flex-wrap:wrap;gap:16px}
 svg.chart{border:1px solid #ddd;background:#fcfcfc} .t{font-size:14px;font-weight:600} .a{font-size:11px;fill:#444}
 pre{font-size:12px;background:#f6f6f6;padding:12px;overflow-x:auto} .warn{color:#b00;font-weight:600}
+.tiles{display:flex;flex-wrap:wrap;gap:12px;margin:12px 0 20px} .tile{border:1px solid #ddd;border-radius:6px;padding:10px 14px;min-width:130px;background:#fafafa}
+.tile b{display:block;font-size:22px} .tile span{font-size:12px;color:#555}
 </style></head><body>
 `)
 	fmt.Fprintf(&b, "<h1>tracekit analyze: %s</h1>\n", html.EscapeString(s.fileNames()))
 	for _, wn := range s.Warnings {
 		fmt.Fprintf(&b, "<p class=\"warn\">WARNING: %s</p>\n", html.EscapeString(wn))
 	}
+	s.writeTiles(&b)
 	b.WriteString("<div class=\"grid\">\n")
 	for _, c := range s.charts() {
 		c.render(&b)
@@ -61,6 +64,34 @@ pre{font-size:12px;background:#f6f6f6;padding:12px;overflow-x:auto} .warn{color:
 	b.WriteString("</pre>\n</body></html>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeTiles writes the headline figures, the ones people look for first,
+// as large numbers above the charts (the full text report is below them).
+func (s *Summary) writeTiles(b *strings.Builder) {
+	tile := func(value, label string) {
+		fmt.Fprintf(b, "<div class=\"tile\"><b>%s</b><span>%s</span></div>\n", html.EscapeString(value), html.EscapeString(label))
+	}
+	last := func(st Stats) (string, float64) { // the highest requested percentile
+		if n := len(st.Percentiles); n > 0 {
+			return fmt.Sprintf("P%g", st.Percentiles[n-1].P), st.Percentiles[n-1].Value
+		}
+		return "max", st.Max
+	}
+	b.WriteString("<div class=\"tiles\">\n")
+	tile(fmt.Sprintf("%d / %d", s.Completed, s.Completed+s.Failed), "requests completed")
+	tile(fmt.Sprintf("%.2f s", s.Duration), "benchmark duration")
+	tile(fmt.Sprintf("%.1f tok/s", s.OutputThroughput), "output token throughput")
+	tile(fmt.Sprintf("%.2f req/s", s.RequestThroughput), "request throughput")
+	for _, m := range []struct {
+		name string
+		st   Stats
+	}{{"TTFT", s.TTFT}, {"TPOT", s.TPOT}, {"ITL", s.ITL}} {
+		p, v := last(m.st)
+		tile(fmt.Sprintf("%.1f ms", m.st.Median), "median "+m.name)
+		tile(fmt.Sprintf("%.1f ms", v), p+" "+m.name)
+	}
+	b.WriteString("</div>\n")
 }
 
 func (s *Summary) fileNames() string {
