@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/parquet-go/parquet-go"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -52,6 +53,12 @@ func hasMeta(s string) bool {
 // distributed run are aligned on their RunMeta.StartWallNs (the earliest
 // becomes time 0).
 func Files(paths []string, opts Options) (*Summary, error) {
+	return files(paths, opts, true)
+}
+
+// files is Files; columns false forces the generic row reader (the
+// reference the column reader is tested against).
+func files(paths []string, opts Options, columns bool) (*Summary, error) {
 	if len(paths) == 0 {
 		return nil, fmt.Errorf("no recording given: %w", ErrBadInput)
 	}
@@ -83,10 +90,9 @@ func Files(paths []string, opts Options) (*Summary, error) {
 	for _, f := range files {
 		acc.expectRows += int(f.Rows)
 	}
-	rows := make([]trace.Record, readBatch)
 	var total int64
 	for i, r := range readers {
-		n, err := readAll(r, files[i], i, rows, acc)
+		n, err := readFile(r, files[i], i, columns, acc)
 		if err != nil {
 			return nil, err
 		}
@@ -100,18 +106,70 @@ func Files(paths []string, opts Options) (*Summary, error) {
 	return s, nil
 }
 
-// readAll streams one file's rows into acc, validating each.
-func readAll(r *trace.RecordReader, f FileInfo, file int, rows []trace.Record, acc *accumulator) (int64, error) {
+// readFile streams one file's rows into acc, validating each: column by
+// column when its schema is trace.Record's (see columns.go), else row by
+// row through parquet-go's generic reader.
+func readFile(r *trace.RecordReader, f FileInfo, file int, columns bool, acc *accumulator) (int64, error) {
+	if !columns {
+		return readRows(r, f, file, make([]trace.Record, readBatch), acc)
+	}
+	fh, pf, err := openColumns(f.Path)
+	if err != nil {
+		return 0, fmt.Errorf("analyzing: %w: %w", err, ErrBadInput)
+	}
+	defer fh.Close()
+	l, ok := newLayout(pf.Schema())
+	if !ok {
+		return readRows(r, f, file, make([]trace.Record, readBatch), acc)
+	}
+	return readColumns(pf, &l, f, file, acc)
+}
+
+// readColumns is readFile's column path.
+func readColumns(pf *parquet.File, l *layout, f FileInfo, file int, acc *accumulator) (int64, error) {
+	var (
+		g   rowGroup
+		rec trace.Record
+		row int64
+	)
+	for k, rg := range pf.RowGroups() {
+		if err := g.read(rg, l); err != nil {
+			return row, fmt.Errorf("%s: row group %d (rows %d-%d): %w: %w", f.Path, k, row, row+rg.NumRows()-1, err, ErrBadInput)
+		}
+		for i := range g.rows {
+			g.record(i, &rec)
+			if err := accept(&rec, f, file, row, acc); err != nil {
+				return row, err
+			}
+			row++
+		}
+	}
+	if row != f.Rows {
+		return row, fmt.Errorf("%s: read %d rows, footer says %d (truncated?): %w", f.Path, row, f.Rows, ErrBadInput)
+	}
+	return row, nil
+}
+
+// accept validates, aligns and adds row number row of file f.
+func accept(rec *trace.Record, f FileInfo, file int, row int64, acc *accumulator) error {
+	if err := validate(rec); err != nil {
+		return fmt.Errorf("%s: row %d (request %q): %w: %w", f.Path, row, rec.RequestID, err, ErrBadInput)
+	}
+	shift(rec, f.OffsetNs)
+	acc.add(rec, file)
+	return nil
+}
+
+// readRows streams one file's rows into acc through parquet-go's generic
+// reader.
+func readRows(r *trace.RecordReader, f FileInfo, file int, rows []trace.Record, acc *accumulator) (int64, error) {
 	var row int64
 	for {
 		n, err := r.Read(rows)
 		for k := range rows[:n] {
-			rec := &rows[k]
-			if verr := validate(rec); verr != nil {
-				return row, fmt.Errorf("%s: row %d (request %q): %w: %w", f.Path, row, rec.RequestID, verr, ErrBadInput)
+			if err := accept(&rows[k], f, file, row, acc); err != nil {
+				return row, err
 			}
-			shift(rec, f.OffsetNs)
-			acc.add(rec, file)
 			row++
 		}
 		if errors.Is(err, io.EOF) {
