@@ -126,7 +126,8 @@ func (d *Dist) Quantile(p float64) float64 {
 // Stats computes the statistics in milliseconds, numpy style: mean,
 // population std (two-pass), median and the linear percentiles ps. An
 // empty Dist gives zeros, as vLLM's `np.mean(x or 0)` does. Exact samples
-// are not sorted: the needed order statistics are found by orderStats.
+// are not sorted: summarize finds the needed order statistics (min and max
+// among them) in the same two passes as the mean and variance.
 func (d *Dist) Stats(ps []float64) Stats {
 	const ms = 1e6
 	st := Stats{Count: d.Len(), Percentiles: make([]Pct, len(ps))}
@@ -149,21 +150,26 @@ func (d *Dist) Stats(ps []float64) Stats {
 	if n == 0 {
 		return st
 	}
-	all := append([]float64{50}, ps...)
-	var ranks []int
-	for _, p := range all {
+	// Ranks 0 and n-1 are the min and max.
+	ranks := []int{0, n - 1}
+	for _, p := range append([]float64{50}, ps...) {
 		lo := rankOf(n, p)
 		ranks = append(ranks, lo, min(lo+1, n-1))
 	}
 	slices.Sort(ranks)
 	ranks = slices.Compact(ranks)
 	var vals []float64
+	var mean, ss float64
 	if d.sorted {
 		for _, r := range ranks {
 			vals = append(vals, d.samples[r])
 		}
+		mean = sum(d.samples) / float64(n)
+		for _, v := range d.samples {
+			ss += (v - mean) * (v - mean)
+		}
 	} else {
-		vals = orderStats(d.samples, ranks)
+		vals, mean, ss = summarize(d.samples, ranks)
 	}
 	at := func(r int) float64 { i, _ := slices.BinarySearch(ranks, r); return vals[i] }
 	q := func(p float64) float64 {
@@ -178,13 +184,7 @@ func (d *Dist) Stats(ps []float64) Stats {
 	for i, p := range ps {
 		st.Percentiles[i].Value = q(p) / ms
 	}
-	mean := sum(d.samples) / float64(n)
-	var ss float64
-	lo, hi := d.samples[0], d.samples[0]
-	for _, v := range d.samples {
-		ss += (v - mean) * (v - mean)
-		lo, hi = min(lo, v), max(hi, v)
-	}
+	lo, hi := at(0), at(n-1)
 	st.Mean = mean / ms
 	st.Std = math.Sqrt(ss/float64(n)) / ms
 	st.Min, st.Max = lo/ms, hi/ms
