@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 
@@ -62,22 +63,22 @@ func files(paths []string, opts Options, columns bool) (*Summary, error) {
 	if len(paths) == 0 {
 		return nil, fmt.Errorf("no recording given: %w", ErrBadInput)
 	}
-	readers := make([]*trace.RecordReader, 0, len(paths))
+	ins := make([]input, 0, len(paths))
 	defer func() {
-		for _, r := range readers {
-			r.Close()
+		for _, in := range ins {
+			in.close()
 		}
 	}()
 	files := make([]FileInfo, len(paths))
 	base := int64(0)
 	for i, p := range paths {
-		r, err := trace.OpenRecording(p)
+		in, err := openInput(p, columns)
 		if err != nil {
 			return nil, fmt.Errorf("analyzing: %w: %w", err, ErrBadInput)
 		}
-		readers = append(readers, r)
-		files[i] = FileInfo{Path: p, Rows: r.NumRows(), Meta: r.Meta}
-		if w := r.Meta.StartWallNs; w != 0 && (base == 0 || w < base) {
+		ins = append(ins, in)
+		files[i] = FileInfo{Path: p, Rows: in.r.NumRows(), Meta: in.r.Meta}
+		if w := in.r.Meta.StartWallNs; w != 0 && (base == 0 || w < base) {
 			base = w
 		}
 	}
@@ -87,12 +88,17 @@ func files(paths []string, opts Options, columns bool) (*Summary, error) {
 		}
 	}
 	acc := newAccumulator(opts)
-	for _, f := range files {
+	events := 0
+	for i, f := range files {
 		acc.expectRows += int(f.Rows)
+		events += ins[i].events()
+	}
+	if events > 0 {
+		acc.reserve(events)
 	}
 	var total int64
-	for i, r := range readers {
-		n, err := readFile(r, files[i], i, columns, acc)
+	for i, in := range ins {
+		n, err := in.read(files[i], i, acc)
 		if err != nil {
 			return nil, err
 		}
@@ -106,26 +112,68 @@ func files(paths []string, opts Options, columns bool) (*Summary, error) {
 	return s, nil
 }
 
-// readFile streams one file's rows into acc, validating each: column by
-// column when its schema is trace.Record's (see columns.go), else row by
-// row through parquet-go's generic reader.
-func readFile(r *trace.RecordReader, f FileInfo, file int, columns bool, acc *accumulator) (int64, error) {
-	if !columns {
-		return readRows(r, f, file, make([]trace.Record, readBatch), acc)
-	}
-	fh, pf, err := openColumns(f.Path)
-	if err != nil {
-		return 0, fmt.Errorf("analyzing: %w: %w", err, ErrBadInput)
-	}
-	defer fh.Close()
-	l, ok := newLayout(pf.Schema())
-	if !ok {
-		return readRows(r, f, file, make([]trace.Record, readBatch), acc)
-	}
-	return readColumns(pf, &l, f, file, acc)
+// input is one recording opened for reading: validated by trace, and when
+// its schema is trace.Record's also opened for column reading (see
+// columns.go); otherwise rows go through parquet-go's generic reader.
+type input struct {
+	r  *trace.RecordReader
+	fh *os.File      // nil: read rows
+	pf *parquet.File // with fh
+	l  layout
 }
 
-// readColumns is readFile's column path.
+func openInput(path string, columns bool) (input, error) {
+	r, err := trace.OpenRecording(path)
+	if err != nil {
+		return input{}, err
+	}
+	in := input{r: r}
+	if !columns {
+		return in, nil
+	}
+	fh, pf, err := openColumns(path)
+	if err != nil {
+		r.Close()
+		return input{}, err
+	}
+	l, ok := newLayout(pf.Schema())
+	if !ok {
+		fh.Close()
+		return in, nil
+	}
+	in.fh, in.pf, in.l = fh, pf, l
+	return in, nil
+}
+
+func (in input) close() {
+	in.r.Close()
+	if in.fh != nil {
+		in.fh.Close()
+	}
+}
+
+// events is the footer's count of event_ns levels (events, plus one per
+// empty list), 0 when unknown.
+func (in input) events() int {
+	if in.pf == nil {
+		return 0
+	}
+	n := 0
+	for _, rg := range in.pf.RowGroups() {
+		n += int(rg.ColumnChunks()[in.l.evNs].NumValues())
+	}
+	return n
+}
+
+// read streams the file's rows into acc, validating each.
+func (in input) read(f FileInfo, file int, acc *accumulator) (int64, error) {
+	if in.pf == nil {
+		return readRows(in.r, f, file, make([]trace.Record, readBatch), acc)
+	}
+	return readColumns(in.pf, &in.l, f, file, acc)
+}
+
+// readColumns is input.read's column path.
 func readColumns(pf *parquet.File, l *layout, f FileInfo, file int, acc *accumulator) (int64, error) {
 	var (
 		g   rowGroup

@@ -194,6 +194,8 @@ type accumulator struct {
 	// letting append copy them at every doubling.
 	expectRows, seenRows, seenEvents int
 	presized                         bool
+	// reserved, when set, waits for reserve's allocations and installs them.
+	reserved func()
 }
 
 func newAccumulator(opts Options) *accumulator {
@@ -208,6 +210,9 @@ func newAccumulator(opts Options) *accumulator {
 
 // add folds one aligned record into the accumulator.
 func (a *accumulator) add(r *trace.Record, file int) {
+	if a.reserved != nil {
+		a.reserved()
+	}
 	a.seenRows++
 	a.seenEvents += len(r.EventNs)
 	if !a.presized && a.expectRows > 0 && a.seenRows == min(256, a.expectRows) {
@@ -319,6 +324,32 @@ func (a *accumulator) presize() {
 	a.reqs = slices.Grow(a.reqs, a.expectRows-len(a.reqs))
 }
 
+// reserve is presize for a known event count (an upper bound, from the
+// files' footers) and expectRows, made before the first row: the slices are
+// allocated (and zeroed) on another goroutine while the first rows decode;
+// the first add waits for them.
+func (a *accumulator) reserve(events int) {
+	a.presized = true
+	want, rows := min(events, a.opts.MaxExactSamples), a.expectRows
+	var (
+		pe, pt []float64
+		et     []int64
+		reqs   []Request
+		done   = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		pe, pt, et = make([]float64, 0, want), make([]float64, 0, want), make([]int64, 0, want)
+		reqs = make([]Request, 0, rows)
+	}()
+	a.reserved = func() {
+		<-done
+		a.reserved = nil
+		a.dists["itl"].samples, a.dists["itl_per_token"].samples = pe, pt
+		a.eventTimes, a.reqs = et, reqs
+	}
+}
+
 func (a *accumulator) addMs(t int64) {
 	b := int(min(max(t/1e6, 0), maxSeriesBins*1000-1))
 	if b >= len(a.msBins) {
@@ -333,6 +364,9 @@ func grow(s []float64, i int) []float64 {
 
 // finish computes the aggregates.
 func (a *accumulator) finish(files []FileInfo) *Summary {
+	if a.reserved != nil { // no row was added
+		a.reserved()
+	}
 	s := &Summary{Files: files, Options: a.opts, Reqs: a.reqs, dists: a.dists, eventTimes: a.eventTimes,
 		ExcludedWarmup: a.sawWarmup, ExcludedByWindow: a.outWindow, Requests: len(a.reqs)}
 	s.describeRun()
@@ -358,14 +392,19 @@ func (a *accumulator) finish(files []FileInfo) *Summary {
 		s.OutputThroughput = float64(s.TotalOutput) / s.Duration
 		s.TotalTokenThroughput = float64(s.TotalInput+s.TotalOutput) / s.Duration
 	}
+	// The per-event distributions' statistics are the largest piece of
+	// work: they run on their own goroutines while the rest is computed.
+	var wg sync.WaitGroup
+	s.stats(&wg)
 	s.MaxOutputTokensPerS = a.peakOutput(succ)
 	s.MaxConcurrentRequests = peakConcurrency(succ)
-	s.stats()
 	s.errors(a.errMsg)
 	s.cacheAndTurns()
 	s.multiTurn(succ)
 	s.series(a.tokBins, a.msgBins)
 	s.health()
+	wg.Wait()
+	s.ITL = [...]Stats{s.ITLPerEvent, s.ITLPerToken, s.ITLRequestMean}[s.Options.ITL]
 	return s
 }
 
@@ -418,9 +457,21 @@ func (a *accumulator) peakOutput(succ []*Request) float64 {
 		best = max(best, counts[b])
 	}
 	if a.msBins == nil {
-		for _, t := range a.eventTimes {
-			if t >= m {
-				bump((t-m)/nsPerSec, 1)
+		// Each request's events are sorted (validate checks): count a
+		// bin's share of them with two binary searches, not one division
+		// per event.
+		for _, q := range succ {
+			ts := a.eventTimes[q.evOff : q.evOff+int(q.Events)]
+			i, _ := slices.BinarySearch(ts, m)
+			for i < len(ts) {
+				b := (ts[i] - m) / nsPerSec
+				if b >= maxSeriesBins-1 { // the rest is clamped into the last bin
+					bump(b, int64(len(ts)-i))
+					break
+				}
+				j, _ := slices.BinarySearch(ts[i:], m+(b+1)*nsPerSec)
+				bump(b, int64(j))
+				i += j
 			}
 		}
 		return float64(best)
@@ -459,9 +510,9 @@ func peakConcurrency(succ []*Request) int {
 }
 
 // stats computes every distribution's statistics; the distributions are
-// independent, so the large per-event ones run on their own goroutine
-// (all joined before return).
-func (s *Summary) stats() {
+// independent, so the large per-event ones run on their own goroutines,
+// added to wg: s.ITL is set by the caller once wg is done.
+func (s *Summary) stats(wg *sync.WaitGroup) {
 	ps := s.Options.Percentiles
 	targets := map[string]*Stats{
 		"ttft": &s.TTFT, "tpot": &s.TPOT, "e2el": &s.E2EL,
@@ -469,7 +520,6 @@ func (s *Summary) stats() {
 		"corrected_ttft": &s.CorrectedTTFT, "corrected_e2el": &s.CorrectedE2EL,
 		"queue": &s.Queue, "send_delay": &s.SendDelay,
 	}
-	var wg sync.WaitGroup
 	for name, dst := range targets {
 		d := s.dists[name]
 		if name == "itl" || name == "itl_per_token" {
@@ -478,8 +528,6 @@ func (s *Summary) stats() {
 		}
 		*dst = d.Stats(ps)
 	}
-	wg.Wait()
-	s.ITL = [...]Stats{s.ITLPerEvent, s.ITLPerToken, s.ITLRequestMean}[s.Options.ITL]
 	for _, x := range s.dists {
 		s.Approximate = s.Approximate || x.Approximate()
 	}
