@@ -25,7 +25,8 @@ func BenchmarkDispatchLag(b *testing.B) {
 			make func() (Dispatcher, func())
 		}{
 			{"sleep", func() (Dispatcher, func()) { return SleepDispatcher{}, func() {} }},
-			{"precise", preciseFactory(b, 0)},
+			{"precise", preciseFactory(b, DefaultSpin)}, // the default
+			{"precise-nospin", preciseFactory(b, 0)},
 			{"precise-spin20us", preciseFactory(b, 20*time.Microsecond)},
 		} {
 			b.Run(fmt.Sprintf("rate=%d/%s", rate, impl.name), func(b *testing.B) {

@@ -7,8 +7,9 @@
 //	                    │
 //	                    v
 //	schedule: each conversation starts at its offset (÷ --speed) from the run
-//	start, woken by a Dispatcher (Precise: a locked OS thread on an absolute
-//	CLOCK_MONOTONIC timerfd)
+//	start, woken by a Dispatcher (Precise: an absolute CLOCK_MONOTONIC
+//	timerfd in Go's netpoller releases each waiter a little early and the
+//	waiter busy-waits the rest)
 //	                    │
 //	                    v
 //	conversation loop (closed loop): wait for a concurrency slot (queue time),

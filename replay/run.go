@@ -125,7 +125,7 @@ func New(cfg Config) (*Runner, error) {
 	}
 	r.disp = cfg.Dispatcher
 	if r.disp == nil {
-		p, err := NewPrecise(0)
+		p, err := NewPrecise(DefaultSpin)
 		if err != nil {
 			tr.Close()
 			return nil, err
