@@ -70,6 +70,28 @@ func BenchmarkDecode(b *testing.B) {
 	reportEvents(b, events)
 }
 
+// BenchmarkReadColumns measures analyze's own column decoding alone
+// (what Files uses instead of BenchmarkDecode's generic reader).
+func BenchmarkReadColumns(b *testing.B) {
+	recs, events := benchRecords(5000)
+	p := writeRecording(b, b.TempDir(), "bench.parquet", trace.RunMeta{}, recs)
+	b.ResetTimer()
+	for range b.N {
+		in, err := openInput(p, true)
+		if err != nil || in.pf == nil {
+			b.Fatal(err, "no column path")
+		}
+		var g rowGroup
+		for _, rg := range in.pf.RowGroups() {
+			if err := g.read(rg, &in.l); err != nil {
+				b.Fatal(err)
+			}
+		}
+		in.close()
+	}
+	reportEvents(b, events)
+}
+
 // BenchmarkFiles measures decode and analysis together, as the command runs.
 func BenchmarkFiles(b *testing.B) {
 	recs, events := benchRecords(5000)

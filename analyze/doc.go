@@ -1,10 +1,14 @@
 // Package analyze turns recordings into serving metrics, offline.
 //
 // Data flow: Files opens one or more recordings (shards of one run are
-// aligned on RunMeta.StartWallNs), streams their rows once through an
-// accumulator that derives each request's metrics (Derive) and feeds the
-// distributions, bins and per-request table, then Finish freezes everything
-// into one Summary. Text (WriteText), JSON (WriteJSON), the per-request file
+// aligned on RunMeta.StartWallNs), decodes them column by column, one row
+// group at a time, into reused flat buffers (columns.go: only the columns
+// the metrics need, event lists straight from the pages; files of another
+// schema go through parquet-go's generic row reader), streams the rows once
+// through an accumulator that derives each request's metrics (Derive) and
+// feeds the distributions, bins and per-request table, then finish freezes
+// everything into one Summary (the per-event statistics on their own
+// goroutines, each read in two passes: see summarize). Text (WriteText), JSON (WriteJSON), the per-request file
 // (WritePerRequest) and the HTML report (WriteHTML) are renderers of that one
 // Summary, so they never disagree; Compare diffs two Summaries.
 //
@@ -16,8 +20,8 @@
 // Memory: exact percentiles need every sample, 8 bytes per request for each
 // per-request distribution and 8 bytes per token event for each per-event
 // one (per-event ITL, per-token ITL, event times for the peak-throughput
-// bins: 24 bytes per event in all), plus one Request (~200 bytes) per
-// request. When a distribution passes Options.MaxExactSamples it switches to
+// bins: 24 bytes per event in all, sized up front from the files' footers),
+// plus one Request (~200 bytes) per request, plus one decoded row group. When a distribution passes Options.MaxExactSamples it switches to
 // a log-bucket histogram with relative error HistRelErr (0.1%), and the
 // peak-throughput bins switch to 1 ms resolution; Summary.Approximate says
 // so.
