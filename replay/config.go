@@ -66,6 +66,12 @@ type Config struct {
 
 	ResetPrefixCache bool // POST /reset_prefix_cache to every target first
 
+	// GCPercent is the garbage collector's target (as GOGC) while Run runs;
+	// the previous setting is restored after. 0 means DefaultGCPercent, a
+	// negative value leaves the process's setting alone, and so does a
+	// GOGC environment variable.
+	GCPercent int
+
 	// Dispatcher wakes the schedule; default a Precise dispatcher.
 	Dispatcher Dispatcher
 	// Logf receives warnings (a failed prefix-cache reset, ...); may be nil.
