@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/tracekit/tracekit/clock"
@@ -37,6 +38,21 @@ type exchange struct {
 	// choices[0]; buf is reused for every event.
 	head, usageHead []byte
 	buf             []byte
+
+	// The event loop's state, owned by the handler goroutine or, while
+	// the stream is on it, by a scheduler.
+	sched        int64 // when event sent is due
+	ev           int   // events planned
+	sent, tok    int   // events and tokens sent so far
+	take         int   // tokens of the prepared event
+	role         bool  // the prepared event is chat's role chunk
+	cached       bool  // the prompt is in the prefix cache
+	pendingEvent bool  // the last write attempted was an event, not a malformed one
+	conn         net.Conn
+	raw          *rawWriter     // non-nil while a scheduler writes the stream
+	heapIdx      int            // position in the scheduler's heap, -1 if out
+	back         chan streamEnd // the scheduler hands the stream back here
+	canceled     bool           // the handler took the stream back; guarded by the scheduler mutex
 }
 
 func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
@@ -45,7 +61,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 		return
 	}
 	defer s.inflight.Done()
-	x := &exchange{s: s, w: w, rc: http.NewResponseController(w), r: r, ctx: r.Context(), chat: chat}
+	x := &exchange{s: s, w: w, rc: http.NewResponseController(w), r: r, ctx: r.Context(), chat: chat, heapIdx: -1}
 	x.e = LogEntry{ArrivalMonoNs: clock.Mono(), ArrivalWallNs: clock.Wall(), Endpoint: "completions"}
 	if chat {
 		x.e.Endpoint = "chat"
@@ -467,28 +483,110 @@ func (x *exchange) appendEvent(b []byte, from, to int, role bool) []byte {
 	return append(b, "}\n\n"...)
 }
 
-// send writes and flushes one event due at sched and logs it. It is the hot
-// path: no allocation once the event lists have their capacity.
-func (x *exchange) send(sched int64, from, to int, role bool) bool {
-	x.buf = x.appendEvent(x.buf[:0], from, to, role)
-	if _, err := x.w.Write(x.buf); err != nil {
-		return false
+// streamEnd says how a stream's event loop ended.
+type streamEnd int
+
+const (
+	endDone        streamEnd = iota // every event sent; the tail follows
+	endWriteFailed                  // a write failed: the client is gone
+	endDisconnect                   // the injected disconnect fault
+	endCanceled                     // the request's context ended
+	endSlow                         // a scheduler write would block; raw.rest() is unwritten
+)
+
+// prepare plans event x.sent: its tokens and the time it is due, then
+// applies the positional fault before it. It returns false with the end
+// once the stream has no event left.
+func (x *exchange) prepare() (streamEnd, bool) {
+	if x.sent < x.ev {
+		x.role = x.chat && x.sent == 0
+		x.take = 0
+		if !x.role {
+			x.take = min(x.s.cfg.Latency.TokensPerEvent, int(x.e.CompletionTokens)-x.tok)
+			if x.tok == 0 {
+				x.take = 1 // the first token comes alone, out of prefill
+			} else {
+				for range x.take {
+					x.sched += int64(x.s.cfg.Latency.itl(x.rng, int(x.s.m.running.Load())))
+				}
+			}
+		}
 	}
-	if err := x.rc.Flush(); err != nil {
-		return false
+	if end, ok := x.faultAt(); !ok {
+		return end, false
 	}
-	now := clock.Mono()
-	late := max(now-sched, 0)
+	if x.sent == x.ev {
+		return endDone, false
+	}
+	return 0, true
+}
+
+// faultAt applies a positional fault before event number x.sent.
+func (x *exchange) faultAt() (streamEnd, bool) {
+	f := x.fault
+	if f.After != x.sent {
+		return 0, true
+	}
+	switch f.Kind {
+	case FaultStall:
+		x.sched += int64(f.For)
+	case FaultMalformed:
+		bad := append(append([]byte(nil), x.head...), `"delta":{"content":"unterminated`+"\n\n"...)
+		x.pendingEvent = false
+		return x.write(bad)
+	case FaultDisconnect:
+		return endDisconnect, false
+	}
+	return 0, true
+}
+
+// fire writes the prepared event and logs it. It is the hot path: no
+// allocation once the event lists have their capacity.
+func (x *exchange) fire() (streamEnd, bool) {
+	if !x.cached {
+		x.s.cache.insert(x.p.segs) // the prompt's KV exists once prefill is done
+		x.cached = true
+	}
+	x.buf = x.appendEvent(x.buf[:0], x.tok, x.tok+x.take, x.role)
+	x.pendingEvent = true
+	if end, ok := x.write(x.buf); !ok {
+		return end, false
+	}
+	x.logEvent(clock.Mono())
+	return 0, true
+}
+
+// write sends b as one chunk: on the scheduler with one non-blocking
+// write, else through net/http, flushed.
+func (x *exchange) write(b []byte) (streamEnd, bool) {
+	if x.raw == nil {
+		if !x.writeRaw(b) {
+			return endWriteFailed, false
+		}
+		return 0, true
+	}
+	switch err := x.raw.writeChunk(b); {
+	case err == errWouldBlock:
+		return endSlow, false
+	case err != nil:
+		return endWriteFailed, false
+	}
+	return 0, true
+}
+
+// logEvent records the prepared event as written at now and moves on.
+func (x *exchange) logEvent(now int64) {
+	late := max(now-x.sched, 0)
 	x.e.EventMonoNs = append(x.e.EventMonoNs, now)
-	x.e.EventTokens = append(x.e.EventTokens, int32(to-from))
+	x.e.EventTokens = append(x.e.EventTokens, int32(x.take))
 	x.e.EventLatenessNs = append(x.e.EventLatenessNs, late)
 	x.s.m.lateness.record(late)
 	x.s.m.events.Add(1)
-	x.s.m.genTokens.Add(int64(to - from))
-	return true
+	x.s.m.genTokens.Add(int64(x.take))
+	x.sent, x.tok = x.sent+1, x.tok+x.take
 }
 
-// writeRaw writes and flushes bytes that are not a logged event.
+// writeRaw writes and flushes bytes through net/http.
 func (x *exchange) writeRaw(b []byte) bool {
 	if _, err := x.w.Write(b); err != nil {
 		return false
@@ -496,32 +594,69 @@ func (x *exchange) writeRaw(b []byte) bool {
 	return x.rc.Flush() == nil
 }
 
-// faultAt applies a positional fault before event number sent; it returns
-// false when the stream must end now (the entry is then recorded).
-func (x *exchange) faultAt(sent int, sched *int64) bool {
-	f := x.fault
-	if f.After != sent {
-		return true
+// loop runs the event loop on the handler goroutine, sleeping on its own
+// timer; prepared says event x.sent is planned already.
+func (x *exchange) loop(prepared bool) streamEnd {
+	if prepared && x.sent == x.ev {
+		return endDone
 	}
-	switch f.Kind {
-	case FaultStall:
-		*sched += int64(f.For)
-	case FaultMalformed:
-		bad := append(append([]byte(nil), x.head...), `"delta":{"content":"unterminated`+"\n\n"...)
-		if !x.writeRaw(bad) {
-			x.finish(OutcomeClientGone)
-			return false
+	for {
+		if !prepared {
+			if end, ok := x.prepare(); !ok {
+				return end
+			}
 		}
-	case FaultDisconnect:
-		x.finish(OutcomeFault)
-		x.abort(false)
+		prepared = false
+		if !x.sleepUntil(x.sched) {
+			return endCanceled
+		}
+		if end, ok := x.fire(); !ok {
+			return end
+		}
+	}
+}
+
+// resumeAlone takes a stream back from a scheduler whose write would have
+// blocked: it finishes that write blocking, then runs the rest of the
+// stream on this goroutine.
+func (x *exchange) resumeAlone() streamEnd {
+	rest := x.raw.rest()
+	x.raw = nil
+	if _, err := x.conn.Write(rest); err != nil {
+		return endWriteFailed
+	}
+	if !x.pendingEvent {
+		return x.loop(true) // the malformed event went out; the event it precedes is planned
+	}
+	x.logEvent(clock.Mono())
+	return x.loop(false)
+}
+
+// attachRaw readies x for a scheduler: HTTP/1.1 (so net/http frames the
+// body in chunks, as the scheduler does) on a socket it can write to.
+func (x *exchange) attachRaw() bool {
+	if !x.r.ProtoAtLeast(1, 1) {
 		return false
 	}
+	c, ok := x.ctx.Value(connKey{}).(net.Conn)
+	if !ok {
+		return false
+	}
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	x.conn, x.raw = c, newRawWriter(rc)
 	return true
 }
 
 // stream answers a streaming request event by event on the model's
-// schedule.
+// schedule: on a scheduler when the connection allows, else on this
+// goroutine.
 func (x *exchange) stream() {
 	h := x.w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -536,45 +671,31 @@ func (x *exchange) stream() {
 		x.interrupted()
 		return
 	}
-	sched := x.prefill()
+	x.sched = x.prefill()
 	x.buildHeads()
-	ev := x.plannedEvents()
-	x.e.EventMonoNs, x.e.EventTokens, x.e.EventLatenessNs = make([]int64, 0, ev), make([]int32, 0, ev), make([]int64, 0, ev)
+	x.ev = x.plannedEvents()
+	x.e.EventMonoNs, x.e.EventTokens, x.e.EventLatenessNs = make([]int64, 0, x.ev), make([]int32, 0, x.ev), make([]int64, 0, x.ev)
 
-	n, k := int(x.e.CompletionTokens), x.s.cfg.Latency.TokensPerEvent
-	sent, tok := 0, 0
-	cached := false
-	for sent < ev {
-		role := x.chat && sent == 0
-		take := 0
-		if !role {
-			take = min(k, n-tok)
-			if tok == 0 {
-				take = 1 // the first token comes alone, out of prefill
-			} else {
-				for range take {
-					sched += int64(x.s.cfg.Latency.itl(x.rng, int(x.s.m.running.Load())))
-				}
-			}
+	var end streamEnd
+	if x.s.sched != nil && x.attachRaw() {
+		if end = x.s.sched.own(x); end == endSlow {
+			x.s.m.slowStreams.Add(1)
+			end = x.resumeAlone()
 		}
-		if !x.faultAt(sent, &sched) {
-			return
-		}
-		if !x.sleepUntil(sched) {
-			x.interrupted()
-			return
-		}
-		if !cached {
-			x.s.cache.insert(x.p.segs) // the prompt's KV exists once prefill is done
-			cached = true
-		}
-		if !x.send(sched, tok, tok+take, role) {
-			x.finish(OutcomeClientGone)
-			return
-		}
-		sent, tok = sent+1, tok+take
+		x.raw = nil
+	} else {
+		end = x.loop(false)
 	}
-	if !x.faultAt(sent, &sched) {
+	switch end {
+	case endWriteFailed:
+		x.finish(OutcomeClientGone)
+		return
+	case endDisconnect:
+		x.finish(OutcomeFault)
+		x.abort(false)
+		return
+	case endCanceled:
+		x.interrupted()
 		return
 	}
 	x.cacheAnswer()
@@ -585,7 +706,7 @@ func (x *exchange) stream() {
 	x.finish(outcome)
 	var tail []byte
 	if so := x.req.StreamOptions; so != nil && (so.IncludeUsage || so.ContinuousUsageStats) {
-		tail = append(x.appendUsage(append(x.buf[:0], x.usageHead...), n), "}\n\n"...)
+		tail = append(x.appendUsage(append(x.buf[:0], x.usageHead...), int(x.e.CompletionTokens)), "}\n\n"...)
 	}
 	if x.fault.Kind != FaultNoDone {
 		tail = append(tail, "data: [DONE]\n\n"...)

@@ -76,7 +76,8 @@ type metrics struct {
 	promptTokens, genTokens atomic.Int64
 	cacheQueries, cacheHits atomic.Int64
 	events                  atomic.Int64
-	lateness                histogram // event write lateness vs schedule, ns
+	slowStreams             atomic.Int64 // handed back from the scheduler: the client did not keep up
+	lateness                histogram    // event write lateness vs schedule, ns
 }
 
 // Stats is a snapshot of the server's own health.
@@ -126,6 +127,7 @@ func (m *metrics) writePrometheus(w io.Writer, model string) {
 	counter("tracekit_mock_bad_requests_total", "Requests rejected as invalid.", m.badRequests.Load())
 	counter("tracekit_mock_client_gone_total", "Streams the client closed early.", m.clientGone.Load())
 	counter("tracekit_mock_events_total", "Stream events with choices written.", m.events.Load())
+	counter("tracekit_mock_slow_streams_total", "Streams whose client did not read fast enough for non-blocking writes; each went on on its own goroutine.", m.slowStreams.Load())
 	name := "tracekit_mock_event_lateness_seconds"
 	fmt.Fprintf(w, "# HELP %s How late each event write returned versus the latency model's schedule; if high, the mock itself is the bottleneck.\n# TYPE %s summary\n", name, name)
 	for _, q := range []float64{0.5, 0.9, 0.99} {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -28,6 +29,8 @@ type Server struct {
 	serveErr chan error
 	ctx      context.Context // parent of every request context
 	cancel   context.CancelFunc
+
+	sched *scheduler // owns the streams' event loops; nil: each stream on its goroutine
 
 	slots chan struct{} // batch capacity: a request holds one slot while running
 	cache *prefixCache
@@ -78,11 +81,15 @@ func Start(cfg Config) (*Server, error) {
 		}
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if !goroutineStreams {
+		s.sched = newScheduler(runtime.GOMAXPROCS(0))
+	}
 	s.hs = &http.Server{
 		Handler:           s.routes(),
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return s.ctx },
+		ConnContext:       func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) },
 	}
 	go func() { s.serveErr <- s.hs.Serve(ln) }()
 	return s, nil
@@ -173,6 +180,14 @@ func (s *Server) record(e *LogEntry) {
 	}
 }
 
+// goroutineStreams makes Start run each stream on its handler goroutine
+// with its own timer, the design the schedulers replaced; benchmarks set
+// it to compare the two.
+var goroutineStreams bool
+
+// connKey keys a request context's net.Conn.
+type connKey struct{}
+
 func (s *Server) newID() string {
 	return s.idPrefix + strconv.FormatUint(s.ids.Add(1), 10)
 }
@@ -204,6 +219,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			err = s.hs.Close() // unblocks handlers stuck writing to a client that does not read
 		}
 		<-drained
+		if s.sched != nil {
+			s.sched.stop()
+		}
 		if serr := <-s.serveErr; !errors.Is(serr, http.ErrServerClosed) {
 			err = errors.Join(err, serr)
 		}
