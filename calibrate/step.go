@@ -295,11 +295,11 @@ func openFDs() int {
 // fdWait bounds how long a step waits for the previous step's sockets.
 const fdWait = 75 * time.Second
 
-// waitForFDs waits until this process has room for need more descriptors.
-// replay.Runner.Close leaves its idle keep-alive connections open until
-// fasthttp's idle timeout (60 s) closes them, so right after a 10,000-stream
-// step the next big step would find the limit nearly used up and fail to
-// dial (see TestReplayCloseReleasesConnections).
+// waitForFDs waits until this process has room for need more descriptors,
+// so that a step that cannot fit under the limit says so instead of failing
+// thousands of dials. replay.Runner.Close closes its connections, so
+// between steps this returns at once; the wait covers sockets another part
+// of the process (an in-process mock's) has not closed yet.
 func waitForFDs(ctx context.Context, need int, logf func(string, ...any)) error {
 	var lim unix.Rlimit
 	if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) != nil {
