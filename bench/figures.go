@@ -197,8 +197,9 @@ func mockBench(ctx context.Context, e *env) ([]figure, error) {
 		}
 		ev := r.Metrics["events/s"]
 		figs = append(figs, figure{Section: sec, Name: n + " streams: sustained events/s and own lateness",
-			Value:   fmt.Sprintf("%s (%.0f%% of offered), lateness p50 %.2f ms, p99 %.2f ms over a %.1f s steady window", perS(ev), 100*ev/100000, r.Metrics["lateness-p50-ms"], r.Metrics["lateness-p99-ms"], r.Metrics["window-s"]),
-			Command: cmd, Note: "no goal in the issue; lateness is each event's write time minus its scheduled time"})
+			Value: fmt.Sprintf("%s (%.0f%% of offered), lateness p50 %.2f ms, p99 %.2f ms (median of 250 ms slices' p99: %.2f ms) over a %.1f s steady window; server CPU %.1f us/event",
+				perS(ev), 100*ev/100000, r.Metrics["lateness-p50-ms"], r.Metrics["lateness-p99-ms"], r.Metrics["lateness-p99-slice-median-ms"], r.Metrics["window-s"], r.Metrics["server-cpu-us/event"]),
+			Command: cmd, Note: "the issue asks for 10,000 streams and >= 100,000 events/s while keeping the mock's own schedule; lateness is each event's write time minus its scheduled time, and the slice median is the p99 that one noisy stretch cannot spoil. The mock (shared scheduler, one write per event) and the client share the 2 cores"})
 	}
 	return figs, nil
 }
