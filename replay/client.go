@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,6 +62,9 @@ func newTarget(base string, c *Config, conns *connSet, maxConns int, bo *bodyOpt
 			WriteBufferSize:     32 << 10,
 		},
 		bodyOpts: bo,
+	}
+	if c.Insecure {
+		t.hc.TLSConfig = &tls.Config{InsecureSkipVerify: true}
 	}
 	if c.APIKey != "" {
 		t.auth = "Bearer " + c.APIKey

@@ -63,6 +63,9 @@ type Config struct {
 	BenchmarkTimeout time.Duration // whole run; in-flight requests are then canceled
 	ReadyTimeout     time.Duration // wait for /health or /v1/models before the clock starts
 	DialTimeout      time.Duration // default 10 s
+	// Insecure accepts any TLS certificate from an https:// target (a
+	// self-signed test deployment); the default verifies it.
+	Insecure bool
 
 	ResetPrefixCache bool // POST /reset_prefix_cache to every target first
 
@@ -199,7 +202,7 @@ func (c Config) meta() map[string]any {
 		"duration": c.Duration.String(), "request_timeout": c.RequestTimeout.String(),
 		"idle_timeout": c.IdleTimeout.String(), "benchmark_timeout": c.BenchmarkTimeout.String(),
 		"ready_timeout": c.ReadyTimeout.String(), "dial_timeout": c.DialTimeout.String(),
-		"reset_prefix_cache": c.ResetPrefixCache,
+		"reset_prefix_cache": c.ResetPrefixCache, "insecure": c.Insecure,
 	}
 	if c.Temperature != nil {
 		m["temperature"] = *c.Temperature
