@@ -6,6 +6,10 @@
 // Mono reads Go's own monotonic clock (a vDSO call, no syscall) and adds the
 // offset to CLOCK_MONOTONIC measured once at start-up; Go's runtime reads the
 // same clock, so the offset is constant.
+//
+// Precise waits for absolute instants of that clock with tens of
+// microseconds of lateness (Go's own timers can be a millisecond late): it
+// wakes replay's requests and the mock's stream events.
 package clock
 
 import (

@@ -74,16 +74,22 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s.meta = LogMeta{TracekitVersion: trace.Version, URL: s.url, StartMonoNs: clock.Mono(), StartWallNs: clock.Wall(), Config: cfg}
 	s.idPrefix = "mock-" + strconv.FormatInt(s.meta.StartWallNs/1e6, 36) + "-"
-	if cfg.LogPath != "" {
-		if s.lw, err = newLogWriter(cfg.LogPath, s.meta); err != nil {
+	if !goroutineStreams {
+		if s.sched, err = newScheduler(runtime.GOMAXPROCS(0)); err != nil {
 			ln.Close()
 			return nil, err
 		}
 	}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
-	if !goroutineStreams {
-		s.sched = newScheduler(runtime.GOMAXPROCS(0))
+	if cfg.LogPath != "" {
+		if s.lw, err = newLogWriter(cfg.LogPath, s.meta); err != nil {
+			ln.Close()
+			if s.sched != nil {
+				s.sched.stop()
+			}
+			return nil, err
+		}
 	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.hs = &http.Server{
 		Handler:           s.routes(),
 		ReadHeaderTimeout: 30 * time.Second,

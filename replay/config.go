@@ -75,7 +75,7 @@ type Config struct {
 	// GOGC environment variable.
 	GCPercent int
 
-	// Dispatcher wakes the schedule; default a Precise dispatcher.
+	// Dispatcher wakes the schedule; default a clock.Precise with DefaultSpin.
 	Dispatcher Dispatcher
 	// Logf receives warnings (a failed prefix-cache reset, ...); may be nil.
 	Logf func(format string, args ...any)

@@ -40,7 +40,7 @@ func BenchmarkDispatchLag(b *testing.B) {
 
 func preciseFactory(b *testing.B, spin time.Duration) func() (Dispatcher, func()) {
 	return func() (Dispatcher, func()) {
-		p, err := NewPrecise(spin)
+		p, err := clock.NewPrecise(spin)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -7,7 +7,7 @@
 //	                    │
 //	                    v
 //	schedule: each conversation starts at its offset (÷ --speed) from the run
-//	start, woken by a Dispatcher (Precise: an absolute CLOCK_MONOTONIC
+//	start, woken by a Dispatcher (clock.Precise: an absolute CLOCK_MONOTONIC
 //	timerfd in Go's netpoller releases each waiter a little early and the
 //	waiter busy-waits the rest)
 //	                    │

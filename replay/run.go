@@ -62,7 +62,7 @@ type Runner struct {
 	targets []*target
 	conns   *connSet
 	disp    Dispatcher
-	precise *Precise // owned, closed by Close; nil if cfg.Dispatcher given
+	precise *clock.Precise // owned, closed by Close; nil if cfg.Dispatcher given
 	bo      bodyOptions
 
 	slots     chan struct{} // request slots; nil: unlimited
@@ -126,7 +126,7 @@ func New(cfg Config) (*Runner, error) {
 	}
 	r.disp = cfg.Dispatcher
 	if r.disp == nil {
-		p, err := NewPrecise(DefaultSpin)
+		p, err := clock.NewPrecise(DefaultSpin)
 		if err != nil {
 			tr.Close()
 			return nil, err
