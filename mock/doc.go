@@ -48,9 +48,10 @@
 // that stamp minus the due time, for every event. The handler goroutine
 // parks meanwhile, so an event costs one syscall and no goroutine wake-up
 // or timer; a worker sleeps until the earliest due time but at least 50 us
-// (events due closer together share a wake-up), on clock_nanosleep for the
-// last 2 ms because Go timers fire with millisecond resolution on an idle
-// process. The heap is shared so a worker preempted by the OS holds up one
+// (events due closer together share a wake-up), on a clock.Precise (a
+// timerfd in Go's poller) for the last 2 ms because Go timers fire with
+// millisecond resolution on an idle process (clock_nanosleep would hold a
+// P in the syscall and starve an in-process client). The heap is shared so a worker preempted by the OS holds up one
 // stream, not its share. A client that does not keep up (the write comes
 // up short) gets its stream back on its handler goroutine, which finishes
 // the write blocking and sleeps on its own timer from then on
