@@ -118,6 +118,9 @@ func TestTinyLadderJoinsEveryEvent(t *testing.T) {
 					checkAgainstFiles(t, r, rep.OffsetNs, strings.TrimSuffix(r.Recording, ".recording.parquet")+".mock.parquet")
 				}
 			}
+			for _, r := range rep.Steps {
+				checkSteady(t, r)
+			}
 			if rep.Steps[0].ErrP50Ns != 0 {
 				t.Errorf("probe p50 error %d: the offset is the probe's median, so it must be 0", rep.Steps[0].ErrP50Ns)
 			}
@@ -128,7 +131,7 @@ func TestTinyLadderJoinsEveryEvent(t *testing.T) {
 			if err := rep.WriteText(&out); err != nil {
 				t.Fatal(err)
 			}
-			for _, s := range []string{"shares", "offset removed", "streams=10", "rate=40", "unmatched"} {
+			for _, s := range []string{"shares", "offset removed", "streams=10", "rate=40", "unmatched", "steady state", "whole-step p99"} {
 				if !strings.Contains(out.String(), s) && !strings.Contains(out.String(), strings.TrimSuffix(s, "s")) {
 					t.Errorf("text report lacks %q:\n%s", s, out.String())
 				}
@@ -166,6 +169,123 @@ func checkAgainstFiles(t *testing.T, r Result, offset int64, logPath string) {
 	slices.Sort(diffs)
 	if got := diffs[(len(diffs)+1)/2-1] - offset; got != r.ErrP50Ns || len(diffs) != r.Matched {
 		t.Errorf("%s: %d pairs with median error %d from the files, report says %d pairs, %d", r.Name, len(diffs), got, r.Matched, r.ErrP50Ns)
+	}
+	if r.Step.Kind == KindRate {
+		return
+	}
+	// The steady window by hand: from the latest first write to the
+	// earliest last write; the events strictly inside it.
+	from, to, first := int64(0), int64(1<<63-1), int64(1<<63-1)
+	for _, e := range log {
+		from, to, first = max(from, e.EventMonoNs[0]), min(to, e.EventMonoNs[len(e.EventMonoNs)-1]), min(first, e.EventMonoNs[0])
+	}
+	var steady []int64
+	for _, rec := range recs {
+		for i, w := range server[rec.RequestID] {
+			if from < w && w < to {
+				steady = append(steady, meta.StartMonoNs+rec.EventNs[i]-w)
+			}
+		}
+	}
+	slices.Sort(steady)
+	st := r.Steady
+	if st == nil || len(steady) == 0 {
+		t.Fatalf("%s: steady state %+v, %d events inside the window by hand", r.Name, st, len(steady))
+	}
+	if st.Events != len(steady) || st.StartNs != from-first || st.WindowNs != to-from || st.ErrP50Ns != steady[(len(steady)+1)/2-1]-offset || st.ErrMaxNs != steady[len(steady)-1]-offset {
+		t.Errorf("%s: steady %+v; by hand %d events, from %d, length %d, p50 %d, max %d", r.Name, *st, len(steady), from-first, to-from,
+			steady[(len(steady)+1)/2-1]-offset, steady[len(steady)-1]-offset)
+	}
+}
+
+// checkSteady: a stream step's steady window lies inside the step and
+// holds a part of its events; a rate step has none.
+func checkSteady(t *testing.T, r Result) {
+	t.Helper()
+	st := r.Steady
+	if r.Step.Kind == KindRate {
+		if st != nil {
+			t.Errorf("%s: rate step with a steady state %+v", r.Name, *st)
+		}
+		return
+	}
+	if st == nil {
+		t.Fatalf("%s: no steady state", r.Name)
+	}
+	// Streams start over min(1s, duration/4) and each lasts about the
+	// duration, so every one is open for about 3/4 of it.
+	if st.StartNs <= 0 || st.WindowNs <= 0 || time.Duration(st.StartNs+st.WindowNs) > time.Duration(r.WallSeconds*float64(time.Second)) {
+		t.Errorf("%s: steady window from %v for %v, the step took %.3fs", r.Name, time.Duration(st.StartNs), time.Duration(st.WindowNs), r.WallSeconds)
+	}
+	if st.Events <= 0 || st.Events >= r.Matched {
+		t.Errorf("%s: %d steady events of %d matched: expected some, not all (the ramp's are left out)", r.Name, st.Events, r.Matched)
+	}
+	if st.ErrP50Ns > st.ErrP99Ns || st.ErrP99Ns > st.ErrMaxNs || st.ErrMaxNs > r.ErrMaxNs || st.ErrP50Ns < r.ErrMinNs {
+		t.Errorf("%s: steady p50 %d p99 %d max %d outside the step's min %d max %d", r.Name, st.ErrP50Ns, st.ErrP99Ns, st.ErrMaxNs, r.ErrMinNs, r.ErrMaxNs)
+	}
+}
+
+// TestJoinSteadyWindow: the window runs from the latest first write to the
+// earliest last write of the step's streams, ends excluded; only the
+// events written inside it count, whatever their client stamps; another
+// step's entries do not narrow it; streams that never all overlap have
+// none.
+func TestJoinSteadyWindow(t *testing.T) {
+	// write times and diffs per stream; the client stamp is write + diff
+	// (start 0). Window: (max(1000,1150,1220), min(1400,1550,1520)) =
+	// (1220, 1400): a's 1300, b's 1250 and 1350, c's 1320.
+	type stream struct {
+		id            string
+		writes, diffs []int64
+	}
+	streams := []stream{
+		{"cal03-a", []int64{1000, 1100, 1200, 1300, 1400}, []int64{5000, 4000, 3000, 7, 9000}},
+		{"cal03-b", []int64{1150, 1250, 1350, 1450, 1550}, []int64{6000, 2, 8, 1000, 1000}},
+		{"cal03-c", []int64{1220, 1320, 1420, 1520}, []int64{9999, 5, 3000, 2000}},
+	}
+	var recs []trace.Record
+	log := []mock.LogEntry{{RequestID: "cal04-x", EventMonoNs: []int64{1290, 1291}}} // another step
+	for _, s := range streams {
+		ev := make([]int64, len(s.writes))
+		for i := range ev {
+			ev[i] = s.writes[i] + s.diffs[i]
+		}
+		recs = append(recs, trace.Record{RequestID: s.id, EventNs: ev})
+		log = append(log, mock.LogEntry{RequestID: s.id, EventMonoNs: s.writes})
+	}
+	j := Join(recs, 0, log, "cal03-")
+	if want := []int64{2, 5, 7, 8}; !slices.Equal(j.SteadyDiffs, want) {
+		t.Errorf("steady diffs %v, want %v", j.SteadyDiffs, want)
+	}
+	if j.ServerFirstNs != 1000 || j.SteadyFromNs != 1220 || j.SteadyToNs != 1400 || j.SteadyWindowNs() != 180 || j.Matched() != 14 {
+		t.Errorf("first %d, window %d..%d (%d), %d matched", j.ServerFirstNs, j.SteadyFromNs, j.SteadyToNs, j.SteadyWindowNs(), j.Matched())
+	}
+	st := steadyOf(Step{Kind: KindStreams, Streams: 3}, j)
+	if st == nil || st.StartNs != 220 || st.WindowNs != 180 || st.Events != 4 {
+		t.Fatalf("steady %+v, want from 220 for 180 with 4 events", st)
+	}
+	// The offset comes off the steady quantiles as off the whole step's.
+	rep := &Report{Steps: []Result{
+		{Step: Step{Kind: KindProbe}, RawMedianNs: 1, Matched: 1, diffs: []int64{1}},
+		{Step: Step{Kind: KindStreams, Streams: 3}, Name: "streams=3", Matched: j.Matched(), diffs: j.Diffs, Steady: st},
+	}}
+	rep.finish(time.Second)
+	if got := rep.Steps[1]; got.Steady.ErrP50Ns != 4 || got.Steady.ErrP99Ns != 7 || got.Steady.ErrMaxNs != 7 || got.ErrMaxNs != 9998 || !got.Pass {
+		t.Errorf("after an offset of 1: steady %+v, whole max %d, pass %v", *got.Steady, got.ErrMaxNs, got.Pass)
+	}
+	var out strings.Builder
+	if err := rep.WriteText(&out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "steady state") || !strings.Contains(out.String(), "29%") {
+		t.Errorf("text report without the steady table (4 of 14 events = 29%%):\n%s", out.String())
+	}
+
+	// Short requests one after another: no moment with all open.
+	short := []mock.LogEntry{{RequestID: "r-1", EventMonoNs: []int64{10, 20}}, {RequestID: "r-2", EventMonoNs: []int64{30, 40}}}
+	j = Join([]trace.Record{{RequestID: "r-1", EventNs: []int64{11, 21}}, {RequestID: "r-2", EventNs: []int64{31, 41}}}, 0, short, "r-")
+	if j.SteadyWindowNs() != 0 || len(j.SteadyDiffs) != 0 || steadyOf(Step{Kind: KindStreams}, j) != nil {
+		t.Errorf("non-overlapping requests: window %d, %d steady diffs", j.SteadyWindowNs(), len(j.SteadyDiffs))
 	}
 }
 

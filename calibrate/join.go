@@ -25,7 +25,27 @@ type Joined struct {
 	Errors int
 	// FirstNs and LastNs bound the matched client stamps (run-relative).
 	FirstNs, LastNs int64
+
+	// ServerFirstNs is the step's earliest server write time (absolute
+	// CLOCK_MONOTONIC ns, over the step's log entries), 0 without any.
+	ServerFirstNs int64
+	// SteadyFromNs and SteadyToNs bound the steady-state window in server
+	// write time (absolute ns), the span in which every stream of the step
+	// is open:
+	//
+	//	SteadyFromNs = max over the step's log entries of its first write
+	//	SteadyToNs   = min over the step's log entries of its last write
+	//
+	// SteadyFromNs >= SteadyToNs when the streams never were all open at
+	// once (rate steps' short requests): there is no window.
+	SteadyFromNs, SteadyToNs int64
+	// SteadyDiffs are the Diffs of the matched events written strictly
+	// inside the window (SteadyFromNs < write time < SteadyToNs), sorted.
+	SteadyDiffs []int64
 }
+
+// SteadyWindowNs is the length of the steady-state window, 0 if none.
+func (j *Joined) SteadyWindowNs() int64 { return max(0, j.SteadyToNs-j.SteadyFromNs) }
 
 // Matched is the number of event pairs.
 func (j *Joined) Matched() int { return len(j.Diffs) }
@@ -36,6 +56,11 @@ func (j *Joined) Matched() int { return len(j.Diffs) }
 // included), so event i of one is event i of the other. Only log entries
 // whose id starts with prefix take part (a shared remote mock also logs
 // other steps' requests). startMono is the recording's RunMeta.StartMonoNs.
+//
+// The steady-state window (see SteadyFromNs) leaves out the ramp, in which
+// the streams' connections open while earlier streams already emit, and
+// the tail, in which streams end one by one; its diffs are the client's
+// error under the step's full, settled load.
 func Join(recs []trace.Record, startMono int64, log []mock.LogEntry, prefix string) *Joined {
 	byID := make(map[string]*mock.LogEntry, len(log))
 	for i := range log {
@@ -45,6 +70,7 @@ func Join(recs []trace.Record, startMono int64, log []mock.LogEntry, prefix stri
 	}
 	j := &Joined{Requests: len(recs), FirstNs: 1<<63 - 1}
 	seen := make(map[string]bool, len(recs))
+	var writes []int64 // server write time of Diffs[i], until the sort
 	for i := range recs {
 		r := &recs[i]
 		j.EventsClient += len(r.EventNs)
@@ -62,6 +88,7 @@ func Join(recs []trace.Record, startMono int64, log []mock.LogEntry, prefix stri
 		j.Unmatched += len(r.EventNs) - n + len(e.EventMonoNs) - n
 		for k := range n {
 			j.Diffs = append(j.Diffs, startMono+r.EventNs[k]-e.EventMonoNs[k])
+			writes = append(writes, e.EventMonoNs[k])
 			j.FirstNs, j.LastNs = min(j.FirstNs, r.EventNs[k]), max(j.LastNs, r.EventNs[k])
 		}
 	}
@@ -75,8 +102,38 @@ func Join(recs []trace.Record, startMono int64, log []mock.LogEntry, prefix stri
 	if len(j.Diffs) == 0 {
 		j.FirstNs = 0
 	}
+	j.steady(byID, writes)
 	slices.Sort(j.Diffs)
 	return j
+}
+
+// steady sets the steady-state window from the step's log entries and
+// picks the diffs (still parallel to writes) written inside it.
+func (j *Joined) steady(byID map[string]*mock.LogEntry, writes []int64) {
+	first := true
+	for _, e := range byID {
+		ev := e.EventMonoNs
+		if len(ev) == 0 {
+			continue
+		}
+		if first {
+			j.ServerFirstNs, j.SteadyFromNs, j.SteadyToNs = ev[0], ev[0], ev[len(ev)-1]
+			first = false
+			continue
+		}
+		j.ServerFirstNs = min(j.ServerFirstNs, ev[0])
+		j.SteadyFromNs = max(j.SteadyFromNs, ev[0])
+		j.SteadyToNs = min(j.SteadyToNs, ev[len(ev)-1])
+	}
+	if j.SteadyFromNs >= j.SteadyToNs {
+		return
+	}
+	for i, w := range writes {
+		if j.SteadyFromNs < w && w < j.SteadyToNs {
+			j.SteadyDiffs = append(j.SteadyDiffs, j.Diffs[i])
+		}
+	}
+	slices.Sort(j.SteadyDiffs)
 }
 
 // quantile returns the q-quantile of sorted by the nearest-rank method

@@ -27,6 +27,10 @@ func (rep *Report) finish(maxErr time.Duration) {
 		r.ErrMinNs, r.ErrP50Ns = quantile(d, 0)-rep.OffsetNs, quantile(d, 0.5)-rep.OffsetNs
 		r.ErrP99Ns, r.ErrMaxNs = quantile(d, 0.99)-rep.OffsetNs, quantile(d, 1)-rep.OffsetNs
 		r.diffs = nil
+		if st := r.Steady; st != nil {
+			st.ErrP50Ns, st.ErrP99Ns, st.ErrMaxNs = quantile(st.diffs, 0.5)-rep.OffsetNs, quantile(st.diffs, 0.99)-rep.OffsetNs, quantile(st.diffs, 1)-rep.OffsetNs
+			st.diffs = nil
+		}
 		var why []string
 		if r.Canceled != "" {
 			why = append(why, "cut short: "+r.Canceled)
@@ -110,8 +114,34 @@ func (rep *Report) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := rep.writeSteady(w); err != nil {
+		return err
+	}
 	_, err := fmt.Fprintf(w, "\n%s\n", rep.Verdict)
 	return err
+}
+
+// writeSteady prints the steady-state error of the stream steps that
+// have a window, as a second table.
+func (rep *Report) writeSteady(w io.Writer) error {
+	var rows []Result
+	for _, r := range rep.Steps {
+		if r.Steady != nil {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nsteady state (events written while every stream of the step is open; the ramp and the tail left out; not part of pass):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "step\twindow from\tlength\tevents\tof matched\terror p50\tp99\tmax\twhole-step p99\t")
+	for _, r := range rows {
+		st := r.Steady
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.0f%%\t%s\t%s\t%s\t%s\t\n", r.Name, fmtNs(st.StartNs), fmtNs(st.WindowNs), st.Events,
+			100*float64(st.Events)/float64(max(1, r.Matched)), fmtNs(st.ErrP50Ns), fmtNs(st.ErrP99Ns), fmtNs(st.ErrMaxNs), fmtNs(r.ErrP99Ns))
+	}
+	return tw.Flush()
 }
 
 // WriteJSON writes the report as indented JSON.

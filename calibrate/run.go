@@ -34,6 +34,10 @@ type Result struct {
 	ErrMaxNs int64 `json:"error_max_ns"`
 	// RawMedianNs is the median diff before the offset is removed.
 	RawMedianNs int64 `json:"raw_median_diff_ns"`
+	// Steady is the error over the steady-state window, where every
+	// stream of the step is open; nil for rate steps and when the window
+	// is empty. It does not decide Pass.
+	Steady *Steady `json:"steady_state,omitempty"`
 
 	ClientCores       float64 `json:"client_cores"` // CPU seconds / wall seconds of this process
 	ClientRSSBytes    int64   `json:"client_rss_bytes"`
@@ -48,6 +52,32 @@ type Result struct {
 	Recording string `json:"recording,omitempty"` // kept with Config.Dir
 
 	diffs []int64 // sorted raw diffs, until finish
+}
+
+// Steady is a stream step's error over its steady-state window: events
+// whose server write time lies strictly between the last stream's first
+// event and the first stream's last event (Joined.SteadyFromNs/ToNs).
+type Steady struct {
+	StartNs  int64 `json:"start_ns"`  // window start after the step's first server write
+	WindowNs int64 `json:"window_ns"` // window length
+	Events   int   `json:"events"`    // matched events written inside it
+
+	// Err* as Result's, over those events only.
+	ErrP50Ns int64 `json:"error_p50_ns"`
+	ErrP99Ns int64 `json:"error_p99_ns"`
+	ErrMaxNs int64 `json:"error_max_ns"`
+
+	diffs []int64 // sorted raw diffs, until finish
+}
+
+// steadyOf is j's steady-state figures before the offset is removed, nil
+// for a rate step or an empty window.
+func steadyOf(s Step, j *Joined) *Steady {
+	if s.Kind == KindRate || len(j.SteadyDiffs) == 0 {
+		return nil
+	}
+	return &Steady{StartNs: j.SteadyFromNs - j.ServerFirstNs, WindowNs: j.SteadyWindowNs(),
+		Events: len(j.SteadyDiffs), diffs: j.SteadyDiffs}
 }
 
 // Report is a whole calibration.
@@ -180,5 +210,6 @@ func (r *stepRun) result() (Result, error) {
 		res.EventsPerS = float64(j.Matched()) / (float64(span) / 1e9)
 	}
 	res.diffs = j.Diffs
+	res.Steady = steadyOf(r.plan.step, j)
 	return res, nil
 }
