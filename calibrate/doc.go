@@ -15,8 +15,9 @@
 //	sends), event i ↔ event i; diff = client stamp - server write time
 //	           │
 //	           v
-//	Result: dispatch lag, error quantiles after removing the offset, CPU, RSS,
-//	matched/unmatched events, pass/fail against MaxError
+//	Result: dispatch lag, error quantiles after removing the offset (whole
+//	step, and steady state: see below), CPU, RSS, matched/unmatched events,
+//	pass/fail against MaxError
 //
 // # The offset
 //
@@ -33,6 +34,27 @@
 // slightly negative (the mock stamped late). With --target on another host
 // the two monotonic clocks differ by an arbitrary constant; the probe's
 // median absorbs it the same way.
+//
+// # Steady state
+//
+// A stream step's whole-step figures include its ramp: N streams open
+// their connections over min(1s, duration/4) (accepts, dials, request
+// parsing) while the streams already open emit, a CPU burst in which their
+// events are read late; and its tail, in which streams end one by one.
+// Each stream step therefore also reports its error over the steady-state
+// window, the span in which every stream of the step is open, in the
+// mock's write time:
+//
+//	from = max over the step's streams of its first event's write time
+//	to   = min over the step's streams of its last event's write time
+//	steady events = matched events written strictly inside (from, to)
+//
+// with p50/p99/max of their errors (same offset), the window's start
+// (after the step's first write), its length and its event count
+// (Result.Steady). It is reported next to the whole-step figures and does
+// not change them or the pass/fail rule, which stays on the whole step: a
+// real benchmark has its ramp too. Rate steps have no such window (their
+// short requests are never all open at once).
 //
 // # Where the mock runs
 //

@@ -28,6 +28,13 @@ difference of a quiet probe step run first), client CPU and RSS, and
 matched/unmatched events. It ends with the largest load whose p99 error stays
 under --max-error: "this machine can drive N streams / M events/s faithfully".
 
+A second table gives each stream step's error in its steady state: only the
+events the mock wrote while every stream of the step was open (after the last
+stream's first event, before the first stream's last event), so the
+connection ramp and the tail are left out; with the window's start, length and
+event count. It is shown next to the whole-step figures; pass/fail and the
+verdict stay on the whole step.
+
 Stream steps (--streams, --events-per-s; default 4 events/s per stream) run N
 streams of about --duration each, started over min(1s, duration/4). Rate steps
 (--rates) send short requests (4 tokens, 5 ms apart) at R requests/s for
