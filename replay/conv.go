@@ -85,6 +85,12 @@ func (r *Runner) openLoop(runCtx, stopCtx context.Context, conv []trace.Turn) {
 			defer r.exPool.Put(ex)
 			r.do(runCtx, stopCtx, ex, turn, h, msgs, input, at)
 		}()
+		if k+1 == len(conv) {
+			break // no later turn needs this one's answer in its history
+		}
+		// Building the answer (and counting its tokens) costs milliseconds
+		// of CPU for long outputs: done after the send, and only when a
+		// later turn will carry it.
 		answer := turn.ReferenceAnswer
 		if answer == "" {
 			answer = fillerText(turn.OutputTokens, r.cfg.Seed, fmt.Sprintf("%s/%d/answer", turn.ConversationID, turn.Turn))
