@@ -580,7 +580,7 @@ func (x *exchange) logEvent(now int64) {
 	x.e.EventMonoNs = append(x.e.EventMonoNs, now)
 	x.e.EventTokens = append(x.e.EventTokens, int32(x.take))
 	x.e.EventLatenessNs = append(x.e.EventLatenessNs, late)
-	x.s.m.lateness.record(late)
+	x.s.m.lateness.Record(late)
 	x.s.m.events.Add(1)
 	x.s.m.genTokens.Add(int64(x.take))
 	x.sent, x.tok = x.sent+1, x.tok+x.take

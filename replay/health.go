@@ -3,77 +3,19 @@ package replay
 import (
 	"fmt"
 	"math"
-	"math/bits"
 	"runtime"
 	"runtime/metrics"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tracekit/tracekit/clock"
 	"github.com/tracekit/tracekit/trace"
 )
 
-// lagHist is a lock-free log-linear histogram of non-negative nanosecond
-// values: bucket (e, m) holds values in [2^e + m*2^(e-3), 2^e + (m+1)*2^(e-3)),
-// i.e. 8 sub-buckets per power of two, a relative error under 12.5%.
-// Record is one atomic add: safe and cheap from every goroutine.
-type lagHist struct {
-	b   [64 * 8]atomic.Int64
-	n   atomic.Int64
-	max atomic.Int64
-}
-
-func lagBucket(v int64) int {
-	if v < 8 {
-		return int(max(v, 0))
-	}
-	e := bits.Len64(uint64(v)) - 1 // 2^e <= v
-	m := (v >> (e - 3)) & 7
-	return e*8 + int(m)
-}
-
-// bucketUpper is the largest value bucket i holds.
-func bucketUpper(i int) int64 {
-	if i < 8 {
-		return int64(i)
-	}
-	e, m := i/8, int64(i%8)
-	return (int64(1) << e) + (m+1)<<(e-3) - 1
-}
-
-func (h *lagHist) Record(v int64) {
-	v = max(v, 0)
-	h.b[lagBucket(v)].Add(1)
-	h.n.Add(1)
-	for {
-		m := h.max.Load()
-		if v <= m || h.max.CompareAndSwap(m, v) {
-			return
-		}
-	}
-}
-
-// Quantile returns the upper bound of the bucket holding quantile q.
-func (h *lagHist) Quantile(q float64) int64 {
-	n := h.n.Load()
-	if n == 0 {
-		return 0
-	}
-	rank := int64(math.Ceil(q * float64(n)))
-	var seen int64
-	for i := range h.b {
-		seen += h.b[i].Load()
-		if seen >= rank {
-			return min(bucketUpper(i), h.max.Load())
-		}
-	}
-	return h.max.Load()
-}
-
 // monitor measures the client's own health over a run.
 type monitor struct {
-	lag       lagHist
+	lag       clock.Lateness
 	startCPU  int64
 	startWall time.Time
 	startSch  *metrics.Float64Histogram
@@ -91,7 +33,7 @@ func (m *monitor) finish() *trace.Health {
 	h := &trace.Health{
 		DispatchLagP50Ns: m.lag.Quantile(0.5),
 		DispatchLagP99Ns: m.lag.Quantile(0.99),
-		DispatchLagMaxNs: m.lag.max.Load(),
+		DispatchLagMaxNs: m.lag.Max(),
 		SchedLatP99Ns:    schedP99(m.startSch, schedHist()),
 		CPUSeconds:       float64(cpuTime()-m.startCPU) / 1e9,
 		WallSeconds:      time.Since(m.startWall).Seconds(),
