@@ -262,22 +262,32 @@ func walkObject(b []byte, i, depth int, c *chunk, f field) int {
 		} else {
 			i = skipValue(b, i+1, depth)
 		}
-		if i < 0 {
-			return -1
-		}
-		i = skipWS(b, i)
-		if i >= len(b) {
-			return -1
-		}
-		switch b[i] {
-		case ',':
-			i = skipWS(b, i+1)
-		case '}':
-			return i + 1
-		default:
-			return -1
+		var done bool
+		if i, done = afterItem(b, i, '}'); done {
+			return i
 		}
 	}
+}
+
+// afterItem reads what follows a member or element ending at b[i]: a
+// comma (it returns the start of the next item) or the closing byte (it
+// returns the position after it, done). -1 (done) means malformed, as does
+// an item that already failed (i < 0).
+func afterItem(b []byte, i int, closing byte) (next int, done bool) {
+	if i < 0 {
+		return -1, true
+	}
+	i = skipWS(b, i)
+	if i >= len(b) {
+		return -1, true
+	}
+	switch b[i] {
+	case ',':
+		return skipWS(b, i+1), false
+	case closing:
+		return i + 1, true
+	}
+	return -1, true
 }
 
 // element is called for each element of an array at position i.
@@ -299,20 +309,9 @@ func walkArray(b []byte, i, depth int, c *chunk, f element) int {
 		} else {
 			i = skipValue(b, i, depth)
 		}
-		if i < 0 {
-			return -1
-		}
-		i = skipWS(b, i)
-		if i >= len(b) {
-			return -1
-		}
-		switch b[i] {
-		case ',':
-			i = skipWS(b, i+1)
-		case ']':
-			return i + 1
-		default:
-			return -1
+		var done bool
+		if i, done = afterItem(b, i, ']'); done {
+			return i
 		}
 	}
 }
