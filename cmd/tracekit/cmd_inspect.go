@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -70,14 +72,11 @@ func printTraceSummary(w io.Writer, path string, s trace.TraceSummary) {
 	printOptions(w, m.Options)
 }
 
+// printOptions prints a string map (options, import reports) one key a
+// line, sorted.
 func printOptions(w io.Writer, opts map[string]string) {
-	keys := make([]string, 0, len(opts))
-	for k := range opts {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(w, "  %-24s %s\n", k, opts[k])
+	for _, k := range slices.Sorted(maps.Keys(opts)) {
+		fmt.Fprintf(w, "  %-28s %s\n", k, opts[k])
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -162,7 +161,7 @@ func runSynth(cmd *cobra.Command, _ []string) error {
 	w := cmd.OutOrStdout()
 	fmt.Fprintf(w, "wrote %s: %d conversations, %d turns, %s, %.2fs (source %s, tokenizer %s, seed %d)\n",
 		out, res.Conversations, res.Turns, byteSize(res.Bytes), time.Since(start).Seconds(), name, tok.Name(), seed)
-	printReport(w, res.Report)
+	printOptions(w, res.Report)
 	return nil
 }
 
@@ -215,17 +214,6 @@ func commandLine(args []string) string {
 		q[i] = a
 	}
 	return strings.Join(q, " ")
-}
-
-func printReport(w io.Writer, rep map[string]string) {
-	keys := make([]string, 0, len(rep))
-	for k := range rep {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(w, "  %-28s %s\n", k, rep[k])
-	}
 }
 
 func byteSize(n int64) string {
