@@ -6,13 +6,13 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/tracekit/tracekit/capture"
+	"github.com/tracekit/tracekit/record"
 	"github.com/tracekit/tracekit/trace"
 )
 
 // BenchmarkRecordEncode measures the recording path end to end: b.N
 // records of 200 one-token events (ITLs 10-20 ms, as a busy server
-// streams) submitted to a capture.Recorder, which journals them and
+// streams) submitted to a record.Recorder, which journals them and
 // encodes zstd Parquet on its writer goroutine; Close is inside the timer.
 // Reports events/s and the file's bytes per event.
 //
@@ -23,7 +23,7 @@ func BenchmarkRecordEncode(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "rec.parquet")
 	rec := trace.Record{ConversationID: "c", Status: 200, PromptTokens: 1000, CompletionTokens: events - 1,
 		CachedTokens: 0, TokensExact: true, EventNs: make([]int64, events), EventTokens: make([]int32, events)}
-	r, err := capture.NewRecorder(path, trace.RunMeta{}, capture.RecorderOptions{})
+	r, err := record.NewRecorder(path, trace.RunMeta{}, record.RecorderOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}

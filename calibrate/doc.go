@@ -6,7 +6,7 @@
 // Data flow of one step (Run, step.go):
 //
 //	Step ──> trace (one-turn conversations sized to the step) ──> replay.Runner
-//	           │                                                     │ capture.Recorder
+//	           │                                                     │ record.Recorder
 //	           v                                                     v
 //	mock (in this process, a `tracekit mock` child, or --target) ──> recording.parquet
 //	           │ ground-truth log (per event: CLOCK_MONOTONIC after write+flush)

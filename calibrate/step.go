@@ -14,8 +14,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/tracekit/tracekit/capture"
 	"github.com/tracekit/tracekit/mock"
+	"github.com/tracekit/tracekit/record"
 	"github.com/tracekit/tracekit/replay"
 	"github.com/tracekit/tracekit/trace"
 )
@@ -177,8 +177,8 @@ func replayInto(ctx context.Context, p plan, tracePath, target, model, out strin
 		return trace.Health{}, "", fmt.Errorf("preparing the replay: %w", err)
 	}
 	defer r.Close()
-	rec, err := capture.NewRecorder(out, trace.RunMeta{TracekitVersion: trace.Version, Targets: []string{target}},
-		capture.RecorderOptions{Queue: max(1024, 2*p.requests)})
+	rec, err := record.NewRecorder(out, trace.RunMeta{TracekitVersion: trace.Version, Targets: []string{target}},
+		record.RecorderOptions{Queue: max(1024, 2*p.requests)})
 	if err != nil {
 		return trace.Health{}, "", err
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tracekit/tracekit/clock"
+	"github.com/tracekit/tracekit/record"
 	"github.com/tracekit/tracekit/tokenizer"
 	"github.com/tracekit/tracekit/trace"
 )
@@ -51,7 +52,7 @@ type ProxyConfig struct {
 	// MaxConversations bounds the histories kept for grouping (default
 	// 100,000).
 	MaxConversations int
-	// SyncEvery and Queue are passed to each segment's Recorder.
+	// SyncEvery and Queue are passed to each segment's record.Recorder.
 	SyncEvery time.Duration
 	Queue     int
 	// Command is recorded in the files' metadata (secrets removed by the
@@ -80,7 +81,7 @@ type Proxy struct {
 	wallStart int64
 	stamp     string // file name prefix of this run
 
-	streams sync.Pool // *Stream
+	streams sync.Pool // *record.Stream
 	bufs    sync.Pool // *[]byte read buffers
 
 	mu      sync.Mutex
@@ -153,7 +154,7 @@ func NewProxy(cfg ProxyConfig) (*Proxy, error) {
 		convs: newConversations(cfg.MaxConversations),
 		stop:  make(chan struct{}),
 	}
-	p.streams.New = func() any { return NewStream(cfg.Tokenizer) }
+	p.streams.New = func() any { return record.NewStream(cfg.Tokenizer) }
 	p.bufs.New = func() any { b := make([]byte, 32<<10); return &b }
 	p.ticker.Add(1)
 	go p.rotateIdle()
@@ -245,7 +246,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.forward(w, out, nil)
 		return
 	}
-	ex := &exchange{arrival: arrival, stream: p.streams.Get().(*Stream), header: r.Header.Get}
+	ex := &exchange{arrival: arrival, stream: p.streams.Get().(*record.Stream), header: r.Header.Get}
 	ex.stream.Reset()
 	res := p.forward(w, out, ex)
 	call := <-parsed
@@ -309,7 +310,7 @@ type fwdResult struct {
 // exchange is one recorded LLM call in flight.
 type exchange struct {
 	arrival int64
-	stream  *Stream
+	stream  *record.Stream
 	res     fwdResult
 	header  func(string) string
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/tracekit/tracekit/capture"
 	"github.com/tracekit/tracekit/clock"
 	"github.com/tracekit/tracekit/mock"
+	"github.com/tracekit/tracekit/record"
 	"github.com/tracekit/tracekit/tokenizer"
 	"github.com/tracekit/tracekit/trace"
 )
@@ -72,7 +73,7 @@ func proxyOverhead(b *testing.B, streams int, gap time.Duration) {
 				id := fmt.Sprintf("b-%d-%d", round, i)
 				req, _ := http.NewRequest("POST", ps.URL()+"/v1/chat/completions", strings.NewReader(body))
 				req.Header.Set("X-Request-Id", id)
-				s := capture.NewStream(nil)
+				s := record.NewStream(nil)
 				sent := clock.Mono()
 				resp, err := client.Do(req)
 				if err != nil {

@@ -25,6 +25,7 @@ import (
 
 	"github.com/tracekit/tracekit/clock"
 	"github.com/tracekit/tracekit/mock"
+	"github.com/tracekit/tracekit/record"
 	"github.com/tracekit/tracekit/tokenizer"
 	"github.com/tracekit/tracekit/trace"
 )
@@ -230,7 +231,7 @@ func TestProxyConversations(t *testing.T) {
 			t.Fatalf("row %d: answer %q (client saw %q) input %d output %d model %q", i, r.ReferenceAnswer, client[i].text, r.InputTokens, r.OutputTokens, r.Model)
 		}
 	}
-	recs, meta := readAll(t, segs[0].Recording)
+	recs, meta := readRecordsT(t, segs[0].Recording)
 	if len(recs) != convs*turns || meta.StartMonoNs == 0 || meta.Trace == nil || meta.Trace.Source != "capture" {
 		t.Fatalf("%d records, meta %+v", len(recs), meta)
 	}
@@ -309,7 +310,7 @@ func TestProxyClients(t *testing.T) {
 	if err := ps.Close(); err != nil {
 		t.Fatal(err)
 	}
-	recs, _ := readAll(t, ps.Proxy().Segments()[0].Recording)
+	recs, _ := readRecordsT(t, ps.Proxy().Segments()[0].Recording)
 	if len(recs) != 2 {
 		t.Fatalf("%d records", len(recs))
 	}
@@ -364,7 +365,7 @@ func TestProxyFaults(t *testing.T) {
 	if err := ps.Close(); err != nil {
 		t.Fatal(err)
 	}
-	recs, _ := readAll(t, ps.Proxy().Segments()[0].Recording)
+	recs, _ := readRecordsT(t, ps.Proxy().Segments()[0].Recording)
 	kinds := map[string]string{}
 	for _, r := range recs {
 		kinds[r.RequestID] = r.ErrorKind
@@ -399,7 +400,7 @@ func TestProxyUpstreamRefused(t *testing.T) {
 	if err := ps.Close(); err != nil {
 		t.Fatal(err)
 	}
-	recs, _ := readAll(t, ps.Proxy().Segments()[0].Recording)
+	recs, _ := readRecordsT(t, ps.Proxy().Segments()[0].Recording)
 	if len(recs) != 2 || recs[0].ErrorKind != trace.ErrConnect || strings.Contains(recs[0].ErrorMessage, secret) {
 		t.Fatalf("records %+v", recs)
 	}
@@ -443,7 +444,7 @@ func TestProxyFlushesEachEvent(t *testing.T) {
 		t.Fatalf("rest %q", rest)
 	}
 	ps.Close()
-	recs, _ := readAll(t, ps.Proxy().Segments()[0].Recording)
+	recs, _ := readRecordsT(t, ps.Proxy().Segments()[0].Recording)
 	if len(recs) != 1 || len(recs[0].EventNs) != 2 || recs[0].EventNs[1]-recs[0].EventNs[0] <= 0 || recs[0].ErrorKind != "" {
 		t.Fatalf("records %+v", recs)
 	}
@@ -470,7 +471,7 @@ func TestProxyRotation(t *testing.T) {
 	}
 	for i, s := range segs {
 		rows := readTrace(t, s.Trace)
-		recs, _ := readAll(t, s.Recording)
+		recs, _ := readRecordsT(t, s.Recording)
 		if len(rows) != 1 || len(recs) != 1 || rows[0].Turn != 0 || len(rows[0].Messages) != 1+2*i {
 			t.Fatalf("segment %d: %d rows %d records; row %+v", i, len(rows), len(recs), rows)
 		}
@@ -525,7 +526,7 @@ func TestProxyStampsPrecedeClient(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := NewStream(nil)
+		s := record.NewStream(nil)
 		if err := s.ReadBody(resp.Body, make([]byte, 4096), clockMono); err != nil {
 			t.Fatal(err)
 		}
@@ -537,7 +538,7 @@ func TestProxyStampsPrecedeClient(t *testing.T) {
 	if err := ps.Close(); err != nil {
 		t.Fatal(err)
 	}
-	recs, meta := readAll(t, ps.Proxy().Segments()[0].Recording)
+	recs, meta := readRecordsT(t, ps.Proxy().Segments()[0].Recording)
 	for _, r := range recs {
 		c := client[r.RequestID]
 		if len(c) == 0 || len(c) != len(r.EventNs) {
@@ -578,7 +579,7 @@ func TestProxySIGKILLRecover(t *testing.T) {
 	time.Sleep(500 * time.Millisecond) // ten journal sync periods
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
-	res, err := RecoverAll(dir, "")
+	res, err := record.RecoverAll(dir, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -592,7 +593,7 @@ func TestProxySIGKILLRecover(t *testing.T) {
 			}
 		} else {
 			recs++
-			got, _ := readAll(t, r.Out)
+			got, _ := readRecordsT(t, r.Out)
 			if len(got) != 3 {
 				t.Fatalf("recovered %d records", len(got))
 			}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tracekit/tracekit/capture"
 	"github.com/tracekit/tracekit/mock"
+	"github.com/tracekit/tracekit/record"
 	"github.com/tracekit/tracekit/replay"
 	"github.com/tracekit/tracekit/tokenizer"
 	"github.com/tracekit/tracekit/trace"
@@ -100,7 +101,7 @@ func TestCapturedTraceReplays(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	rec, err := capture.NewRecorder(out, trace.RunMeta{}, capture.RecorderOptions{})
+	rec, err := record.NewRecorder(out, trace.RunMeta{}, record.RecorderOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,21 +10,22 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/tracekit/tracekit/record"
 	"github.com/tracekit/tracekit/trace"
 )
 
 // segment is one pair of output files: the requests that arrived while it
 // was current. Its recording is written as records come (crash-safe through
-// the Recorder's journal); its trace is written when it closes, because a
+// the record.Recorder's journal); its trace is written when it closes, because a
 // trace's rows are sorted by conversation start with each conversation's
 // turns together. It closes once rotated and its last request has ended.
 type segment struct {
 	n           int
 	origin      int64 // mono ns of the first arrival: time 0 of both files
 	meta        trace.RunMeta
-	recOpts     RecorderOptions
+	recOpts     record.RecorderOptions
 	open        sync.Once // creates rec off the request path
-	rec         *Recorder
+	rec         *record.Recorder
 	openErr     error
 	tracePath   string
 	recPath     string
@@ -45,15 +46,15 @@ type segment struct {
 	frame      []byte
 }
 
-// recorder creates the segment's Recorder on first use (file creation and
+// recorder creates the segment's record.Recorder on first use (file creation and
 // an fsync: kept off the request path).
-func (s *segment) recorder() (*Recorder, error) {
+func (s *segment) recorder() (*record.Recorder, error) {
 	s.open.Do(func() {
 		if err := s.openTraceJournal(); err != nil {
 			s.openErr = fmt.Errorf("opening segment %d: %w", s.n, err)
 			return
 		}
-		s.rec, s.openErr = NewRecorder(s.recPath, s.meta, s.recOpts)
+		s.rec, s.openErr = record.NewRecorder(s.recPath, s.meta, s.recOpts)
 		if s.openErr != nil {
 			s.openErr = fmt.Errorf("opening segment %d: %w", s.n, s.openErr)
 		}
@@ -63,14 +64,14 @@ func (s *segment) recorder() (*Recorder, error) {
 
 // openTraceJournal starts the crash-safe copy of the segment's trace.
 func (s *segment) openTraceJournal() error {
-	path := JournalPath(s.tracePath)
+	path := record.JournalPath(s.tracePath)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
 		return fmt.Errorf("creating trace journal: %w", err)
 	}
-	payload, err := appendJSONPayload(nil, frameTraceMeta, s.traceMeta)
+	payload, err := trace.AppendJSONPayload(nil, trace.FrameTraceMeta, s.traceMeta)
 	if err == nil {
-		_, err = f.Write(appendFrame([]byte(traceJournalMagic), payload))
+		_, err = f.Write(trace.AppendJournalFrame([]byte(trace.TraceJournalMagic), payload))
 	}
 	if err == nil {
 		err = f.Sync()
@@ -96,10 +97,10 @@ func (s *segment) addTurn(t *trace.Turn, bytes int64) {
 	if s.tjw == nil || s.tjErr != nil {
 		return
 	}
-	payload, err := appendJSONPayload(s.payload[:0], frameTurn, t)
+	payload, err := trace.AppendJSONPayload(s.payload[:0], trace.FrameTurn, t)
 	if err == nil {
 		s.payload = payload
-		s.frame = appendFrame(s.frame[:0], payload)
+		s.frame = trace.AppendJournalFrame(s.frame[:0], payload)
 		_, err = s.tjw.Write(s.frame)
 	}
 	s.tjErr = err
@@ -161,7 +162,7 @@ func (p *Proxy) segmentFor(now int64) (*segment, error) {
 			},
 			Trace: p.traceMeta(),
 		}
-		s.meta, s.recOpts = meta, RecorderOptions{Queue: p.cfg.Queue, SyncEvery: p.cfg.SyncEvery}
+		s.meta, s.recOpts = meta, record.RecorderOptions{Queue: p.cfg.Queue, SyncEvery: p.cfg.SyncEvery}
 		s.traceMeta = *meta.Trace
 		p.seg = s
 	}
@@ -215,13 +216,13 @@ func (s *segment) close() error {
 	if recErr == nil {
 		recErr = rec.Close()
 	}
-	if err := writeTrace(s.tracePath, s.traceMeta, s.turns); err != nil {
+	if err := trace.WriteTrace(s.tracePath, s.traceMeta, s.turns); err != nil {
 		return fmt.Errorf("segment %d: writing the trace: %w", s.n, err)
 	}
-	syncDir(filepath.Dir(s.tracePath))
+	trace.SyncDir(filepath.Dir(s.tracePath))
 	if s.tj != nil {
 		s.tj.Close()
-		if err := os.Remove(JournalPath(s.tracePath)); err != nil {
+		if err := os.Remove(record.JournalPath(s.tracePath)); err != nil {
 			return fmt.Errorf("segment %d: %w", s.n, err)
 		}
 	}

@@ -1,5 +1,5 @@
 // Package replay sends a trace to one or more OpenAI-compatible servers with
-// exact timing and hands every finished request to capture's recorder.
+// exact timing and hands every finished request to record.Recorder.
 //
 // Data flow:
 //
@@ -13,12 +13,12 @@
 //	                    │
 //	                    v
 //	conversation loop (closed loop): wait for a concurrency slot (queue time),
-//	send turn k with its history, read the stream through capture.Stream,
+//	send turn k with its history, read the stream through record.Stream,
 //	append the server's answer (or the reference answer), think, send k+1.
 //	With --timing trace every turn is sent at its own arrival offset instead.
 //	                    │ one trace.Record per attempt
 //	                    v
-//	capture.Recorder (one writer goroutine owns the file; Submit never
+//	record.Recorder (one writer goroutine owns the file; Submit never
 //	blocks on disk)
 //
 // Client: one fasthttp.HostClient per target with streaming response bodies.

@@ -5,42 +5,22 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/tracekit/tracekit/mock"
+	"github.com/tracekit/tracekit/record"
 	"github.com/tracekit/tracekit/trace"
 )
 
-// memSink keeps copies of the records it is handed.
-type memSink struct {
-	mu   sync.Mutex
-	recs []trace.Record
-	meta trace.RunMeta
-}
-
-func (s *memSink) Submit(r *trace.Record) {
-	c := *r
-	c.EventNs = append([]int64(nil), r.EventNs...)
-	c.EventTokens = append([]int32(nil), r.EventTokens...)
-	s.mu.Lock()
-	s.recs = append(s.recs, c)
-	s.mu.Unlock()
-}
-
-func (s *memSink) SetRunMeta(m trace.RunMeta) {
-	s.mu.Lock()
-	s.meta = m
-	s.mu.Unlock()
-}
+// memSink is record.Memory with lookups for tests.
+type memSink struct{ record.Memory }
 
 // byID returns the records keyed by request id.
 func (s *memSink) byID() map[string]trace.Record {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m := make(map[string]trace.Record, len(s.recs))
-	for _, r := range s.recs {
+	recs := s.Records()
+	m := make(map[string]trace.Record, len(recs))
+	for _, r := range recs {
 		m[r.RequestID] = r
 	}
 	return m

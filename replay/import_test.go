@@ -59,7 +59,7 @@ func TestMooncakeWindowReplaysOnSourceTimestamps(t *testing.T) {
 	}
 
 	var intended, lags []int64
-	for _, rec := range sink.recs {
+	for _, rec := range sink.Records() {
 		if rec.ErrorKind != "" {
 			t.Errorf("%s: %s %s", rec.RequestID, rec.ErrorKind, rec.ErrorMessage)
 		}

@@ -165,7 +165,7 @@ func TestBenchmarkTimeoutCancelsInFlight(t *testing.T) {
 			t.Errorf("%s: kind %q, %d events, done %d; want canceled with partial events", id, r.ErrorKind, len(r.EventNs), r.DoneNs)
 		}
 	}
-	if sink.meta.Health == nil {
+	if sink.RunMeta().Health == nil {
 		t.Error("no health in the run meta")
 	}
 }

@@ -38,9 +38,9 @@ func TestScheduleAndEventsAgainstMock(t *testing.T) {
 	for _, e := range srv.Log() {
 		logs[e.RequestID] = e
 	}
-	start := sink.meta.StartMonoNs
-	if start == 0 || sink.meta.Health == nil || sink.meta.Config["model"] != "tracekit-mock" {
-		t.Fatalf("run meta incomplete: %+v", sink.meta)
+	start := sink.RunMeta().StartMonoNs
+	if start == 0 || sink.RunMeta().Health == nil || sink.RunMeta().Config["model"] != "tracekit-mock" {
+		t.Fatalf("run meta incomplete: %+v", sink.RunMeta())
 	}
 	var lags []int64
 	for _, c := range convs {

@@ -14,20 +14,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tracekit/tracekit/capture"
 	"github.com/tracekit/tracekit/clock"
+	"github.com/tracekit/tracekit/record"
 	"github.com/tracekit/tracekit/tokenizer"
 	"github.com/tracekit/tracekit/trace"
 )
-
-// Sink takes the finished records of a run. capture.Recorder is the one
-// used outside tests: Submit copies the record and never waits on disk.
-type Sink interface {
-	Submit(rec *trace.Record)
-	SetRunMeta(meta trace.RunMeta)
-}
-
-var _ Sink = (*capture.Recorder)(nil)
 
 // lookahead is how long before a conversation's start the feeder launches
 // its goroutine, so the goroutine is already waiting when the instant comes.
@@ -77,7 +68,7 @@ type Runner struct {
 	rr      atomic.Uint64 // round-robin cursor
 	seq     atomic.Int64  // requests started
 	mon     *monitor
-	sink    Sink
+	sink    record.Sink
 
 	total                      int64
 	sent, done, errs, inflight atomic.Int64
@@ -85,7 +76,7 @@ type Runner struct {
 
 // exchange is one request goroutine's reusable scratch.
 type exchange struct {
-	stream *capture.Stream
+	stream *record.Stream
 	buf    []byte
 	body   []byte
 	rec    trace.Record
@@ -139,7 +130,7 @@ func New(cfg Config) (*Runner, error) {
 	}
 	r.now = func() int64 { return clock.Mono() - r.start }
 	r.exPool.New = func() any {
-		return &exchange{stream: capture.NewStream(r.tok), buf: make([]byte, 4<<10)}
+		return &exchange{stream: record.NewStream(r.tok), buf: make([]byte, 4<<10)}
 	}
 	return r, nil
 }
@@ -175,7 +166,7 @@ func (r *Runner) Config() Config { return r.cfg }
 // conversation is done or ctx ends (or --benchmark-timeout passes): then
 // in-flight requests are recorded as canceled. sink's run metadata is set
 // at the start and again, with Health, at the end; the caller closes sink.
-func (r *Runner) Run(ctx context.Context, sink Sink) (*Result, error) {
+func (r *Runner) Run(ctx context.Context, sink record.Sink) (*Result, error) {
 	r.sink = sink
 	if err := r.prepare(ctx); err != nil {
 		return nil, err

@@ -116,7 +116,7 @@ func benchStreams(b *testing.B, streams int) {
 	}
 	var errs []int64
 	var first, last int64 = 1 << 62, 0
-	for _, rec := range sink.recs {
+	for _, rec := range sink.Records() {
 		ev := server[rec.RequestID]
 		if len(ev) != len(rec.EventNs) {
 			continue
@@ -127,7 +127,7 @@ func benchStreams(b *testing.B, streams int) {
 		}
 	}
 	if len(errs) == 0 {
-		b.Fatalf("no event matched the mock's log (%d records, %d errors)", len(sink.recs), res.Errors)
+		b.Fatalf("no event matched the mock's log (%d records, %d errors)", len(sink.Records()), res.Errors)
 	}
 	slices.Sort(errs)
 	b.ReportMetric(float64(errs[len(errs)/2])/1e3, "stamp-err-p50-us")

@@ -30,24 +30,24 @@ func TestHTTPSTarget(t *testing.T) {
 
 	cfg := Config{Trace: path, Targets: []string{tlsSrv.URL}, Model: "tracekit-mock", ContinuousUsage: "on", IgnoreEOS: true, Insecure: true}
 	sink, res := run(t, cfg)
-	if res.Errors != 0 || len(sink.recs) != 4 {
-		t.Fatalf("insecure: %+v, %d records", res, len(sink.recs))
+	if res.Errors != 0 || len(sink.Records()) != 4 {
+		t.Fatalf("insecure: %+v, %d records", res, len(sink.Records()))
 	}
-	for _, r := range sink.recs {
+	for _, r := range sink.Records() {
 		if r.ErrorKind != "" || r.CompletionTokens != 6 || len(r.EventNs) != 7 || !strings.HasPrefix(r.Target, "https://") {
 			t.Errorf("%s: %+v", r.RequestID, r)
 		}
 	}
-	if sink.meta.Config["insecure"] != true {
-		t.Errorf("config does not record insecure: %v", sink.meta.Config["insecure"])
+	if sink.RunMeta().Config["insecure"] != true {
+		t.Errorf("config does not record insecure: %v", sink.RunMeta().Config["insecure"])
 	}
 
 	cfg.Insecure = false
 	sink, _ = run(t, cfg)
-	if len(sink.recs) == 0 {
+	if len(sink.Records()) == 0 {
 		t.Fatal("no record of the refused requests")
 	}
-	for _, r := range sink.recs {
+	for _, r := range sink.Records() {
 		if r.ErrorKind != trace.ErrConnect || !strings.Contains(r.ErrorMessage, "certificate") {
 			t.Errorf("%s without --insecure: %s %q", r.RequestID, r.ErrorKind, r.ErrorMessage)
 		}

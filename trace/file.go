@@ -1,12 +1,15 @@
 package trace
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress/zstd"
@@ -325,4 +328,35 @@ func ReadRecords(path string) ([]Record, RunMeta, error) {
 	defer r.Close()
 	rows, err := readAll(r.r)
 	return rows, r.Meta, err
+}
+
+// CompareTurns is the trace's row order: start offset, then conversation
+// id, then turn, so a reader streams conversations in start order with each
+// conversation's turns contiguous.
+func CompareTurns(a, b Turn) int {
+	return cmp.Or(cmp.Compare(a.StartOffsetNs, b.StartOffsetNs), strings.Compare(a.ConversationID, b.ConversationID), cmp.Compare(a.Turn, b.Turn))
+}
+
+// WriteTrace sorts turns into the trace order (stable, in place) and writes
+// them to path.
+func WriteTrace(path string, meta TraceMeta, turns []Turn) error {
+	slices.SortStableFunc(turns, CompareTurns)
+	tw, err := NewTraceWriter(path, meta)
+	if err != nil {
+		return err
+	}
+	if err := tw.Write(turns...); err != nil {
+		tw.Close()
+		return err
+	}
+	return tw.Close()
+}
+
+// SyncDir makes a rename in dir durable; failure only weakens crash safety,
+// so it is ignored.
+func SyncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
 }

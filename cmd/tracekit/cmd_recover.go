@@ -6,7 +6,8 @@ import (
 	"io/fs"
 
 	"github.com/spf13/cobra"
-	"github.com/tracekit/tracekit/capture"
+	"github.com/tracekit/tracekit/record"
+	"github.com/tracekit/tracekit/trace"
 )
 
 func init() {
@@ -22,7 +23,7 @@ each segment's recording and trace).`,
 		Example: "  tracekit recover recording.parquet\n  tracekit recover capture-dir/",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			res, err := capture.RecoverAll(args[0], out)
+			res, err := record.RecoverAll(args[0], out)
 			for _, r := range res {
 				what := "records"
 				if r.Trace {
@@ -34,7 +35,7 @@ each segment's recording and trace).`,
 				}
 				fmt.Fprintln(cmd.OutOrStdout())
 			}
-			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, capture.ErrNotJournal) {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, trace.ErrNotJournal) {
 				return badInput(err)
 			}
 			return err

@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tracekit/tracekit/analyze"
-	"github.com/tracekit/tracekit/capture"
+	"github.com/tracekit/tracekit/record"
 	"github.com/tracekit/tracekit/replay"
 	"github.com/tracekit/tracekit/trace"
 )
@@ -119,8 +119,8 @@ func runReplay(cmd *cobra.Command, c replay.Config, out, progress string, noAnal
 		return badInput(err)
 	}
 	defer r.Close()
-	rec, err := capture.NewRecorder(out, trace.RunMeta{TracekitVersion: trace.Version, Targets: c.Targets, Command: c.Command},
-		capture.RecorderOptions{Queue: max(1024, 2*c.MaxConcurrency)})
+	rec, err := record.NewRecorder(out, trace.RunMeta{TracekitVersion: trace.Version, Targets: c.Targets, Command: c.Command},
+		record.RecorderOptions{Queue: max(1024, 2*c.MaxConcurrency)})
 	if err != nil {
 		return err
 	}

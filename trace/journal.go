@@ -1,4 +1,4 @@
-package capture
+package trace
 
 import (
 	"bufio"
@@ -8,13 +8,11 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-
-	"github.com/tracekit/tracekit/trace"
 )
 
 // The journal is the crash-safe copy of a recording: an append-only file
 // that the Recorder fsyncs every SyncEvery, so a SIGKILL loses at most that
-// much. It starts with journalMagic, then holds frames:
+// much. It starts with JournalMagic, then holds frames:
 //
 //	uint32 LE  payload length
 //	uint32 LE  CRC-32C of the payload
@@ -22,7 +20,7 @@ import (
 //
 // A frame cut short or failing its CRC ends the journal: a crash can only
 // tear the tail.
-const journalMagic = "tracekit.journal.v1\n"
+const JournalMagic = "tracekit.journal.v1\n"
 
 const (
 	frameMeta   = 'M'
@@ -37,15 +35,15 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // ErrNotJournal is wrapped when a file given to Recover is not a journal.
 var ErrNotJournal = errors.New("not a tracekit journal")
 
-// appendFrame appends one framed payload to dst; payload must start with
+// AppendJournalFrame appends one framed payload to dst; payload must start with
 // its kind byte.
-func appendFrame(dst, payload []byte) []byte {
+func AppendJournalFrame(dst, payload []byte) []byte {
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(payload)))
 	dst = binary.LittleEndian.AppendUint32(dst, crc32.Checksum(payload, castagnoli))
 	return append(dst, payload...)
 }
 
-func appendMetaPayload(dst []byte, meta trace.RunMeta) ([]byte, error) {
+func AppendRunMetaPayload(dst []byte, meta RunMeta) ([]byte, error) {
 	b, err := json.Marshal(meta)
 	if err != nil {
 		return dst, fmt.Errorf("encoding run meta for the journal: %w", err)
@@ -53,9 +51,9 @@ func appendMetaPayload(dst []byte, meta trace.RunMeta) ([]byte, error) {
 	return append(append(dst, frameMeta), b...), nil
 }
 
-// appendRecordPayload encodes rec compactly: varints, length-prefixed
+// AppendRecordPayload encodes rec compactly: varints, length-prefixed
 // strings, event times as deltas.
-func appendRecordPayload(dst []byte, r *trace.Record) []byte {
+func AppendRecordPayload(dst []byte, r *Record) []byte {
 	dst = append(dst, frameRecord)
 	for _, s := range [...]string{r.RequestID, r.ConversationID, r.Target, r.ErrorKind, r.ErrorMessage} {
 		dst = binary.AppendUvarint(dst, uint64(len(s)))
@@ -128,7 +126,7 @@ func (d *decoder) str() string {
 	return s
 }
 
-func decodeRecord(body []byte, r *trace.Record) error {
+func decodeRecord(body []byte, r *Record) error {
 	d := decoder{b: body}
 	r.RequestID, r.ConversationID, r.Target, r.ErrorKind, r.ErrorMessage = d.str(), d.str(), d.str(), d.str(), d.str()
 	r.Turn, r.Shard, r.Attempt, r.Warmup = int32(d.varint()), int32(d.varint()), int32(d.varint()), d.varint() != 0
@@ -160,22 +158,22 @@ func decodeRecord(body []byte, r *trace.Record) error {
 	return d.err
 }
 
-// journalReader reads frames until the end or the first torn frame.
-type journalReader struct {
+// JournalReader reads frames until the end or the first torn frame.
+type JournalReader struct {
 	r      *bufio.Reader
 	name   string
 	offset int64 // of the next frame
 	buf    []byte
-	Meta   trace.RunMeta
+	Meta   RunMeta
 	// Torn is set when the journal ended in a partial or corrupt frame,
 	// which a crash leaves; TornOffset is where the valid part ends.
 	Torn       bool
 	TornOffset int64
 }
 
-// sniffJournal returns the magic line r starts with, if it is one of ours.
-func sniffJournal(r *bufio.Reader) string {
-	for _, m := range []string{journalMagic, traceJournalMagic} {
+// SniffJournal returns the magic line r starts with, if it is one of ours.
+func SniffJournal(r *bufio.Reader) string {
+	for _, m := range []string{JournalMagic, TraceJournalMagic} {
 		if b, err := r.Peek(len(m)); err == nil && string(b) == m {
 			return m
 		}
@@ -183,18 +181,18 @@ func sniffJournal(r *bufio.Reader) string {
 	return ""
 }
 
-func newJournalReader(r io.Reader, name, magic string) (*journalReader, error) {
+func NewJournalReader(r io.Reader, name, magic string) (*JournalReader, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
-	if sniffJournal(br) != magic {
+	if SniffJournal(br) != magic {
 		return nil, fmt.Errorf("%s: %w (expected it to start with %q)", name, ErrNotJournal, magic[:len(magic)-1])
 	}
 	br.Discard(len(magic))
-	return &journalReader{r: br, name: name, offset: int64(len(magic))}, nil
+	return &JournalReader{r: br, name: name, offset: int64(len(magic))}, nil
 }
 
 // frame returns the next intact frame's payload and offset; io.EOF at the
 // end of the valid part. The payload is valid until the next call.
-func (j *journalReader) frame() ([]byte, int64, error) {
+func (j *JournalReader) Frame() ([]byte, int64, error) {
 	var hdr [8]byte
 	if _, err := io.ReadFull(j.r, hdr[:]); err != nil {
 		if err == io.EOF {
@@ -223,9 +221,9 @@ func (j *journalReader) frame() ([]byte, int64, error) {
 
 // next decodes the next record into rec; it returns io.EOF at the end of
 // the valid part (meta frames are absorbed into Meta).
-func (j *journalReader) next(rec *trace.Record) error {
+func (j *JournalReader) Next(rec *Record) error {
 	for {
-		p, at, err := j.frame()
+		p, at, err := j.Frame()
 		if err != nil {
 			return err
 		}
@@ -245,7 +243,7 @@ func (j *journalReader) next(rec *trace.Record) error {
 	}
 }
 
-func (j *journalReader) torn() error {
+func (j *JournalReader) torn() error {
 	j.Torn, j.TornOffset = true, j.offset
 	return io.EOF
 }
@@ -255,12 +253,12 @@ func (j *journalReader) torn() error {
 // rows are sorted, so the file itself is written when the segment closes;
 // after a crash Recover sorts the journal's turns into it.
 const (
-	traceJournalMagic = "tracekit.trace-journal.v1\n"
-	frameTraceMeta    = 'T'
-	frameTurn         = 'U'
+	TraceJournalMagic = "tracekit.trace-journal.v1\n"
+	FrameTraceMeta    = 'T'
+	FrameTurn         = 'U'
 )
 
-func appendJSONPayload(dst []byte, kind byte, v any) ([]byte, error) {
+func AppendJSONPayload(dst []byte, kind byte, v any) ([]byte, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return dst, fmt.Errorf("encoding a journal entry: %w", err)
@@ -268,12 +266,12 @@ func appendJSONPayload(dst []byte, kind byte, v any) ([]byte, error) {
 	return append(append(dst, kind), b...), nil
 }
 
-// readTraceJournal returns the turns and meta of a trace journal.
-func readTraceJournal(j *journalReader) ([]trace.Turn, trace.TraceMeta, error) {
-	var turns []trace.Turn
-	var meta trace.TraceMeta
+// ReadTraceJournal returns the turns and meta of a trace journal.
+func (j *JournalReader) ReadTraceJournal() ([]Turn, TraceMeta, error) {
+	var turns []Turn
+	var meta TraceMeta
 	for {
-		p, at, err := j.frame()
+		p, at, err := j.Frame()
 		if err == io.EOF {
 			return turns, meta, nil
 		}
@@ -281,10 +279,10 @@ func readTraceJournal(j *journalReader) ([]trace.Turn, trace.TraceMeta, error) {
 			return nil, meta, err
 		}
 		switch p[0] {
-		case frameTraceMeta:
+		case FrameTraceMeta:
 			err = json.Unmarshal(p[1:], &meta)
-		case frameTurn:
-			var t trace.Turn
+		case FrameTurn:
+			var t Turn
 			if err = json.Unmarshal(p[1:], &t); err == nil {
 				turns = append(turns, t)
 			}

@@ -1,4 +1,4 @@
-package capture
+package record
 
 import (
 	"bufio"
@@ -134,12 +134,12 @@ func (r *Recorder) open(meta trace.RunMeta) error {
 	if err != nil {
 		return fmt.Errorf("creating journal: %w", err)
 	}
-	payload, err := appendMetaPayload(nil, meta)
+	payload, err := trace.AppendRunMetaPayload(nil, meta)
 	if err != nil {
 		jf.Close()
 		return err
 	}
-	head := appendFrame([]byte(journalMagic), payload)
+	head := trace.AppendJournalFrame([]byte(trace.JournalMagic), payload)
 	if _, err := jf.Write(head); err != nil {
 		jf.Close()
 		return fmt.Errorf("writing journal %s: %w", r.journal, err)
@@ -287,8 +287,8 @@ func (r *Recorder) writeBatch() {
 	}
 	r.batch = r.batch[:0]
 	for _, c := range r.held {
-		r.payload = appendRecordPayload(r.payload[:0], c)
-		r.frame = appendFrame(r.frame[:0], r.payload)
+		r.payload = trace.AppendRecordPayload(r.payload[:0], c)
+		r.frame = trace.AppendJournalFrame(r.frame[:0], r.payload)
 		if _, err := r.jw.Write(r.frame); err != nil {
 			r.setErr(fmt.Errorf("writing journal %s: %w", r.journal, err))
 			return
@@ -313,12 +313,12 @@ func (r *Recorder) sync() {
 	r.metaDirty = false
 	r.metaMu.Unlock()
 	if dirty {
-		payload, err := appendMetaPayload(nil, meta)
+		payload, err := trace.AppendRunMetaPayload(nil, meta)
 		if err != nil {
 			r.setErr(err)
 			return
 		}
-		if _, err := r.jw.Write(appendFrame(nil, payload)); err != nil {
+		if _, err := r.jw.Write(trace.AppendJournalFrame(nil, payload)); err != nil {
 			r.setErr(fmt.Errorf("writing journal %s: %w", r.journal, err))
 			return
 		}
@@ -354,21 +354,12 @@ func (r *Recorder) finish() {
 		r.setErr(fmt.Errorf("moving the recording into place: %w", err))
 		return
 	}
-	syncDir(filepath.Dir(r.path))
+	trace.SyncDir(filepath.Dir(r.path))
 	if jerr != nil && !errors.Is(jerr, os.ErrClosed) {
 		r.setErr(fmt.Errorf("closing journal %s: %w", r.journal, jerr))
 		return
 	}
 	if err := os.Remove(r.journal); err != nil {
 		r.setErr(fmt.Errorf("removing journal: %w", err))
-	}
-}
-
-// syncDir makes a rename durable; failure only weakens crash safety, so it
-// is not reported.
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
 	}
 }

@@ -1,14 +1,12 @@
-package capture
+package record
 
 import (
 	"bufio"
-	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/tracekit/tracekit/trace"
@@ -84,7 +82,7 @@ func recoverJournal(journal, outPath string) (RecoverResult, error) {
 	if outPath == "" {
 		outPath = strings.TrimSuffix(journal, ".journal")
 		if outPath == journal {
-			return RecoverResult{}, fmt.Errorf("recovering %s: the name does not end in .journal and no journal was found next to it: %w", journal, ErrNotJournal)
+			return RecoverResult{}, fmt.Errorf("recovering %s: the name does not end in .journal and no journal was found next to it: %w", journal, trace.ErrNotJournal)
 		}
 	}
 	res := RecoverResult{Journal: journal, Out: outPath}
@@ -94,10 +92,10 @@ func recoverJournal(journal, outPath string) (RecoverResult, error) {
 	}
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 1<<16)
-	if sniffJournal(br) == traceJournalMagic {
+	if trace.SniffJournal(br) == trace.TraceJournalMagic {
 		return recoverTraceJournal(br, journal, outPath)
 	}
-	jr, err := newJournalReader(br, journal, journalMagic)
+	jr, err := trace.NewJournalReader(br, journal, trace.JournalMagic)
 	if err != nil {
 		return res, err
 	}
@@ -105,7 +103,7 @@ func recoverJournal(journal, outPath string) (RecoverResult, error) {
 	var rec trace.Record
 	var w *trace.RecordWriter
 	for {
-		err := jr.next(&rec)
+		err := jr.Next(&rec)
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -146,7 +144,7 @@ func recoverJournal(journal, outPath string) (RecoverResult, error) {
 	if err := os.Rename(tmp, outPath); err != nil {
 		return res, fmt.Errorf("recovering %s: moving the recording into place: %w", journal, err)
 	}
-	syncDir(filepath.Dir(outPath))
+	trace.SyncDir(filepath.Dir(outPath))
 	os.Remove(partialPath(strings.TrimSuffix(journal, ".journal")))
 	if err := os.Remove(journal); err != nil {
 		return res, fmt.Errorf("recovered %d records into %s but could not remove the journal: %w", res.Records, outPath, err)
@@ -155,7 +153,7 @@ func recoverJournal(journal, outPath string) (RecoverResult, error) {
 }
 
 // tornBytes is how much of the journal's tail was dropped.
-func tornBytes(jr *journalReader, journal string) int64 {
+func tornBytes(jr *trace.JournalReader, journal string) int64 {
 	if !jr.Torn {
 		return 0
 	}
@@ -170,42 +168,26 @@ func tornBytes(jr *journalReader, journal string) int64 {
 // journal, sorted, as a trace.
 func recoverTraceJournal(r io.Reader, journal, outPath string) (RecoverResult, error) {
 	res := RecoverResult{Journal: journal, Out: outPath, Trace: true}
-	jr, err := newJournalReader(r, journal, traceJournalMagic)
+	jr, err := trace.NewJournalReader(r, journal, trace.TraceJournalMagic)
 	if err != nil {
 		return res, err
 	}
-	turns, meta, err := readTraceJournal(jr)
+	turns, meta, err := jr.ReadTraceJournal()
 	if err != nil {
 		return res, fmt.Errorf("recovering: %w", err)
 	}
 	tmp := outPath + ".recovering"
-	if err := writeTrace(tmp, meta, turns); err != nil {
+	if err := trace.WriteTrace(tmp, meta, turns); err != nil {
 		os.Remove(tmp)
 		return res, fmt.Errorf("recovering %s: %w", journal, err)
 	}
 	if err := os.Rename(tmp, outPath); err != nil {
 		return res, fmt.Errorf("recovering %s: moving the trace into place: %w", journal, err)
 	}
-	syncDir(filepath.Dir(outPath))
+	trace.SyncDir(filepath.Dir(outPath))
 	res.Records, res.TornBytes = len(turns), tornBytes(jr, journal)
 	if err := os.Remove(journal); err != nil {
 		return res, fmt.Errorf("recovered %d turns into %s but could not remove the journal: %w", res.Records, outPath, err)
 	}
 	return res, nil
-}
-
-// writeTrace sorts turns into the trace order and writes them to path.
-func writeTrace(path string, meta trace.TraceMeta, turns []trace.Turn) error {
-	slices.SortStableFunc(turns, func(a, b trace.Turn) int {
-		return cmp.Or(cmp.Compare(a.StartOffsetNs, b.StartOffsetNs), strings.Compare(a.ConversationID, b.ConversationID), cmp.Compare(a.Turn, b.Turn))
-	})
-	tw, err := trace.NewTraceWriter(path, meta)
-	if err != nil {
-		return err
-	}
-	if err := tw.Write(turns...); err != nil {
-		tw.Close()
-		return err
-	}
-	return tw.Close()
 }

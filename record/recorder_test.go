@@ -1,4 +1,4 @@
-package capture
+package record
 
 import (
 	"bufio"
@@ -19,12 +19,8 @@ import (
 
 // TestMain lets the SIGKILL test re-exec this binary as a recording child.
 func TestMain(m *testing.M) {
-	if path := os.Getenv("TRACEKIT_CAPTURE_CHILD"); path != "" {
+	if path := os.Getenv("TRACEKIT_RECORDER_CHILD"); path != "" {
 		recordingChild(path)
-		return
-	}
-	if dir := os.Getenv("TRACEKIT_PROXY_CHILD"); dir != "" {
-		proxyChild(dir, os.Getenv("TRACEKIT_PROXY_UPSTREAM"))
 		return
 	}
 	os.Exit(m.Run())
@@ -46,17 +42,6 @@ func recordingChild(path string) {
 		out.Flush()
 		time.Sleep(time.Millisecond)
 	}
-}
-
-// proxyChild runs a capture proxy, prints its URL and serves until killed.
-func proxyChild(dir, upstream string) {
-	ps, err := StartProxy(ProxyConfig{Upstream: upstream, OutDir: dir, Tokenizer: testTok, SyncEvery: 50 * time.Millisecond}, "")
-	if err != nil {
-		fmt.Println("error:", err)
-		os.Exit(1)
-	}
-	fmt.Println(ps.URL())
-	select {}
 }
 
 // testRecord is a record whose every field derives from i.
@@ -180,7 +165,7 @@ func TestRecoverAfterSIGKILL(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "killed.parquet")
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "TRACEKIT_CAPTURE_CHILD="+path)
+	cmd.Env = append(os.Environ(), "TRACEKIT_RECORDER_CHILD="+path)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -266,11 +251,11 @@ func TestRecoverAfterSIGKILL(t *testing.T) {
 func TestNewRecorderRecoversLeftover(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "again.parquet")
-	payload, _ := appendMetaPayload(nil, trace.RunMeta{Command: "first run"})
-	j := appendFrame([]byte(journalMagic), payload)
+	payload, _ := trace.AppendRunMetaPayload(nil, trace.RunMeta{Command: "first run"})
+	j := trace.AppendJournalFrame([]byte(trace.JournalMagic), payload)
 	for i := range 3 {
 		rec := testRecord(i)
-		j = appendFrame(j, appendRecordPayload(nil, &rec))
+		j = trace.AppendJournalFrame(j, trace.AppendRecordPayload(nil, &rec))
 	}
 	os.WriteFile(JournalPath(path), j, 0o644)
 	r, err := NewRecorder(path, trace.RunMeta{Command: "second run"}, RecorderOptions{})
@@ -312,11 +297,11 @@ func TestRecoverTornJournal(t *testing.T) {
 	}
 	// Rebuild the journal a crash would have left, cut inside the last frame.
 	var j []byte
-	payload, _ := appendMetaPayload(nil, trace.RunMeta{Command: "torn"})
-	j = appendFrame([]byte(journalMagic), payload)
+	payload, _ := trace.AppendRunMetaPayload(nil, trace.RunMeta{Command: "torn"})
+	j = trace.AppendJournalFrame([]byte(trace.JournalMagic), payload)
 	for i := range 10 {
 		rec := testRecord(i)
-		j = appendFrame(j, appendRecordPayload(nil, &rec))
+		j = trace.AppendJournalFrame(j, trace.AppendRecordPayload(nil, &rec))
 	}
 	jpath := filepath.Join(dir, "crashed.parquet.journal")
 	if err := os.WriteFile(jpath, j[:len(j)-3], 0o644); err != nil {
@@ -334,7 +319,7 @@ func TestRecoverTornJournal(t *testing.T) {
 		t.Fatalf("recovered %d records", len(got))
 	}
 	// A corrupt byte inside an early frame ends the valid part there.
-	j[len(journalMagic)+40] ^= 0xff
+	j[len(trace.JournalMagic)+40] ^= 0xff
 	os.WriteFile(jpath, j, 0o644)
 	if n, err := Recover(jpath, filepath.Join(dir, "corrupt.parquet")); err != nil || n != 0 {
 		t.Fatalf("corrupt first frame: %d records, %v", n, err)

@@ -1,4 +1,4 @@
-package capture
+package record
 
 import (
 	"unicode/utf16"

@@ -1,4 +1,4 @@
-package capture
+package record
 
 // chunk is what one event's JSON says, as far as a recording cares. The
 // walk functions below fill it; text goes straight into the Stream's
