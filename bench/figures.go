@@ -47,11 +47,11 @@ func perS(v float64) string {
 }
 func mib(v float64) string { return fmt.Sprintf("%.0f MiB", v/(1<<20)) }
 
-// hotPaths: SSE parsing and event stamping (capture's benchmarks) and
+// hotPaths: SSE parsing and event stamping (record's benchmarks) and
 // record encoding (this folder's BenchmarkRecordEncode).
 func hotPaths(ctx context.Context, e *env) ([]figure, error) {
 	const sec = "Hot paths (go test -bench)"
-	rows, cmd, err := goBench(ctx, e, "./capture/", "Feed|StampOverhead", "-benchmem", "-benchtime", "0.5s")
+	rows, cmd, err := goBench(ctx, e, "./record/", "Feed|StampOverhead", "-benchmem", "-benchtime", "0.5s")
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func hotPaths(ctx context.Context, e *env) ([]figure, error) {
 		figs = append(figs, figure{Section: sec, Name: "SSE parsing, continuous_usage=" + cont,
 			Value: fmt.Sprintf("%s events (%.0f MB/s), %.0f allocs/op", perS(r.Metrics["events/s"]), r.Metrics["MB/s"], allocs),
 			Goal:  "0 allocs per event", Verdict: atMost(allocs, 0, num), Command: cmd,
-			Note: "capture.Stream.Feed over a 256-event vLLM-like stream in 1.5 KB reads"})
+			Note: "record.Stream.Feed over a 256-event vLLM-like stream in 1.5 KB reads"})
 	}
 	c, ok1 := find(rows, "BenchmarkStampOverhead/const")
 	m, ok2 := find(rows, "BenchmarkStampOverhead/mono")
@@ -85,7 +85,7 @@ func hotPaths(ctx context.Context, e *env) ([]figure, error) {
 		return figs, err
 	}
 	if r, ok := find(rows, "BenchmarkRecordEncode"); ok {
-		figs = append(figs, figure{Section: sec, Name: "record encoding (capture.Recorder: journal + zstd Parquet)",
+		figs = append(figs, figure{Section: sec, Name: "record encoding (record.Recorder: journal + zstd Parquet)",
 			Value: fmt.Sprintf("%.1f us/record of 200 events, %s events, %.2f bytes/event on disk, %.1f allocs/record", r.Metrics["ns/op"]/1e3, perS(r.Metrics["events/s"]), r.Metrics["file-B/event"], r.Metrics["allocs/op"]),
 			Goal:  "<= 2 bytes per token event", Verdict: atMost(r.Metrics["file-B/event"], 2, func(v float64) string { return fmt.Sprintf("%.2f B", v) }), Command: cmd,
 			Note: "Submit copies the record and returns; the writer goroutine pays the encoding (measured here end to end, Close included)"})
@@ -241,7 +241,7 @@ func calibrateBench(ctx context.Context, e *env) ([]figure, error) {
 			if r.Step.Streams == 10000 {
 				f.Goal, f.Verdict = "p99 <= 1 ms at 10,000 streams / 40,000 events/s", atMost(p99, 1, ms)
 				if strings.Contains(f.Verdict, "missed") {
-					f.Note = "tried: stamping before parsing on the read that completed the event (capture.Stream); the mock in a separate process so its goroutines and GC are not the client's (calibrate --mock process; in-process cannot even open 10,000 streams under a 20,000-descriptor limit); GOGC=400 during a run (GC cycles marking ~25 MB of goroutine stacks delayed reads by tens of ms: p99 went from 28-183 ms to ~9 ms). What remains is the mock's own scheduling, the ramp of 10,000 connections in the first seconds, and two processes on two shared cores; split the load over client processes (replay --shard i/n) or put the mock on another machine (calibrate --target)"
+					f.Note = "tried: stamping before parsing on the read that completed the event (record.Stream); the mock in a separate process so its goroutines and GC are not the client's (calibrate --mock process; in-process cannot even open 10,000 streams under a 20,000-descriptor limit); GOGC=400 during a run (GC cycles marking ~25 MB of goroutine stacks delayed reads by tens of ms: p99 went from 28-183 ms to ~9 ms). What remains is the mock's own scheduling, the ramp of 10,000 connections in the first seconds, and two processes on two shared cores; split the load over client processes (replay --shard i/n) or put the mock on another machine (calibrate --target)"
 				}
 			}
 			if r.Step.Streams == 10800 {
