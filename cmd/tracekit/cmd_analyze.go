@@ -62,7 +62,8 @@ func analyzeErr(err error) error {
 	return err
 }
 
-func init() {
+// newAnalyzeCmd builds the analyze command.
+func newAnalyzeCmd() *cobra.Command {
 	var (
 		af                         analyzeFlags
 		jsonPath, perReq, htmlPath string
@@ -123,7 +124,7 @@ tokens, a per-turn table and vLLM multi-turn's statistics.`,
 	cmd.Flags().StringVar(&perReq, "per-request", "", "write one row per request to FILE.parquet or FILE.csv")
 	cmd.Flags().StringVar(&htmlPath, "html", "", "write a self-contained HTML report with charts to FILE")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not print the text report")
-	root.AddCommand(cmd)
+	return cmd
 }
 
 // writeFile creates path and runs write on it.

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,35 +41,16 @@ func writeRun(t *testing.T, path string, ttftMs int64) {
 	}
 }
 
-// run executes the binary and returns stdout, stderr and the exit code.
-func run(t *testing.T, bin string, args ...string) (string, string, int) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return out.String(), errb.String(), 0
-	case errors.As(err, &ee):
-		return out.String(), errb.String(), ee.ExitCode()
-	}
-	t.Fatal(err)
-	return "", "", -1
-}
-
 func TestAnalyzeAndCompareCLI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds the binary")
 	}
 	dir := t.TempDir()
-	bin := buildTracekit(t, dir)
 	a, b := filepath.Join(dir, "a.parquet"), filepath.Join(dir, "b.parquet")
 	writeRun(t, a, 100)
 	writeRun(t, b, 150)
 	js, html, csv := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.html"), filepath.Join(dir, "r.csv")
-	out, stderr, code := run(t, bin, "analyze", a, "--percentiles", "50,90", "--metrics", "ttft,itl,e2el",
+	out, stderr, code := runCLI(t, "analyze", a, "--percentiles", "50,90", "--metrics", "ttft,itl,e2el",
 		"--goodput", "ttft:120 e2el:500", "--json", js, "--html", html, "--per-request", csv)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -92,12 +72,12 @@ func TestAnalyzeAndCompareCLI(t *testing.T) {
 		}
 	}
 	// A glob of both runs analyzes 20 requests as one run.
-	out, _, code = run(t, bin, "analyze", filepath.Join(dir, "*.parquet"), "-q", "--json", js)
+	out, _, code = runCLI(t, "analyze", filepath.Join(dir, "*.parquet"), "-q", "--json", js)
 	raw, _ = os.ReadFile(js)
 	if code != 0 || !bytes.Contains(raw, []byte(`"completed": 20`)) {
 		t.Errorf("glob: exit %d, json %s", code, raw[:min(len(raw), 300)])
 	}
-	out, stderr, code = run(t, bin, "compare", a, b)
+	out, stderr, code = runCLI(t, "compare", a, b)
 	if code != 0 || !strings.Contains(out, "Mean TTFT (ms)") || !strings.Contains(out, "+50.00%") {
 		t.Errorf("compare: exit %d\n%s%s", code, out, stderr)
 	}
@@ -108,7 +88,6 @@ func TestAnalyzeBadInputExits2(t *testing.T) {
 		t.Skip("-short: builds the binary")
 	}
 	dir := t.TempDir()
-	bin := buildTracekit(t, dir)
 	good := filepath.Join(dir, "good.parquet")
 	writeRun(t, good, 100)
 	raw, _ := os.ReadFile(good)
@@ -133,7 +112,7 @@ func TestAnalyzeBadInputExits2(t *testing.T) {
 		{[]string{"analyze", good, "--per-request", filepath.Join(dir, "x.txt")}, "expected a .parquet or .csv"},
 		{[]string{"compare", good, filepath.Join(dir, "empty.parquet")}, "not a readable Parquet file"},
 	} {
-		_, stderr, code := run(t, bin, c.args...)
+		_, stderr, code := runCLI(t, c.args...)
 		if code != 2 || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", c.args[1:], code, stderr, c.want)
 		}

@@ -12,7 +12,8 @@ import (
 	"github.com/tracekit/tracekit/calibrate"
 )
 
-func init() {
+// newCalibrateCmd builds the calibrate command.
+func newCalibrateCmd() *cobra.Command {
 	var (
 		c       calibrate.Config
 		jsonOut string
@@ -92,7 +93,7 @@ elsewhere: give that FILE as --mock-log; calibrate waits for it to be complete
 	f.DurationVar(&c.TargetITL, "target-itl", 15*time.Millisecond, "with --target: that mock's --decode-base, to size the streams")
 	f.StringVar(&c.Dir, "keep", "", "keep each step's trace, recording and mock log in this directory")
 	f.StringVar(&jsonOut, "json", "", "also write the report as JSON to this file")
-	root.AddCommand(cmd)
+	return cmd
 }
 
 func writeCalibrateJSON(path string, rep *calibrate.Report) error {

@@ -16,7 +16,8 @@ import (
 	"github.com/tracekit/tracekit/tokenizer"
 )
 
-func init() {
+// newCaptureCmd builds the capture command.
+func newCaptureCmd() *cobra.Command {
 	var (
 		cfg         capture.ProxyConfig
 		listen, tok string
@@ -73,7 +74,7 @@ restores the traces and recordings from their journals (fsync'd every
 	f.StringVar(&tok, "tokenizer", tokenizer.DefaultName, "tokenizer for token counts: o200k_base, cl100k_base or a tokenizer.json path")
 	f.BoolVar(&cfg.InsecureSkipVerify, "insecure", false, "accept any TLS certificate from the upstream")
 	f.DurationVar(&grace, "grace", 10*time.Second, "on Ctrl-C/SIGTERM, how long in-flight streams may finish before being cut")
-	root.AddCommand(cmd)
+	return cmd
 }
 
 func isLoopback(host string) bool {

@@ -5,7 +5,8 @@ import (
 	"github.com/tracekit/tracekit/analyze"
 )
 
-func init() {
+// newCompareCmd builds the compare command.
+func newCompareCmd() *cobra.Command {
 	var af analyzeFlags
 	cmd := &cobra.Command{
 		Use:   "compare A.parquet B.parquet [flags]",
@@ -34,5 +35,5 @@ marking which way is better.  A and B may each be a glob of shards.`,
 		},
 	}
 	af.register(cmd.Flags())
-	root.AddCommand(cmd)
+	return cmd
 }

@@ -15,8 +15,9 @@ import (
 	"github.com/tracekit/tracekit/trace"
 )
 
-func init() {
-	root.AddCommand(&cobra.Command{
+// newInspectCmd builds the inspect command.
+func newInspectCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:   "inspect FILE",
 		Short: "Summarise a trace or a recording",
 		Long: `inspect detects whether FILE is a trace or a recording and prints a summary:
@@ -46,7 +47,7 @@ recording, requests, errors by kind, events, time span and run metadata.`,
 			printRecordingSummary(w, path, rs)
 			return nil
 		},
-	})
+	}
 }
 
 func printTraceSummary(w io.Writer, path string, s trace.TraceSummary) {

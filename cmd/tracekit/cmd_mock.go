@@ -13,7 +13,8 @@ import (
 	"github.com/tracekit/tracekit/tokenizer"
 )
 
-func init() {
+// newMockCmd builds the mock command.
+func newMockCmd() *cobra.Command {
 	d := mock.DefaultConfig()
 	var (
 		listen, configPath, logPath, tok string
@@ -101,7 +102,7 @@ returned and its tokens. Settings come from the defaults, then --config
 	}
 	durationFlag(cmd, &fr.StallFor, "stall-for", "length of a drawn stall fault")
 	durationFlag(cmd, &fr.SlowHeadersFor, "slowheaders-for", "delay of a drawn slowheaders fault")
-	root.AddCommand(cmd)
+	return cmd
 }
 
 // durationFlag registers a mock.Duration flag with its current value as default.

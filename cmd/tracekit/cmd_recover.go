@@ -10,7 +10,8 @@ import (
 	"github.com/tracekit/tracekit/trace"
 )
 
-func init() {
+// newRecoverCmd builds the recover command.
+func newRecoverCmd() *cobra.Command {
 	var out string
 	cmd := &cobra.Command{
 		Use:   "recover FILE|DIR",
@@ -42,5 +43,5 @@ each segment's recording and trace).`,
 		},
 	}
 	cmd.Flags().StringVarP(&out, "out", "o", "", "output recording (default: the journal's name without .journal)")
-	root.AddCommand(cmd)
+	return cmd
 }

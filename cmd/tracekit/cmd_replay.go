@@ -21,7 +21,8 @@ import (
 	"github.com/tracekit/tracekit/trace"
 )
 
-func init() {
+// newReplayCmd builds the replay command.
+func newReplayCmd() *cobra.Command {
 	var (
 		c                     replay.Config
 		out, apiKeyEnv, shard string
@@ -107,7 +108,7 @@ The API key is read from the environment (--api-key-env) and never written.`,
 	f.StringVar(&progress, "progress", "auto", "auto (a bar on a terminal, else a line every 10 s), bar, plain or none")
 	f.BoolVar(&noAnalyze, "no-analyze", false, "do not print the analysis at the end")
 	cmd.MarkFlagRequired("target")
-	root.AddCommand(cmd)
+	return cmd
 }
 
 // runReplay opens the recording, runs the replay under signal handling,

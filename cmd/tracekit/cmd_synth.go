@@ -21,7 +21,8 @@ import (
 	"github.com/tracekit/tracekit/trace"
 )
 
-func init() {
+// newSynthCmd builds the synth command.
+func newSynthCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "synth",
 		Short: "Write a trace: synthetic conversations, ShareGPT, or an imported production trace",
@@ -73,7 +74,7 @@ is set (it fixes the created_at metadata; otherwise it is the current time).`,
 			}
 		})
 	}
-	root.AddCommand(cmd)
+	return cmd
 }
 
 func sourceNames() []string {

@@ -14,7 +14,6 @@ func TestSynthBadInputExits2(t *testing.T) {
 		t.Skip("-short: builds the binary")
 	}
 	dir := t.TempDir()
-	bin := buildTracekit(t, dir)
 	bad := filepath.Join(dir, "bad.jsonl")
 	os.WriteFile(bad, []byte(`{"id":"a","conversations":[{"from":"human","value":"hi"},{"from":"gpt","value":"yo"}]}`+"\n"+`{"id":"b", "conversations": [}`+"\n"), 0o644)
 	one := filepath.Join(dir, "one.jsonl")
@@ -33,7 +32,7 @@ func TestSynthBadInputExits2(t *testing.T) {
 		{[]string{"--source", "nosuch"}, []string{"nosuch"}},
 	}
 	for _, c := range cases {
-		_, stderr, code := run(t, bin, append(append([]string{"synth"}, c.args...), "-o", out)...)
+		_, stderr, code := runCLI(t, append(append([]string{"synth"}, c.args...), "-o", out)...)
 		if code != 2 {
 			t.Errorf("synth %v: exit %d, want 2 (%s)", c.args, code, stderr)
 		}
@@ -55,13 +54,12 @@ func TestSynthDeterministicAndInspectable(t *testing.T) {
 		t.Skip("-short: builds the binary")
 	}
 	dir := t.TempDir()
-	bin := buildTracekit(t, dir)
 	t.Setenv("SOURCE_DATE_EPOCH", "1790000000")
 	// The same command twice (the command line is part of the metadata).
 	p := filepath.Join(dir, "t0.parquet")
 	var files [2][]byte
 	for i := range files {
-		if _, stderr, code := run(t, bin, "synth", "--conversations", "50", "--turns", "30-40", "--seed", "9", "-o", p); code != 0 {
+		if _, stderr, code := runCLI(t, "synth", "--conversations", "50", "--turns", "30-40", "--seed", "9", "-o", p); code != 0 {
 			t.Fatalf("synth: %s", stderr)
 		}
 		files[i], _ = os.ReadFile(p)
@@ -69,7 +67,7 @@ func TestSynthDeterministicAndInspectable(t *testing.T) {
 	if string(files[0]) != string(files[1]) {
 		t.Fatal("the same seed gave different files")
 	}
-	out, stderr, code := run(t, bin, "inspect", filepath.Join(dir, "t0.parquet"))
+	out, stderr, code := runCLI(t, "inspect", filepath.Join(dir, "t0.parquet"))
 	if code != 0 || !strings.Contains(out, "conversations       50") || !strings.Contains(out, "min 30") {
 		t.Errorf("inspect exit %d:\n%s%s", code, out, stderr)
 	}

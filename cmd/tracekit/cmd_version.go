@@ -8,8 +8,9 @@ import (
 	"github.com/tracekit/tracekit/trace"
 )
 
-func init() {
-	root.AddCommand(&cobra.Command{
+// newVersionCmd builds the version command.
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:     "version",
 		Short:   "Print tracekit's version",
 		Example: "  tracekit version",
@@ -17,5 +18,5 @@ func init() {
 		Run: func(cmd *cobra.Command, _ []string) {
 			fmt.Fprintf(cmd.OutOrStdout(), "tracekit %s (%s, %s/%s)\n", trace.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		},
-	})
+	}
 }

@@ -41,15 +41,15 @@ func TestFilesOpenInDuckDB(t *testing.T) {
 	dir := t.TempDir()
 	bin := buildTracekit(t, dir)
 	tr, rec, req := filepath.Join(dir, "trace.parquet"), filepath.Join(dir, "rec.parquet"), filepath.Join(dir, "req.parquet")
-	if _, stderr, code := run(t, bin, "synth", "--conversations", "6", "--turns", "2-3", "--output-tokens", "5-10", "--rate", "0", "-o", tr); code != 0 {
+	if _, stderr, code := runCLI(t, "synth", "--conversations", "6", "--turns", "2-3", "--output-tokens", "5-10", "--rate", "0", "-o", tr); code != 0 {
 		t.Fatalf("synth: %s", stderr)
 	}
 	url, stop := startMock(t, bin, "--decode-base", "1ms")
-	if _, stderr, code := run(t, bin, "replay", tr, "--target", url, "--no-analyze", "--progress", "none", "-o", rec); code != 0 {
+	if _, stderr, code := runCLI(t, "replay", tr, "--target", url, "--no-analyze", "--progress", "none", "-o", rec); code != 0 {
 		t.Fatalf("replay: %s", stderr)
 	}
 	stop()
-	if _, stderr, code := run(t, bin, "analyze", rec, "-q", "--per-request", req); code != 0 {
+	if _, stderr, code := runCLI(t, "analyze", rec, "-q", "--per-request", req); code != 0 {
 		t.Fatalf("analyze: %s", stderr)
 	}
 

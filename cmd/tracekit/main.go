@@ -1,55 +1,71 @@
 // Command tracekit records and replays LLM serving traffic: synth writes a
 // trace, replay sends it and writes a recording, analyze computes metrics.
-// Each subcommand lives in its own cmd_<name>.go file and registers itself
-// on root from an init function; the logic lives in the packages.
+// Each subcommand lives in its own cmd_<name>.go file as a constructor
+// (newReplayCmd, ...) over the packages that hold the logic; run executes
+// one command line in process and returns its exit code, so tests call it
+// directly (exit.go documents the codes).
 package main
 
 import (
-	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
 )
 
-// root is the top-level command; package-level so each cmd_*.go file can
-// add its subcommand in init.
-var root = &cobra.Command{
-	Use:   "tracekit",
-	Short: "Record and replay traffic to benchmark LLM inference servers",
-	Long: `tracekit replays realistic multi-turn traffic against OpenAI-compatible LLM
+// newRoot builds the top-level command with every subcommand.
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "tracekit",
+		Short: "Record and replay traffic to benchmark LLM inference servers",
+		Long: `tracekit replays realistic multi-turn traffic against OpenAI-compatible LLM
 servers (vLLM, SGLang, TGI, Ollama) with exact timing, records the raw
 timestamp of every streamed token event, and computes serving metrics offline.
 
   tracekit synth    write a trace (synthetic, ShareGPT or imported production traces)
   tracekit replay   send a trace to a server and write a recording
   tracekit analyze  compute TTFT, ITL, TPOT, throughput from a recording
-  tracekit mock     run an OpenAI-compatible mock server with a latency model`,
-	SilenceUsage:  true,
-	SilenceErrors: true,
+  tracekit mock     run an OpenAI-compatible mock server with a latency model
+
+Exit codes: 0 success, 1 the run failed, 2 bad usage or input, 130 interrupted.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newSynthCmd(), newInspectCmd(), newMockCmd(), newReplayCmd(), newAnalyzeCmd(),
+		newCompareCmd(), newCaptureCmd(), newRecoverCmd(), newCalibrateCmd(), newVersionCmd())
+	// An unknown flag or a bad flag value is bad usage (exit 2).
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return badInput(err) })
+	for _, c := range root.Commands() {
+		if c.Args != nil {
+			c.Args = usageArgs(c.Args)
+		}
+	}
+	return root
 }
 
-// usageError marks errors caused by bad input, which exit with code 2.
-type usageError struct{ err error }
+// usageArgs makes an argument-count error bad usage (exit 2).
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error { return badInput(check(cmd, args)) }
+}
 
-func (u usageError) Error() string { return u.err.Error() }
-func (u usageError) Unwrap() error { return u.err }
-
-// badInput wraps err so that main exits with code 2.
-func badInput(err error) error {
+// run executes one command line (without the program name) and returns the
+// exit code; errors are printed to stderr, prefixed "tracekit:".
+func run(args []string, stdout, stderr io.Writer) int {
+	root := newRoot()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.Execute()
 	if err == nil {
-		return nil
+		return ExitOK
 	}
-	return usageError{err}
+	if msg := err.Error(); msg != "" {
+		fmt.Fprintln(stderr, "tracekit:", msg)
+	}
+	return exitCode(err)
 }
 
 func main() {
-	if err := root.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "tracekit:", err)
-		var u usageError
-		if errors.As(err, &u) {
-			os.Exit(2)
-		}
-		os.Exit(1)
-	}
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -83,12 +83,12 @@ func TestPipelineAgainstMockGroundTruth(t *testing.T) {
 	tr, rec, truth, js := filepath.Join(dir, "trace.parquet"), filepath.Join(dir, "rec.parquet"),
 		filepath.Join(dir, "truth.parquet"), filepath.Join(dir, "result.json")
 
-	if _, stderr, code := run(t, bin, "synth", "--conversations", "12", "--turns", "2-4", "--input-tokens", "50-100",
+	if _, stderr, code := runCLI(t, "synth", "--conversations", "12", "--turns", "2-4", "--input-tokens", "50-100",
 		"--output-tokens", "10-30", "--rate", "20", "--think-time", "20ms", "--seed", "5", "-o", tr); code != 0 {
 		t.Fatalf("synth exit %d: %s", code, stderr)
 	}
 	url, stopMock := startMock(t, bin, "--decode-base", "2ms", "--prefill-base", "5ms", "--emit-log", truth)
-	out, stderr, code := run(t, bin, "replay", tr, "--target", url, "--ready-timeout", "10s", "--progress", "none", "-o", rec)
+	out, stderr, code := runCLI(t, "replay", tr, "--target", url, "--ready-timeout", "10s", "--progress", "none", "-o", rec)
 	if code != 0 {
 		t.Fatalf("replay exit %d: %s", code, stderr)
 	}
@@ -142,7 +142,7 @@ func TestPipelineAgainstMockGroundTruth(t *testing.T) {
 		}
 	}
 
-	if _, stderr, code := run(t, bin, "analyze", rec, "-q", "--json", js); code != 0 {
+	if _, stderr, code := runCLI(t, "analyze", rec, "-q", "--json", js); code != 0 {
 		t.Fatalf("analyze exit %d: %s", code, stderr)
 	}
 	var res map[string]any
@@ -150,7 +150,7 @@ func TestPipelineAgainstMockGroundTruth(t *testing.T) {
 	if err := json.Unmarshal(raw, &res); err != nil || res["completed"] != float64(turns) || res["failed"] != 0.0 {
 		t.Errorf("analyze json: err %v completed %v failed %v, want %d and 0", err, res["completed"], res["failed"], turns)
 	}
-	if out, stderr, code := run(t, bin, "inspect", rec); code != 0 || !strings.Contains(out, "requests") {
+	if out, stderr, code := runCLI(t, "inspect", rec); code != 0 || !strings.Contains(out, "requests") {
 		t.Errorf("inspect exit %d: %s%s", code, out, stderr)
 	}
 }

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// runCLI runs one tracekit command line in this process, as main would,
+// and returns its stdout, stderr and exit code.
+func runCLI(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+// Usage mistakes exit 2 with a message naming what was wrong, for every
+// command.
+func TestUsageErrorsExit2(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"synth", "--no-such-flag"}, "--no-such-flag"},
+		{[]string{"replay", "--bogus", "x.parquet"}, "--bogus"},
+		{[]string{"analyze"}, "arg"},
+		{[]string{"inspect", "a", "b"}, "arg"},
+		{[]string{"no-such-command"}, "unknown command"},
+		{[]string{"mock", "--max-num-seqs", "many"}, "--max-num-seqs"},
+	} {
+		_, stderr, code := runCLI(t, c.args...)
+		if code != ExitUsage || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d naming %q", c.args, code, stderr, ExitUsage, c.want)
+		}
+	}
+}
+
+func TestVersionExits0(t *testing.T) {
+	out, _, code := runCLI(t, "version")
+	if code != ExitOK || !strings.HasPrefix(out, "tracekit ") {
+		t.Fatalf("version: exit %d, %q", code, out)
+	}
+}

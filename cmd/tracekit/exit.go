@@ -1,0 +1,66 @@
+package main
+
+import (
+	"errors"
+	"strings"
+)
+
+// Exit codes, the same for every command (README: "Exit codes").
+const (
+	ExitOK          = 0   // the command did what it was asked
+	ExitFailed      = 1   // the run failed: target unreachable, no request succeeded, too many errors
+	ExitUsage       = 2   // bad usage or input: unknown flag, wrong arguments, bad file, value out of range
+	ExitInterrupted = 130 // stopped by SIGINT (128 + 2); outputs are still complete and valid
+)
+
+// exitError is the one error type that carries an exit code. Errors without
+// one exit with ExitFailed.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string {
+	if e.err == nil {
+		return ""
+	}
+	return e.err.Error()
+}
+func (e exitError) Unwrap() error { return e.err }
+
+// badInput marks err as bad usage or input (exit 2); nil stays nil.
+func badInput(err error) error {
+	if err == nil {
+		return nil
+	}
+	return exitError{ExitUsage, err}
+}
+
+// runFailed marks err as a failed run (exit 1); nil stays nil.
+func runFailed(err error) error {
+	if err == nil {
+		return nil
+	}
+	return exitError{ExitFailed, err}
+}
+
+// interrupted is returned by a command stopped by SIGINT once its outputs
+// are complete (exit 130); err may add what was kept, or be nil.
+func interrupted(err error) error { return exitError{ExitInterrupted, err} }
+
+// exitCode maps an error returned by a command to the process exit code.
+func exitCode(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var e exitError
+	if errors.As(err, &e) {
+		return e.code
+	}
+	// cobra's own usage errors carry no type.
+	if msg := err.Error(); strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "unknown flag") ||
+		strings.HasPrefix(msg, "unknown shorthand flag") {
+		return ExitUsage
+	}
+	return ExitFailed
+}
