@@ -20,7 +20,11 @@ import (
 //
 // A frame cut short or failing its CRC ends the journal: a crash can only
 // tear the tail.
-const JournalMagic = "tracekit.journal.v1\n"
+const JournalMagic = "tracekit.journal.v2\n"
+
+// journalMagicV1 is the journal of a build before Record.NonStreaming: its
+// record payloads end after TokensExact. Recover still reads it.
+const journalMagicV1 = "tracekit.journal.v1\n"
 
 const (
 	frameMeta   = 'M'
@@ -63,7 +67,7 @@ func AppendRecordPayload(dst []byte, r *Record) []byte {
 		int64(r.Turn), int64(r.Shard), int64(r.Attempt), b2i(r.Warmup),
 		r.IntendedNs, r.SlotNs, r.SentNs, r.HeadersNs, r.DoneNs,
 		int64(r.Status), int64(r.InputTokens), int64(r.MaxTokens),
-		int64(r.PromptTokens), int64(r.CompletionTokens), int64(r.CachedTokens), b2i(r.TokensExact),
+		int64(r.PromptTokens), int64(r.CompletionTokens), int64(r.CachedTokens), b2i(r.TokensExact), b2i(r.NonStreaming),
 	} {
 		dst = binary.AppendVarint(dst, v)
 	}
@@ -126,7 +130,7 @@ func (d *decoder) str() string {
 	return s
 }
 
-func decodeRecord(body []byte, r *Record) error {
+func decodeRecord(body []byte, r *Record, v1 bool) error {
 	d := decoder{b: body}
 	r.RequestID, r.ConversationID, r.Target, r.ErrorKind, r.ErrorMessage = d.str(), d.str(), d.str(), d.str(), d.str()
 	r.Turn, r.Shard, r.Attempt, r.Warmup = int32(d.varint()), int32(d.varint()), int32(d.varint()), d.varint() != 0
@@ -134,6 +138,9 @@ func decodeRecord(body []byte, r *Record) error {
 	r.Status, r.InputTokens, r.MaxTokens = int32(d.varint()), int32(d.varint()), int32(d.varint())
 	r.PromptTokens, r.CompletionTokens, r.CachedTokens = int32(d.varint()), int32(d.varint()), int32(d.varint())
 	r.TokensExact = d.varint() != 0
+	if !v1 {
+		r.NonStreaming = d.varint() != 0
+	}
 	n := d.uvarint()
 	if n > uint64(len(d.b)) { // each value takes at least one byte
 		return errShortPayload
@@ -164,6 +171,7 @@ type JournalReader struct {
 	name   string
 	offset int64 // of the next frame
 	buf    []byte
+	v1     bool // a journalMagicV1 journal
 	Meta   RunMeta
 	// Torn is set when the journal ended in a partial or corrupt frame,
 	// which a crash leaves; TornOffset is where the valid part ends.
@@ -173,7 +181,7 @@ type JournalReader struct {
 
 // SniffJournal returns the magic line r starts with, if it is one of ours.
 func SniffJournal(r *bufio.Reader) string {
-	for _, m := range []string{JournalMagic, TraceJournalMagic} {
+	for _, m := range []string{JournalMagic, journalMagicV1, TraceJournalMagic} {
 		if b, err := r.Peek(len(m)); err == nil && string(b) == m {
 			return m
 		}
@@ -183,11 +191,13 @@ func SniffJournal(r *bufio.Reader) string {
 
 func NewJournalReader(r io.Reader, name, magic string) (*JournalReader, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
-	if SniffJournal(br) != magic {
+	got := SniffJournal(br)
+	v1 := magic == JournalMagic && got == journalMagicV1
+	if got != magic && !v1 {
 		return nil, fmt.Errorf("%s: %w (expected it to start with %q)", name, ErrNotJournal, magic[:len(magic)-1])
 	}
-	br.Discard(len(magic))
-	return &JournalReader{r: br, name: name, offset: int64(len(magic))}, nil
+	br.Discard(len(got))
+	return &JournalReader{r: br, name: name, offset: int64(len(got)), v1: v1}, nil
 }
 
 // frame returns the next intact frame's payload and offset; io.EOF at the
@@ -233,7 +243,7 @@ func (j *JournalReader) Next(rec *Record) error {
 				return fmt.Errorf("%s: byte %d: run meta frame: %w", j.name, at, err)
 			}
 		case frameRecord:
-			if err := decodeRecord(p[1:], rec); err != nil {
+			if err := decodeRecord(p[1:], rec, j.v1); err != nil {
 				return fmt.Errorf("%s: byte %d: record frame: %w", j.name, at, err)
 			}
 			return nil

@@ -57,6 +57,10 @@ type Turn struct {
 	PrefixHashes []int64 `parquet:"prefix_hashes,list" json:"prefix_hashes,omitempty"`
 	// Model overrides replay's --model for this request when non-empty.
 	Model string `parquet:"model" json:"model,omitempty"`
+	// NonStreaming marks a request the source sent with "stream": false;
+	// replay sends it so. Traces written before this column read as false:
+	// streaming, which is what they held.
+	NonStreaming bool `parquet:"non_streaming" json:"non_streaming,omitempty"`
 }
 
 // TraceMeta is the file-level description of a trace.
@@ -121,6 +125,12 @@ type Record struct {
 
 	EventNs     []int64 `parquet:"event_ns,list" parquet-element:",delta" json:"event_ns"`
 	EventTokens []int32 `parquet:"event_tokens,list" parquet-element:",delta" json:"event_tokens"`
+
+	// NonStreaming marks a request sent with "stream": false: its one
+	// "event" is the whole body, so it has an end-to-end latency but no
+	// TTFT or inter-token gaps. Recordings written before this column read
+	// as false.
+	NonStreaming bool `parquet:"non_streaming" json:"non_streaming,omitempty"`
 }
 
 // RunMeta is the file-level description of a recording. Health is filled
