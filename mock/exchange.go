@@ -1,6 +1,7 @@
 package mock
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/tracekit/tracekit/clock"
 )
@@ -49,6 +52,7 @@ type exchange struct {
 	cached       bool  // the prompt is in the prefix cache
 	pendingEvent bool  // the last write attempted was an event, not a malformed one
 	conn         net.Conn
+	gz           *gzip.Writer   // non-nil when the stream is gzipped (the gzip fault)
 	raw          *rawWriter     // non-nil while a scheduler writes the stream
 	heapIdx      int            // position in the scheduler's heap, -1 if out
 	back         chan streamEnd // the scheduler hands the stream back here
@@ -149,13 +153,20 @@ func (x *exchange) run() {
 		x.finish(OutcomeFault)
 		x.abort(true)
 		return
+	case FaultNoHeaders:
+		x.silent()
+		return
+	case FaultCloseAfter:
+		x.planConn(connPlan{closeAfter: true})
+	case FaultIdleClose:
+		x.planConn(connPlan{idleClose: x.fault.For})
 	case FaultSlowHeaders:
 		if !x.sleepUntil(clock.Mono() + int64(x.fault.For)) {
 			x.interrupted()
 			return
 		}
 	}
-	if x.req.Stream {
+	if x.req.Stream && x.fault.Kind != FaultJSON {
 		x.stream()
 	} else {
 		x.unary()
@@ -283,10 +294,29 @@ func (x *exchange) abort(reset bool) {
 	if err != nil {
 		panic(http.ErrAbortHandler) // net/http then drops the connection
 	}
-	if tc, ok := conn.(*net.TCPConn); ok && reset {
+	if tc, ok := conn.(interface{ SetLinger(int) error }); ok && reset {
 		tc.SetLinger(0)
 	}
 	conn.Close()
+}
+
+// silent answers nothing: it holds the connection until the client goes
+// away or the server closes, then drops it without a byte.
+func (x *exchange) silent() {
+	<-x.ctx.Done()
+	if x.s.ctx.Err() != nil {
+		x.finish(OutcomeCanceled)
+	} else {
+		x.finish(OutcomeFault)
+	}
+	x.abort(false)
+}
+
+// planConn asks for p to be done with the connection after the response.
+func (x *exchange) planConn(p connPlan) {
+	if c, ok := x.ctx.Value(connKey{}).(*trackedConn); ok {
+		c.plan(p)
+	}
 }
 
 // errorTypes are the OpenAI error types vLLM uses per status.
@@ -374,8 +404,18 @@ func (x *exchange) unary() {
 	x.e.Status = http.StatusOK
 	x.e.HeadersMonoNs = clock.Mono()
 	outcome := OutcomeOK
-	if x.fault.Kind != FaultNone && x.fault.Kind != FaultNoDone && x.fault.Kind != FaultSlowHeaders {
+	switch x.fault.Kind {
+	case FaultNone, FaultNoDone, FaultSlowHeaders, FaultCloseAfter, FaultIdleClose:
+	case FaultJSON:
+		if x.req.Stream {
+			outcome = OutcomeFault
+		}
+	default:
 		outcome = OutcomeFault
+	}
+	if x.fault.Kind == FaultGzip {
+		body = gzipBytes(body)
+		x.w.Header().Set("Content-Encoding", "gzip")
 	}
 	x.finish(outcome)
 	x.w.Header().Set("Content-Type", "application/json")
@@ -586,12 +626,27 @@ func (x *exchange) logEvent(now int64) {
 	x.sent, x.tok = x.sent+1, x.tok+x.take
 }
 
-// writeRaw writes and flushes bytes through net/http.
+// writeRaw writes and flushes bytes through net/http, compressed when the
+// stream is gzipped (one flush per write, so each event is decodable when
+// it arrives).
 func (x *exchange) writeRaw(b []byte) bool {
-	if _, err := x.w.Write(b); err != nil {
+	if x.gz != nil {
+		if _, err := x.gz.Write(b); err != nil || x.gz.Flush() != nil {
+			return false
+		}
+	} else if _, err := x.w.Write(b); err != nil {
 		return false
 	}
 	return x.rc.Flush() == nil
+}
+
+// gzipBytes compresses a whole body.
+func gzipBytes(b []byte) []byte {
+	var out bytes.Buffer
+	zw := gzip.NewWriter(&out)
+	zw.Write(b)
+	zw.Close()
+	return out.Bytes()
 }
 
 // loop runs the event loop on the handler goroutine, sleeping on its own
@@ -661,6 +716,10 @@ func (x *exchange) stream() {
 	h := x.w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
+	if x.fault.Kind == FaultGzip {
+		h.Set("Content-Encoding", "gzip")
+		x.gz = gzip.NewWriter(x.w)
+	}
 	x.w.WriteHeader(http.StatusOK)
 	if err := x.rc.Flush(); err != nil {
 		x.finish(OutcomeClientGone)
@@ -677,7 +736,7 @@ func (x *exchange) stream() {
 	x.e.EventMonoNs, x.e.EventTokens, x.e.EventLatenessNs = make([]int64, 0, x.ev), make([]int32, 0, x.ev), make([]int64, 0, x.ev)
 
 	var end streamEnd
-	if x.s.sched != nil && x.attachRaw() {
+	if x.s.sched != nil && x.gz == nil && x.attachRaw() {
 		if end = x.s.sched.own(x); end == endSlow {
 			x.s.m.slowStreams.Add(1)
 			end = x.resumeAlone()
@@ -700,7 +759,9 @@ func (x *exchange) stream() {
 	}
 	x.cacheAnswer()
 	outcome := OutcomeOK
-	if x.fault.Kind != FaultNone && x.fault.Kind != FaultSlowHeaders && x.fault.Kind != FaultStall {
+	switch x.fault.Kind {
+	case FaultNone, FaultSlowHeaders, FaultStall, FaultCloseAfter, FaultIdleClose:
+	default:
 		outcome = OutcomeFault
 	}
 	x.finish(outcome)
@@ -713,5 +774,9 @@ func (x *exchange) stream() {
 	}
 	if len(tail) > 0 {
 		x.writeRaw(tail)
+	}
+	if x.gz != nil {
+		x.gz.Close() // the gzip trailer
+		x.rc.Flush()
 	}
 }
