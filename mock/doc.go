@@ -129,8 +129,13 @@
 //	idleclose=DUR        this connection gets Config.IdleClose's behaviour
 //	                     with DUR after this response
 //
-// N counts the events the log lists (chat's role chunk is event 0). The
-// log's fault column holds the canonical form (Fault.String). Drawn
+// N counts the events the log lists (chat's role chunk is event 0); N
+// equal to the number of events acts before the usage chunk and [DONE],
+// a larger N does nothing. On a non-streaming response N counts the events
+// the same request would have streamed, and the body comes after all of
+// them: a stall at any of them delays the body by DUR, malformed cuts it
+// in half, disconnect closes the connection instead of sending it. One
+// decision (Fault.outcome) serves both paths. The log's fault column holds the canonical form (Fault.String). Drawn
 // probabilities exist for all but closeafter and idleclose, which are
 // connection behaviours configured server-wide instead. closeafter,
 // idleclose, slowheaders and stall leave a complete response (outcome ok);

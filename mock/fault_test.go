@@ -112,9 +112,18 @@ func TestForcedFaults(t *testing.T) {
 			t.Fatalf("stalled stream did not complete: %v", err)
 		}
 		e := entryByID(t, srv, "stl")
-		gap := time.Duration(e.EventMonoNs[2] - e.EventMonoNs[1])
-		if gap < 300*time.Millisecond {
-			t.Fatalf("gap before event 2 is %v, want >= 300ms (events %v)", gap, e.EventMonoNs)
+		// Due times are the stamps minus the lateness: event 2 is due the
+		// stall plus one ITL after event 1, every other gap is one ITL.
+		due := func(i int) int64 { return e.EventMonoNs[i] - e.EventLatenessNs[i] }
+		itl := srv.cfg.Latency.DecodeBase.D()
+		for i := 2; i < len(e.EventMonoNs); i++ {
+			want := itl
+			if i == 2 {
+				want += 300 * time.Millisecond
+			}
+			if got := time.Duration(due(i) - due(i-1)); got != want {
+				t.Fatalf("event %d due %v after event %d, want %v", i, got, i-1, want)
+			}
 		}
 		if e.Outcome != OutcomeOK || e.Fault != "stall=300ms@2" {
 			t.Fatalf("entry outcome %s fault %s", e.Outcome, e.Fault)
@@ -377,5 +386,76 @@ func TestDrawnNewFaults(t *testing.T) {
 	waitFor(t, "the noheaders entry", func() bool { return len(srv.Log()) == 1 })
 	if e := srv.Log()[0]; e.Fault != "noheaders" || e.Status != 0 {
 		t.Fatalf("entry %+v", e)
+	}
+}
+
+// TestStallSameOnBothPaths: a stall delays what comes after event N by its
+// duration and leaves a complete response (outcome ok) on a stream and on
+// a non-streaming body alike; past the last event it does nothing.
+func TestStallSameOnBothPaths(t *testing.T) {
+	srv := startMock(t, nil)
+	const stall = 300 * time.Millisecond
+	for _, stream := range []bool{true, false} {
+		c := dialRaw(t, srv)
+		id := fmt.Sprint("stall-", stream)
+		c.send(id, "stall=300ms@2", stream)
+		if resp, _, err := c.response(); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("stream %v: %v", stream, err)
+		}
+		e := entryByID(t, srv, id)
+		if e.Outcome != OutcomeOK {
+			t.Fatalf("stream %v: outcome %s, want ok", stream, e.Outcome)
+		}
+		// Generation alone (prefill + 2 ITLs for 3 tokens) is far below
+		// the stall; sleeps are never early, so this is a lower bound.
+		gen := srv.cfg.Latency.prefill(int(e.PromptTokens)) + 2*srv.cfg.Latency.DecodeBase.D()
+		if took := time.Duration(e.DoneMonoNs - e.AdmitMonoNs); took < gen+stall {
+			t.Fatalf("stream %v: done %v after admission, want at least generation %v + stall %v", stream, took, gen, stall)
+		}
+		// A stall past the last event (3 tokens: 4 events with chat's
+		// role chunk) does nothing; if it did, the hang guard would trip.
+		id = fmt.Sprint("late-stall-", stream)
+		c.send(id, "stall=1h@99", stream)
+		if resp, _, err := c.response(); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("stream %v, stall past the end: %v", stream, err)
+		}
+		if e := entryByID(t, srv, id); e.Outcome != OutcomeOK {
+			t.Fatalf("stream %v, stall past the end: outcome %s", stream, e.Outcome)
+		}
+	}
+}
+
+// TestFaultOutcomeTable pins what each fault does on each path.
+func TestFaultOutcomeTable(t *testing.T) {
+	for _, tc := range []struct {
+		fault         string
+		stream, unary bool // broken on a stream, on a unary body
+		streamAsUnary bool
+	}{
+		{"stall=1s@2", false, false, false},
+		{"slowheaders=1s", false, false, false},
+		{"closeafter", false, false, false},
+		{"idleclose=1s", false, false, false},
+		{"malformed@2", true, true, false},
+		{"malformed@9", false, false, false}, // past the 5 events
+		{"disconnect=2", true, true, false},
+		{"nodone", true, false, false},
+		{"json", true, false, true},
+		{"gzip", true, true, false},
+		{"status=503", true, true, false},
+		{"reset", true, true, false},
+		{"noheaders", true, true, false},
+	} {
+		f, err := ParseFault(tc.fault)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, u := f.outcome(true, 5), f.outcome(false, 5)
+		if s.broken != tc.stream || u.broken != tc.unary || s.unary != tc.streamAsUnary || u.unary {
+			t.Errorf("%s: broken stream %v unary %v, stream answered unary %v; want %v %v %v", tc.fault, s.broken, u.broken, s.unary, tc.stream, tc.unary, tc.streamAsUnary)
+		}
+		if s.stallAt != u.stallAt || s.stallFor != u.stallFor || s.malformedAt != u.malformedAt || s.disconnectAt != u.disconnectAt {
+			t.Errorf("%s: positions differ between the paths: %+v vs %+v", tc.fault, s, u)
+		}
 	}
 }
