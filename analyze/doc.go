@@ -1,10 +1,10 @@
 // Package analyze turns recordings into serving metrics, offline.
 //
 // Data flow: Files opens one or more recordings (shards of one run are
-// aligned on RunMeta.StartWallNs), decodes them column by column, one row
-// group at a time, into reused flat buffers (columns.go: only the columns
-// the metrics need, event lists straight from the pages; files of another
-// schema go through parquet-go's generic row reader), streams the rows once
+// aligned on RunMeta.StartWallNs), reads them through trace's column
+// scanner (trace.OpenScanner: only the columns the metrics need, one row
+// group at a time into reused buffers; analyze knows nothing of the Parquet
+// layout), aligns each record (trace.Record.Shift), streams the rows once
 // through an accumulator that derives each request's metrics (Derive) and
 // feeds the distributions, bins and per-request table, then finish freezes
 // everything into one Summary (the per-event statistics on their own

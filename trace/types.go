@@ -89,7 +89,9 @@ const (
 // Record is one row of a recording: one request attempt.
 //
 // Every time is nanoseconds of the monotonic clock from the run start
-// (RunMeta.StartMonoNs). The event lists are parallel: EventNs[i] is when the
+// (RunMeta.StartMonoNs): every int64 column and int64 list whose name ends
+// in "_ns" (Shift moves them all; one tagged unset:"0" keeps 0 for "none").
+// The event lists are parallel: EventNs[i] is when the
 // network read that completed event i returned (stamped before parsing, so
 // all events completed by one read share a stamp), EventTokens[i] the tokens
 // it carried. Only events whose "choices" is non-empty are listed (a
@@ -104,11 +106,11 @@ type Record struct {
 	Warmup         bool   `parquet:"warmup" json:"warmup"`
 	Target         string `parquet:"target" json:"target"` // base URL the request went to
 
-	IntendedNs int64 `parquet:"intended_ns" json:"intended_ns"` // when the schedule wanted it sent
-	SlotNs     int64 `parquet:"slot_ns" json:"slot_ns"`         // when it got a concurrency slot (queue time = SlotNs - IntendedNs)
-	SentNs     int64 `parquet:"sent_ns" json:"sent_ns"`         // when its bytes were written
-	HeadersNs  int64 `parquet:"headers_ns" json:"headers_ns"`   // response headers read; 0 if none
-	DoneNs     int64 `parquet:"done_ns" json:"done_ns"`         // stream ended, failed or was canceled
+	IntendedNs int64 `parquet:"intended_ns" json:"intended_ns"`         // when the schedule wanted it sent
+	SlotNs     int64 `parquet:"slot_ns" json:"slot_ns"`                 // when it got a concurrency slot (queue time = SlotNs - IntendedNs)
+	SentNs     int64 `parquet:"sent_ns" json:"sent_ns"`                 // when its bytes were written
+	HeadersNs  int64 `parquet:"headers_ns" json:"headers_ns" unset:"0"` // response headers read; 0 if none
+	DoneNs     int64 `parquet:"done_ns" json:"done_ns"`                 // stream ended, failed or was canceled
 
 	Status       int32  `parquet:"status" json:"status"` // HTTP status, 0 if none
 	ErrorKind    string `parquet:"error_kind" json:"error_kind"`
