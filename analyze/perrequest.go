@@ -9,8 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/compress/zstd"
+	"github.com/tracekit/tracekit/trace"
 )
 
 // RequestRow is one row of the per-request file: every derived metric of
@@ -72,31 +71,33 @@ func (s *Summary) WritePerRequest(path string) error {
 	return fmt.Errorf("--per-request %s: expected a .parquet or .csv file name: %w", path, ErrBadInput)
 }
 
+// RequestsFormat is the per-request Parquet file's format name and schema
+// version (trace.MetaFormat, trace.MetaSchemaVersion).
+var RequestsFormat = trace.FileFormat{Name: "tracekit.requests", Version: 1}
+
 func (s *Summary) writePerRequestParquet(path string) error {
-	f, err := os.Create(path)
+	w, err := trace.CreateParquet[RequestRow](path, RequestsFormat)
 	if err != nil {
 		return fmt.Errorf("writing per-request file: %w", err)
 	}
-	w := parquet.NewGenericWriter[RequestRow](f, parquet.Compression(&zstd.Codec{Level: zstd.SpeedDefault}))
-	batch := make([]RequestRow, 0, 4096)
+	batch := make([]RequestRow, 0, trace.RowGroupRows)
 	for i := range s.Reqs {
 		batch = append(batch, s.row(&s.Reqs[i]))
 		if len(batch) == cap(batch) || i == len(s.Reqs)-1 {
-			if _, err := w.Write(batch); err != nil {
-				f.Close()
-				return fmt.Errorf("writing %s: %w", path, err)
+			if err := w.Write(batch...); err != nil {
+				w.Abort()
+				return err
 			}
 			batch = batch[:0]
 		}
 	}
-	if err := w.Close(); err != nil {
-		f.Close()
-		return fmt.Errorf("finishing %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("closing %s: %w", path, err)
-	}
-	return nil
+	return w.Close()
+}
+
+// ReadPerRequest reads a per-request Parquet file written by
+// WritePerRequest.
+func ReadPerRequest(path string) ([]RequestRow, error) {
+	return trace.ReadParquet[RequestRow](path, RequestsFormat, "", nil)
 }
 
 // csvHeader is the parquet column names of RequestRow, in field order.
