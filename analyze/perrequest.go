@@ -76,14 +76,20 @@ func (s *Summary) WritePerRequest(path string) error {
 var RequestsFormat = trace.FileFormat{Name: "tracekit.requests", Version: 1}
 
 func (s *Summary) writePerRequestParquet(path string) error {
+	return writeRowsParquet(path, len(s.Reqs), func(i int) RequestRow { return s.row(&s.Reqs[i]) })
+}
+
+// writeRowsParquet writes rows 0..n-1 of row to path, a row group at a
+// time.
+func writeRowsParquet(path string, n int, row func(int) RequestRow) error {
 	w, err := trace.CreateParquet[RequestRow](path, RequestsFormat)
 	if err != nil {
 		return fmt.Errorf("writing per-request file: %w", err)
 	}
 	batch := make([]RequestRow, 0, trace.RowGroupRows)
-	for i := range s.Reqs {
-		batch = append(batch, s.row(&s.Reqs[i]))
-		if len(batch) == cap(batch) || i == len(s.Reqs)-1 {
+	for i := range n {
+		batch = append(batch, row(i))
+		if len(batch) == cap(batch) || i == n-1 {
 			if err := w.Write(batch...); err != nil {
 				w.Abort()
 				return err
@@ -111,6 +117,11 @@ func csvHeader() []string {
 }
 
 func (s *Summary) writePerRequestCSV(path string) error {
+	return writeRowsCSV(path, len(s.Reqs), func(i int) RequestRow { return s.row(&s.Reqs[i]) })
+}
+
+// writeRowsCSV writes a header and rows 0..n-1 of row to path.
+func writeRowsCSV(path string, n int, row func(int) RequestRow) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("writing per-request file: %w", err)
@@ -118,8 +129,8 @@ func (s *Summary) writePerRequestCSV(path string) error {
 	w := csv.NewWriter(f)
 	w.Write(csvHeader())
 	rec := make([]string, len(csvHeader()))
-	for i := range s.Reqs {
-		v := reflect.ValueOf(s.row(&s.Reqs[i]))
+	for i := range n {
+		v := reflect.ValueOf(row(i))
 		for j := range rec {
 			switch x := v.Field(j).Interface().(type) {
 			case float64:
