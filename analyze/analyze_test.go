@@ -350,3 +350,22 @@ func TestBadInput(t *testing.T) {
 		}
 	}
 }
+
+// analyze prints the client's health verdicts once per cause: the v1
+// recording's stored scheduler-latency warning used to be repeated in
+// other words by analyze's own check.
+func TestHealthWarnsOncePerCause(t *testing.T) {
+	s, err := Files([]string{"../testdata/recording-v1.parquet"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, w := range s.Warnings {
+		if strings.Contains(strings.ToLower(w), "scheduler latency") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d scheduler-latency warnings, want 1: %q", n, s.Warnings)
+	}
+}

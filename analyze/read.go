@@ -182,8 +182,8 @@ func Records(recs []trace.Record, meta trace.RunMeta, opts Options) *Summary {
 }
 
 // describeRun reads the model, tokenizer and load settings from the first
-// file's metadata. Replay's config keys are matched loosely, since only the
-// printed vLLM rows depend on them.
+// file's metadata (typed, or an older recording's config map: see
+// trace.RunMeta.LoadSettings).
 func (s *Summary) describeRun() {
 	if len(s.Files) == 0 {
 		return
@@ -192,44 +192,11 @@ func (s *Summary) describeRun() {
 	if m.Trace != nil {
 		s.Tokenizer = m.Trace.Tokenizer
 	}
-	s.Model = configString(m.Config, "model", "served_model_name")
-	if v, ok := configNumber(m.Config, "max_concurrency", "concurrency", "max-concurrency"); ok && v > 0 {
-		s.MaxConcurrency = int(v)
+	l := m.LoadSettings()
+	s.Model, s.MaxConcurrency, s.RequestRate, s.Burstiness = l.Model, l.MaxConcurrency, l.RequestRate, l.Burstiness
+	if s.Burstiness <= 0 {
+		s.Burstiness = 1
 	}
-	if v, ok := configNumber(m.Config, "request_rate", "rate", "request-rate"); ok && v > 0 {
-		s.RequestRate = v
-	}
-	s.Burstiness = 1
-	if v, ok := configNumber(m.Config, "burstiness"); ok && v > 0 {
-		s.Burstiness = v
-	}
-}
-
-func configString(c map[string]any, keys ...string) string {
-	for _, k := range keys {
-		if v, ok := c[k].(string); ok && v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
-func configNumber(c map[string]any, keys ...string) (float64, bool) {
-	for _, k := range keys {
-		switch v := c[k].(type) {
-		case float64:
-			return v, true
-		case int:
-			return float64(v), true
-		case int64:
-			return float64(v), true
-		case string:
-			if f, err := strconv.ParseFloat(v, 64); err == nil {
-				return f, true
-			}
-		}
-	}
-	return 0, false
 }
 
 func fmtMs(ns int64) string { return strconv.FormatFloat(float64(ns)/1e6, 'f', 2, 64) + " ms" }

@@ -698,12 +698,10 @@ func (s *Summary) series(tok, msg []float64) {
 	}
 }
 
-// Client-health thresholds above which the recorded latencies likely
-// include client delay.
-const (
-	warnSendDelayNs = 5e6 // p99 send delay
-	warnSchedLatNs  = 5e6 // p99 Go scheduler latency
-)
+// warnSendDelayNs is the p99 send delay (sent - slot, measured from the
+// records, which the client's own health figures do not cover) above which
+// the client was late sending.
+const warnSendDelayNs = 5e6
 
 func (s *Summary) health() {
 	for _, f := range s.Files {
@@ -712,14 +710,8 @@ func (s *Summary) health() {
 			continue
 		}
 		s.Health = append(s.Health, FileHealth{Path: f.Path, H: h})
-		for _, w := range h.Warnings {
+		for _, w := range h.Assess() { // one verdict per cause, whatever the file stored
 			s.Warnings = append(s.Warnings, f.Path+": "+w)
-		}
-		if h.DispatchLagP99Ns > warnSendDelayNs {
-			s.Warnings = append(s.Warnings, f.Path+": client dispatch lag p99 "+fmtMs(h.DispatchLagP99Ns)+" > 5 ms: send times lagged the schedule")
-		}
-		if h.SchedLatP99Ns > warnSchedLatNs {
-			s.Warnings = append(s.Warnings, f.Path+": Go scheduler latency p99 "+fmtMs(h.SchedLatP99Ns)+" > 5 ms: event stamps may be late")
 		}
 	}
 	if s.Completed > 0 {

@@ -148,17 +148,33 @@ type RunMeta struct {
 	Config map[string]any `json:"config,omitempty"`
 	Trace  *TraceMeta     `json:"trace,omitempty"` // meta of the trace replayed
 	Health *Health        `json:"health,omitempty"`
+	// Load is the load configuration analyze reports, typed; recordings
+	// written before it have only Config: read it with LoadSettings.
+	Load *RunLoad `json:"load,omitempty"`
+}
+
+// RunLoad is what a run was configured to do, as vLLM's result reports
+// it. Zero values mean not set.
+type RunLoad struct {
+	Model          string  `json:"model,omitempty"`
+	MaxConcurrency int     `json:"max_concurrency,omitempty"` // requests in flight at most
+	RequestRate    float64 `json:"request_rate,omitempty"`    // requests/s of an open-loop schedule
+	Burstiness     float64 `json:"burstiness,omitempty"`      // gamma shape of its gaps
 }
 
 // Health is the client's view of itself during a run: if these figures are
 // bad, the recorded latencies include client delay.
 type Health struct {
-	DispatchLagP50Ns int64    `json:"dispatch_lag_p50_ns"`
-	DispatchLagP99Ns int64    `json:"dispatch_lag_p99_ns"`
-	DispatchLagMaxNs int64    `json:"dispatch_lag_max_ns"`
-	SchedLatP99Ns    int64    `json:"sched_latency_p99_ns"` // Go scheduler latency (runtime/metrics)
-	CPUSeconds       float64  `json:"cpu_seconds"`
-	WallSeconds      float64  `json:"wall_seconds"`
-	MaxRSSBytes      int64    `json:"max_rss_bytes"`
-	Warnings         []string `json:"warnings,omitempty"`
+	DispatchLagP50Ns int64   `json:"dispatch_lag_p50_ns"`
+	DispatchLagP99Ns int64   `json:"dispatch_lag_p99_ns"`
+	DispatchLagMaxNs int64   `json:"dispatch_lag_max_ns"`
+	SchedLatP99Ns    int64   `json:"sched_latency_p99_ns"` // Go scheduler latency (runtime/metrics)
+	CPUSeconds       float64 `json:"cpu_seconds"`
+	WallSeconds      float64 `json:"wall_seconds"`
+	MaxRSSBytes      int64   `json:"max_rss_bytes"`
+	// Warnings are Assess's verdicts as the recorder stored them.
+	Warnings []string `json:"warnings,omitempty"`
+	// Cores is the client's GOMAXPROCS, for the CPU-bound verdict; 0 in
+	// recordings written before it.
+	Cores int `json:"cores,omitempty"`
 }

@@ -105,7 +105,7 @@ func printRecordingSummary(w io.Writer, path string, s trace.RecordingSummary) {
 		h := m.Health
 		fmt.Fprintf(w, "  client health: dispatch lag p50 %v p99 %v max %v, cpu %.1fs over %.1fs wall\n",
 			time.Duration(h.DispatchLagP50Ns), time.Duration(h.DispatchLagP99Ns), time.Duration(h.DispatchLagMaxNs), h.CPUSeconds, h.WallSeconds)
-		for _, warn := range h.Warnings {
+		for _, warn := range h.Assess() {
 			fmt.Fprintf(w, "  warning: %s\n", warn)
 		}
 	}
