@@ -12,6 +12,14 @@
 // (WritePerRequest) and the HTML report (WriteHTML) are renderers of that one
 // Summary, so they never disagree; Compare diffs two Summaries.
 //
+// Files by concern: read.go (opening, validating, aligning), accumulate.go
+// (the single pass), summary.go (Summary and finish), throughput.go
+// (goodput, peak output and concurrency), stats.go and selectk.go
+// (distributions), series.go (1 s bins), turns.go (per turn and cached
+// tokens), multiturn.go (vLLM multi-turn's table), errorkinds.go,
+// health.go (client health), then the renderers text.go, json.go, html.go,
+// perrequest.go and compare.go.
+//
 // Definitions are vLLM `bench serve`'s by default (see Derive and Summary):
 // TTFT = first event - sent, ITL = successive event gaps pooled over
 // successful requests, E2EL = last event - sent, TPOT = (E2EL - TTFT) /
