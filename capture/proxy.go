@@ -80,6 +80,7 @@ type Proxy struct {
 	runStart  int64 // mono ns
 	wallStart int64
 	stamp     string // file name prefix of this run
+	host      string // os.Hostname, for the files' metadata
 
 	streams sync.Pool // *record.Stream
 	bufs    sync.Pool // *[]byte read buffers
@@ -147,8 +148,10 @@ func NewProxy(cfg ProxyConfig) (*Proxy, error) {
 			TLSClientConfig:     &tls.Config{InsecureSkipVerify: cfg.InsecureSkipVerify},
 		}
 	}
+	host, _ := os.Hostname()
 	p := &Proxy{
-		cfg: cfg, upstream: u, target: u.Redacted(), rt: rt, tok: cfg.Tokenizer,
+		host: host,
+		cfg:  cfg, upstream: u, target: u.Redacted(), rt: rt, tok: cfg.Tokenizer,
 		runStart: clock.Mono(), wallStart: clock.Wall(),
 		stamp: time.Now().UTC().Format("20060102T150405Z"),
 		convs: newConversations(cfg.MaxConversations),
@@ -229,7 +232,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "tracekit capture: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	if r.Method != http.MethodPost || !isLLMPath(r.URL.Path) {
+	if r.Method != http.MethodPost || !isLLMPath(r.URL.Path) || r.Header.Get(ProbeHeader) != "" {
 		if res := p.forward(w, out, nil); res.readErr != nil && res.status != 0 {
 			panic(http.ErrAbortHandler) // the upstream broke off: so does the client's response
 		}
@@ -256,6 +259,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler)
 	}
 }
+
+// ProbeHeader marks a request tracekit itself sends that is not traffic
+// (replay's continuous-usage probe, a /v1/models lookup, a ready check): the
+// proxy forwards it, header included, and never records it.
+const ProbeHeader = "X-Tracekit-Probe"
 
 // isLLMPath reports whether path is an OpenAI completion endpoint.
 func isLLMPath(path string) bool {

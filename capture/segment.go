@@ -155,6 +155,7 @@ func (p *Proxy) segmentFor(now int64) (*segment, error) {
 			StartWallNs:     p.wallStart + (now - p.runStart),
 			StartMonoNs:     now,
 			Targets:         []string{p.target},
+			Host:            p.host,
 			Command:         p.cfg.Command,
 			Config: map[string]any{
 				"mode": "capture", "upstream": p.target, "segment": s.n,
