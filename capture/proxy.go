@@ -403,6 +403,9 @@ type llmCall struct {
 	messages  []trace.Message
 	chat      bool
 	maxTokens int32
+	// stream is the request's "stream": true; absent or false asks for one
+	// JSON body (the OpenAI default).
+	stream bool
 }
 
 func parseLLMCall(body []byte) *llmCall {
@@ -415,11 +418,12 @@ func parseLLMCall(body []byte) *llmCall {
 		Prompt              json.RawMessage `json:"prompt"`
 		MaxTokens           *int32          `json:"max_tokens"`
 		MaxCompletionTokens *int32          `json:"max_completion_tokens"`
+		Stream              bool            `json:"stream"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		return nil
 	}
-	c := &llmCall{model: req.Model, chat: req.Messages != nil}
+	c := &llmCall{model: req.Model, chat: req.Messages != nil, stream: req.Stream}
 	switch {
 	case req.MaxCompletionTokens != nil:
 		c.maxTokens = *req.MaxCompletionTokens

@@ -253,8 +253,12 @@ func (p *Proxy) account(seg *segment, ex *exchange, call *llmCall, r *http.Reque
 	if res.headersNs != 0 {
 		rec.HeadersNs = res.headersNs - seg.origin
 	}
+	// A non-streaming exchange (the request asked for one JSON body, or the
+	// upstream answered a stream request with one) has a single event: the
+	// body completely read, carrying every completion token.
+	rec.NonStreaming = !call.stream || (res.sendErr == nil && res.status/100 == 2 && !res.sse)
 	answer := ex.stream.Text()
-	turn := trace.Turn{ArrivalOffsetNs: ex.arrival - seg.origin, Model: call.model}
+	turn := trace.Turn{ArrivalOffsetNs: ex.arrival - seg.origin, Model: call.model, NonStreaming: !call.stream}
 	if !p.cfg.RedactContent {
 		turn.ReferenceAnswer = answer
 	}

@@ -42,3 +42,54 @@ func TestProxyProbeNotRecorded(t *testing.T) {
 		t.Fatalf("recording meta host %q, want %q", meta.Host, host)
 	}
 }
+
+// TestProxyNonStreaming: requests without "stream": true are kept as
+// non-streaming turns, and their records hold one event, the body
+// completely read, carrying every completion token (from usage).
+func TestProxyNonStreaming(t *testing.T) {
+	up := fastMock(t)
+	ps, _ := startProxy(t, up.URL(), nil)
+	explicit := `{"model":"tracekit-mock","messages":[{"role":"user","content":"explicit false"}],"stream":false,"max_tokens":8}`
+	for id, body := range map[string]string{
+		"absent":   chatBody([]msg{{"user", "stream absent"}}, false),
+		"explicit": explicit,
+		"stream":   chatBody([]msg{{"user", "streaming"}}, true),
+	} {
+		if st, _, b := post(t, ps.URL(), "/v1/chat/completions", body, map[string]string{"X-Request-Id": id}); st != 200 {
+			t.Fatalf("%s: %d %s", id, st, b)
+		}
+	}
+	if err := ps.Close(); err != nil {
+		t.Fatal(err)
+	}
+	seg := ps.Proxy().Segments()[0]
+	turns := map[string]bool{}
+	for _, r := range readTrace(t, seg.Trace) {
+		turns[r.Messages[0].Content] = r.NonStreaming
+	}
+	if len(turns) != 3 || !turns["stream absent"] || !turns["explicit false"] || turns["streaming"] {
+		t.Fatalf("trace NonStreaming by message: %v", turns)
+	}
+	recs, _ := readRecordsT(t, seg.Recording)
+	if len(recs) != 3 {
+		t.Fatalf("%d records", len(recs))
+	}
+	for _, r := range recs {
+		if r.ErrorKind != "" || r.Status != 200 {
+			t.Fatalf("record %+v", r)
+		}
+		if r.RequestID == "stream" {
+			if r.NonStreaming || len(r.EventNs) < 2 {
+				t.Fatalf("streaming record %+v", r)
+			}
+			continue
+		}
+		if !r.NonStreaming || len(r.EventNs) != 1 || r.EventNs[0] != r.DoneNs || r.EventNs[0] < r.HeadersNs {
+			t.Fatalf("%s: non-streaming record has events %v (headers %d, done %d), NonStreaming %v; want one event at the end of the body",
+				r.RequestID, r.EventNs, r.HeadersNs, r.DoneNs, r.NonStreaming)
+		}
+		if len(r.EventTokens) != 1 || r.CompletionTokens <= 0 || r.EventTokens[0] != r.CompletionTokens || !r.TokensExact {
+			t.Fatalf("%s: event tokens %v, completion %d, exact %v", r.RequestID, r.EventTokens, r.CompletionTokens, r.TokensExact)
+		}
+	}
+}
