@@ -14,6 +14,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tracekit/tracekit/clock"
@@ -94,6 +95,8 @@ type Proxy struct {
 	closed  bool
 	files   []Segment
 	errs    []error
+
+	warned [len(unparsedLLMPaths)]atomic.Bool // warnUnparsed said so once
 
 	closers sync.WaitGroup // segment-closing goroutines
 	stop    chan struct{}  // ends the rotation ticker
@@ -232,6 +235,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "tracekit capture: "+err.Error(), http.StatusBadRequest)
 		return
 	}
+	if r.Method == http.MethodPost && !isLLMPath(r.URL.Path) {
+		p.warnUnparsed(r.URL.Path)
+	}
 	if r.Method != http.MethodPost || !isLLMPath(r.URL.Path) || r.Header.Get(ProbeHeader) != "" {
 		if res := p.forward(w, out, nil); res.readErr != nil && res.status != 0 {
 			panic(http.ErrAbortHandler) // the upstream broke off: so does the client's response
@@ -268,6 +274,33 @@ const ProbeHeader = "X-Tracekit-Probe"
 // isLLMPath reports whether path is an OpenAI completion endpoint.
 func isLLMPath(path string) bool {
 	return strings.HasSuffix(path, "/chat/completions") || strings.HasSuffix(path, "/completions")
+}
+
+// unparsedLLMPaths are LLM endpoints the proxy forwards but cannot record
+// (their bodies are not OpenAI's), each with whose API it is. Longer
+// suffixes come first: the first match names the path.
+var unparsedLLMPaths = [...]struct{ suffix, api string }{
+	{"/api/chat", "Ollama's native chat API"},
+	{"/api/generate", "Ollama's native generate API"},
+	{"/generate_stream", "TGI's native API"},
+	{"/generate", "TGI's or SGLang's native API"},
+	{"/v1/responses", "OpenAI's Responses API"},
+	{"/v1/messages", "Anthropic's Messages API"},
+}
+
+// warnUnparsed logs, once per known endpoint per proxy, that LLM traffic to
+// path passes through unrecorded, so a capture never silently misses it.
+func (p *Proxy) warnUnparsed(path string) {
+	for i, u := range unparsedLLMPaths {
+		if !strings.HasSuffix(path, u.suffix) {
+			continue
+		}
+		if p.warned[i].CompareAndSwap(false, true) {
+			p.cfg.Logf("capture: POST %s is LLM traffic in %s, which capture does not parse: forwarded untouched, not recorded "+
+				"(send it to the OpenAI-compatible /v1/chat/completions or /v1/completions to capture it; warned once per path)", path, u.api)
+		}
+		return
+	}
 }
 
 // hopHeaders are connection-level headers a proxy must not forward.

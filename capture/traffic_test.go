@@ -1,7 +1,13 @@
 package capture
 
 import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"strings"
+	"sync"
 	"testing"
 )
 
@@ -91,5 +97,59 @@ func TestProxyNonStreaming(t *testing.T) {
 		if len(r.EventTokens) != 1 || r.CompletionTokens <= 0 || r.EventTokens[0] != r.CompletionTokens || !r.TokensExact {
 			t.Fatalf("%s: event tokens %v, completion %d, exact %v", r.RequestID, r.EventTokens, r.CompletionTokens, r.TokensExact)
 		}
+	}
+}
+
+// TestProxyWarnsUnparsedLLMPaths: Ollama's native endpoints pass through
+// untouched, unrecorded, with one warning per path however many requests.
+func TestProxyWarnsUnparsedLLMPaths(t *testing.T) {
+	const answer = "{\"message\":{\"role\":\"assistant\",\"content\":\"hi\"},\"done\":false}\n{\"done\":true}\n"
+	var mu sync.Mutex
+	var upstreamSaw []string
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		upstreamSaw = append(upstreamSaw, r.URL.Path+" "+string(b))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		io.WriteString(w, answer)
+	}))
+	defer up.Close()
+	var logs []string
+	ps, _ := startProxy(t, up.URL, func(c *ProxyConfig) {
+		c.Logf = func(format string, args ...any) {
+			mu.Lock()
+			logs = append(logs, fmt.Sprintf(format, args...))
+			mu.Unlock()
+		}
+	})
+	body := `{"model":"llama3","messages":[{"role":"user","content":"hi"}]}`
+	for _, path := range []string{"/api/chat", "/api/chat", "/api/generate"} {
+		st, _, b := post(t, ps.URL(), path, body, nil)
+		if st != 200 || string(b) != answer {
+			t.Fatalf("%s through the proxy: %d %q", path, st, b)
+		}
+	}
+	if err := ps.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(upstreamSaw) != 3 || upstreamSaw[0] != "/api/chat "+body || upstreamSaw[2] != "/api/generate "+body {
+		t.Fatalf("upstream saw %q", upstreamSaw)
+	}
+	count := func(s string) (n int) {
+		for _, l := range logs {
+			if strings.Contains(l, s) {
+				n++
+			}
+		}
+		return n
+	}
+	if count("POST /api/chat ") != 1 || count("POST /api/generate ") != 1 || len(logs) != 2 {
+		t.Fatalf("logs %q; want one warning for each path", logs)
+	}
+	if segs := ps.Proxy().Segments(); len(segs) != 0 {
+		t.Fatalf("unparsed traffic was recorded: %+v", segs)
 	}
 }
