@@ -2,7 +2,9 @@ package capture
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -27,8 +29,10 @@ type segment struct {
 	open        sync.Once // creates rec off the request path
 	rec         *record.Recorder
 	openErr     error
-	tracePath   string
+	base        string // path prefix the files' names start from
+	tracePath   string // set when the files are created (a free name)
 	recPath     string
+	logf        func(format string, args ...any)
 	rotateAt    int64
 	rotateBytes int64
 	inflight    sync.WaitGroup
@@ -46,26 +50,59 @@ type segment struct {
 	frame      []byte
 }
 
-// recorder creates the segment's record.Recorder on first use (file creation and
-// an fsync: kept off the request path).
+// maxNameTries bounds the "-k" suffixes tried for a free file name.
+const maxNameTries = 100
+
+// recorder creates the segment's files on first use (file creation and an
+// fsync: kept off the request path). They take the first free name among
+// base, base-2, base-3...: an earlier run's files in the directory (a run
+// started in the same second, or journals a killed run left) are never
+// replaced.
 func (s *segment) recorder() (*record.Recorder, error) {
 	s.open.Do(func() {
-		if err := s.openTraceJournal(); err != nil {
-			s.openErr = fmt.Errorf("opening segment %d: %w", s.n, err)
+		for k := 1; k <= maxNameTries; k++ {
+			base := s.base
+			if k > 1 {
+				base = fmt.Sprintf("%s-%d", s.base, k)
+			}
+			s.tracePath, s.recPath = base+".trace.parquet", base+".recording.parquet"
+			err := s.openTraceJournal()
+			if err == nil {
+				opts := s.recOpts
+				opts.NoReplace = true
+				if s.rec, err = record.NewRecorder(s.recPath, s.meta, opts); err != nil {
+					s.dropTraceJournal()
+				}
+			}
+			if errors.Is(err, fs.ErrExist) {
+				continue
+			}
+			if err != nil {
+				s.openErr = fmt.Errorf("opening segment %d: %w", s.n, err)
+			} else if k > 1 {
+				s.logf("capture: files named %s* already exist in %s (an earlier run's); segment %d is written as %s* instead",
+					filepath.Base(s.base), filepath.Dir(s.base), s.n, filepath.Base(base))
+			}
 			return
 		}
-		s.rec, s.openErr = record.NewRecorder(s.recPath, s.meta, s.recOpts)
-		if s.openErr != nil {
-			s.openErr = fmt.Errorf("opening segment %d: %w", s.n, s.openErr)
-		}
+		s.openErr = fmt.Errorf("opening segment %d: %s and %d suffixed names are all taken: %w", s.n, s.base, maxNameTries-1, fs.ErrExist)
 	})
 	return s.rec, s.openErr
 }
 
-// openTraceJournal starts the crash-safe copy of the segment's trace.
+// openTraceJournal reserves the segment's names and starts the crash-safe
+// copy of its trace. The journal is created exclusively, after checking
+// that no other file of the pair exists: it is the reservation, so two
+// processes writing into one directory never share a name. An error
+// wrapping fs.ErrExist means the name is taken.
 func (s *segment) openTraceJournal() error {
 	path := record.JournalPath(s.tracePath)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	for _, p := range []string{s.tracePath, s.tracePath + partialSuffix, s.recPath, record.JournalPath(s.recPath), s.recPath + partialSuffix} {
+		if _, err := os.Lstat(p); err == nil {
+			return fmt.Errorf("%s exists: %w", p, fs.ErrExist)
+		}
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
 		return fmt.Errorf("creating trace journal: %w", err)
 	}
@@ -86,6 +123,20 @@ func (s *segment) openTraceJournal() error {
 	s.mu.Unlock()
 	return nil
 }
+
+// dropTraceJournal undoes openTraceJournal (the recording's name was taken).
+func (s *segment) dropTraceJournal() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tj != nil {
+		s.tj.Close()
+		os.Remove(s.tj.Name())
+		s.tj, s.tjw = nil, nil
+	}
+}
+
+// partialSuffix names a file being written until it is complete and renamed.
+const partialSuffix = ".partial"
 
 // addTurn keeps a finished turn and appends it to the trace journal.
 func (s *segment) addTurn(t *trace.Turn, bytes int64) {
@@ -144,10 +195,9 @@ func (p *Proxy) segmentFor(now int64) (*segment, error) {
 	}
 	if p.seg == nil {
 		p.nseg++
-		base := filepath.Join(p.cfg.OutDir, fmt.Sprintf("capture-%s-%04d", p.stamp, p.nseg))
 		s := &segment{
-			n: p.nseg, origin: now,
-			tracePath: base + ".trace.parquet", recPath: base + ".recording.parquet",
+			n: p.nseg, origin: now, logf: p.cfg.Logf,
+			base:     filepath.Join(p.cfg.OutDir, fmt.Sprintf("capture-%s-%04d", p.stamp, p.nseg)),
 			rotateAt: now + int64(p.cfg.RotateEvery), rotateBytes: p.cfg.RotateBytes,
 		}
 		meta := trace.RunMeta{
@@ -211,21 +261,30 @@ func (p *Proxy) rotateLocked() {
 	}()
 }
 
-// close writes the trace (sorted) and finishes the recording.
+// close finishes the recording and writes the trace (sorted) into a
+// partial file renamed into place once complete; the trace journal, made
+// durable first, is removed only then.
 func (s *segment) close() error {
-	rec, recErr := s.recorder()
-	if recErr == nil {
-		recErr = rec.Close()
+	rec, err := s.recorder()
+	if err != nil {
+		return err // nothing was recorded in this segment
 	}
-	if err := trace.WriteTrace(s.tracePath, s.traceMeta, s.turns); err != nil {
-		return fmt.Errorf("segment %d: writing the trace: %w", s.n, err)
+	recErr := rec.Close()
+	if err := s.syncTrace(); err != nil {
+		s.logf("capture: segment %d: trace journal: %v", s.n, err)
+	}
+	tmp := s.tracePath + partialSuffix
+	if err := trace.WriteTrace(tmp, s.traceMeta, s.turns); err != nil {
+		os.Remove(tmp)
+		return errors.Join(fmt.Errorf("segment %d: writing the trace (its journal %s is kept: 'tracekit recover' it): %w", s.n, s.tj.Name(), err), recErr)
+	}
+	if err := record.RenameNoReplace(tmp, s.tracePath); err != nil {
+		return errors.Join(fmt.Errorf("segment %d: moving the trace into place (it is complete at %s): %w", s.n, tmp, err), recErr)
 	}
 	trace.SyncDir(filepath.Dir(s.tracePath))
-	if s.tj != nil {
-		s.tj.Close()
-		if err := os.Remove(record.JournalPath(s.tracePath)); err != nil {
-			return fmt.Errorf("segment %d: %w", s.n, err)
-		}
+	s.tj.Close()
+	if err := os.Remove(s.tj.Name()); err != nil {
+		return errors.Join(fmt.Errorf("segment %d: %w", s.n, err), recErr)
 	}
 	if recErr != nil {
 		return fmt.Errorf("segment %d: %w", s.n, recErr)

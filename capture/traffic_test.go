@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -151,5 +152,63 @@ func TestProxyWarnsUnparsedLLMPaths(t *testing.T) {
 	}
 	if segs := ps.Proxy().Segments(); len(segs) != 0 {
 		t.Fatalf("unparsed traffic was recorded: %+v", segs)
+	}
+}
+
+// TestProxyNeverReplacesFiles: files of an earlier run under the names this
+// run would use (same second, or a killed run's journal) stay untouched;
+// the segment takes the next free name and says so.
+func TestProxyNeverReplacesFiles(t *testing.T) {
+	up := fastMock(t)
+	var mu sync.Mutex
+	var logs []string
+	ps, dir := startProxy(t, up.URL(), func(c *ProxyConfig) {
+		c.Logf = func(format string, args ...any) {
+			mu.Lock()
+			logs = append(logs, fmt.Sprintf(format, args...))
+			mu.Unlock()
+		}
+	})
+	base := filepath.Join(dir, "capture-"+ps.Proxy().stamp+"-0001")
+	earlier := map[string]string{
+		base + ".recording.parquet":           "an earlier run's recording",
+		base + "-2.trace.parquet.journal":     "a killed run's trace journal",
+		base + "-3.recording.parquet.journal": "a killed run's recording journal",
+	}
+	for p, content := range earlier {
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st, _, _ := post(t, ps.URL(), "/v1/chat/completions", chatBody([]msg{{"user", "hello"}}, true), nil); st != 200 {
+		t.Fatalf("status %d", st)
+	}
+	if err := ps.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for p, content := range earlier {
+		if b, err := os.ReadFile(p); err != nil || string(b) != content {
+			t.Fatalf("%s: %q %v; the earlier file was touched", p, b, err)
+		}
+	}
+	segs := ps.Proxy().Segments()
+	if len(segs) != 1 || segs[0].Trace != base+"-4.trace.parquet" || segs[0].Recording != base+"-4.recording.parquet" {
+		t.Fatalf("segments %+v, want the files named %s-4.*", segs, base)
+	}
+	if rows := readTrace(t, segs[0].Trace); len(rows) != 1 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	if recs, _ := readRecordsT(t, segs[0].Recording); len(recs) != 1 {
+		t.Fatalf("%d records", len(recs))
+	}
+	for _, leftover := range []string{segs[0].Trace + ".journal", segs[0].Trace + ".partial", segs[0].Recording + ".journal", segs[0].Recording + ".partial"} {
+		if _, err := os.Lstat(leftover); err == nil {
+			t.Fatalf("%s left behind", leftover)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(logs) != 1 || !strings.Contains(logs[0], filepath.Base(base)+"-4") {
+		t.Fatalf("logs %q; want one line naming the name taken", logs)
 	}
 }
