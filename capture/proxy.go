@@ -192,6 +192,25 @@ func (p *Proxy) Close() error {
 	return errors.Join(p.errs...)
 }
 
+// CheckUpstream asks the upstream for its base URL once, marked as a probe
+// (ProbeHeader), through the proxy's transport: any HTTP answer, whatever
+// its status, means the upstream is reachable (dial, TLS and HTTP all
+// work); the error says what failed otherwise.
+func (p *Proxy) CheckUpstream(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.upstream.String(), nil)
+	if err != nil {
+		return fmt.Errorf("checking upstream %s: %w", p.target, err)
+	}
+	req.Header.Set(ProbeHeader, "1")
+	resp, err := p.rt.RoundTrip(req)
+	if err != nil {
+		return fmt.Errorf("upstream %s is not reachable: %w", p.target, err)
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	resp.Body.Close()
+	return nil
+}
+
 // rotateIdle closes a segment whose time is up even when no request comes,
 // and makes the current segment's trace journal durable every SyncEvery.
 func (p *Proxy) rotateIdle() {
