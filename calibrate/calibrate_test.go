@@ -29,13 +29,14 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// serveChild mirrors cmd_mock's protocol: URL line on stdout, SIGTERM
-// completes the log and exits.
+// serveChild mirrors cmd_mock's protocol: URL line on stdout and the
+// --ready-file, SIGTERM completes the log and exits.
 func serveChild(args []string) int {
 	fs := flag.NewFlagSet("mock", flag.ContinueOnError)
 	listen := fs.String("listen", "", "")
 	cfgPath := fs.String("config", "", "")
 	logPath := fs.String("emit-log", "", "")
+	readyPath := fs.String("ready-file", "", "")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -49,6 +50,10 @@ func serveChild(args []string) int {
 	signal.Notify(sig, syscall.SIGTERM)
 	srv, err := mock.Start(cfg)
 	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := mock.WriteReadyFile(*readyPath, srv.Ready()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -22,6 +22,7 @@ type Server struct {
 	cfg      Config
 	tokens   TokenCounter
 	url      string
+	addr     string // host:port of url
 	idPrefix string
 	meta     LogMeta
 
@@ -65,6 +66,7 @@ func Start(cfg Config) (*Server, error) {
 		cfg:      cfg,
 		tokens:   cfg.Tokens,
 		url:      "http://" + ln.Addr().String(),
+		addr:     ln.Addr().String(),
 		serveErr: make(chan error, 1),
 		slots:    make(chan struct{}, cfg.Latency.MaxNumSeqs),
 		cache:    newPrefixCache(cfg.Latency.PrefixCacheTokens),
