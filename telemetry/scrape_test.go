@@ -97,7 +97,7 @@ func TestScrapeMock(t *testing.T) {
 	dir := t.TempDir()
 	rec := filepath.Join(dir, "run.parquet")
 	mem := &Memory{}
-	o := Options{Endpoints: []string{MetricsURL(srv.URL() + "/v1")}, Interval: 50 * time.Millisecond, Clock: runClock}
+	o := Options{Endpoints: []string{MetricsURL(srv.URL() + "/v1")}, Interval: 50 * time.Millisecond, Timeout: hangGuard, Clock: runClock}
 	w, err := trace.NewMetricsWriter(trace.MetricsPath(rec), MetricsMeta(o, trace.RunMeta{StartMonoNs: start, StartWallNs: clock.Wall()}, rec))
 	if err != nil {
 		t.Fatal(err)
@@ -246,8 +246,21 @@ func TestScrapeHostile(t *testing.T) {
 	}
 	mem := &Memory{}
 	interval := 40 * time.Millisecond
-	s, err := New(Options{Endpoints: list, Interval: interval, Timeout: 20 * time.Millisecond, Sink: mem,
+	// The endpoints that answer get a timeout no loaded machine reaches;
+	// the one that never answers gets a short one, on its own scraper (the
+	// timeout is per scraper). Both write to one sink.
+	var quick []string
+	for _, e := range list {
+		if e != eps["slow"] {
+			quick = append(quick, e)
+		}
+	}
+	s, err := New(Options{Endpoints: quick, Interval: interval, Timeout: hangGuard, Sink: mem,
 		Header: http.Header{"Authorization": {"Bearer " + secret}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow, err := New(Options{Endpoints: []string{eps["slow"]}, Interval: interval, Timeout: interval / 2, Sink: mem})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,11 +268,17 @@ func TestScrapeHostile(t *testing.T) {
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	if err := slow.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	count := func(name string) int { return len(statusRows(mem.Rows(), Redact(eps[name]))) }
 	for _, name := range []string{"bad", "slow", "fail", "ok", "refused"} {
 		waitFor(t, "three scrapes of "+name, func() bool { return count(name) >= 3 })
 	}
 	if err := stopWithin(t, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := stopWithin(t, slow); err != nil {
 		t.Fatal(err)
 	}
 	elapsed := time.Since(began)
@@ -376,7 +395,7 @@ func TestScrapeOnceAndOpenMetrics(t *testing.T) {
 	}))
 	defer srv.Close()
 	mem := &Memory{}
-	s, err := New(Options{Endpoints: []string{srv.URL + "/metrics", srv.URL + "/bad"}, Sink: mem, OpenMetrics: true})
+	s, err := New(Options{Endpoints: []string{srv.URL + "/metrics", srv.URL + "/bad"}, Timeout: hangGuard, Sink: mem, OpenMetrics: true})
 	if err != nil {
 		t.Fatal(err)
 	}
