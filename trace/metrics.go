@@ -15,6 +15,10 @@ const (
 	MetaMetrics          = "tracekit.metrics_meta" // JSON of MetricsMeta
 )
 
+// MetricsFormat is the sidecar's FileFormat.
+var MetricsFormat = FileFormat{FormatMetrics, MetricsSchemaVersion}
+
+
 // Metric types of a MetricSample.Type: the exposition formats' types, and
 // MetricScrape for a scrape's status row.
 const (
@@ -112,7 +116,7 @@ func MetricsPath(recording string) string {
 // (bounded memory); Close renames it into place. A process killed before
 // Close leaves only the temporary file (Parquet's footer is written last).
 type MetricsWriter struct {
-	w    *writer[MetricSample]
+	w    *ParquetWriter[MetricSample]
 	path string
 	tmp  string
 	done bool
@@ -126,7 +130,7 @@ func NewMetricsWriter(path string, meta MetricsMeta) (*MetricsWriter, error) {
 		return nil, fmt.Errorf("creating %s: refusing to replace an existing file: %w", path, os.ErrExist)
 	}
 	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
-	w, err := newWriter[MetricSample](tmp, FormatMetrics, MetricsSchemaVersion)
+	w, err := CreateParquet[MetricSample](tmp, MetricsFormat)
 	if err != nil {
 		return nil, err
 	}
@@ -184,13 +188,13 @@ func (m *MetricsWriter) Abort() {
 
 // MetricsReader reads a sidecar in row order.
 type MetricsReader struct {
-	r    *reader[MetricSample]
+	r    *ParquetReader[MetricSample]
 	Meta MetricsMeta
 }
 
 // OpenMetricsFile opens and validates a metrics sidecar.
 func OpenMetricsFile(path string) (*MetricsReader, error) {
-	r, err := openReader[MetricSample](path, FormatMetrics, MetricsSchemaVersion)
+	r, err := OpenParquet[MetricSample](path, MetricsFormat)
 	if err != nil {
 		return nil, err
 	}
