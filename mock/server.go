@@ -71,6 +71,7 @@ func Start(cfg Config) (*Server, error) {
 		slots:    make(chan struct{}, cfg.Latency.MaxNumSeqs),
 		cache:    newPrefixCache(cfg.Latency.PrefixCacheTokens),
 	}
+	s.m.init(cfg)
 	if s.tokens == nil {
 		s.tokens = ApproxTokens
 	}
