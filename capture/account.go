@@ -87,7 +87,16 @@ func (p *Proxy) account(seg *segment, ex *exchange, call *llmCall, r *http.Reque
 	turn.Messages = append([]trace.Message(nil), call.messages[histLen:]...)
 
 	// The rest runs off the request path; the segment waits for it.
+	select {
+	case p.acct <- struct{}{}:
+	default:
+		if p.acctStall.CompareAndSwap(false, true) {
+			p.cfg.Logf("capture: %d finished requests wait for the disk; responses now wait for their records to be written", cap(p.acct))
+		}
+		p.acct <- struct{}{}
+	}
 	go func() {
+		defer func() { <-p.acct }()
 		defer seg.inflight.Done()
 		defer p.streams.Put(ex.stream)
 		ex.stream.Fill(rec)
