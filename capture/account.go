@@ -114,6 +114,14 @@ func (p *Proxy) account(seg *segment, ex *exchange, call *llmCall, r *http.Reque
 			if msg != "" {
 				rec.ErrorMessage += ": " + msg
 			}
+		case res.undecoded != "":
+			rec.ErrorKind = trace.ErrMalformed
+			rec.ErrorMessage = fmt.Sprintf("the response is %q-encoded, which capture does not decode (gzip and deflate it does): its events are not recorded", res.undecoded)
+			if p.encWarned.CompareAndSwap(false, true) {
+				p.cfg.Logf("capture: %s; forwarded untouched (warned once)", rec.ErrorMessage)
+			}
+		case res.decodeErr != nil && res.readErr == nil && !res.clientGone:
+			rec.ErrorKind, rec.ErrorMessage = trace.ErrMalformed, "decoding the compressed body: "+res.decodeErr.Error()
 		case ex.stream.Done():
 			// Complete: a client that stops reading after [DONE] (the
 			// OpenAI SDK does) cuts the body's last bytes, nothing more.

@@ -19,7 +19,11 @@
 // non-streaming turn and record: one event, the body completely read,
 // carrying every completion token. Known LLM endpoints it cannot parse
 // (Ollama's /api/chat, ...) are forwarded and warned about once per path.
-// Everything else is forwarded only.
+// Everything else is forwarded only. A gzip or deflate response (sent
+// whatever the client asked) is forwarded compressed and decoded for
+// parsing on a goroutine in lock step with the reads (decode.go), so each
+// event keeps the stamp of the read that completed it; another encoding is
+// recorded as malformed, saying so.
 //
 // Out: per segment, a trace and a recording named
 // capture-<start>-<segment>; a taken name (an earlier run's file or
@@ -32,7 +36,8 @@
 // Requests are grouped into conversations by message history
 // (conversations.go) or a session header. Goroutines: one rotation ticker
 // (stopped by Close), one accounting goroutine per finished LLM call (at
-// most Queue; more make the handler wait), one closer per retired segment;
+// most Queue; more make the handler wait), one decoder per compressed
+// response in flight (ended by its forward), one closer per retired segment;
 // Close waits for all of them and for every handler, and closes the idle
 // upstream connections of the transport it made. StartProxy runs the proxy
 // on a listener, like httptest.Server (server.go).

@@ -102,6 +102,7 @@ type Proxy struct {
 	// queueing records in memory without end.
 	acct      chan struct{}
 	acctStall atomic.Bool // logged once
+	encWarned atomic.Bool // an undecodable Content-Encoding, logged once
 
 	hmu    sync.Mutex
 	active int           // handlers running, under hmu
