@@ -87,7 +87,16 @@ func (p *Proxy) account(seg *segment, ex *exchange, call *llmCall, r *http.Reque
 	turn.Messages = append([]trace.Message(nil), call.messages[histLen:]...)
 
 	// The rest runs off the request path; the segment waits for it.
+	select {
+	case p.acct <- struct{}{}:
+	default:
+		if p.acctStall.CompareAndSwap(false, true) {
+			p.cfg.Logf("capture: %d finished requests wait for the disk; responses now wait for their records to be written", cap(p.acct))
+		}
+		p.acct <- struct{}{}
+	}
 	go func() {
+		defer func() { <-p.acct }()
 		defer seg.inflight.Done()
 		defer p.streams.Put(ex.stream)
 		ex.stream.Fill(rec)
@@ -105,6 +114,14 @@ func (p *Proxy) account(seg *segment, ex *exchange, call *llmCall, r *http.Reque
 			if msg != "" {
 				rec.ErrorMessage += ": " + msg
 			}
+		case res.undecoded != "":
+			rec.ErrorKind = trace.ErrMalformed
+			rec.ErrorMessage = fmt.Sprintf("the response is %q-encoded, which capture does not decode (gzip and deflate it does): its events are not recorded", res.undecoded)
+			if p.encWarned.CompareAndSwap(false, true) {
+				p.cfg.Logf("capture: %s; forwarded untouched (warned once)", rec.ErrorMessage)
+			}
+		case res.decodeErr != nil && res.readErr == nil && !res.clientGone:
+			rec.ErrorKind, rec.ErrorMessage = trace.ErrMalformed, "decoding the compressed body: "+res.decodeErr.Error()
 		case ex.stream.Done():
 			// Complete: a client that stops reading after [DONE] (the
 			// OpenAI SDK does) cuts the body's last bytes, nothing more.

@@ -76,6 +76,11 @@ type fwdResult struct {
 	clientGone                bool  // writing to the client failed
 	sse                       bool
 	jsonBody                  []byte // a non-SSE body, bounded, for FeedJSON
+	// undecoded names a Content-Encoding the proxy cannot decode (its
+	// events are not parsed); decodeErr says why a compressed body could
+	// not be decoded.
+	undecoded string
+	decodeErr error
 }
 
 // exchange is one recorded LLM call in flight.
@@ -117,7 +122,23 @@ func (p *Proxy) forward(w http.ResponseWriter, out *http.Request, ex *exchange) 
 	rc.Flush()
 	ct := resp.Header.Get("Content-Type")
 	res.sse = strings.HasPrefix(ct, "text/event-stream")
-	parse := ex != nil && (resp.Header.Get("Content-Encoding") == "" || resp.Header.Get("Content-Encoding") == "identity")
+	parse := ex != nil
+	consume := func(b []byte, t int64) {
+		if res.sse {
+			ex.stream.Feed(b, t)
+		} else if len(res.jsonBody)+len(b) <= maxJSONBody {
+			res.jsonBody = append(res.jsonBody, b...)
+		}
+	}
+	var dec *decoder
+	if enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); parse && enc != "" && enc != "identity" {
+		if decodable(enc) {
+			dec = startDecoder(enc, consume)
+			defer dec.finish()
+		} else {
+			parse, res.undecoded = false, enc
+		}
+	}
 	bp := p.bufs.Get().(*[]byte)
 	defer p.bufs.Put(bp)
 	buf := *bp
@@ -132,11 +153,14 @@ func (p *Proxy) forward(w http.ResponseWriter, out *http.Request, ex *exchange) 
 			}
 		}
 		if n > 0 && parse {
-			if res.sse {
-				ex.stream.Feed(buf[:n], t)
-			} else if len(res.jsonBody)+n <= maxJSONBody {
-				res.jsonBody = append(res.jsonBody, buf[:n]...)
+			if dec != nil {
+				dec.feed(buf[:n], t)
+			} else {
+				consume(buf[:n], t)
 			}
+		}
+		if dec != nil && (err != nil || res.clientGone) {
+			res.decodeErr = dec.finish()
 		}
 		if err != nil {
 			res.doneNs = t

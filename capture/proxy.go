@@ -47,6 +47,9 @@ type ProxyConfig struct {
 	// 100,000).
 	MaxConversations int
 	// SyncEvery and Queue are passed to each segment's record.Recorder.
+	// Queue (default 1024) also bounds the finished requests whose records
+	// are still being counted or wait for the disk; beyond it the next
+	// response's end waits.
 	SyncEvery time.Duration
 	Queue     int
 	// Command is recorded in the files' metadata (secrets removed by the
@@ -70,6 +73,7 @@ type Proxy struct {
 	upstream  *url.URL
 	target    string // upstream with credentials removed, for files
 	rt        http.RoundTripper
+	ownRT     *http.Transport // rt when the proxy made it: its idle connections close with the proxy
 	tok       tokenizer.Tokenizer
 	runStart  int64 // mono ns
 	wallStart int64
@@ -92,8 +96,19 @@ type Proxy struct {
 	warned [len(unparsedLLMPaths)]atomic.Bool // warnUnparsed said so once
 
 	closers sync.WaitGroup // segment-closing goroutines
-	stop    chan struct{}  // ends the rotation ticker
-	ticker  sync.WaitGroup
+	// acct bounds the accounting goroutines (one per finished LLM call,
+	// waiting on the disk when it falls behind): when all are busy the
+	// next handler waits, so a stalled disk holds back clients instead of
+	// queueing records in memory without end.
+	acct      chan struct{}
+	acctStall atomic.Bool // logged once
+	encWarned atomic.Bool // an undecodable Content-Encoding, logged once
+
+	hmu    sync.Mutex
+	active int           // handlers running, under hmu
+	idle   chan struct{} // closed when active drops to 0, while Close waits
+	stop   chan struct{} // ends the rotation ticker
+	ticker sync.WaitGroup
 }
 
 // NewProxy validates cfg, creates OutDir and returns the proxy. Files are
@@ -131,13 +146,19 @@ func NewProxy(cfg ProxyConfig) (*Proxy, error) {
 		cfg.Tokenizer = tokenizer.Default()
 	}
 	rt := cfg.Transport
+	var own *http.Transport
 	if rt == nil {
-		rt = defaultTransport(cfg.InsecureSkipVerify)
+		own = defaultTransport(cfg.InsecureSkipVerify)
+		rt = own
+	}
+	if cfg.Queue <= 0 {
+		cfg.Queue = 1024
 	}
 	host, _ := os.Hostname()
 	p := &Proxy{
 		host: host,
-		cfg:  cfg, upstream: u, target: u.Redacted(), rt: rt, tok: cfg.Tokenizer,
+		cfg:  cfg, upstream: u, target: u.Redacted(), rt: rt, ownRT: own, tok: cfg.Tokenizer,
+		acct:     make(chan struct{}, cfg.Queue),
 		runStart: clock.Mono(), wallStart: clock.Wall(),
 		stamp: time.Now().UTC().Format("20060102T150405Z"),
 		convs: newConversations(cfg.MaxConversations),
@@ -157,9 +178,11 @@ func (p *Proxy) Segments() []Segment {
 	return append([]Segment(nil), p.files...)
 }
 
-// Close finishes the current segment and waits until every segment's files
-// are complete. Stop the HTTP server first (in-flight requests keep their
-// segment open until they end).
+// Close finishes the current segment and waits until every request being
+// served has ended and every segment's files are complete; then no
+// goroutine of the proxy is left. Stop the HTTP server first (in-flight
+// requests keep their segment open until they end; ProxyServer.Shutdown
+// bounds that wait).
 func (p *Proxy) Close() error {
 	p.mu.Lock()
 	if !p.closed {
@@ -168,16 +191,53 @@ func (p *Proxy) Close() error {
 		p.rotateLocked()
 	}
 	p.mu.Unlock()
+	p.waitHandlers()
 	p.ticker.Wait()
 	p.closers.Wait()
+	if p.ownRT != nil {
+		p.ownRT.CloseIdleConnections() // each idle connection holds two goroutines
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return errors.Join(p.errs...)
 }
 
+// enter and leave count the handlers running, for Close.
+func (p *Proxy) enter() {
+	p.hmu.Lock()
+	p.active++
+	p.hmu.Unlock()
+}
+
+func (p *Proxy) leave() {
+	p.hmu.Lock()
+	if p.active--; p.active == 0 && p.idle != nil {
+		close(p.idle)
+		p.idle = nil
+	}
+	p.hmu.Unlock()
+}
+
+// waitHandlers returns once no handler is running.
+func (p *Proxy) waitHandlers() {
+	p.hmu.Lock()
+	if p.active == 0 {
+		p.hmu.Unlock()
+		return
+	}
+	if p.idle == nil {
+		p.idle = make(chan struct{})
+	}
+	idle := p.idle
+	p.hmu.Unlock()
+	<-idle
+}
+
 // ServeHTTP forwards r and records it when it is an LLM call.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	arrival := clock.Mono()
+	p.enter()
+	defer p.leave()
 	body, err := io.ReadAll(io.LimitReader(r.Body, p.cfg.MaxBodyBytes+1))
 	if err != nil {
 		http.Error(w, "tracekit capture: reading the request body: "+err.Error(), http.StatusBadRequest)

@@ -88,7 +88,7 @@ start (see --check-upstream) or a file could not be completed, 2 bad flags.`,
 	f.BoolVar(&cfg.RedactContent, "redact-content", false, "keep token counts, not text, in the trace")
 	f.DurationVar(&cfg.RotateEvery, "rotate-every", time.Hour, "start new files after this long")
 	f.Int64Var(&rotateMB, "rotate-size", 256, "start new files once this many MiB of trace text are buffered")
-	f.DurationVar(&cfg.SyncEvery, "sync-every", time.Second, "fsync the recording journal this often (the most a SIGKILL loses)")
+	f.DurationVar(&cfg.SyncEvery, "sync-every", time.Second, "fsync the recording and trace journals this often (the most a SIGKILL loses)")
 	f.StringVar(&tok, "tokenizer", tokenizer.DefaultName, "tokenizer for token counts: o200k_base, cl100k_base or a tokenizer.json path")
 	f.BoolVar(&cfg.InsecureSkipVerify, "insecure", false, "accept any TLS certificate from the upstream")
 	f.BoolVar(&check, "check-upstream", true, "at start, send the upstream one probe request and exit 1 if it is unreachable")
