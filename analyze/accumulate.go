@@ -66,18 +66,34 @@ func (a *accumulator) add(r *trace.Record, file int) {
 		return
 	}
 	d := a.dists
-	d["ttft"].Add(float64(q.TTFTNs))
 	d["e2el"].Add(float64(q.E2ELNs))
+	d["corrected_e2el"].Add(float64(q.CorrectedE2ELNs))
+	d["queue"].Add(float64(q.QueueNs))
+	d["send_delay"].Add(float64(q.SendDelayNs))
+	if q.NonStreaming {
+		// The body's tokens count where it arrived; it has no TTFT, no
+		// gaps and no stream messages for the peak bins.
+		a.addTokens(r.EventNs[0], q.OutputTokens)
+		return
+	}
+	d["ttft"].Add(float64(q.TTFTNs))
 	if q.OutputTokens > 1 {
 		d["tpot"].Add(q.TPOTNs)
 		d["itl_request_mean"].Add(q.ITLMeanNs)
 	}
 	a.reqs[len(a.reqs)-1].evOff = len(a.eventTimes)
 	d["corrected_ttft"].Add(float64(q.CorrectedTTFTNs))
-	d["corrected_e2el"].Add(float64(q.CorrectedE2ELNs))
-	d["queue"].Add(float64(q.QueueNs))
-	d["send_delay"].Add(float64(q.SendDelayNs))
 	a.addEvents(r.EventNs, r.EventTokens)
+}
+
+// addTokens counts n output tokens at time t in the 1 s token bins.
+func (a *accumulator) addTokens(t int64, n int32) {
+	b := int(min(max(t/nsPerSec, 0), maxSeriesBins-1))
+	if b >= len(a.tokBins) {
+		a.tokBins = grow(a.tokBins, b)
+		a.msgBins = grow(a.msgBins, b)
+	}
+	a.tokBins[b] += float64(n)
 }
 
 // addEvents is the per-event hot loop: ITL samples, time bins and the

@@ -390,3 +390,60 @@ func TestInspectAndAnalyzeMediansAgree(t *testing.T) {
 	near(t, "median E2EL", rs.E2ELms.P50, s.E2EL.Median)
 	near(t, "mean E2EL", rs.E2ELms.Mean, s.E2EL.Mean)
 }
+
+// A non-streaming request (its one event is the body) counts as completed
+// in vLLM's block with its E2EL and tokens, and adds no TTFT, TPOT or ITL.
+func TestNonStreaming(t *testing.T) {
+	stream := rec("s", 0, 0, 0, 0, 400, 200, "", 10, 10, 3, -1, [2]int64{100, 1}, [2]int64{200, 1}, [2]int64{300, 1})
+	whole := rec("n", 0, 0, 0, 50, 600, 200, "", 20, 20, 7, -1, [2]int64{550, 7})
+	whole.NonStreaming, whole.TokensExact = true, true
+	p := writeRecording(t, t.TempDir(), "ns.parquet", trace.RunMeta{}, []trace.Record{stream, whole})
+	s, err := Files([]string{p}, Options{Metrics: allMetrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Completed != 2 || s.Failed != 0 || s.NonStreaming != 1 || s.TotalOutput != 10 || s.TotalInput != 30 {
+		t.Fatalf("completed %d (non-streaming %d) failed %d output %d input %d", s.Completed, s.NonStreaming, s.Failed, s.TotalOutput, s.TotalInput)
+	}
+	if s.TTFT.Count != 1 || s.TPOT.Count != 1 || s.ITL.Count != 2 || s.E2EL.Count != 2 || s.ITLRequestMean.Count != 1 || s.CorrectedTTFT.Count != 1 {
+		t.Errorf("counts ttft %d tpot %d itl %d e2el %d", s.TTFT.Count, s.TPOT.Count, s.ITL.Count, s.E2EL.Count)
+	}
+	near(t, "mean ttft", s.TTFT.Mean, 100)
+	near(t, "mean e2el", s.E2EL.Mean, (300+500)/2.0)
+	near(t, "peak output (stream messages only)", s.MaxOutputTokensPerS, 3)
+	if s.MaxConcurrentRequests != 2 {
+		t.Errorf("peak concurrency %d, want 2", s.MaxConcurrentRequests)
+	}
+	if got := s.Series.OutputTokens[0]; got != 10 {
+		t.Errorf("tokens in the first second %v, want 10", got)
+	}
+	if s.Turns[0].Completed != 2 || s.Turns[0].MeanTTFTms != 100 || s.MultiTurn.Rows[0].Count != 1 || s.MultiTurn.Rows[2].Count != 2 {
+		t.Errorf("per turn %+v, multi-turn ttft count %d latency count %d", s.Turns[0], s.MultiTurn.Rows[0].Count, s.MultiTurn.Rows[2].Count)
+	}
+	q := s.Reqs[1]
+	if !q.NonStreaming || !q.Success || q.TTFTNs != 0 || q.TPOTNs != 0 || q.E2ELNs != 500*ms || q.OutputTokens != 7 {
+		t.Errorf("derived %+v", q)
+	}
+	var js bytes.Buffer
+	if err := s.WriteJSON(&js, true); err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	json.Unmarshal(js.Bytes(), &got)
+	if itls := got["itls"].([]any); len(itls[1].([]any)) != 0 {
+		t.Errorf("non-streaming itls %v", itls[1])
+	}
+	var text bytes.Buffer
+	s.WriteText(&text)
+	if !strings.Contains(text.String(), "Non-streaming completed:                 1") {
+		t.Errorf("text does not count the non-streaming request:\n%s", text.String())
+	}
+	dir := t.TempDir()
+	if err := s.WritePerRequest(filepath.Join(dir, "r.parquet")); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := ReadPerRequest(filepath.Join(dir, "r.parquet"))
+	if err != nil || !rows[1].NonStreaming || rows[0].NonStreaming || rows[1].TTFTms != 0 || rows[1].E2ELms != 500 {
+		t.Errorf("per-request rows %+v, %v", rows, err)
+	}
+}

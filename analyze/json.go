@@ -101,7 +101,7 @@ func (s *Summary) addDetail(r map[string]any) {
 // requestGaps returns a successful request's event gaps in seconds, or
 // none when the run was too large to keep event times.
 func (s *Summary) requestGaps(q *Request) []float64 {
-	if s.eventTimes == nil || q.evOff+int(q.Events) > len(s.eventTimes) {
+	if q.NonStreaming || s.eventTimes == nil || q.evOff+int(q.Events) > len(s.eventTimes) {
 		return []float64{}
 	}
 	ts := s.eventTimes[q.evOff : q.evOff+int(q.Events)]

@@ -33,8 +33,10 @@ func (s *Summary) multiTurn(succ []*Request) {
 	rows := []DescribeRow{{Name: "ttft_ms"}, {Name: "tpot_ms"}, {Name: "latency_ms"},
 		{Name: "input_num_turns"}, {Name: "input_num_tokens"}, {Name: "output_num_tokens"}, {Name: "output_num_chunks"}}
 	for _, q := range succ {
-		rows[0].values = append(rows[0].values, float64(q.TTFTNs)/1e6)
-		if q.OutputTokens > 1 {
+		if !q.NonStreaming {
+			rows[0].values = append(rows[0].values, float64(q.TTFTNs)/1e6)
+		}
+		if q.OutputTokens > 1 && !q.NonStreaming {
 			rows[1].values = append(rows[1].values, q.TPOTNs/1e6)
 		}
 		rows[2].values = append(rows[2].values, float64(q.E2ELNs)/1e6)

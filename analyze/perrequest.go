@@ -43,6 +43,7 @@ type RequestRow struct {
 	SendDelayMs     float64 `parquet:"send_delay_ms"`
 	CorrectedTTFTms float64 `parquet:"corrected_ttft_ms"`
 	CorrectedE2ELms float64 `parquet:"corrected_e2el_ms"`
+	NonStreaming    bool    `parquet:"non_streaming"` // sent with "stream": false: no TTFT, TPOT or ITL (0)
 }
 
 func (s *Summary) row(q *Request) RequestRow {
@@ -55,7 +56,7 @@ func (s *Summary) row(q *Request) RequestRow {
 		Events: q.Events, PromptTokens: q.PromptTokens, OutputTokens: q.OutputTokens, CachedTokens: q.CachedTokens,
 		TTFTms: f(q.TTFTNs), TPOTms: q.TPOTNs / 1e6, ITLMeanms: q.ITLMeanNs / 1e6, E2ELms: f(q.E2ELNs),
 		QueueMs: f(q.QueueNs), SendDelayMs: f(q.SendDelayNs),
-		CorrectedTTFTms: f(q.CorrectedTTFTNs), CorrectedE2ELms: f(q.CorrectedE2ELNs),
+		CorrectedTTFTms: f(q.CorrectedTTFTNs), CorrectedE2ELms: f(q.CorrectedE2ELNs), NonStreaming: q.NonStreaming,
 	}
 }
 

@@ -27,6 +27,11 @@ type Request struct {
 	Status    int32
 	ErrorKind string // "" on success; ErrNoEvents or http_status when the record had none
 
+	// NonStreaming marks a request sent with "stream": false: its one event
+	// is the whole body, so it has E2EL and output tokens but no TTFT, ITL
+	// or TPOT (all 0 here, and left out of those distributions).
+	NonStreaming bool
+
 	IntendedNs, SlotNs, SentNs, DoneNs int64
 	FirstNs, LastNs                    int64 // first and last event; 0 without events
 	Events                             int32
@@ -59,7 +64,7 @@ func Derive(r *trace.Record, file int) Request {
 	q := Request{
 		RequestID: r.RequestID, ConversationID: r.ConversationID, Turn: r.Turn,
 		Shard: r.Shard, Attempt: r.Attempt, Warmup: r.Warmup, Target: r.Target, File: file,
-		Status: r.Status, ErrorKind: r.ErrorKind,
+		Status: r.Status, ErrorKind: r.ErrorKind, NonStreaming: r.NonStreaming,
 		IntendedNs: r.IntendedNs, SlotNs: r.SlotNs, SentNs: r.SentNs, DoneNs: r.DoneNs,
 		Events:       int32(len(r.EventNs)),
 		PromptTokens: r.PromptTokens,
@@ -84,7 +89,9 @@ func Derive(r *trace.Record, file int) Request {
 		q.E2ELNs = q.LastNs - q.SentNs
 		q.CorrectedTTFTNs = q.FirstNs - q.IntendedNs
 		q.CorrectedE2ELNs = q.LastNs - q.IntendedNs
-		if q.OutputTokens > 1 {
+		if r.NonStreaming {
+			q.TTFTNs, q.CorrectedTTFTNs = 0, 0
+		} else if q.OutputTokens > 1 {
 			q.TPOTNs = float64(q.E2ELNs-q.TTFTNs) / float64(q.OutputTokens-1)
 			q.ITLMeanNs = float64(q.LastNs-q.FirstNs) / float64(q.OutputTokens-1)
 		}

@@ -23,7 +23,7 @@ func (s *Summary) series(tok, msg []float64) {
 	se.Messages = append(msg, make([]float64, n-len(msg))...)
 	se.Completed, se.Errors, se.Concurrency = make([]float64, n), make([]float64, n), make([]float64, n)
 	se.TTFTMeanMs, se.E2ELMeanMs, se.E2ELMaxMs = make([]float64, n), make([]float64, n), make([]float64, n)
-	sent := make([]float64, n)
+	sent, sentTTFT := make([]float64, n), make([]float64, n)
 	bin := func(t int64) int { return int(min(max(t/nsPerSec, 0), int64(n-1))) }
 	for i := range s.Reqs {
 		q := &s.Reqs[i]
@@ -42,13 +42,16 @@ func (s *Summary) series(tok, msg []float64) {
 		se.Completed[bin(end)]++
 		b := bin(q.SentNs)
 		sent[b]++
-		se.TTFTMeanMs[b] += float64(q.TTFTNs) / 1e6
+		if !q.NonStreaming {
+			sentTTFT[b]++
+			se.TTFTMeanMs[b] += float64(q.TTFTNs) / 1e6
+		}
 		e := float64(q.E2ELNs) / 1e6
 		se.E2ELMeanMs[b] += e
 		se.E2ELMaxMs[b] = max(se.E2ELMaxMs[b], e)
 	}
 	for b := range sent {
-		se.TTFTMeanMs[b] = ratio(se.TTFTMeanMs[b], sent[b])
+		se.TTFTMeanMs[b] = ratio(se.TTFTMeanMs[b], sentTTFT[b])
 		se.E2ELMeanMs[b] = ratio(se.E2ELMeanMs[b], sent[b])
 	}
 }

@@ -48,6 +48,7 @@ type Summary struct {
 	Duration float64 `json:"duration_s"`
 
 	Completed             int     `json:"completed"`
+	NonStreaming          int     `json:"non_streaming_completed"` // of Completed: E2EL and tokens only
 	Failed                int     `json:"failed"`
 	TotalInput            int64   `json:"total_input_tokens"`
 	TotalOutput           int64   `json:"total_output_tokens"`
@@ -116,6 +117,9 @@ func (a *accumulator) finish(files []FileInfo) *Summary {
 		}
 		succ = append(succ, q)
 		s.Completed++
+		if q.NonStreaming {
+			s.NonStreaming++
+		}
 		s.TotalInput += int64(q.PromptTokens)
 		s.TotalOutput += int64(q.OutputTokens)
 		if s.Options.Goodput.good(q) {

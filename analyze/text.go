@@ -122,6 +122,9 @@ func (s *Summary) writeExtras(b *bufio.Writer) {
 		fmt.Fprintf(b, "%-40s %d (window %s)\n", "Excluded (outside window):", s.ExcludedByWindow, s.Options.Window)
 	}
 	fmt.Fprintf(b, "%-40s %d\n", "Recordings:", len(s.Files))
+	if s.NonStreaming > 0 {
+		fmt.Fprintf(b, "%-40s %d (E2EL and tokens only: no TTFT, TPOT or ITL)\n", "Non-streaming completed:", s.NonStreaming)
+	}
 	fmt.Fprintf(b, "%-40s %s\n", "ITL definition in the block above:", s.Options.ITL)
 	if s.Approximate {
 		fmt.Fprintf(b, "NOTE: more than %d samples in a distribution: its percentiles come from a histogram (relative error <= %.1f%%)\n",

@@ -39,6 +39,9 @@ func (a *accumulator) peakOutput(succ []*Request) float64 {
 		// bin's share of them with two binary searches, not one division
 		// per event.
 		for _, q := range succ {
+			if q.NonStreaming {
+				continue
+			}
 			ts := a.eventTimes[q.evOff : q.evOff+int(q.Events)]
 			i, _ := slices.BinarySearch(ts, m)
 			for i < len(ts) {
