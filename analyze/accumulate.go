@@ -57,7 +57,7 @@ func (a *accumulator) add(r *trace.Record, file int) {
 		a.outWindow++
 		return
 	}
-	q := Derive(r, file)
+	q := Derive(r, file, a.opts)
 	a.reqs = append(a.reqs, q)
 	if !q.Success {
 		if _, ok := a.errMsg[q.ErrorKind]; !ok {

@@ -69,6 +69,7 @@ func (s *Summary) JSON(detailed bool) map[string]any {
 		"window":         s.Options.Window.String(),
 		"include_warmup": s.Options.IncludeWarmup,
 		"itl":            s.Options.ITL.String(),
+		"success":        s.Options.Success.String(),
 		"percentiles":    s.Options.Percentiles,
 		"metrics":        s.Options.Metrics,
 		"goodput":        s.Options.Goodput,

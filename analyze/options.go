@@ -42,6 +42,37 @@ func ParseITLMode(s string) (ITLMode, error) {
 	return 0, fmt.Errorf("--itl %q: expected per-event, per-token or request-mean", s)
 }
 
+// SuccessRule decides which requests count as completed.
+type SuccessRule int
+
+const (
+	// SuccessVLLM is vLLM bench serve's rule: HTTP 200, at least one event
+	// with choices, and no exception in its client; a stream that ended
+	// cleanly without data: [DONE] is a success.
+	SuccessVLLM SuccessRule = iota
+	// SuccessStrict also requires data: [DONE] (and takes any 2xx).
+	SuccessStrict
+)
+
+var successNames = [...]string{"vllm", "strict"}
+
+func (r SuccessRule) String() string {
+	if int(r) < len(successNames) {
+		return successNames[r]
+	}
+	return fmt.Sprintf("SuccessRule(%d)", int(r))
+}
+
+// ParseSuccessRule parses vllm or strict.
+func ParseSuccessRule(s string) (SuccessRule, error) {
+	for i, n := range successNames {
+		if s == n {
+			return SuccessRule(i), nil
+		}
+	}
+	return 0, fmt.Errorf("--success %q: expected vllm or strict", s)
+}
+
 // Metric names accepted by Options.Metrics, in vLLM's print order.
 var allMetrics = []string{"ttft", "tpot", "itl", "e2el"}
 
@@ -190,6 +221,7 @@ type Options struct {
 	Percentiles   []float64 // default [99]
 	Metrics       []string  // default ttft, tpot, itl
 	ITL           ITLMode
+	Success       SuccessRule
 	// MaxExactSamples bounds each distribution before it switches to a
 	// histogram; 0 means DefaultMaxExactSamples.
 	MaxExactSamples int

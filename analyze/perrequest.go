@@ -44,6 +44,7 @@ type RequestRow struct {
 	CorrectedTTFTms float64 `parquet:"corrected_ttft_ms"`
 	CorrectedE2ELms float64 `parquet:"corrected_e2el_ms"`
 	NonStreaming    bool    `parquet:"non_streaming"` // sent with "stream": false: no TTFT, TPOT or ITL (0)
+	Truncated       bool    `parquet:"truncated"`     // the stream ended without data: [DONE] (success says what the rule made of it)
 }
 
 func (s *Summary) row(q *Request) RequestRow {
@@ -57,6 +58,7 @@ func (s *Summary) row(q *Request) RequestRow {
 		TTFTms: f(q.TTFTNs), TPOTms: q.TPOTNs / 1e6, ITLMeanms: q.ITLMeanNs / 1e6, E2ELms: f(q.E2ELNs),
 		QueueMs: f(q.QueueNs), SendDelayMs: f(q.SendDelayNs),
 		CorrectedTTFTms: f(q.CorrectedTTFTNs), CorrectedE2ELms: f(q.CorrectedE2ELNs), NonStreaming: q.NonStreaming,
+		Truncated: q.Truncated,
 	}
 }
 

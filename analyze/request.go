@@ -1,6 +1,8 @@
 package analyze
 
 import (
+	"strings"
+
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -22,10 +24,20 @@ type Request struct {
 	Target         string
 	File           int // index into Summary.Files
 
-	// Success is vLLM's: no error, a 2xx status and at least one event.
-	Success   bool
+	// Success follows Options.Success. vLLM's rule (the default): HTTP 200,
+	// at least one event, and the request ended without what vLLM's client
+	// sees as an exception, so a stream that ended cleanly without
+	// data: [DONE] succeeds. The strict rule also fails that stream.
+	Success bool
+	// Truncated marks a stream that ended without data: [DONE] (error kind
+	// stream_truncated), whatever the rule made of it.
+	Truncated bool
 	Status    int32
-	ErrorKind string // "" on success; ErrNoEvents or http_status when the record had none
+	// ErrorKind is the record's ("" when it had none; ErrNoEvents or
+	// http_status when it had none but failed). A truncated stream counted
+	// as a success keeps stream_truncated here.
+	ErrorKind    string
+	ErrorMessage string
 
 	// NonStreaming marks a request sent with "stream": false: its one event
 	// is the whole body, so it has E2EL and output tokens but no TTFT, ITL
@@ -58,10 +70,10 @@ type Request struct {
 	evOff int // index of its first event in accumulator.eventTimes
 }
 
-// Derive computes the metrics of one record. Its times must already be
-// aligned; file is recorded as Request.File.
-func Derive(r *trace.Record, file int) Request {
-	q := Request{
+// Derive computes the metrics of one record under opts' definitions. Its
+// times must already be aligned; file is recorded as Request.File.
+func Derive(r *trace.Record, file int, opts Options) Request {
+	q := Request{ErrorMessage: r.ErrorMessage, Truncated: r.ErrorKind == trace.ErrStreamTruncated,
 		RequestID: r.RequestID, ConversationID: r.ConversationID, Turn: r.Turn,
 		Shard: r.Shard, Attempt: r.Attempt, Warmup: r.Warmup, Target: r.Target, File: file,
 		Status: r.Status, ErrorKind: r.ErrorKind, NonStreaming: r.NonStreaming,
@@ -96,17 +108,40 @@ func Derive(r *trace.Record, file int) Request {
 			q.ITLMeanNs = float64(q.LastNs-q.FirstNs) / float64(q.OutputTokens-1)
 		}
 	}
-	ok2xx := r.Status >= 200 && r.Status < 300
-	switch {
-	case q.ErrorKind != "":
-	case !ok2xx:
-		q.ErrorKind = trace.ErrHTTPStatus
-	case len(r.EventNs) == 0:
-		q.ErrorKind = ErrNoEvents
-	default:
-		q.Success = true
+	q.Success = opts.Success.succeeded(r)
+	if !q.Success && q.ErrorKind == "" {
+		if r.Status/100 != 2 || (opts.Success == SuccessVLLM && r.Status != 200) {
+			q.ErrorKind = trace.ErrHTTPStatus
+		} else {
+			q.ErrorKind = ErrNoEvents
+		}
 	}
 	return q
+}
+
+// succeeded applies the rule to a record.
+func (rule SuccessRule) succeeded(r *trace.Record) bool {
+	if len(r.EventNs) == 0 {
+		return false
+	}
+	if rule == SuccessStrict {
+		return r.ErrorKind == "" && r.Status/100 == 2
+	}
+	return r.Status == 200 && (r.ErrorKind == "" || EndedCleanly(r))
+}
+
+// cleanEndPrefix starts the message record.Stream.Fill gives a stream whose
+// body ended without data: [DONE] and without a read error; a broken
+// connection is recorded as "reading the stream after N events: ...".
+const cleanEndPrefix = "the body ended after "
+
+// EndedCleanly reports whether a stream_truncated record's body ended
+// without an error (the server closed the response properly, only
+// data: [DONE] was missing): vLLM's client raises no exception there and
+// counts the request as a success. A connection broken mid-body is an
+// exception (aiohttp's payload error), so a failure under both rules.
+func EndedCleanly(r *trace.Record) bool {
+	return r.ErrorKind == trace.ErrStreamTruncated && strings.HasPrefix(r.ErrorMessage, cleanEndPrefix)
 }
 
 // endNs is when the request stopped occupying the client: DoneNs, or its

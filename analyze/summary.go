@@ -47,8 +47,13 @@ type Summary struct {
 	EndNs    int64   `json:"end_ns"`
 	Duration float64 `json:"duration_s"`
 
-	Completed             int     `json:"completed"`
-	NonStreaming          int     `json:"non_streaming_completed"` // of Completed: E2EL and tokens only
+	Completed    int `json:"completed"`
+	NonStreaming int `json:"non_streaming_completed"` // of Completed: E2EL and tokens only
+	// Truncated counts the analyzed streams that ended without
+	// data: [DONE]; TruncatedCompleted those of them counted as completed
+	// (vLLM's rule: the body ended cleanly after at least one event).
+	Truncated             int     `json:"truncated"`
+	TruncatedCompleted    int     `json:"truncated_completed"`
 	Failed                int     `json:"failed"`
 	TotalInput            int64   `json:"total_input_tokens"`
 	TotalOutput           int64   `json:"total_output_tokens"`
@@ -111,6 +116,12 @@ func (a *accumulator) finish(files []FileInfo) *Summary {
 	var succ []*Request
 	for i := range a.reqs {
 		q := &a.reqs[i]
+		if q.Truncated {
+			s.Truncated++
+			if q.Success {
+				s.TruncatedCompleted++
+			}
+		}
 		if !q.Success {
 			s.Failed++
 			continue

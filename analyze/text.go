@@ -126,6 +126,11 @@ func (s *Summary) writeExtras(b *bufio.Writer) {
 		fmt.Fprintf(b, "%-40s %d (E2EL and tokens only: no TTFT, TPOT or ITL)\n", "Non-streaming completed:", s.NonStreaming)
 	}
 	fmt.Fprintf(b, "%-40s %s\n", "ITL definition in the block above:", s.Options.ITL)
+	fmt.Fprintf(b, "%-40s %s\n", "Success rule:", s.Options.Success)
+	if s.Truncated > 0 {
+		fmt.Fprintf(b, "%-40s %d (%d counted as completed: %s)\n", "Streams ended without [DONE]:", s.Truncated, s.TruncatedCompleted,
+			map[bool]string{true: "vLLM's rule; --success strict fails them", false: "none ended cleanly"}[s.TruncatedCompleted > 0 && s.Options.Success == SuccessVLLM])
+	}
 	if s.Approximate {
 		fmt.Fprintf(b, "NOTE: more than %d samples in a distribution: its percentiles come from a histogram (relative error <= %.1f%%)\n",
 			s.Options.MaxExactSamples, HistRelErr*100)

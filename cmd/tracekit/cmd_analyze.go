@@ -19,6 +19,7 @@ type analyzeFlags struct {
 	percentiles   string
 	metrics       string
 	itl           string
+	success       string
 	maxExact      int
 }
 
@@ -29,6 +30,7 @@ func (f *analyzeFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.percentiles, "percentiles", "99", "percentiles to report, comma-separated (vLLM --metric-percentiles)")
 	fs.StringVar(&f.metrics, "metrics", "ttft,tpot,itl", "metrics of the vLLM block: ttft,tpot,itl,e2el (vLLM --percentile-metrics)")
 	fs.StringVar(&f.itl, "itl", "per-event", "ITL definition: per-event (vLLM), per-token (GenAI-Perf) or request-mean (guidellm)")
+	fs.StringVar(&f.success, "success", "vllm", "which requests count as completed: vllm (HTTP 200, at least one event, no transport error: a stream that ended cleanly without [DONE] counts) or strict (also requires [DONE])")
 	fs.IntVar(&f.maxExact, "max-exact-samples", analyze.DefaultMaxExactSamples, "samples per distribution kept exactly before switching to a histogram (0.1% relative error)")
 }
 
@@ -49,6 +51,9 @@ func (f *analyzeFlags) options() (analyze.Options, error) {
 		return o, err
 	}
 	if o.ITL, err = analyze.ParseITLMode(f.itl); err != nil {
+		return o, err
+	}
+	if o.Success, err = analyze.ParseSuccessRule(f.success); err != nil {
 		return o, err
 	}
 	return o, nil
