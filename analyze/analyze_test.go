@@ -447,3 +447,29 @@ func TestNonStreaming(t *testing.T) {
 		t.Errorf("per-request rows %+v, %v", rows, err)
 	}
 }
+
+// --start slot measures TTFT and E2EL from slot_ns (vLLM's st: before the
+// request is built and sent) instead of sent_ns.
+func TestStartSlot(t *testing.T) {
+	p := writeRecording(t, t.TempDir(), "run.parquet", trace.RunMeta{}, handRecords())
+	sent, err := Files([]string{p}, Options{Metrics: allMetrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot, err := Files([]string{p}, Options{Metrics: allMetrics, Start: StartSlot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// r1 got its slot at 950 ms and was sent at 1000 ms; r2 and r6 at once.
+	near(t, "mean ttft from sent", sent.TTFT.Mean, (100+500+100)/3.0)
+	near(t, "mean ttft from slot", slot.TTFT.Mean, (150+500+100)/3.0)
+	near(t, "mean e2el from slot", slot.E2EL.Mean, (350+500+1100)/3.0)
+	if q := slot.Reqs[0]; q.StartNs != 950*ms || q.TTFTNs != 150*ms || q.SendDelayNs != 50*ms {
+		t.Errorf("r1 from slot: %+v", q)
+	}
+	var b bytes.Buffer
+	slot.WriteText(&b)
+	if !strings.Contains(b.String(), "slot_ns (vLLM's st") {
+		t.Error("the text does not say which start was used")
+	}
+}

@@ -70,6 +70,7 @@ func (s *Summary) JSON(detailed bool) map[string]any {
 		"include_warmup": s.Options.IncludeWarmup,
 		"itl":            s.Options.ITL.String(),
 		"success":        s.Options.Success.String(),
+		"start":          s.Options.Start.String(),
 		"percentiles":    s.Options.Percentiles,
 		"metrics":        s.Options.Metrics,
 		"goodput":        s.Options.Goodput,

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tracekit/tracekit/trace"
 )
 
 // ITLMode selects the definition of inter-token latency used for the
@@ -71,6 +73,47 @@ func ParseSuccessRule(s string) (SuccessRule, error) {
 		}
 	}
 	return 0, fmt.Errorf("--success %q: expected vllm or strict", s)
+}
+
+// StartMode is the start a request's latencies are measured from.
+type StartMode int
+
+const (
+	// StartSent is sent_ns: when replay's write of the request's bytes
+	// completed (the body built, the connection set up).
+	StartSent StartMode = iota
+	// StartSlot is slot_ns: when the request got its concurrency slot,
+	// before its body was built and sent: the stamp closest to vLLM's st
+	// (time.perf_counter() taken just before its client builds and posts
+	// the request).
+	StartSlot
+)
+
+var startNames = [...]string{"sent", "slot"}
+
+func (m StartMode) String() string {
+	if int(m) < len(startNames) {
+		return startNames[m]
+	}
+	return fmt.Sprintf("StartMode(%d)", int(m))
+}
+
+// of returns a record's start under m.
+func (m StartMode) of(r *trace.Record) int64 {
+	if m == StartSlot {
+		return r.SlotNs
+	}
+	return r.SentNs
+}
+
+// ParseStartMode parses sent or slot.
+func ParseStartMode(s string) (StartMode, error) {
+	for i, n := range startNames {
+		if s == n {
+			return StartMode(i), nil
+		}
+	}
+	return 0, fmt.Errorf("--start %q: expected sent or slot", s)
 }
 
 // Metric names accepted by Options.Metrics, in vLLM's print order.
@@ -222,6 +265,7 @@ type Options struct {
 	Metrics       []string  // default ttft, tpot, itl
 	ITL           ITLMode
 	Success       SuccessRule
+	Start         StartMode
 	// MaxExactSamples bounds each distribution before it switches to a
 	// histogram; 0 means DefaultMaxExactSamples.
 	MaxExactSamples int

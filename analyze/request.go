@@ -45,8 +45,11 @@ type Request struct {
 	NonStreaming bool
 
 	IntendedNs, SlotNs, SentNs, DoneNs int64
-	FirstNs, LastNs                    int64 // first and last event; 0 without events
-	Events                             int32
+	// StartNs is the start latencies are measured from (Options.Start):
+	// SentNs by default, SlotNs for vLLM's st.
+	StartNs         int64
+	FirstNs, LastNs int64 // first and last event; 0 without events
+	Events          int32
 
 	// PromptTokens is usage.prompt_tokens, else the trace's input_tokens.
 	PromptTokens int32
@@ -55,8 +58,8 @@ type Request struct {
 	OutputTokens int32
 	CachedTokens int32 // -1 when not reported
 
-	TTFTNs int64   // FirstNs - SentNs
-	E2ELNs int64   // LastNs - SentNs
+	TTFTNs int64   // FirstNs - StartNs
+	E2ELNs int64   // LastNs - StartNs
 	TPOTNs float64 // (E2EL - TTFT) / (OutputTokens - 1); 0 when OutputTokens <= 1
 	// ITLMeanNs is guidellm's request ITL: (LastNs - FirstNs) /
 	// (OutputTokens - 1); 0 when OutputTokens <= 1.
@@ -77,7 +80,7 @@ func Derive(r *trace.Record, file int, opts Options) Request {
 		RequestID: r.RequestID, ConversationID: r.ConversationID, Turn: r.Turn,
 		Shard: r.Shard, Attempt: r.Attempt, Warmup: r.Warmup, Target: r.Target, File: file,
 		Status: r.Status, ErrorKind: r.ErrorKind, NonStreaming: r.NonStreaming,
-		IntendedNs: r.IntendedNs, SlotNs: r.SlotNs, SentNs: r.SentNs, DoneNs: r.DoneNs,
+		IntendedNs: r.IntendedNs, SlotNs: r.SlotNs, SentNs: r.SentNs, DoneNs: r.DoneNs, StartNs: opts.Start.of(r),
 		Events:       int32(len(r.EventNs)),
 		PromptTokens: r.PromptTokens,
 		OutputTokens: r.CompletionTokens,
@@ -97,8 +100,8 @@ func Derive(r *trace.Record, file int, opts Options) Request {
 	}
 	if n := len(r.EventNs); n > 0 {
 		q.FirstNs, q.LastNs = r.EventNs[0], r.EventNs[n-1]
-		q.TTFTNs = q.FirstNs - q.SentNs
-		q.E2ELNs = q.LastNs - q.SentNs
+		q.TTFTNs = q.FirstNs - q.StartNs
+		q.E2ELNs = q.LastNs - q.StartNs
 		q.CorrectedTTFTNs = q.FirstNs - q.IntendedNs
 		q.CorrectedE2ELNs = q.LastNs - q.IntendedNs
 		if r.NonStreaming {

@@ -28,9 +28,9 @@ func (s *Summary) series(tok, msg []float64) {
 	for i := range s.Reqs {
 		q := &s.Reqs[i]
 		end := q.endNs()
-		// Time-weighted concurrency: add the overlap of [SentNs, end) with each bin.
-		for b := bin(q.SentNs); b <= bin(end) && end > q.SentNs; b++ {
-			lo, hi := max(q.SentNs, int64(b)*nsPerSec), min(end, int64(b+1)*nsPerSec)
+		// Time-weighted concurrency: add the overlap of [StartNs, end) with each bin.
+		for b := bin(q.StartNs); b <= bin(end) && end > q.StartNs; b++ {
+			lo, hi := max(q.StartNs, int64(b)*nsPerSec), min(end, int64(b+1)*nsPerSec)
 			if hi > lo {
 				se.Concurrency[b] += float64(hi-lo) / 1e9
 			}
@@ -40,7 +40,7 @@ func (s *Summary) series(tok, msg []float64) {
 			continue
 		}
 		se.Completed[bin(end)]++
-		b := bin(q.SentNs)
+		b := bin(q.StartNs)
 		sent[b]++
 		if !q.NonStreaming {
 			sentTTFT[b]++

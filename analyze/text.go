@@ -127,6 +127,7 @@ func (s *Summary) writeExtras(b *bufio.Writer) {
 	}
 	fmt.Fprintf(b, "%-40s %s\n", "ITL definition in the block above:", s.Options.ITL)
 	fmt.Fprintf(b, "%-40s %s\n", "Success rule:", s.Options.Success)
+	fmt.Fprintf(b, "%-40s %s\n", "Latencies measured from:", map[StartMode]string{StartSent: "sent_ns (request written)", StartSlot: "slot_ns (vLLM's st: before the request is built and sent)"}[s.Options.Start])
 	if s.Truncated > 0 {
 		fmt.Fprintf(b, "%-40s %d (%d counted as completed: %s)\n", "Streams ended without [DONE]:", s.Truncated, s.TruncatedCompleted,
 			map[bool]string{true: "vLLM's rule; --success strict fails them", false: "none ended cleanly"}[s.TruncatedCompleted > 0 && s.Options.Success == SuccessVLLM])

@@ -20,9 +20,9 @@ func (a *accumulator) peakOutput(succ []*Request) float64 {
 	if len(succ) == 0 {
 		return 0
 	}
-	m := succ[0].SentNs
+	m := succ[0].StartNs
 	for _, q := range succ {
-		m = min(m, q.SentNs)
+		m = min(m, q.StartNs)
 	}
 	var counts []int64 // 1 s bins from m
 	var best int64
@@ -74,7 +74,7 @@ func peakConcurrency(succ []*Request) int {
 	starts := make([]int64, len(succ))
 	ends := make([]int64, len(succ))
 	for i, q := range succ {
-		starts[i], ends[i] = q.SentNs, q.SentNs+q.E2ELNs
+		starts[i], ends[i] = q.StartNs, q.StartNs+q.E2ELNs
 	}
 	slices.Sort(starts)
 	slices.Sort(ends)
