@@ -14,6 +14,10 @@ type accumulator struct {
 	// eventTimes holds the event times of successful requests for vLLM's
 	// peak-throughput bins; past the limit msBins (1 ms counts) take over.
 	eventTimes []int64
+	// failTimes holds the event times of failed requests that streamed
+	// some (vLLM keeps their partial TTFT and ITL in its detailed lists),
+	// up to MaxExactSamples.
+	failTimes []int64
 	msBins     []int32
 	tokBins    []float64 // output tokens per 1 s bin
 	msgBins    []float64
@@ -62,6 +66,12 @@ func (a *accumulator) add(r *trace.Record, file int) {
 	if !q.Success {
 		if _, ok := a.errMsg[q.ErrorKind]; !ok {
 			a.errMsg[q.ErrorKind] = r.ErrorMessage
+		}
+		if len(r.EventNs) > 0 && len(a.failTimes)+len(r.EventNs) <= a.opts.MaxExactSamples {
+			a.reqs[len(a.reqs)-1].evOff = len(a.failTimes)
+			a.failTimes = append(a.failTimes, r.EventNs...)
+		} else {
+			a.reqs[len(a.reqs)-1].evOff = -1
 		}
 		return
 	}

@@ -70,7 +70,7 @@ type Request struct {
 	CorrectedTTFTNs int64 // FirstNs - IntendedNs (coordinated omission corrected)
 	CorrectedE2ELNs int64 // LastNs - IntendedNs
 
-	evOff int // index of its first event in accumulator.eventTimes
+	evOff int // index of its first event in accumulator.eventTimes (success) or failTimes (-1: not kept)
 }
 
 // Derive computes the metrics of one record under opts' definitions. Its

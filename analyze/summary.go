@@ -102,6 +102,7 @@ type Summary struct {
 
 	dists      map[string]*Dist // by metric name, for CDFs
 	eventTimes []int64          // of successful requests, nil when past the limit
+	failTimes  []int64          // of failed requests, see accumulator
 }
 
 // finish computes the aggregates.
@@ -109,7 +110,7 @@ func (a *accumulator) finish(files []FileInfo) *Summary {
 	if a.reserved != nil { // no row was added
 		a.reserved()
 	}
-	s := &Summary{Files: files, Options: a.opts, Reqs: a.reqs, dists: a.dists, eventTimes: a.eventTimes,
+	s := &Summary{Files: files, Options: a.opts, Reqs: a.reqs, dists: a.dists, eventTimes: a.eventTimes, failTimes: a.failTimes,
 		ExcludedWarmup: a.sawWarmup, ExcludedByWindow: a.outWindow, Requests: len(a.reqs)}
 	s.describeRun()
 	s.span(a.sawWarmup > 0)
