@@ -76,7 +76,7 @@ func TestHandComputed(t *testing.T) {
 	dir := t.TempDir()
 	p := writeRecording(t, dir, "run.parquet", trace.RunMeta{StartWallNs: 1_700_000_000e9}, handRecords())
 	s, err := Files([]string{p}, Options{Percentiles: []float64{50, 99}, Metrics: []string{"ttft", "tpot", "itl", "e2el"},
-		Goodput: SLO{TTFTms: 200, TPOTms: 100}})
+		Goodput: SLO{TTFTms: Limit(200), TPOTms: Limit(100)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,5 +471,31 @@ func TestStartSlot(t *testing.T) {
 	slot.WriteText(&b)
 	if !strings.Contains(b.String(), "slot_ns (vLLM's st") {
 		t.Error("the text does not say which start was used")
+	}
+}
+
+// A goodput SLO of 0 is a limit, as in vLLM: only requests at or below 0
+// meet it (a TPOT of 0: one-token answers), and the goodput row is printed.
+func TestGoodputZeroSLO(t *testing.T) {
+	slo, err := ParseGoodput([]string{"tpot:0"})
+	if err != nil || slo.TPOTms == nil || *slo.TPOTms != 0 {
+		t.Fatalf("tpot:0 parsed as %+v, %v", slo, err)
+	}
+	if _, err := ParseGoodput([]string{"ttft:-1"}); err == nil {
+		t.Error("a negative SLO must be refused")
+	}
+	p := writeRecording(t, t.TempDir(), "run.parquet", trace.RunMeta{}, handRecords())
+	s, err := Files([]string{p}, Options{Goodput: slo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Of r1, r2, r6 only r2 (one output token, TPOT 0) meets tpot <= 0.
+	if s.GoodCompleted != 1 {
+		t.Errorf("good %d, want 1", s.GoodCompleted)
+	}
+	var b bytes.Buffer
+	s.WriteText(&b)
+	if !strings.Contains(b.String(), "Request goodput (req/s):") || jsonOf(t, s, false)["request_goodput"] == nil {
+		t.Error("a zero SLO must still report goodput")
 	}
 }

@@ -175,15 +175,19 @@ func ParseWindow(s string) (Window, error) {
 }
 
 // SLO is vLLM's goodput configuration: a request is good when every set
-// limit holds (value <= limit). Zero means not set.
+// limit holds (value <= limit). Nil means not set; 0 is a limit (as in
+// vLLM, which accepts any non-negative value: only a value <= 0 meets it).
 type SLO struct {
-	TTFTms float64 `json:"ttft,omitempty"`
-	TPOTms float64 `json:"tpot,omitempty"`
-	E2ELms float64 `json:"e2el,omitempty"`
+	TTFTms *float64 `json:"ttft,omitempty"`
+	TPOTms *float64 `json:"tpot,omitempty"`
+	E2ELms *float64 `json:"e2el,omitempty"`
 }
 
+// Limit returns ms as an SLO limit.
+func Limit(ms float64) *float64 { return &ms }
+
 // IsZero reports whether no SLO is set.
-func (s SLO) IsZero() bool { return s == SLO{} }
+func (s SLO) IsZero() bool { return s.TTFTms == nil && s.TPOTms == nil && s.E2ELms == nil }
 
 // ParseGoodput parses vLLM's "KEY:MS" pairs (ttft, tpot, e2el), each item
 // possibly holding several pairs separated by spaces or commas.
@@ -196,16 +200,16 @@ func ParseGoodput(items []string) (SLO, error) {
 				return SLO{}, fmt.Errorf("--goodput %q: expected KEY:MS (ttft, tpot or e2el)", kv)
 			}
 			ms, err := strconv.ParseFloat(v, 64)
-			if err != nil || ms <= 0 || math.IsInf(ms, 0) {
-				return SLO{}, fmt.Errorf("--goodput %q: %q is not a positive number of milliseconds", kv, v)
+			if err != nil || ms < 0 || math.IsInf(ms, 0) || math.IsNaN(ms) {
+				return SLO{}, fmt.Errorf("--goodput %q: %q is not a non-negative number of milliseconds", kv, v)
 			}
 			switch k {
 			case "ttft":
-				slo.TTFTms = ms
+				slo.TTFTms = Limit(ms)
 			case "tpot":
-				slo.TPOTms = ms
+				slo.TPOTms = Limit(ms)
 			case "e2el":
-				slo.E2ELms = ms
+				slo.E2ELms = Limit(ms)
 			default:
 				return SLO{}, fmt.Errorf("--goodput %q: unknown metric %q, expected ttft, tpot or e2el", kv, k)
 			}

@@ -8,9 +8,9 @@ import (
 // a request with output_len <= 1 counts as 0.
 func (o SLO) good(q *Request) bool {
 	const ms = 1e6
-	return (o.TTFTms == 0 || float64(q.TTFTNs) <= o.TTFTms*ms) &&
-		(o.TPOTms == 0 || q.TPOTNs <= o.TPOTms*ms) &&
-		(o.E2ELms == 0 || float64(q.E2ELNs) <= o.E2ELms*ms)
+	return (o.TTFTms == nil || float64(q.TTFTNs) <= *o.TTFTms*ms) &&
+		(o.TPOTms == nil || q.TPOTNs <= *o.TPOTms*ms) &&
+		(o.E2ELms == nil || float64(q.E2ELNs) <= *o.E2ELms*ms)
 }
 
 // peakOutput is vLLM's peak output throughput: the events of successful
