@@ -18,12 +18,12 @@ type accumulator struct {
 	// some (vLLM keeps their partial TTFT and ITL in its detailed lists),
 	// up to MaxExactSamples.
 	failTimes []int64
-	msBins     []int32
-	tokBins    []float64 // output tokens per 1 s bin
-	msgBins    []float64
-	sawWarmup  int
-	outWindow  int
-	errMsg     map[string]string
+	msBins    []int32
+	tokBins   []float64 // output tokens per 1 s bin
+	msgBins   []float64
+	sawWarmup int
+	outWindow int
+	errMsg    map[string]string
 	// expectRows is the number of rows the caller will add (0: unknown);
 	// after the first rows it sizes the per-event slices once, instead of
 	// letting append copy them at every doubling.
