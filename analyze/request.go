@@ -70,6 +70,19 @@ type Request struct {
 	CorrectedTTFTNs int64 // FirstNs - IntendedNs (coordinated omission corrected)
 	CorrectedE2ELNs int64 // LastNs - IntendedNs
 
+	// The inputs of vLLM multi-turn's statistics (its client's view): the
+	// first event carrying content tokens and its tokens, the events that
+	// carried content, the tokens of all events (the client's count, unless
+	// tokens_exact) and the trace's count of the prompt (history included).
+	// MultiTurnValid is that client's success: HTTP 200, no transport
+	// error, and (streaming) a content chunk.
+	FirstContentNs     int64
+	FirstContentTokens int32
+	ContentEvents      int32
+	ClientOutputTokens int32
+	InputTokens        int32
+	MultiTurnValid     bool
+
 	evOff int // index of its first event in accumulator.eventTimes (success) or failTimes (-1: not kept)
 }
 
@@ -88,6 +101,17 @@ func Derive(r *trace.Record, file int, opts Options) Request {
 		QueueNs:      r.SlotNs - r.IntendedNs,
 		SendDelayNs:  r.SentNs - r.SlotNs,
 	}
+	q.InputTokens = r.InputTokens
+	for i, n := range r.EventTokens {
+		q.ClientOutputTokens += n
+		if n > 0 {
+			if q.ContentEvents == 0 {
+				q.FirstContentNs, q.FirstContentTokens = r.EventNs[i], n
+			}
+			q.ContentEvents++
+		}
+	}
+	q.MultiTurnValid = r.Status == 200 && (r.ErrorKind == "" || EndedCleanly(r)) && (r.NonStreaming || q.ContentEvents > 0)
 	if q.PromptTokens < 0 {
 		q.PromptTokens = r.InputTokens
 	}

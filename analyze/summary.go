@@ -152,7 +152,7 @@ func (a *accumulator) finish(files []FileInfo) *Summary {
 	s.MaxConcurrentRequests = peakConcurrency(succ)
 	s.errors(a.errMsg)
 	s.cacheAndTurns()
-	s.multiTurn(succ)
+	s.multiTurn()
 	s.series(a.tokBins, a.msgBins)
 	s.health()
 	wg.Wait()
