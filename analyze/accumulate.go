@@ -36,7 +36,7 @@ type accumulator struct {
 func newAccumulator(opts Options) *accumulator {
 	opts = opts.withDefaults()
 	a := &accumulator{opts: opts, dists: map[string]*Dist{}, errMsg: map[string]string{}}
-	for _, m := range []string{"ttft", "tpot", "e2el", "itl", "itl_per_token", "itl_request_mean",
+	for _, m := range []string{"ttft", "tpot", "e2el", "itl", "itl_per_token", "itl_request_mean", "itl_first_content",
 		"corrected_ttft", "corrected_e2el", "queue", "send_delay"} {
 		a.dists[m] = newDist(opts.MaxExactSamples)
 	}
@@ -90,6 +90,9 @@ func (a *accumulator) add(r *trace.Record, file int) {
 	if q.OutputTokens > 1 {
 		d["tpot"].Add(q.TPOTNs)
 		d["itl_request_mean"].Add(q.ITLMeanNs)
+		if q.ContentEvents > 0 {
+			d["itl_first_content"].Add(q.ITLContentNs)
+		}
 	}
 	a.reqs[len(a.reqs)-1].evOff = len(a.eventTimes)
 	d["corrected_ttft"].Add(float64(q.CorrectedTTFTNs))

@@ -504,3 +504,28 @@ func TestGoodputZeroSLO(t *testing.T) {
 		t.Error("a zero SLO must still report goodput")
 	}
 }
+
+// Each ITL definition is labelled with the tool that uses it; guidellm's
+// starts at the first content chunk, so it differs from AIPerf's request
+// mean when a role-only chunk comes first.
+func TestITLDefinitionsLabelled(t *testing.T) {
+	p := writeRecording(t, t.TempDir(), "run.parquet", trace.RunMeta{}, handRecords())
+	s, err := Files([]string{p}, Options{ITL: ITLFirstContent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	near(t, "AIPerf request mean", s.ITLRequestMean.Mean, (200.0/4+1000.0/3)/2)
+	near(t, "guidellm first-content mean", s.ITLFirstContent.Mean, (150.0/4+900.0/3)/2)
+	near(t, "headline ITL", s.ITL.Mean, s.ITLFirstContent.Mean)
+	var b bytes.Buffer
+	s.WriteText(&b)
+	for _, want := range []string{"per-event gap (vLLM bench serve)", "per-token gap/tokens (GenAI-Perf)", "request mean (AIPerf 0.8)",
+		"first-content mean (guidellm)", "ITL definition in the block above:       first-content: first-content mean (guidellm)"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("text lacks %q", want)
+		}
+	}
+	if m, err := ParseITLMode("first-content"); err != nil || m != ITLFirstContent {
+		t.Errorf("parse: %v %v", m, err)
+	}
+}

@@ -139,8 +139,8 @@ func (s *Summary) charts() []chart {
 			s.cdf("TTFT from send", colorA, s.dists["ttft"]),
 			s.cdf("TTFT from intended", colorB, s.dists["corrected_ttft"])}},
 		{"itl-cdf", "ITL distribution (CDF)", "ITL (ms)", "fraction", []chartSeries{
-			s.cdf("per event (vLLM)", colorA, s.dists["itl"]),
-			s.cdf("per token (GenAI-Perf)", colorB, s.dists["itl_per_token"])}},
+			s.cdf(itlLabels[ITLPerEvent], colorA, s.dists["itl"]),
+			s.cdf(itlLabels[ITLPerToken], colorB, s.dists["itl_per_token"])}},
 		{"latency-time", "Latency over time (by send second)", "time (s)", "ms", []chartSeries{
 			perSecond("TTFT mean", colorA, se.TTFTMeanMs),
 			perSecond("E2EL mean", colorC, se.E2ELMeanMs),

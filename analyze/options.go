@@ -15,17 +15,26 @@ import (
 type ITLMode int
 
 const (
-	// ITLPerEvent is vLLM's: one sample per event gap, pooled.
+	// ITLPerEvent is vLLM bench serve's: one sample per event gap, pooled.
 	ITLPerEvent ITLMode = iota
 	// ITLPerToken is NVIDIA GenAI-Perf's: each gap divided by the tokens
 	// of the later event, one sample per event.
 	ITLPerToken
-	// ITLRequestMean is guidellm's: (last event - first event) /
-	// (output_len - 1), one sample per request with output_len > 1.
+	// ITLRequestMean is NVIDIA AIPerf's (0.8, GenAI-Perf's successor):
+	// (request latency - TTFT) / (output_len - 1) = (last event - first
+	// event) / (output_len - 1), one sample per request with output_len > 1.
 	ITLRequestMean
+	// ITLFirstContent is guidellm's: the same mean from the first to the
+	// last event that carried content tokens (a role-only first chunk does
+	// not start it), (last content - first content) / (output_len - 1).
+	ITLFirstContent
 )
 
-var itlModeNames = [...]string{"per-event", "per-token", "request-mean"}
+var itlModeNames = [...]string{"per-event", "per-token", "request-mean", "first-content"}
+
+// itlLabels name each definition with the tool that uses it.
+var itlLabels = [...]string{"per-event gap (vLLM bench serve)", "per-token gap/tokens (GenAI-Perf)",
+	"request mean (AIPerf 0.8)", "first-content mean (guidellm)"}
 
 func (m ITLMode) String() string {
 	if int(m) < len(itlModeNames) {
@@ -34,14 +43,14 @@ func (m ITLMode) String() string {
 	return fmt.Sprintf("ITLMode(%d)", int(m))
 }
 
-// ParseITLMode parses per-event, per-token or request-mean.
+// ParseITLMode parses per-event, per-token, request-mean or first-content.
 func ParseITLMode(s string) (ITLMode, error) {
 	for i, n := range itlModeNames {
 		if s == n {
 			return ITLMode(i), nil
 		}
 	}
-	return 0, fmt.Errorf("--itl %q: expected per-event, per-token or request-mean", s)
+	return 0, fmt.Errorf("--itl %q: expected per-event, per-token, request-mean or first-content", s)
 }
 
 // SuccessRule decides which requests count as completed.

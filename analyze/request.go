@@ -61,9 +61,10 @@ type Request struct {
 	TTFTNs int64   // FirstNs - StartNs
 	E2ELNs int64   // LastNs - StartNs
 	TPOTNs float64 // (E2EL - TTFT) / (OutputTokens - 1); 0 when OutputTokens <= 1
-	// ITLMeanNs is guidellm's request ITL: (LastNs - FirstNs) /
-	// (OutputTokens - 1); 0 when OutputTokens <= 1.
-	ITLMeanNs float64
+	// ITLMeanNs is AIPerf's request ITL: (LastNs - FirstNs) /
+	// (OutputTokens - 1); ITLContentNs guidellm's, from the first to the last
+	// event with content tokens. 0 when OutputTokens <= 1.
+	ITLMeanNs, ITLContentNs float64
 
 	QueueNs         int64 // SlotNs - IntendedNs: waiting for a concurrency slot
 	SendDelayNs     int64 // SentNs - SlotNs: the client's own delay in sending (body building, connection set-up, write)
@@ -77,6 +78,7 @@ type Request struct {
 	// MultiTurnValid is that client's success: HTTP 200, no transport
 	// error, and (streaming) a content chunk.
 	FirstContentNs     int64
+	LastContentNs      int64
 	FirstContentTokens int32
 	ContentEvents      int32
 	ClientOutputTokens int32
@@ -108,6 +110,7 @@ func Derive(r *trace.Record, file int, opts Options) Request {
 			if q.ContentEvents == 0 {
 				q.FirstContentNs, q.FirstContentTokens = r.EventNs[i], n
 			}
+			q.LastContentNs = r.EventNs[i]
 			q.ContentEvents++
 		}
 	}
@@ -133,6 +136,7 @@ func Derive(r *trace.Record, file int, opts Options) Request {
 		} else if q.OutputTokens > 1 {
 			q.TPOTNs = float64(q.E2ELNs-q.TTFTNs) / float64(q.OutputTokens-1)
 			q.ITLMeanNs = float64(q.LastNs-q.FirstNs) / float64(q.OutputTokens-1)
+			q.ITLContentNs = float64(q.LastContentNs-q.FirstContentNs) / float64(q.OutputTokens-1)
 		}
 	}
 	q.Success = opts.Success.succeeded(r)

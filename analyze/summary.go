@@ -72,9 +72,10 @@ type Summary struct {
 	E2EL Stats `json:"e2el"`
 
 	// ITL under each definition.
-	ITLPerEvent    Stats `json:"itl_per_event"`
-	ITLPerToken    Stats `json:"itl_per_token"`
-	ITLRequestMean Stats `json:"itl_request_mean"`
+	ITLPerEvent     Stats `json:"itl_per_event"`
+	ITLPerToken     Stats `json:"itl_per_token"`
+	ITLRequestMean  Stats `json:"itl_request_mean"`
+	ITLFirstContent Stats `json:"itl_first_content"`
 
 	// Coordinated-omission view: latency from the intended send time,
 	// queue time for a concurrency slot, and the client's send delay.
@@ -156,7 +157,7 @@ func (a *accumulator) finish(files []FileInfo) *Summary {
 	s.series(a.tokBins, a.msgBins)
 	s.health()
 	wg.Wait()
-	s.ITL = [...]Stats{s.ITLPerEvent, s.ITLPerToken, s.ITLRequestMean}[s.Options.ITL]
+	s.ITL = [...]Stats{s.ITLPerEvent, s.ITLPerToken, s.ITLRequestMean, s.ITLFirstContent}[s.Options.ITL]
 	return s
 }
 
@@ -186,7 +187,8 @@ func (s *Summary) stats(wg *sync.WaitGroup) {
 	targets := map[string]*Stats{
 		"ttft": &s.TTFT, "tpot": &s.TPOT, "e2el": &s.E2EL,
 		"itl": &s.ITLPerEvent, "itl_per_token": &s.ITLPerToken, "itl_request_mean": &s.ITLRequestMean,
-		"corrected_ttft": &s.CorrectedTTFT, "corrected_e2el": &s.CorrectedE2EL,
+		"itl_first_content": &s.ITLFirstContent,
+		"corrected_ttft":    &s.CorrectedTTFT, "corrected_e2el": &s.CorrectedE2EL,
 		"queue": &s.Queue, "send_delay": &s.SendDelay,
 	}
 	for name, dst := range targets {
@@ -204,7 +206,7 @@ func (s *Summary) stats(wg *sync.WaitGroup) {
 
 // itlDist is the distribution behind the headline ITL.
 func (s *Summary) itlDist() *Dist {
-	return s.dists[[...]string{"itl", "itl_per_token", "itl_request_mean"}[s.Options.ITL]]
+	return s.dists[[...]string{"itl", "itl_per_token", "itl_request_mean", "itl_first_content"}[s.Options.ITL]]
 }
 
 func ratio(a, b float64) float64 {

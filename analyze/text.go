@@ -125,7 +125,7 @@ func (s *Summary) writeExtras(b *bufio.Writer) {
 	if s.NonStreaming > 0 {
 		fmt.Fprintf(b, "%-40s %d (E2EL and tokens only: no TTFT, TPOT or ITL)\n", "Non-streaming completed:", s.NonStreaming)
 	}
-	fmt.Fprintf(b, "%-40s %s\n", "ITL definition in the block above:", s.Options.ITL)
+	fmt.Fprintf(b, "%-40s %s: %s\n", "ITL definition in the block above:", s.Options.ITL, itlLabels[s.Options.ITL])
 	fmt.Fprintf(b, "%-40s %s\n", "Success rule:", s.Options.Success)
 	fmt.Fprintf(b, "%-40s %s\n", "Latencies measured from:", map[StartMode]string{StartSent: "sent_ns (request written)", StartSlot: "slot_ns (vLLM's st: before the request is built and sent)"}[s.Options.Start])
 	if s.Truncated > 0 {
@@ -139,9 +139,9 @@ func (s *Summary) writeExtras(b *bufio.Writer) {
 
 	fmt.Fprintln(b, center("ITL by definition (ms)", '-', 50))
 	s.statsHeader(b, "definition")
-	statsRow(b, "per-event gap (vLLM)", s.ITLPerEvent)
-	statsRow(b, "per-token gap/tokens (GenAI-Perf)", s.ITLPerToken)
-	statsRow(b, "request mean (guidellm)", s.ITLRequestMean)
+	for i, st := range []Stats{s.ITLPerEvent, s.ITLPerToken, s.ITLRequestMean, s.ITLFirstContent} {
+		statsRow(b, itlLabels[i], st)
+	}
 
 	fmt.Fprintln(b, center("Latency from intended send (ms)", '-', 50))
 	s.statsHeader(b, "metric")
