@@ -7,9 +7,14 @@ type Series struct {
 	Completed    []float64 `json:"completed_per_s"`     // successful requests ending in the bin
 	Errors       []float64 `json:"errors_per_s"`        // failed requests ending in the bin
 	Concurrency  []float64 `json:"concurrency"`         // time-averaged requests in flight
-	TTFTMeanMs   []float64 `json:"ttft_mean_ms"`        // of successful requests sent in the bin, NaN-free (0 when none)
+	TTFTMeanMs   []float64 `json:"ttft_mean_ms"`        // of successful requests sent in the bin, NaN-free (0 when none: see the counts)
 	E2ELMeanMs   []float64 `json:"e2el_mean_ms"`
 	E2ELMaxMs    []float64 `json:"e2el_max_ms"`
+	// SentOK and SentTTFT count the successful requests sent in the bin
+	// behind the E2EL and TTFT means (the streaming ones for TTFT): a bin
+	// where they are 0 has no latency, not a latency of 0.
+	SentOK   []float64 `json:"sent_ok_per_s"`
+	SentTTFT []float64 `json:"sent_ttft_per_s"`
 }
 
 // series fills the 1 s time series.
@@ -54,4 +59,5 @@ func (s *Summary) series(tok, msg []float64) {
 		se.TTFTMeanMs[b] = ratio(se.TTFTMeanMs[b], sentTTFT[b])
 		se.E2ELMeanMs[b] = ratio(se.E2ELMeanMs[b], sent[b])
 	}
+	se.SentOK, se.SentTTFT = sent, sentTTFT
 }

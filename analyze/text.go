@@ -132,6 +132,9 @@ func (s *Summary) writeExtras(b *bufio.Writer) {
 		fmt.Fprintf(b, "%-40s %d (%d counted as completed: %s)\n", "Streams ended without [DONE]:", s.Truncated, s.TruncatedCompleted,
 			map[bool]string{true: "vLLM's rule; --success strict fails them", false: "none ended cleanly"}[s.TruncatedCompleted > 0 && s.Options.Success == SuccessVLLM])
 	}
+	if n := s.PeakNote(); n != "" {
+		fmt.Fprintln(b, "NOTE: "+n)
+	}
 	if s.Approximate {
 		fmt.Fprintf(b, "NOTE: more than %d samples in a distribution: its percentiles come from a histogram (relative error <= %.1f%%)\n",
 			s.Options.MaxExactSamples, HistRelErr*100)

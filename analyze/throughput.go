@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"fmt"
 	"slices"
 )
 
@@ -11,6 +12,21 @@ func (o SLO) good(q *Request) bool {
 	return (o.TTFTms == nil || float64(q.TTFTNs) <= *o.TTFTms*ms) &&
 		(o.TPOTms == nil || q.TPOTNs <= *o.TPOTms*ms) &&
 		(o.E2ELms == nil || float64(q.E2ELNs) <= *o.E2ELms*ms)
+}
+
+// PeakNote explains a peak output throughput below the average output
+// throughput, which vLLM's definition gives (it counts stream messages,
+// not tokens, in whole 1 s bins from the first start); empty otherwise.
+func (s *Summary) PeakNote() string {
+	if s.MaxOutputTokensPerS >= s.OutputThroughput || s.Completed == 0 {
+		return ""
+	}
+	why := "its messages carry several tokens each"
+	if s.Duration < 1 {
+		why = fmt.Sprintf("the run (%.2f s) is shorter than one bin", s.Duration)
+	}
+	return fmt.Sprintf("peak output throughput %.2f is below the average %.2f tok/s: vLLM's peak counts stream messages (not tokens) in whole 1 s bins from the first start, and %s",
+		s.MaxOutputTokensPerS, s.OutputThroughput, why)
 }
 
 // peakOutput is vLLM's peak output throughput: the events of successful
