@@ -14,12 +14,16 @@ type accumulator struct {
 	// eventTimes holds the event times of successful requests for vLLM's
 	// peak-throughput bins; past the limit msBins (1 ms counts) take over.
 	eventTimes []int64
-	msBins     []int32
-	tokBins    []float64 // output tokens per 1 s bin
-	msgBins    []float64
-	sawWarmup  int
-	outWindow  int
-	errMsg     map[string]string
+	// failTimes holds the event times of failed requests that streamed
+	// some (vLLM keeps their partial TTFT and ITL in its detailed lists),
+	// up to MaxExactSamples.
+	failTimes []int64
+	msBins    []int32
+	tokBins   []float64 // output tokens per 1 s bin
+	msgBins   []float64
+	sawWarmup int
+	outWindow int
+	errMsg    map[string]string
 	// expectRows is the number of rows the caller will add (0: unknown);
 	// after the first rows it sizes the per-event slices once, instead of
 	// letting append copy them at every doubling.
@@ -32,7 +36,7 @@ type accumulator struct {
 func newAccumulator(opts Options) *accumulator {
 	opts = opts.withDefaults()
 	a := &accumulator{opts: opts, dists: map[string]*Dist{}, errMsg: map[string]string{}}
-	for _, m := range []string{"ttft", "tpot", "e2el", "itl", "itl_per_token", "itl_request_mean",
+	for _, m := range []string{"ttft", "tpot", "e2el", "itl", "itl_per_token", "itl_request_mean", "itl_first_content",
 		"corrected_ttft", "corrected_e2el", "queue", "send_delay"} {
 		a.dists[m] = newDist(opts.MaxExactSamples)
 	}
@@ -57,27 +61,52 @@ func (a *accumulator) add(r *trace.Record, file int) {
 		a.outWindow++
 		return
 	}
-	q := Derive(r, file)
+	q := Derive(r, file, a.opts)
 	a.reqs = append(a.reqs, q)
 	if !q.Success {
 		if _, ok := a.errMsg[q.ErrorKind]; !ok {
 			a.errMsg[q.ErrorKind] = r.ErrorMessage
 		}
+		if len(r.EventNs) > 0 && len(a.failTimes)+len(r.EventNs) <= a.opts.MaxExactSamples {
+			a.reqs[len(a.reqs)-1].evOff = len(a.failTimes)
+			a.failTimes = append(a.failTimes, r.EventNs...)
+		} else {
+			a.reqs[len(a.reqs)-1].evOff = -1
+		}
 		return
 	}
 	d := a.dists
-	d["ttft"].Add(float64(q.TTFTNs))
 	d["e2el"].Add(float64(q.E2ELNs))
-	if q.OutputTokens > 1 {
-		d["tpot"].Add(q.TPOTNs)
-		d["itl_request_mean"].Add(q.ITLMeanNs)
-	}
-	a.reqs[len(a.reqs)-1].evOff = len(a.eventTimes)
-	d["corrected_ttft"].Add(float64(q.CorrectedTTFTNs))
 	d["corrected_e2el"].Add(float64(q.CorrectedE2ELNs))
 	d["queue"].Add(float64(q.QueueNs))
 	d["send_delay"].Add(float64(q.SendDelayNs))
+	if q.NonStreaming {
+		// The body's tokens count where it arrived; it has no TTFT, no
+		// gaps and no stream messages for the peak bins.
+		a.addTokens(r.EventNs[0], q.OutputTokens)
+		return
+	}
+	d["ttft"].Add(float64(q.TTFTNs))
+	if q.OutputTokens > 1 {
+		d["tpot"].Add(q.TPOTNs)
+		d["itl_request_mean"].Add(q.ITLMeanNs)
+		if q.ContentEvents > 0 {
+			d["itl_first_content"].Add(q.ITLContentNs)
+		}
+	}
+	a.reqs[len(a.reqs)-1].evOff = len(a.eventTimes)
+	d["corrected_ttft"].Add(float64(q.CorrectedTTFTNs))
 	a.addEvents(r.EventNs, r.EventTokens)
+}
+
+// addTokens counts n output tokens at time t in the 1 s token bins.
+func (a *accumulator) addTokens(t int64, n int32) {
+	b := int(min(max(t/nsPerSec, 0), maxSeriesBins-1))
+	if b >= len(a.tokBins) {
+		a.tokBins = grow(a.tokBins, b)
+		a.msgBins = grow(a.msgBins, b)
+	}
+	a.tokBins[b] += float64(n)
 }
 
 // addEvents is the per-event hot loop: ITL samples, time bins and the

@@ -21,15 +21,20 @@
 // perrequest.go and compare.go.
 //
 // Definitions are vLLM `bench serve`'s by default (see Derive and Summary):
-// TTFT = first event - sent, ITL = successive event gaps pooled over
-// successful requests, E2EL = last event - sent, TPOT = (E2EL - TTFT) /
-// (output_len - 1), statistics with numpy's linear percentile.
+// success is vLLM's client's (HTTP 200, an event, no transport error: a
+// stream that ended cleanly without [DONE] counts; Options.Success), TTFT
+// = first event - start (sent_ns, or slot_ns for vLLM's st:
+// Options.Start), ITL = successive event gaps pooled over successful
+// requests (Options.ITL names the other tools' definitions), E2EL = last
+// event - start, TPOT = (E2EL - TTFT) / (output_len - 1), statistics with
+// numpy's linear percentile. The multi-turn table uses vLLM multi-turn's
+// client's definitions instead (multiturn.go).
 //
 // Memory: exact percentiles need every sample, 8 bytes per request for each
 // per-request distribution and 8 bytes per token event for each per-event
 // one (per-event ITL, per-token ITL, event times for the peak-throughput
 // bins: 24 bytes per event in all, sized up front from the files' footers),
-// plus one Request (~200 bytes) per request, plus one decoded row group. When a distribution passes Options.MaxExactSamples it switches to
+// plus one Request (~320 bytes) per request, plus one decoded row group. When a distribution passes Options.MaxExactSamples it switches to
 // a log-bucket histogram with relative error HistRelErr (0.1%), and the
 // peak-throughput bins switch to 1 ms resolution; Summary.Approximate says
 // so.

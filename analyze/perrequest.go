@@ -38,11 +38,14 @@ type RequestRow struct {
 	TTFTms          float64 `parquet:"ttft_ms"`
 	TPOTms          float64 `parquet:"tpot_ms"`
 	ITLMeanms       float64 `parquet:"itl_request_mean_ms"`
+	ITLContentms    float64 `parquet:"itl_first_content_ms"`
 	E2ELms          float64 `parquet:"e2el_ms"`
 	QueueMs         float64 `parquet:"queue_ms"`
 	SendDelayMs     float64 `parquet:"send_delay_ms"`
 	CorrectedTTFTms float64 `parquet:"corrected_ttft_ms"`
 	CorrectedE2ELms float64 `parquet:"corrected_e2el_ms"`
+	NonStreaming    bool    `parquet:"non_streaming"` // sent with "stream": false: no TTFT, TPOT or ITL (0)
+	Truncated       bool    `parquet:"truncated"`     // the stream ended without data: [DONE] (success says what the rule made of it)
 }
 
 func (s *Summary) row(q *Request) RequestRow {
@@ -53,9 +56,10 @@ func (s *Summary) row(q *Request) RequestRow {
 		Success: q.Success, Status: q.Status, ErrorKind: q.ErrorKind,
 		IntendedNs: q.IntendedNs, SlotNs: q.SlotNs, SentNs: q.SentNs, DoneNs: q.DoneNs,
 		Events: q.Events, PromptTokens: q.PromptTokens, OutputTokens: q.OutputTokens, CachedTokens: q.CachedTokens,
-		TTFTms: f(q.TTFTNs), TPOTms: q.TPOTNs / 1e6, ITLMeanms: q.ITLMeanNs / 1e6, E2ELms: f(q.E2ELNs),
+		TTFTms: f(q.TTFTNs), TPOTms: q.TPOTNs / 1e6, ITLMeanms: q.ITLMeanNs / 1e6, ITLContentms: q.ITLContentNs / 1e6, E2ELms: f(q.E2ELNs),
 		QueueMs: f(q.QueueNs), SendDelayMs: f(q.SendDelayNs),
-		CorrectedTTFTms: f(q.CorrectedTTFTNs), CorrectedE2ELms: f(q.CorrectedE2ELNs),
+		CorrectedTTFTms: f(q.CorrectedTTFTNs), CorrectedE2ELms: f(q.CorrectedE2ELNs), NonStreaming: q.NonStreaming,
+		Truncated: q.Truncated,
 	}
 }
 

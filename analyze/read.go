@@ -112,7 +112,7 @@ func files(paths []string, opts Options, columns bool) (*Summary, error) {
 // columns are the recording columns the metrics read (trace.ScanOptions).
 var scanColumns = []string{"request_id", "conversation_id", "target", "error_kind", "error_message",
 	"turn", "shard", "attempt", "status", "input_tokens", "prompt_tokens", "completion_tokens", "cached_tokens",
-	"intended_ns", "slot_ns", "sent_ns", "headers_ns", "done_ns", "warmup", "event_ns", "event_tokens"}
+	"intended_ns", "slot_ns", "sent_ns", "headers_ns", "done_ns", "warmup", "event_ns", "event_tokens", "non_streaming"}
 
 // input is one recording opened for one pass by trace's column scanner.
 type input struct {

@@ -7,9 +7,14 @@ type Series struct {
 	Completed    []float64 `json:"completed_per_s"`     // successful requests ending in the bin
 	Errors       []float64 `json:"errors_per_s"`        // failed requests ending in the bin
 	Concurrency  []float64 `json:"concurrency"`         // time-averaged requests in flight
-	TTFTMeanMs   []float64 `json:"ttft_mean_ms"`        // of successful requests sent in the bin, NaN-free (0 when none)
+	TTFTMeanMs   []float64 `json:"ttft_mean_ms"`        // of successful requests sent in the bin, NaN-free (0 when none: see the counts)
 	E2ELMeanMs   []float64 `json:"e2el_mean_ms"`
 	E2ELMaxMs    []float64 `json:"e2el_max_ms"`
+	// SentOK and SentTTFT count the successful requests sent in the bin
+	// behind the E2EL and TTFT means (the streaming ones for TTFT): a bin
+	// where they are 0 has no latency, not a latency of 0.
+	SentOK   []float64 `json:"sent_ok_per_s"`
+	SentTTFT []float64 `json:"sent_ttft_per_s"`
 }
 
 // series fills the 1 s time series.
@@ -23,14 +28,14 @@ func (s *Summary) series(tok, msg []float64) {
 	se.Messages = append(msg, make([]float64, n-len(msg))...)
 	se.Completed, se.Errors, se.Concurrency = make([]float64, n), make([]float64, n), make([]float64, n)
 	se.TTFTMeanMs, se.E2ELMeanMs, se.E2ELMaxMs = make([]float64, n), make([]float64, n), make([]float64, n)
-	sent := make([]float64, n)
+	sent, sentTTFT := make([]float64, n), make([]float64, n)
 	bin := func(t int64) int { return int(min(max(t/nsPerSec, 0), int64(n-1))) }
 	for i := range s.Reqs {
 		q := &s.Reqs[i]
 		end := q.endNs()
-		// Time-weighted concurrency: add the overlap of [SentNs, end) with each bin.
-		for b := bin(q.SentNs); b <= bin(end) && end > q.SentNs; b++ {
-			lo, hi := max(q.SentNs, int64(b)*nsPerSec), min(end, int64(b+1)*nsPerSec)
+		// Time-weighted concurrency: add the overlap of [StartNs, end) with each bin.
+		for b := bin(q.StartNs); b <= bin(end) && end > q.StartNs; b++ {
+			lo, hi := max(q.StartNs, int64(b)*nsPerSec), min(end, int64(b+1)*nsPerSec)
 			if hi > lo {
 				se.Concurrency[b] += float64(hi-lo) / 1e9
 			}
@@ -40,15 +45,19 @@ func (s *Summary) series(tok, msg []float64) {
 			continue
 		}
 		se.Completed[bin(end)]++
-		b := bin(q.SentNs)
+		b := bin(q.StartNs)
 		sent[b]++
-		se.TTFTMeanMs[b] += float64(q.TTFTNs) / 1e6
+		if !q.NonStreaming {
+			sentTTFT[b]++
+			se.TTFTMeanMs[b] += float64(q.TTFTNs) / 1e6
+		}
 		e := float64(q.E2ELNs) / 1e6
 		se.E2ELMeanMs[b] += e
 		se.E2ELMaxMs[b] = max(se.E2ELMaxMs[b], e)
 	}
 	for b := range sent {
-		se.TTFTMeanMs[b] = ratio(se.TTFTMeanMs[b], sent[b])
+		se.TTFTMeanMs[b] = ratio(se.TTFTMeanMs[b], sentTTFT[b])
 		se.E2ELMeanMs[b] = ratio(se.E2ELMeanMs[b], sent[b])
 	}
+	se.SentOK, se.SentTTFT = sent, sentTTFT
 }

@@ -47,7 +47,13 @@ type Summary struct {
 	EndNs    int64   `json:"end_ns"`
 	Duration float64 `json:"duration_s"`
 
-	Completed             int     `json:"completed"`
+	Completed    int `json:"completed"`
+	NonStreaming int `json:"non_streaming_completed"` // of Completed: E2EL and tokens only
+	// Truncated counts the analyzed streams that ended without
+	// data: [DONE]; TruncatedCompleted those of them counted as completed
+	// (vLLM's rule: the body ended cleanly after at least one event).
+	Truncated             int     `json:"truncated"`
+	TruncatedCompleted    int     `json:"truncated_completed"`
 	Failed                int     `json:"failed"`
 	TotalInput            int64   `json:"total_input_tokens"`
 	TotalOutput           int64   `json:"total_output_tokens"`
@@ -66,9 +72,10 @@ type Summary struct {
 	E2EL Stats `json:"e2el"`
 
 	// ITL under each definition.
-	ITLPerEvent    Stats `json:"itl_per_event"`
-	ITLPerToken    Stats `json:"itl_per_token"`
-	ITLRequestMean Stats `json:"itl_request_mean"`
+	ITLPerEvent     Stats `json:"itl_per_event"`
+	ITLPerToken     Stats `json:"itl_per_token"`
+	ITLRequestMean  Stats `json:"itl_request_mean"`
+	ITLFirstContent Stats `json:"itl_first_content"`
 
 	// Coordinated-omission view: latency from the intended send time,
 	// queue time for a concurrency slot, and the client's send delay.
@@ -96,6 +103,7 @@ type Summary struct {
 
 	dists      map[string]*Dist // by metric name, for CDFs
 	eventTimes []int64          // of successful requests, nil when past the limit
+	failTimes  []int64          // of failed requests, see accumulator
 }
 
 // finish computes the aggregates.
@@ -103,19 +111,28 @@ func (a *accumulator) finish(files []FileInfo) *Summary {
 	if a.reserved != nil { // no row was added
 		a.reserved()
 	}
-	s := &Summary{Files: files, Options: a.opts, Reqs: a.reqs, dists: a.dists, eventTimes: a.eventTimes,
+	s := &Summary{Files: files, Options: a.opts, Reqs: a.reqs, dists: a.dists, eventTimes: a.eventTimes, failTimes: a.failTimes,
 		ExcludedWarmup: a.sawWarmup, ExcludedByWindow: a.outWindow, Requests: len(a.reqs)}
 	s.describeRun()
 	s.span(a.sawWarmup > 0)
 	var succ []*Request
 	for i := range a.reqs {
 		q := &a.reqs[i]
+		if q.Truncated {
+			s.Truncated++
+			if q.Success {
+				s.TruncatedCompleted++
+			}
+		}
 		if !q.Success {
 			s.Failed++
 			continue
 		}
 		succ = append(succ, q)
 		s.Completed++
+		if q.NonStreaming {
+			s.NonStreaming++
+		}
 		s.TotalInput += int64(q.PromptTokens)
 		s.TotalOutput += int64(q.OutputTokens)
 		if s.Options.Goodput.good(q) {
@@ -136,11 +153,11 @@ func (a *accumulator) finish(files []FileInfo) *Summary {
 	s.MaxConcurrentRequests = peakConcurrency(succ)
 	s.errors(a.errMsg)
 	s.cacheAndTurns()
-	s.multiTurn(succ)
+	s.multiTurn()
 	s.series(a.tokBins, a.msgBins)
 	s.health()
 	wg.Wait()
-	s.ITL = [...]Stats{s.ITLPerEvent, s.ITLPerToken, s.ITLRequestMean}[s.Options.ITL]
+	s.ITL = [...]Stats{s.ITLPerEvent, s.ITLPerToken, s.ITLRequestMean, s.ITLFirstContent}[s.Options.ITL]
 	return s
 }
 
@@ -170,7 +187,8 @@ func (s *Summary) stats(wg *sync.WaitGroup) {
 	targets := map[string]*Stats{
 		"ttft": &s.TTFT, "tpot": &s.TPOT, "e2el": &s.E2EL,
 		"itl": &s.ITLPerEvent, "itl_per_token": &s.ITLPerToken, "itl_request_mean": &s.ITLRequestMean,
-		"corrected_ttft": &s.CorrectedTTFT, "corrected_e2el": &s.CorrectedE2EL,
+		"itl_first_content": &s.ITLFirstContent,
+		"corrected_ttft":    &s.CorrectedTTFT, "corrected_e2el": &s.CorrectedE2EL,
 		"queue": &s.Queue, "send_delay": &s.SendDelay,
 	}
 	for name, dst := range targets {
@@ -188,7 +206,7 @@ func (s *Summary) stats(wg *sync.WaitGroup) {
 
 // itlDist is the distribution behind the headline ITL.
 func (s *Summary) itlDist() *Dist {
-	return s.dists[[...]string{"itl", "itl_per_token", "itl_request_mean"}[s.Options.ITL]]
+	return s.dists[[...]string{"itl", "itl_per_token", "itl_request_mean", "itl_first_content"}[s.Options.ITL]]
 }
 
 func ratio(a, b float64) float64 {

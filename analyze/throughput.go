@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"fmt"
 	"slices"
 )
 
@@ -8,9 +9,24 @@ import (
 // a request with output_len <= 1 counts as 0.
 func (o SLO) good(q *Request) bool {
 	const ms = 1e6
-	return (o.TTFTms == 0 || float64(q.TTFTNs) <= o.TTFTms*ms) &&
-		(o.TPOTms == 0 || q.TPOTNs <= o.TPOTms*ms) &&
-		(o.E2ELms == 0 || float64(q.E2ELNs) <= o.E2ELms*ms)
+	return (o.TTFTms == nil || float64(q.TTFTNs) <= *o.TTFTms*ms) &&
+		(o.TPOTms == nil || q.TPOTNs <= *o.TPOTms*ms) &&
+		(o.E2ELms == nil || float64(q.E2ELNs) <= *o.E2ELms*ms)
+}
+
+// PeakNote explains a peak output throughput below the average output
+// throughput, which vLLM's definition gives (it counts stream messages,
+// not tokens, in whole 1 s bins from the first start); empty otherwise.
+func (s *Summary) PeakNote() string {
+	if s.MaxOutputTokensPerS >= s.OutputThroughput || s.Completed == 0 {
+		return ""
+	}
+	why := "its messages carry several tokens each"
+	if s.Duration < 1 {
+		why = fmt.Sprintf("the run (%.2f s) is shorter than one bin", s.Duration)
+	}
+	return fmt.Sprintf("peak output throughput %.2f is below the average %.2f tok/s: vLLM's peak counts stream messages (not tokens) in whole 1 s bins from the first start, and %s",
+		s.MaxOutputTokensPerS, s.OutputThroughput, why)
 }
 
 // peakOutput is vLLM's peak output throughput: the events of successful
@@ -20,9 +36,9 @@ func (a *accumulator) peakOutput(succ []*Request) float64 {
 	if len(succ) == 0 {
 		return 0
 	}
-	m := succ[0].SentNs
+	m := succ[0].StartNs
 	for _, q := range succ {
-		m = min(m, q.SentNs)
+		m = min(m, q.StartNs)
 	}
 	var counts []int64 // 1 s bins from m
 	var best int64
@@ -39,6 +55,9 @@ func (a *accumulator) peakOutput(succ []*Request) float64 {
 		// bin's share of them with two binary searches, not one division
 		// per event.
 		for _, q := range succ {
+			if q.NonStreaming {
+				continue
+			}
 			ts := a.eventTimes[q.evOff : q.evOff+int(q.Events)]
 			i, _ := slices.BinarySearch(ts, m)
 			for i < len(ts) {
@@ -71,7 +90,7 @@ func peakConcurrency(succ []*Request) int {
 	starts := make([]int64, len(succ))
 	ends := make([]int64, len(succ))
 	for i, q := range succ {
-		starts[i], ends[i] = q.SentNs, q.SentNs+q.E2ELNs
+		starts[i], ends[i] = q.StartNs, q.StartNs+q.E2ELNs
 	}
 	slices.Sort(starts)
 	slices.Sort(ends)

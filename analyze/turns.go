@@ -47,7 +47,9 @@ func (s *Summary) cacheAndTurns() {
 			continue
 		}
 		t.Completed++
-		t.ttfts = append(t.ttfts, float64(q.TTFTNs)/1e6)
+		if !q.NonStreaming {
+			t.ttfts = append(t.ttfts, float64(q.TTFTNs)/1e6)
+		}
 		t.MeanTPOTms += q.TPOTNs / 1e6
 		t.MeanPrompt += float64(q.PromptTokens)
 		t.MeanOutput += float64(q.OutputTokens)
@@ -64,7 +66,7 @@ func (s *Summary) cacheAndTurns() {
 	for _, t := range byTurn {
 		n := float64(t.Completed)
 		slices.Sort(t.ttfts)
-		t.MeanTTFTms = ratio(sum(t.ttfts), n)
+		t.MeanTTFTms = ratio(sum(t.ttfts), float64(len(t.ttfts)))
 		t.P50TTFTms, t.P90TTFTms = Percentile(t.ttfts, 50), Percentile(t.ttfts, 90)
 		t.MeanTPOTms, t.MeanPrompt, t.MeanOutput = ratio(t.MeanTPOTms, n), ratio(t.MeanPrompt, n), ratio(t.MeanOutput, n)
 		t.MeanCached = ratio(float64(t.cached), float64(t.reporting))

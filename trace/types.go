@@ -107,8 +107,8 @@ type Record struct {
 	Target         string `parquet:"target" json:"target"` // base URL the request went to
 
 	IntendedNs int64 `parquet:"intended_ns" json:"intended_ns"`         // when the schedule wanted it sent
-	SlotNs     int64 `parquet:"slot_ns" json:"slot_ns"`                 // when it got a concurrency slot (queue time = SlotNs - IntendedNs)
-	SentNs     int64 `parquet:"sent_ns" json:"sent_ns"`                 // when its bytes were written
+	SlotNs     int64 `parquet:"slot_ns" json:"slot_ns"`                 // when it got a concurrency slot, before its body was built (queue time = SlotNs - IntendedNs); the closest stamp to vLLM's st
+	SentNs     int64 `parquet:"sent_ns" json:"sent_ns"`                 // when the write of its bytes completed (body built, connection set up): after vLLM's st
 	HeadersNs  int64 `parquet:"headers_ns" json:"headers_ns" unset:"0"` // response headers read; 0 if none
 	DoneNs     int64 `parquet:"done_ns" json:"done_ns"`                 // stream ended, failed or was canceled
 
