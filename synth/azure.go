@@ -28,6 +28,14 @@ var _ Source = (*Azure)(nil)
 // Name is "azure".
 func (*Azure) Name() string { return "azure" }
 
+// NewAzure checks o and returns the source.
+func NewAzure(o ImportOptions) (*Azure, error) {
+	if _, err := o.validate(MooncakeBlockSize); err != nil {
+		return nil, err
+	}
+	return &Azure{Opts: o}, nil
+}
+
 // Conversations reads the CSV and builds one conversation per row.
 func (a *Azure) Conversations(ctx context.Context) ([]Conversation, error) {
 	o, err := a.Opts.validate(MooncakeBlockSize)
@@ -110,8 +118,3 @@ func (a *Azure) Stats() ImportStats { return a.stats }
 func (a *Azure) Report() map[string]string { return a.Opts.metaOptions(a.stats) }
 
 var _ Reporter = (*Azure)(nil)
-
-func init() {
-	registerImporter("azure", "Azure LLM inference CSV trace, 2023 or 2024 (--input): real arrivals and lengths", nil,
-		func(o ImportOptions, _ Env) (Source, error) { return &Azure{Opts: o}, nil })
-}

@@ -45,6 +45,14 @@ var _ Source = (*Bailian)(nil)
 // Name is "bailian".
 func (*Bailian) Name() string { return "bailian" }
 
+// NewBailian checks o and returns the source.
+func NewBailian(o ImportOptions) (*Bailian, error) {
+	if _, err := o.validate(BailianBlockSize); err != nil {
+		return nil, err
+	}
+	return &Bailian{Opts: o}, nil
+}
+
 type bailianLine struct {
 	ChatID       *int64          `json:"chat_id"`
 	ParentChatID *int64          `json:"parent_chat_id"`
@@ -180,8 +188,3 @@ func (b *Bailian) Stats() ImportStats { return b.stats }
 func (b *Bailian) Report() map[string]string { return b.Opts.metaOptions(b.stats) }
 
 var _ Reporter = (*Bailian)(nil)
-
-func init() {
-	registerImporter("bailian", "Qwen-Bailian JSONL trace (--input): real multi-turn conversations and timing", nil,
-		func(o ImportOptions, _ Env) (Source, error) { return &Bailian{Opts: o}, nil })
-}

@@ -88,6 +88,9 @@ func NewCorpus(text string, tok tokenizer.Tokenizer) (*Corpus, error) {
 // Tokens is the corpus length in tokens.
 func (c *Corpus) Tokens() int { return len(c.ids) }
 
+// BytesPerToken is the corpus's mean token length in bytes.
+func (c *Corpus) BytesPerToken() float64 { return float64(len(c.text)) / float64(len(c.ids)) }
+
 // Tokenizer is the tokenizer the corpus counts with.
 func (c *Corpus) Tokenizer() tokenizer.Tokenizer { return c.tok }
 

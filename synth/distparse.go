@@ -306,7 +306,9 @@ func (p *params) bounds(d Dist, maxDone bool) (Dist, error) {
 // terms: Turns counts user turns (vLLM's num_turns counts user and
 // assistant messages; see UserTurns).
 type VLLMConfig struct {
-	Conversations      int
+	Conversations int // 0 when the file does not say
+	// TextFiles are the corpus files, each as named when it exists, else
+	// relative to the config file's folder.
 	TextFiles          []string
 	Turns              Dist
 	CommonPrefixTokens Dist
@@ -346,7 +348,9 @@ func ReadVLLMConfig(path string) (VLLMConfig, error) {
 		}
 		c.Conversations = *raw.NumConversations
 	}
-	c.TextFiles = raw.TextFiles
+	for _, f := range raw.TextFiles {
+		c.TextFiles = append(c.TextFiles, resolveNear(path, f))
+	}
 	get := func(sec map[string]json.RawMessage, section, name string, optional bool) (Dist, error) {
 		field := section + "." + name
 		m, ok := sec[name]
@@ -386,6 +390,16 @@ func ReadVLLMConfig(path string) (VLLMConfig, error) {
 		return VLLMConfig{}, err
 	}
 	return c, nil
+}
+
+// Apply sets o's count (when the config has one) and distributions from
+// the config; ThinkTime, Seed and Corpus are left as they are.
+func (c VLLMConfig) Apply(o *SyntheticOptions) {
+	if c.Conversations > 0 {
+		o.Count = c.Conversations
+	}
+	o.Turns, o.InputTokens, o.OutputTokens = c.Turns, c.InputTokens, c.OutputTokens
+	o.PrefixTokens, o.CommonPrefixTokens = c.PrefixTokens, c.CommonPrefixTokens
 }
 
 // vllmDist converts one {"distribution": ..., ...} object by rewriting it

@@ -26,7 +26,7 @@ func (e *OutputError) Unwrap() error { return e.Err }
 type Job struct {
 	Source Source
 	// Schedule sets start and arrival offsets; nil for sources that set
-	// their own (Registration.Timed).
+	// their own (the production-trace imports).
 	Schedule *Schedule
 	Meta     trace.TraceMeta // Source is filled from Source.Name()
 	Output   string

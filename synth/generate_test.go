@@ -64,7 +64,7 @@ func TestGenerateByteIdentical(t *testing.T) {
 func TestGenerateReportsAndErrors(t *testing.T) {
 	path := writeFile(t, "q.json", quirky)
 	out := filepath.Join(t.TempDir(), "s.parquet")
-	s := &ShareGPT{Path: path, Tokenizer: defaultCorpus(t).Tokenizer()}
+	s := &ShareGPT{Opts: ShareGPTOptions{Path: path, Tokenizer: defaultCorpus(t).Tokenizer()}}
 	res, err := Generate(context.Background(), Job{Source: s, Schedule: &Schedule{}, Output: out})
 	if err != nil {
 		t.Fatal(err)
@@ -79,12 +79,12 @@ func TestGenerateReportsAndErrors(t *testing.T) {
 	if sum.WithReference != res.Turns || sum.Starts.SpanNs != 0 {
 		t.Fatalf("summary %+v", sum)
 	}
-	s = &ShareGPT{Path: path, Tokenizer: s.Tokenizer, TurnsMin: 99}
+	s = &ShareGPT{Opts: ShareGPTOptions{Path: path, Tokenizer: s.Opts.Tokenizer, TurnsMin: 99}}
 	if _, err := Generate(context.Background(), Job{Source: s, Output: out}); !errors.Is(err, ErrNoConversations) {
 		t.Fatalf("all filtered: %v", err)
 	}
 	var oe *OutputError
-	_, err = Generate(context.Background(), Job{Source: &ShareGPT{Path: path, Tokenizer: s.Tokenizer}, Output: filepath.Join(t.TempDir(), "no", "such", "dir.parquet")})
+	_, err = Generate(context.Background(), Job{Source: &ShareGPT{Opts: ShareGPTOptions{Path: path, Tokenizer: s.Opts.Tokenizer}}, Output: filepath.Join(t.TempDir(), "no", "such", "dir.parquet")})
 	if !errors.As(err, &oe) {
 		t.Fatalf("unwritable output: %v", err)
 	}
@@ -94,7 +94,7 @@ func TestSummarizeTraceStats(t *testing.T) {
 	c := defaultCorpus(t)
 	out := filepath.Join(t.TempDir(), "t.parquet")
 	src := testSynthetic(t, c, 400, 3)
-	src.Turns = Constant{V: 1}
+	src.Opts.Turns = Constant{V: 1}
 	if _, err := Generate(context.Background(), Job{Source: src, Schedule: &Schedule{Rate: 4, Burstiness: 1}, Output: out}); err != nil {
 		t.Fatal(err)
 	}
@@ -129,11 +129,11 @@ func BenchmarkSynth2000x30to40(b *testing.B) {
 	c := defaultCorpus(b)
 	dir := b.TempDir()
 	for i := 0; b.Loop(); i++ {
-		src := &Synthetic{
+		src := &Synthetic{Opts: SyntheticOptions{
 			Corpus: c, Count: 2000, Seed: int64(i),
 			Turns: mustDist(b, "30-40", Count), InputTokens: mustDist(b, "200-400", Count),
 			OutputTokens: mustDist(b, "100-200", Count), ThinkTime: mustDist(b, "0s", Seconds),
-		}
+		}}
 		res, err := Generate(context.Background(), Job{Source: src, Schedule: &Schedule{Rate: 5, Burstiness: 1}, Output: filepath.Join(dir, "t.parquet")})
 		if err != nil {
 			b.Fatal(err)

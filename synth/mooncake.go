@@ -29,6 +29,14 @@ var _ Source = (*Mooncake)(nil)
 // Name is "mooncake".
 func (*Mooncake) Name() string { return "mooncake" }
 
+// NewMooncake checks o and returns the source.
+func NewMooncake(o ImportOptions) (*Mooncake, error) {
+	if _, err := o.validate(MooncakeBlockSize); err != nil {
+		return nil, err
+	}
+	return &Mooncake{Opts: o}, nil
+}
+
 // mooncakeLine is one JSONL line; pointers tell a missing field from zero.
 type mooncakeLine struct {
 	Timestamp    json.RawMessage `json:"timestamp"`
@@ -122,8 +130,3 @@ func (m *Mooncake) Stats() ImportStats { return m.stats }
 func (m *Mooncake) Report() map[string]string { return m.Opts.metaOptions(m.stats) }
 
 var _ Reporter = (*Mooncake)(nil)
-
-func init() {
-	registerImporter("mooncake", "Mooncake JSONL trace (--input): real arrivals, lengths and hash-prefix reuse", nil,
-		func(o ImportOptions, _ Env) (Source, error) { return &Mooncake{Opts: o}, nil })
-}

@@ -21,6 +21,13 @@ type Source interface {
 	Conversations(ctx context.Context) ([]Conversation, error)
 }
 
+// Reporter is implemented by sources that say what they did (rows read,
+// records dropped and why). The command prints the report and Generate
+// stores it in the trace's metadata options.
+type Reporter interface {
+	Report() map[string]string
+}
+
 // Write sorts convs into the trace's row order (start offset, then
 // conversation id) and writes them to path with meta.
 func Write(path string, meta trace.TraceMeta, convs []Conversation) error {

@@ -33,7 +33,7 @@ func mustDist(t testing.TB, spec string, unit Unit) Dist {
 }
 
 func testSynthetic(t testing.TB, c *Corpus, n int, seed int64) *Synthetic {
-	return &Synthetic{
+	return &Synthetic{Opts: SyntheticOptions{
 		Corpus: c, Count: n, Seed: seed,
 		Turns:              mustDist(t, "3-6", Count),
 		InputTokens:        mustDist(t, "20-60", Count),
@@ -41,7 +41,7 @@ func testSynthetic(t testing.TB, c *Corpus, n int, seed int64) *Synthetic {
 		PrefixTokens:       mustDist(t, "lognormal:average=80,max=200", Count),
 		CommonPrefixTokens: mustDist(t, "50", Count),
 		ThinkTime:          mustDist(t, "1s-3s", Seconds),
-	}
+	}}
 }
 
 // TestSyntheticTokenExact re-encodes every message and reference answer
@@ -150,8 +150,8 @@ func TestSyntheticRejectsBadConfig(t *testing.T) {
 		t.Fatal("0 conversations accepted")
 	}
 	s = testSynthetic(t, c, 3, 1)
-	s.Turns = nil
-	if _, err := s.Conversations(context.Background()); err == nil || !strings.Contains(err.Error(), "turns") {
+	s.Opts.Turns = nil
+	if _, err := s.Conversations(context.Background()); err == nil || !strings.Contains(err.Error(), "Turns") {
 		t.Fatalf("missing turns: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spf13/pflag"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -181,42 +180,5 @@ func TestRowErrorNamesFileLineField(t *testing.T) {
 	err := error(&RowError{File: "a.csv", Line: 7, Field: "ContextTokens", Err: errors.New("boom")})
 	if err.Error() != `a.csv line 7: field "ContextTokens": boom` {
 		t.Fatal(err)
-	}
-}
-
-func TestImportersRegistered(t *testing.T) {
-	p := writeImportFile(t, "w.jsonl", windowFile)
-	for _, name := range []string{"mooncake", "azure", "burstgpt", "bailian"} {
-		reg, ok := Lookup(name)
-		if !ok || !reg.Timed {
-			t.Fatalf("%s not registered as a timed source", name)
-		}
-		fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
-		reg.Flags(fs)
-		if err := fs.Parse([]string{"--start=1s", "--duration=2500ms", "--speed=2", "--max-input-tokens=35", "--limit=7", "--model=m1", "--skip-bad", "--block-size=32"}); err != nil {
-			t.Fatal(err)
-		}
-		src, err := reg.New(Env{Flags: fs, Input: p, Corpus: func() (*Corpus, error) { return importCorpus(t), nil }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if src.Name() != name {
-			t.Fatalf("source %q from registration %q", src.Name(), name)
-		}
-		if name != "mooncake" {
-			continue
-		}
-		convs, err := src.Conversations(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := arrivals(convs)
-		if !slices.Equal(got, []int64{0, 0.5e9, 0.5e9}) || convs[2][0].Model != "m1" || convs[2][0].InputTokens != 35 {
-			t.Fatalf("arrivals %v, turn %+v", got, convs[2][0])
-		}
-		rep := src.(Reporter).Report()
-		if rep["speed"] != "2" || rep["limit"] != "7" || rep["window_duration"] != "2.5s" || rep["skip_bad"] != "true" || rep["input"] != p {
-			t.Fatalf("report %v", rep)
-		}
 	}
 }

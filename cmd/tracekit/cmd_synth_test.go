@@ -3,8 +3,11 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tracekit/tracekit/trace"
 )
 
 // Every bad input to synth exits with code 2 and a message that names the
@@ -70,5 +73,65 @@ func TestSynthDeterministicAndInspectable(t *testing.T) {
 	out, stderr, code := runCLI(t, "inspect", filepath.Join(dir, "t0.parquet"))
 	if code != 0 || !strings.Contains(out, "conversations       50") || !strings.Contains(out, "min 30") {
 		t.Errorf("inspect exit %d:\n%s%s", code, out, stderr)
+	}
+}
+
+// The import flags reach every production-trace source's options: the
+// window, speed, clamp, limit, model, bad-row mode and block size shape
+// the trace, and the report in the metadata says so.
+func TestSynthImportFlags(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "w.jsonl")
+	os.WriteFile(in, []byte(`{"timestamp": 0, "input_length": 10, "output_length": 5, "hash_ids": [0]}
+{"timestamp": 1000, "input_length": 20, "output_length": 5, "hash_ids": [1]}
+{"timestamp": 2000, "input_length": 30, "output_length": 5, "hash_ids": [2]}
+{"timestamp": 2000, "input_length": 40, "output_length": 5, "hash_ids": [3, 4]}
+{"timestamp": 3500, "input_length": 50, "output_length": 5, "hash_ids": [5, 6]}
+not json
+`), 0o644)
+	out := filepath.Join(dir, "t.parquet")
+	_, stderr, code := runCLI(t, "synth", "--source", "mooncake", "--input", in, "--start=1s", "--duration=2500ms", "--speed=2",
+		"--max-input-tokens=35", "--limit=7", "--model=m1", "--skip-bad", "--block-size=32", "-o", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	rows, meta, err := trace.ReadTurns(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var at []int64
+	var inTok []int32
+	for _, r := range rows {
+		at = append(at, r.ArrivalOffsetNs)
+		inTok = append(inTok, r.InputTokens)
+		if r.Model != "m1" {
+			t.Errorf("row %s: model %q", r.ConversationID, r.Model)
+		}
+	}
+	if !slices.Equal(at, []int64{0, 0.5e9, 0.5e9}) || !slices.Equal(inTok, []int32{20, 30, 35}) {
+		t.Errorf("arrivals %v inputs %v", at, inTok)
+	}
+	for k, v := range map[string]string{"report.speed": "2", "report.limit": "7", "report.window_duration": "2.5s",
+		"report.skip_bad": "true", "report.bad_rows": "1", "report.block_size": "32", "report.input": in, "speed": "2", "start": "1s"} {
+		if meta.Options[k] != v {
+			t.Errorf("metadata %s = %q, want %q", k, meta.Options[k], v)
+		}
+	}
+	// burstgpt's own flags reach its options.
+	csv := filepath.Join(dir, "b.csv")
+	os.WriteFile(csv, []byte("Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"+
+		"5,ChatGPT,472,18,490,Conversation log\n45,ChatGPT,1087,0,1087,Conversation log\n118,GPT-4,417,217,634,API log\n"), 0o644)
+	_, stderr, code = runCLI(t, "synth", "--source", "burstgpt", "--input", csv, "--filter-model", "chatgpt",
+		"--log-type", "conversation", "--failed", "flag", "-o", out)
+	if code != 0 {
+		t.Fatalf("burstgpt: exit %d: %s", code, stderr)
+	}
+	rows, meta, err = trace.ReadTurns(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[1].ConversationID != "burstgpt-l000000003-failed" || meta.Options["report.failed"] != "flag" ||
+		meta.Options["report.filter_model"] != "chatgpt" {
+		t.Errorf("rows %d (%v), options %v", len(rows), rows, meta.Options)
 	}
 }
