@@ -131,6 +131,10 @@ func parseBailianLine(path string, line int, text []byte) (bailianRow, *RowError
 		return e("input_length", fmt.Errorf("%d is negative", *l.InputLength))
 	case *l.OutputLength < 0:
 		return e("output_length", fmt.Errorf("%d is negative", *l.OutputLength))
+	case *l.InputLength > maxTokens:
+		return e("input_length", fmt.Errorf("%d is above %d", *l.InputLength, maxTokens))
+	case *l.OutputLength > maxTokens:
+		return e("output_length", fmt.Errorf("%d is above %d", *l.OutputLength, maxTokens))
 	case *l.ParentChatID == *l.ChatID:
 		return e("parent_chat_id", fmt.Errorf("%d is the row's own chat_id", *l.ChatID))
 	}

@@ -93,6 +93,10 @@ func parseMooncakeLine(path string, line int, b []byte) (importRow, *RowError) {
 		return e("input_length", fmt.Errorf("%d is negative", *l.InputLength))
 	case *l.OutputLength < 0:
 		return e("output_length", fmt.Errorf("%d is negative", *l.OutputLength))
+	case *l.InputLength > maxTokens:
+		return e("input_length", fmt.Errorf("%d is above %d", *l.InputLength, maxTokens))
+	case *l.OutputLength > maxTokens:
+		return e("output_length", fmt.Errorf("%d is above %d", *l.OutputLength, maxTokens))
 	}
 	at, err := parseDecimalNs(string(l.Timestamp), 1e6)
 	if err != nil {

@@ -28,9 +28,9 @@ func fieldErr(st, field, format string, args ...any) error {
 var ErrTooLarge = errors.New("trace too large")
 
 // DefaultMaxBytes is the default limit of a trace's estimated text: far
-// above any benchmark trace, far below what makes the Go runtime abort
-// with out of memory on a workstation.
-const DefaultMaxBytes int64 = 4 << 30
+// above any benchmark trace, below what makes the Go runtime abort with
+// out of memory on a workstation and below the 4 GiB a Parquet page holds.
+const DefaultMaxBytes int64 = 2 << 30
 
 // maxTokens is the most tokens one message or answer may have: the trace
 // stores token counts as int32.
@@ -107,7 +107,7 @@ func checkCount(st, field string, d Dist, lo float64) error {
 		return fieldErr(st, field, "%s never reaches %g", d, lo)
 	}
 	if !math.IsInf(hi, 1) && hi > maxTokens {
-		return fieldErr(st, field, "%s reaches %g, above the %d a trace stores", d, hi, maxTokens)
+		return fieldErr(st, field, "%s gives up to %.0f, above the %d a trace stores", d, hi, maxTokens)
 	}
 	return nil
 }

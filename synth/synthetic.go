@@ -95,7 +95,7 @@ func (s *Synthetic) validate() error {
 		}
 	}
 	return checkSize("SyntheticOptions", s.EstimatedBytes(), o.MaxBytes,
-		fmt.Sprintf("%d conversations of %.3g turns of %.3g+%.3g tokens",
+		fmt.Sprintf("%d conversations x %.3g turns x (%.4g input + %.4g output tokens)",
 			o.Count, distMean(o.Turns), distMean(o.InputTokens), distMean(o.OutputTokens)))
 }
 

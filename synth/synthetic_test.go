@@ -2,6 +2,7 @@ package synth
 
 import (
 	"context"
+	"errors"
 	"io"
 	"math"
 	"path/filepath"
@@ -255,5 +256,40 @@ func TestSyntheticWriteReadBack(t *testing.T) {
 	}
 	if got[0].Messages[0].Role != "system" || got[0].ReferenceAnswer == "" {
 		t.Fatalf("first row lost its content: %+v", got[0])
+	}
+}
+
+// EstimatedBytes, which MaxBytes is held to, is close to the text the
+// trace really holds; a limit below it refuses the source before any text
+// is made, naming MaxBytes.
+func TestSyntheticEstimatedBytes(t *testing.T) {
+	c := defaultCorpus(t)
+	s := testSynthetic(t, c, 300, 5)
+	convs, err := s.Conversations(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text int
+	for _, conv := range convs {
+		for _, turn := range conv {
+			for _, m := range turn.Messages {
+				text += len(m.Content)
+			}
+			text += len(turn.ReferenceAnswer)
+		}
+	}
+	est := s.EstimatedBytes()
+	if r := est / float64(text); r < 0.85 || r > 1.15 {
+		t.Fatalf("estimate %.0f bytes, the trace holds %d (ratio %.2f)", est, text, r)
+	}
+	s.Opts.MaxBytes = int64(est) - 1
+	_, err = NewSynthetic(s.Opts)
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "MaxBytes" || !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("limit below the estimate: %v", err)
+	}
+	s.Opts.MaxBytes = int64(est) + 1
+	if _, err := NewSynthetic(s.Opts); err != nil {
+		t.Fatal(err)
 	}
 }

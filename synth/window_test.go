@@ -182,3 +182,38 @@ func TestRowErrorNamesFileLineField(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// An import whose prompts would exceed MaxBytes is refused after reading
+// the rows and before making their text; a shared FieldError names MaxBytes.
+func TestImportMaxBytes(t *testing.T) {
+	p := writeImportFile(t, "w.jsonl", windowFile)
+	o := ImportOptions{Path: p, Corpus: importCorpus(t), BlockSize: 32}
+	m, err := NewMooncake(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	convs, err := m.Conversations(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text int
+	for _, c := range convs {
+		text += len(c[0].Messages[0].Content)
+	}
+	for _, c := range []struct {
+		limit int64
+		ok    bool
+	}{{int64(text) / 2, false}, {int64(text) * 2, true}} {
+		o.MaxBytes = c.limit
+		_, err := (&Mooncake{Opts: o}).Conversations(context.Background())
+		var fe *FieldError
+		if c.ok != (err == nil) || (!c.ok && (!errors.As(err, &fe) || fe.Field != "MaxBytes" || !errors.Is(err, ErrTooLarge))) {
+			t.Errorf("limit %d for %d bytes of prompts: %v", c.limit, text, err)
+		}
+	}
+	sg := writeImportFile(t, "s.jsonl", `{"id":"a","conversations":[{"from":"human","value":"hi"},{"from":"gpt","value":"yo"}]}`+"\n")
+	_, err = (&ShareGPT{Opts: ShareGPTOptions{Path: sg, Tokenizer: importCorpus(t).Tokenizer(), MaxBytes: 10}}).Conversations(context.Background())
+	if !errors.Is(err, ErrTooLarge) {
+		t.Errorf("ShareGPT file above MaxBytes: %v", err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"slices"
@@ -61,7 +62,7 @@ is set (it fixes the created_at metadata; otherwise it is the current time).`,
 func declareSynthFlags(f *pflag.FlagSet) {
 	f.String("source", "synthetic", "where conversations come from: "+strings.Join(sourceNames(), ", "))
 	f.String("input", "", "input file of the source (sharegpt JSON/JSONL, a production trace)")
-	f.Int("conversations", 0, "conversations to write (0: the source's default: 100 synthetic, all of a file)")
+	f.Int("conversations", 0, "conversations to write, at least 1 (default: 100 synthetic, all of a file)")
 	f.Int64("seed", 0, "random seed; the same seed and inputs give the same trace")
 	f.String("tokenizer", tokenizer.DefaultName, "token counting: o200k_base, cl100k_base, or a Hugging Face tokenizer.json path")
 	f.String("text-file", "", "plain-text corpus for synthetic text (default: embedded generated prose)")
@@ -69,6 +70,7 @@ func declareSynthFlags(f *pflag.FlagSet) {
 	f.Float64("rate", 0, "conversation starts per second; 0 or inf starts all at once")
 	f.Float64("burstiness", 1.0, "gamma shape of start gaps: 1 Poisson, <1 burstier, >1 more regular")
 	f.Duration("token-time", synth.DefaultTokenTime, "estimated time per output token for open-loop arrivals of later turns")
+	f.Var(newSizeValue(synth.DefaultMaxBytes), "max-trace-size", "refuse to make a trace whose text is estimated above this size (e.g. 512MiB, 16GiB; 0 = no limit)")
 
 	// synthetic; sharegpt reads --turns, --input-tokens and --output-tokens
 	// as MIN-MAX filters, and --think-time.
@@ -337,8 +339,8 @@ var optionFlags = map[string]string{
 }
 
 // flagError rewrites a library error about an options field into one
-// about its flag; other errors come back as they are.
-func flagError(err error) error {
+// about its flag and the flag's value; other errors come back as they are.
+func flagError(f *pflag.FlagSet, err error) error {
 	var fe *synth.FieldError
 	if !errors.As(err, &fe) {
 		return err
@@ -347,7 +349,64 @@ func flagError(err error) error {
 	if !ok {
 		return err
 	}
-	return fmt.Errorf("--%s: %w", name, fe.Err)
+	if errors.Is(fe.Err, synth.ErrTooLarge) {
+		return fmt.Errorf("--%s %s: %w (lower --conversations, --turns, --input-tokens, --output-tokens or the prefixes, narrow an import's window, or raise --max-trace-size)",
+			name, f.Lookup(name).Value, fe.Err)
+	}
+	return fmt.Errorf("--%s %s: %w", name, f.Lookup(name).Value, fe.Err)
+}
+
+// checkSynthFlags refuses the values a flag's type admits but synth does
+// not, where the library would read them as "the default" (0).
+func checkSynthFlags(f *pflag.FlagSet) error {
+	if n, _ := f.GetInt("conversations"); n < 0 || (n == 0 && f.Changed("conversations")) {
+		return fmt.Errorf("--conversations %d: want at least 1 (leave it out for the source's default)", n)
+	}
+	if v, _ := f.GetFloat64("speed"); f.Changed("speed") && !(v > 0) {
+		return fmt.Errorf("--speed %g: want a time compression above 0 (1 = real time, 2 = twice as fast)", v)
+	}
+	if v, _ := f.GetFloat64("burstiness"); f.Changed("burstiness") && !(v > 0) {
+		return fmt.Errorf("--burstiness %g: want a gamma shape above 0 (1 = Poisson)", v)
+	}
+	return nil
+}
+
+// sizeValue is a byte count flag: a plain number of bytes or one with a
+// unit, decimal (KB, MB, GB, TB) or binary (KiB, MiB, GiB, TiB).
+type sizeValue int64
+
+func newSizeValue(n int64) *sizeValue { v := sizeValue(n); return &v }
+
+func (v *sizeValue) Type() string { return "size" }
+
+func (v *sizeValue) String() string {
+	n := int64(*v)
+	for _, u := range []struct {
+		name string
+		b    int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.b && n%u.b == 0 {
+			return strconv.FormatInt(n/u.b, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+func (v *sizeValue) Set(s string) error {
+	num := strings.TrimSpace(s)
+	i := strings.IndexFunc(num, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	unit := ""
+	if i >= 0 {
+		num, unit = strings.TrimSpace(num[:i]), strings.TrimSpace(num[i:])
+	}
+	mult, ok := map[string]float64{"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
+		"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}[strings.ToLower(unit)]
+	x, err := strconv.ParseFloat(num, 64)
+	if !ok || err != nil || x < 0 || x*mult >= math.MaxInt64 {
+		return fmt.Errorf("%q is not a size (want bytes, or a number with KB, MB, GB, TB, KiB, MiB, GiB or TiB)", s)
+	}
+	*v = sizeValue(x * mult)
+	return nil
 }
 
 func runSynth(cmd *cobra.Command, _ []string) error {
@@ -365,8 +424,8 @@ func runSynth(cmd *cobra.Command, _ []string) error {
 	seed, _ := f.GetInt64("seed")
 	input, _ := f.GetString("input")
 	n, _ := f.GetInt("conversations")
-	if n < 0 {
-		return badInput(fmt.Errorf("--conversations %d must not be negative", n))
+	if err := checkSynthFlags(f); err != nil {
+		return badInput(err)
 	}
 	if src.needsInput && input == "" {
 		return badInput(fmt.Errorf("--source %s needs --input FILE", name))
@@ -378,11 +437,12 @@ func runSynth(cmd *cobra.Command, _ []string) error {
 	in := sourceInputs{
 		input: input, conversations: n, seed: seed, tok: tok,
 		corpus:   sync.OnceValues(func() (*synth.Corpus, error) { return loadCorpus(textFile, tok) }),
+		maxBytes: int64(*f.Lookup("max-trace-size").Value.(*sizeValue)),
 		progress: progress.report,
 	}
 	source, err := src.build(f, in)
 	if err != nil {
-		return badInput(flagError(err))
+		return badInput(flagError(f, err))
 	}
 	var sched *synth.Schedule
 	if !src.timed {
@@ -391,7 +451,7 @@ func runSynth(cmd *cobra.Command, _ []string) error {
 		tt, _ := f.GetDuration("token-time")
 		sched = &synth.Schedule{Rate: rate, Burstiness: burst, TokenTime: tt}
 		if err := sched.Validate(); err != nil {
-			return badInput(fmt.Errorf("schedule: %w", err))
+			return badInput(flagError(f, err))
 		}
 	}
 	created, err := synth.CreatedAt()
@@ -417,7 +477,7 @@ func runSynth(cmd *cobra.Command, _ []string) error {
 	case errors.As(err, &outErr), errors.Is(err, context.Canceled):
 		return err
 	case err != nil:
-		return badInput(flagError(err))
+		return badInput(flagError(f, err))
 	}
 	w := cmd.OutOrStdout()
 	fmt.Fprintf(w, "wrote %s: %d conversations, %d turns, %s, %.2fs (source %s, tokenizer %s, seed %d)\n",

@@ -135,3 +135,79 @@ not json
 		t.Errorf("rows %d (%v), options %v", len(rows), rows, meta.Options)
 	}
 }
+
+// A flag out of range exits 2 with a message naming the flag, before any
+// work: counts that must be at least 1, negative durations, a zero speed,
+// and sizes whose trace could not be held in memory (refused from an
+// estimate instead of crashing the runtime with out of memory).
+func TestSynthOutOfRangeExits2(t *testing.T) {
+	dir := t.TempDir()
+	mc := filepath.Join(dir, "mc.jsonl")
+	os.WriteFile(mc, []byte(`{"timestamp": 0, "input_length": 2000000000, "output_length": 5, "hash_ids": [0]}
+{"timestamp": 5, "input_length": 2000000000, "output_length": 5, "hash_ids": [0]}
+`), 0o644)
+	sg := filepath.Join(dir, "sg.jsonl")
+	os.WriteFile(sg, []byte(`{"id":"a","conversations":[{"from":"human","value":"hi"},{"from":"gpt","value":"yo"}]}`+"\n"), 0o644)
+	out := filepath.Join(dir, "out.parquet")
+	for _, c := range []struct {
+		args    []string
+		mention []string
+	}{
+		{[]string{"--conversations", "0"}, []string{"--conversations 0", "at least 1"}},
+		{[]string{"--conversations", "-3"}, []string{"--conversations -3"}},
+		{[]string{"--turns", "0"}, []string{"--turns 0", "never reaches 1"}},
+		{[]string{"--input-tokens", "0"}, []string{"--input-tokens 0", "never reaches 1"}},
+		{[]string{"--output-tokens", "0-0"}, []string{"--output-tokens 0-0"}},
+		{[]string{"--source", "sharegpt", "--input", sg, "--turns", "0"}, []string{"--turns", "nothing is in this range"}},
+		{[]string{"--token-time", "-1ms"}, []string{"--token-time -1ms", "negative"}},
+		{[]string{"--think-time", "-2s"}, []string{"--think-time", "negative"}},
+		{[]string{"--rate", "-1"}, []string{"--rate -1"}},
+		{[]string{"--burstiness", "0"}, []string{"--burstiness 0"}},
+		{[]string{"--source", "mooncake", "--input", mc, "--start", "-1s"}, []string{"--start -1s", "negative"}},
+		{[]string{"--source", "azure", "--input", mc, "--duration", "-5m"}, []string{"--duration -5m0s", "negative"}},
+		{[]string{"--source", "bailian", "--input", mc, "--speed", "0"}, []string{"--speed 0"}},
+		{[]string{"--source", "mooncake", "--input", mc, "--speed", "-2"}, []string{"--speed -2"}},
+		{[]string{"--source", "mooncake", "--input", mc, "--max-input-tokens", "-1"}, []string{"--max-input-tokens -1"}},
+		{[]string{"--source", "mooncake", "--input", mc, "--block-size", "-16"}, []string{"--block-size -16"}},
+		{[]string{"--source", "burstgpt", "--input", mc, "--failed", "maybe"}, []string{"--failed maybe", "drop, keep or flag"}},
+		{[]string{"--max-trace-size", "lots"}, []string{"--max-trace-size", "not a size"}},
+		// Out of memory today: a count no trace can store, and one whose
+		// text alone is terabytes.
+		{[]string{"--input-tokens", "99999999999"}, []string{"--input-tokens 99999999999", "2147483647"}},
+		{[]string{"--input-tokens", "1000000000"}, []string{"--max-trace-size 2GiB", "TiB of text", "--input-tokens"}},
+		{[]string{"--conversations", "1000000000000"}, []string{"--max-trace-size 2GiB", "1000000000000 conversations"}},
+		{[]string{"--source", "mooncake", "--input", mc}, []string{"--max-trace-size 2GiB", "2 mooncake requests"}},
+	} {
+		_, stderr, code := runCLI(t, append(append([]string{"synth"}, c.args...), "-o", out)...)
+		if code != ExitUsage {
+			t.Errorf("synth %v: exit %d, want %d (%s)", c.args, code, ExitUsage, stderr)
+		}
+		for _, m := range c.mention {
+			if !strings.Contains(stderr, m) {
+				t.Errorf("synth %v: message %q does not mention %q", c.args, stderr, m)
+			}
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("synth %v: left %s behind", c.args, out)
+			os.Remove(out)
+		}
+	}
+}
+
+// --max-trace-size is the limit the estimate is held to: one long message
+// is refused under a limit below its text and written under one above it.
+func TestSynthMaxTraceSize(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "t.parquet")
+	args := []string{"synth", "--conversations", "1", "--turns", "1", "--input-tokens", "100000", "--output-tokens", "1", "-o", out}
+	_, stderr, code := runCLI(t, append(args, "--max-trace-size", "100KiB")...)
+	if code != ExitUsage || !strings.Contains(stderr, "--max-trace-size 100KiB") {
+		t.Fatalf("100,000 tokens under 100KiB: exit %d: %s", code, stderr)
+	}
+	if _, stderr, code = runCLI(t, append(args, "--max-trace-size", "2MB")...); code != 0 {
+		t.Fatalf("100,000 tokens under 2MB: exit %d: %s", code, stderr)
+	}
+	rows, _, err := trace.ReadTurns(out)
+	if err != nil || len(rows) != 1 || rows[0].InputTokens != 100000 {
+		t.Fatalf("rows %d err %v", len(rows), err)
+	}
+}
