@@ -142,3 +142,57 @@ func BenchmarkSynth2000x30to40(b *testing.B) {
 		b.ReportMetric(float64(res.Turns), "turns")
 	}
 }
+
+// cancelingSource yields its conversations and then ends the run's
+// context, as a SIGINT arriving while the trace is written does.
+type cancelingSource struct {
+	convs  []Conversation
+	cancel context.CancelFunc
+}
+
+func (s cancelingSource) Name() string { return "canceling" }
+func (s cancelingSource) Conversations(context.Context) ([]Conversation, error) {
+	s.cancel()
+	return s.convs, nil
+}
+
+// A Generate stopped while it writes leaves the existing trace byte for
+// byte as it was and no temporary file; an unstopped one replaces it.
+func TestGenerateReplacesAtomically(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "trace.parquet")
+	c := defaultCorpus(t)
+	if _, err := Generate(context.Background(), Job{Source: testSynthetic(t, c, 5, 1), Schedule: &Schedule{}, Output: out}); err != nil {
+		t.Fatal(err)
+	}
+	old, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	convs, err := testSynthetic(t, c, 50, 2).Conversations(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err = Generate(ctx, Job{Source: cancelingSource{convs, cancel}, Schedule: &Schedule{}, Output: out})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted write: %v", err)
+	}
+	if now, _ := os.ReadFile(out); !bytes.Equal(now, old) {
+		t.Fatal("an interrupted write changed the existing trace")
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("left behind: %v", ents)
+	}
+	// Uninterrupted, the same conversations replace it.
+	if _, err := Generate(context.Background(), Job{Source: cancelingSource{convs, func() {}}, Schedule: &Schedule{}, Output: out}); err != nil {
+		t.Fatal(err)
+	}
+	if sum, err := trace.SummarizeTrace(out); err != nil || sum.Conversations != 50 {
+		t.Fatalf("replaced trace: %d conversations, %v", sum.Conversations, err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("left behind: %v", ents)
+	}
+}

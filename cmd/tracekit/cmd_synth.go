@@ -474,7 +474,9 @@ func runSynth(cmd *cobra.Command, _ []string) error {
 	progress.done()
 	var outErr *synth.OutputError
 	switch {
-	case errors.As(err, &outErr), errors.Is(err, context.Canceled):
+	case errors.Is(err, context.Canceled):
+		return interrupted(fmt.Errorf("interrupted: %s left as it was", out))
+	case errors.As(err, &outErr):
 		return err
 	case err != nil:
 		return badInput(flagError(f, err))

@@ -1,11 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/tracekit/tracekit/trace"
 )
@@ -209,5 +215,104 @@ func TestSynthMaxTraceSize(t *testing.T) {
 	rows, _, err := trace.ReadTurns(out)
 	if err != nil || len(rows) != 1 || rows[0].InputTokens != 100000 {
 		t.Fatalf("rows %d err %v", len(rows), err)
+	}
+}
+
+// A synth whose input turns out bad part-way through leaves the existing
+// trace byte for byte as it was, and no temporary file beside it.
+func TestSynthFailureKeepsExistingTrace(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "trace.parquet")
+	if _, stderr, code := runCLI(t, "synth", "--conversations", "3", "--turns", "2", "-o", out); code != 0 {
+		t.Fatalf("first synth: %s", stderr)
+	}
+	old, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sg strings.Builder
+	for i := range 500 {
+		fmt.Fprintf(&sg, `{"id":"r%d","conversations":[{"from":"human","value":"question %d"},{"from":"gpt","value":"answer %d"}]}`+"\n", i, i, i)
+	}
+	sg.WriteString(`{"id":"bad", "conversations": [}` + "\n")
+	bad := filepath.Join(t.TempDir(), "half.jsonl")
+	os.WriteFile(bad, []byte(sg.String()), 0o644)
+	mc := filepath.Join(t.TempDir(), "half.mooncake.jsonl")
+	os.WriteFile(mc, []byte(strings.Repeat(`{"timestamp": 1, "input_length": 10, "output_length": 5}`+"\n", 300)+`{"timestamp": 2, "input_length": -4, "output_length": 5}`+"\n"), 0o644)
+	for _, args := range [][]string{
+		{"--source", "sharegpt", "--input", bad},
+		{"--source", "mooncake", "--input", mc},
+	} {
+		_, stderr, code := runCLI(t, append(append([]string{"synth"}, args...), "-o", out)...)
+		if code != ExitUsage || !strings.Contains(stderr, "line 501") && !strings.Contains(stderr, "line 301") {
+			t.Errorf("synth %v: exit %d: %s", args, code, stderr)
+		}
+		if now, _ := os.ReadFile(out); !bytes.Equal(now, old) {
+			t.Errorf("synth %v changed the existing trace", args)
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+			t.Errorf("synth %v left files behind: %v", args, ents)
+		}
+	}
+}
+
+// SIGINT while synth reads its input (a FIFO the test writes) exits 130
+// and leaves the existing trace as it was. The signal goes to this test
+// process, so no test of this package may run in parallel with it.
+func TestSynthInterruptKeepsExistingTrace(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "trace.parquet")
+	if _, stderr, code := runCLI(t, "synth", "--conversations", "3", "--turns", "2", "-o", out); code != 0 {
+		t.Fatalf("first synth: %s", stderr)
+	}
+	old, _ := os.ReadFile(out)
+	fifo := filepath.Join(t.TempDir(), "in.jsonl")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("no FIFO: %v", err)
+	}
+	type result struct {
+		stderr string
+		code   int
+	}
+	done := make(chan result, 1)
+	go func() {
+		_, stderr, code := runCLI(t, "synth", "--source", "sharegpt", "--input", fifo, "-o", out)
+		done <- result{stderr, code}
+	}()
+	// Opening for writing returns once synth has opened the FIFO, so its
+	// signal handler is installed: the SIGINT goes to synth, not to the
+	// test binary's default action.
+	w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := `{"id":"x","conversations":[{"from":"human","value":"q"},{"from":"gpt","value":"a"}]}` + "\n"
+	if _, err := io.WriteString(w, line); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Kill(os.Getpid(), unix.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	// Keep feeding records until synth stops reading (it checks for the
+	// interrupt every 1024 records); the bound is a hang guard.
+	for i := 0; i < 10_000_000; i++ {
+		if _, err := io.WriteString(w, line); err != nil {
+			break // EPIPE: synth closed its end
+		}
+	}
+	w.Close()
+	select {
+	case r := <-done:
+		if r.code != ExitInterrupted || !strings.Contains(r.stderr, "left as it was") {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("synth did not stop after SIGINT")
+	}
+	if now, _ := os.ReadFile(out); !bytes.Equal(now, old) {
+		t.Fatal("an interrupted synth changed the existing trace")
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("left behind: %v", ents)
 	}
 }
