@@ -81,7 +81,7 @@ func (b *Bailian) Conversations(ctx context.Context) ([]Conversation, error) {
 	links := map[int]bailianRow{} // line -> links, read by the grouper
 	seen := map[int64]int{}       // chat_id -> line
 	var rows []importRow
-	err = eachLine(o.Path, func(line int, text []byte) error {
+	b.stats.InvalidUTF8, err = eachLine(o.Path, func(line int, text []byte) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}

@@ -156,7 +156,7 @@ func (b *BurstGPT) read(ctx context.Context) ([]importRow, int64, error) {
 		}
 		rows = append(rows, r)
 	}
-	b.stats.BadRows, b.stats.BadExamples = bad.count, bad.first
+	b.stats.BadRows, b.stats.BadExamples, b.stats.InvalidUTF8 = bad.count, bad.first, t.invalidUTF8()
 	return rows, max(hi-lo, 0), nil
 }
 
@@ -186,7 +186,7 @@ func parseBurstRow(path string, line int, rec []string, c burstCols) (importRow,
 	}
 	if c.session >= 0 {
 		if s := strings.TrimSpace(rec[c.session]); s != "" {
-			r.group = "s" + s
+			r.group = "s" + strings.ToValidUTF8(s, "\uFFFD") // it becomes the conversation id
 		}
 	}
 	return r, nil

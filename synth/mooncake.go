@@ -54,7 +54,7 @@ func (m *Mooncake) Conversations(ctx context.Context) ([]Conversation, error) {
 	m.Opts, m.stats = o, ImportStats{}
 	bad := badRows{skip: o.SkipBad}
 	var rows []importRow
-	err = eachLine(o.Path, func(line int, b []byte) error {
+	m.stats.InvalidUTF8, err = eachLine(o.Path, func(line int, b []byte) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}

@@ -38,7 +38,9 @@ import (
 //     line (merged_messages);
 //   - a final user message without an answer is dropped (trailing_user);
 //   - a record with no user+answer pair left is dropped (no_turns), as is
-//     a record without a message list (no_messages).
+//     a record without a message list (no_messages);
+//   - bytes that are not UTF-8 are replaced by U+FFFD, as JSON decoding
+//     does, and counted (invalid_utf8_bytes).
 //
 // Each remaining user message and its answer form a turn: the answer is
 // the reference answer and its token count is max_tokens. Conversations
@@ -359,7 +361,13 @@ func (s *ShareGPT) eachRecord(ctx context.Context, fn func(int, *sharegptRecord)
 	if err := checkSize("ShareGPTOptions", float64(size), s.Opts.MaxBytes, "a trace of "+s.Opts.Path); err != nil {
 		return err
 	}
-	cr := &countingReader{r: f, progress: s.Opts.Progress, total: size}
+	u := &utf8Counter{r: f}
+	defer func() {
+		if n := u.Invalid(); n > 0 {
+			s.report[reportInvalidUTF8] = int(n)
+		}
+	}()
+	cr := &countingReader{r: u, progress: s.Opts.Progress, total: size}
 	br := bufio.NewReaderSize(cr, 1<<20)
 	first, skipped, err := firstNonSpace(br)
 	s.skipped = skipped

@@ -54,7 +54,10 @@ type Synthetic struct {
 	Opts SyntheticOptions
 }
 
-var _ Source = (*Synthetic)(nil)
+var (
+	_ Source   = (*Synthetic)(nil)
+	_ Reporter = (*Synthetic)(nil)
+)
 
 // NewSynthetic checks o and returns the source.
 func NewSynthetic(o SyntheticOptions) (*Synthetic, error) {
@@ -66,6 +69,16 @@ func NewSynthetic(o SyntheticOptions) (*Synthetic, error) {
 }
 
 func (s *Synthetic) Name() string { return "synthetic" }
+
+// Report names the corpus's quirks: its text's bytes that were not UTF-8
+// and were dropped ("text_invalid_utf8_bytes", only when there were some).
+func (s *Synthetic) Report() map[string]string {
+	m := map[string]string{}
+	if s.Opts.Corpus != nil {
+		addUTF8Report(m, reportTextInvalidUTF8, s.Opts.Corpus.InvalidUTF8())
+	}
+	return m
+}
 
 func (s *Synthetic) validate() error {
 	o := s.Opts

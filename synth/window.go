@@ -49,6 +49,7 @@ type ImportStats struct {
 	OutsideWindow int      // rows before Start or at/after Start+Duration
 	OverLimit     int      // rows of conversations past --limit
 	Clamped       int      // requests whose prompt was cut to --max-input-tokens
+	InvalidUTF8   int64    // bytes of the file that are not UTF-8 (replaced by U+FFFD where they reach text)
 	Requests      int      // rows written
 	Conversations int
 	SourceSpanNs  int64 // last minus first timestamp of all well-formed rows
@@ -306,6 +307,10 @@ func (o ImportOptions) metaOptions(st ImportStats) map[string]string {
 	}
 	for i, e := range st.BadExamples {
 		m["bad_row_"+strconv.Itoa(i+1)] = e
+	}
+	addUTF8Report(m, reportInvalidUTF8, st.InvalidUTF8)
+	if o.Corpus != nil {
+		addUTF8Report(m, reportTextInvalidUTF8, o.Corpus.InvalidUTF8())
 	}
 	return m
 }

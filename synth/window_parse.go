@@ -58,14 +58,16 @@ func (b *badRows) add(err *RowError) error {
 const maxLineBytes = 64 << 20
 
 // eachLine calls fn with every non-blank line of path and its 1-based line
-// number. A trailing CR is removed, so CRLF files read like LF files.
-func eachLine(path string, fn func(line int, text []byte) error) error {
+// number, and returns the count of bytes read that are not UTF-8. A
+// trailing CR is removed, so CRLF files read like LF files.
+func eachLine(path string, fn func(line int, text []byte) error) (invalidUTF8 int64, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("opening %s: %w", path, err)
+		return 0, fmt.Errorf("opening %s: %w", path, err)
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
+	u := &utf8Counter{r: f}
+	sc := bufio.NewScanner(u)
 	sc.Buffer(make([]byte, 0, 1<<20), maxLineBytes)
 	n := 0
 	for sc.Scan() {
@@ -78,13 +80,13 @@ func eachLine(path string, fn func(line int, text []byte) error) error {
 			continue
 		}
 		if err := fn(n, b); err != nil {
-			return err
+			return u.Invalid(), err
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return fmt.Errorf("reading %s after line %d: %w", path, n, err)
+		return u.Invalid(), fmt.Errorf("reading %s after line %d: %w", path, n, err)
 	}
-	return nil
+	return u.Invalid(), nil
 }
 
 // csvTable reads a CSV file whose columns are found by header name.
@@ -92,6 +94,7 @@ type csvTable struct {
 	path string
 	r    *csv.Reader
 	f    *os.File
+	utf8 *utf8Counter
 	col  map[string]int // normalized header name -> index
 	// width is the header's field count; every row must have as many.
 	width int
@@ -110,7 +113,8 @@ func openCSV(path string) (*csvTable, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
-	r := csv.NewReader(bufio.NewReaderSize(f, 1<<20))
+	u := &utf8Counter{r: f}
+	r := csv.NewReader(bufio.NewReaderSize(u, 1<<20))
 	r.ReuseRecord = true
 	r.FieldsPerRecord = -1 // checked per row, with the row's line in the error
 	head, err := r.Read()
@@ -121,7 +125,7 @@ func openCSV(path string) (*csvTable, error) {
 		}
 		return nil, fmt.Errorf("reading the header of %s: %w", path, err)
 	}
-	t := &csvTable{path: path, r: r, f: f, col: map[string]int{}, width: len(head)}
+	t := &csvTable{path: path, r: r, f: f, utf8: u, col: map[string]int{}, width: len(head)}
 	for i, h := range head {
 		t.col[normColumn(h)] = i
 	}
@@ -165,6 +169,9 @@ func (t *csvTable) next() ([]string, int, error) {
 	}
 	return rec, line, nil
 }
+
+// invalidUTF8 counts the bytes read so far that are not UTF-8.
+func (t *csvTable) invalidUTF8() int64 { return t.utf8.Invalid() }
 
 func (t *csvTable) Close() error { return t.f.Close() }
 

@@ -6,10 +6,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
@@ -314,5 +316,68 @@ func TestSynthInterruptKeepsExistingTrace(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Fatalf("left behind: %v", ents)
+	}
+}
+
+// Bytes that are not UTF-8 in any input (a ShareGPT file, a JSONL or CSV
+// import, a text file) are counted and reported like the other quirks:
+// printed, and in the metadata's report.* keys; the trace's text stays
+// valid UTF-8.
+func TestSynthReportsInvalidUTF8(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	sg := write("sg.jsonl", "{\"id\":\"a\",\"conversations\":[{\"from\":\"human\",\"value\":\"caf\xe9 \xff\xfe\"},{\"from\":\"gpt\",\"value\":\"ok\"}]}\n")
+	mc := write("mc.jsonl", "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5, \"note\": \"\xc3\"}\n")
+	bg := write("bg.csv", "Session ID,Timestamp,Model,Request tokens,Response tokens,Log Type\ns\xff1,5,Chat\xe9GPT,47,18,Conversation log\n")
+	var text strings.Builder
+	for i := range 400 {
+		fmt.Fprintf(&text, "The quiet river carried lantern number %d past the old bridge. ", i)
+	}
+	text.WriteString("A broken \xe2\x82 sequence and a stray \x80 byte end the story.\n")
+	tf := write("text.txt", text.String())
+	out := filepath.Join(dir, "t.parquet")
+	for _, c := range []struct {
+		args []string
+		key  string
+		want string
+	}{
+		{[]string{"--source", "sharegpt", "--input", sg}, "invalid_utf8_bytes", "3"},
+		{[]string{"--source", "mooncake", "--input", mc}, "invalid_utf8_bytes", "1"},
+		{[]string{"--source", "burstgpt", "--input", bg}, "invalid_utf8_bytes", "2"},
+		{[]string{"--conversations", "2", "--text-file", tf}, "text_invalid_utf8_bytes", "3"},
+		{[]string{"--source", "mooncake", "--input", mc, "--text-file", tf}, "text_invalid_utf8_bytes", "3"},
+	} {
+		stdout, stderr, code := runCLI(t, append(append([]string{"synth"}, c.args...), "-o", out)...)
+		if code != 0 {
+			t.Fatalf("synth %v: exit %d: %s", c.args, code, stderr)
+		}
+		if !regexp.MustCompile(`(?m)^\s+` + c.key + `\s+` + c.want + `$`).MatchString(stdout) {
+			t.Errorf("synth %v: report does not say %s %s:\n%s", c.args, c.key, c.want, stdout)
+		}
+		rows, meta, err := trace.ReadTurns(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if meta.Options["report."+c.key] != c.want {
+			t.Errorf("synth %v: metadata report.%s = %q, want %q", c.args, c.key, meta.Options["report."+c.key], c.want)
+		}
+		for _, r := range rows {
+			for _, m := range r.Messages {
+				if !utf8.ValidString(m.Content) || !utf8.ValidString(r.ConversationID) {
+					t.Errorf("synth %v: row %q holds invalid UTF-8", c.args, r.ConversationID)
+				}
+			}
+		}
+	}
+	// A clean input reports nothing of the kind.
+	stdout, _, _ := runCLI(t, "synth", "--source", "mooncake", "--input", write("clean.jsonl", `{"timestamp": 0, "input_length": 10, "output_length": 5}`+"\n"), "-o", out)
+	if strings.Contains(stdout, "utf8") {
+		t.Errorf("clean input reports invalid UTF-8:\n%s", stdout)
 	}
 }
