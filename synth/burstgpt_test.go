@@ -27,7 +27,7 @@ const burstNew = `Session ID,Timestamp,Elapsed time,Model,Request tokens,Respons
 
 func burstImport(t *testing.T, body string, o BurstGPTOptions) ([]Conversation, *BurstGPT) {
 	t.Helper()
-	o.Path = writeImportFile(t, "burst.csv", body)
+	o.Path = writeFile(t, "burst.csv", body)
 	o.Corpus = importCorpus(t)
 	b, err := NewBurstGPT(o)
 	if err != nil {
@@ -104,7 +104,7 @@ func TestBurstGPTBadInput(t *testing.T) {
 		{"6,ChatGPT,4,-5,9,API log", `line 3: field "Response tokens"`},
 		{"6,ChatGPT,4,5", `line 3: 4 fields, the header has 6`},
 	} {
-		p := writeImportFile(t, "b.csv", strings.Join(strings.Split(burstOld, "\n")[:2], "\n")+"\n"+c.row+"\n")
+		p := writeFile(t, "b.csv", strings.Join(strings.Split(burstOld, "\n")[:2], "\n")+"\n"+c.row+"\n")
 		_, err := (&BurstGPT{Opts: BurstGPTOptions{ImportOptions: ImportOptions{Path: p, Corpus: importCorpus(t)}}}).Conversations(context.Background())
 		var re *RowError
 		if err == nil || !errors.As(err, &re) || !strings.Contains(err.Error(), p+" "+c.want) {
@@ -115,7 +115,7 @@ func TestBurstGPTBadInput(t *testing.T) {
 			t.Errorf("skip-bad %q: %d convs, %+v, %v", c.row, len(convs), b.Stats(), err)
 		}
 	}
-	p := writeImportFile(t, "b.csv", "Timestamp,Request tokens,Response tokens\n1,2,3\n")
+	p := writeFile(t, "b.csv", "Timestamp,Request tokens,Response tokens\n1,2,3\n")
 	if _, err := (&BurstGPT{Opts: BurstGPTOptions{ImportOptions: ImportOptions{Path: p}, FilterModel: "GPT-4"}}).Conversations(context.Background()); err == nil || !strings.Contains(err.Error(), "Model column") {
 		t.Errorf("model filter without a Model column: %v", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -397,7 +396,7 @@ func firstNonSpace(br *bufio.Reader) (byte, int64, error) {
 func (s *ShareGPT) eachArrayRecord(ctx context.Context, br *bufio.Reader, fn func(int, *sharegptRecord)) error {
 	dec := json.NewDecoder(br)
 	if _, err := dec.Token(); err != nil { // '['
-		return s.posError(dec.InputOffset(), "reading the array", err)
+		return s.posError(dec.InputOffset(), -1, "reading the array", err)
 	}
 	for i := 0; dec.More(); i++ {
 		if i%1024 == 0 && ctx.Err() != nil {
@@ -406,21 +405,12 @@ func (s *ShareGPT) eachArrayRecord(ctx context.Context, br *bufio.Reader, fn fun
 		start := dec.InputOffset()
 		var rec sharegptRecord
 		if err := dec.Decode(&rec); err != nil {
-			var te *json.UnmarshalTypeError
-			if errors.As(err, &te) {
-				return s.posError(start, fmt.Sprintf("record %d: field %q", i, te.Field), fmt.Errorf("want %s, found JSON %s", te.Type, te.Value))
-			}
-			off := dec.InputOffset()
-			var se *json.SyntaxError
-			if errors.As(err, &se) {
-				off = se.Offset // the decoder counts from the start of the stream
-			}
-			return s.posError(off, fmt.Sprintf("record %d", i), err)
+			return s.posError(dec.InputOffset(), start, fmt.Sprintf("record %d", i), err)
 		}
 		fn(i, &rec)
 	}
 	if _, err := dec.Token(); err != nil { // ']'
-		return s.posError(dec.InputOffset(), "end of the array", err)
+		return s.posError(dec.InputOffset(), -1, "end of the array", err)
 	}
 	return nil
 }
@@ -431,7 +421,8 @@ func (s *ShareGPT) eachLineRecord(ctx context.Context, br *bufio.Reader, fn func
 	line, i := 0, 0
 	for sc.Scan() {
 		line++
-		b := bytes.TrimSpace(sc.Bytes())
+		raw := sc.Bytes()
+		b := bytes.TrimSpace(raw)
 		if len(b) == 0 {
 			continue
 		}
@@ -440,11 +431,15 @@ func (s *ShareGPT) eachLineRecord(ctx context.Context, br *bufio.Reader, fn func
 		}
 		var rec sharegptRecord
 		if err := json.Unmarshal(b, &rec); err != nil {
-			var te *json.UnmarshalTypeError
-			if errors.As(err, &te) {
-				return fmt.Errorf("%s line %d: field %q: want %s, found JSON %s", s.Opts.Path, line, te.Field, te.Type, te.Value)
+			f := jsonFaultOf(err)
+			if !f.relative {
+				f.err = fmt.Errorf("%w (want one ShareGPT record per line)", f.err)
 			}
-			return fmt.Errorf("%s line %d: malformed JSON (want one ShareGPT record per line): %w", s.Opts.Path, line, err)
+			off := f.off // Unmarshal counts both kinds of offset from the trimmed line
+			if off >= 0 {
+				off += int64(bytes.Index(raw, b))
+			}
+			return f.rowError(s.Opts.Path, raw, line, off, "")
 		}
 		fn(i, &rec)
 		i++
@@ -455,16 +450,24 @@ func (s *ShareGPT) eachLineRecord(ctx context.Context, br *bufio.Reader, fn func
 	return nil
 }
 
-// posError names the line and column of byte offset off of the file.
-func (s *ShareGPT) posError(off int64, what string, err error) error {
-	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		err = errors.New("unexpected end of file")
+// posError places a decoding error of the array in the file: off is the
+// decoder's offset when it failed and start that of the record it was
+// decoding (-1 outside a record), both counted after the bytes skipped
+// before the array.
+func (s *ShareGPT) posError(off, start int64, what string, err error) error {
+	f := jsonFaultOf(err)
+	switch {
+	case f.relative && start >= 0:
+		off = start + f.off // approximately: start precedes the record's separator
+		what = ""           // the field says where
+	case f.off >= 0:
+		off = f.off // syntax errors count from the start of the stream
 	}
-	line, col := 0, 0
-	if b, rerr := os.ReadFile(s.Opts.Path); rerr == nil {
-		line, col = lineCol(b, off+s.skipped)
+	b, rerr := os.ReadFile(s.Opts.Path)
+	if rerr != nil {
+		b = nil
 	}
-	return fmt.Errorf("%s line %d, column %d: %s: malformed JSON: %w", s.Opts.Path, line, col, what, err)
+	return f.rowError(s.Opts.Path, b, 1, off+s.skipped, what)
 }
 
 // countingReader reports bytes read for a progress line.

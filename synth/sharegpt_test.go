@@ -184,9 +184,10 @@ func TestShareGPTBadInput(t *testing.T) {
 		"missing":            {"", "", "no such file"},
 		"empty":              {"e.json", "  \n", "empty file"},
 		"jsonl line":         {"l.jsonl", `{"id": "a", "conversations": []}` + "\n\n" + `{"id": "b", "conversations": [}` + "\n", "line 3"},
-		"jsonl field type":   {"t.jsonl", `{"id": "a", "conversations": "nope"}`, `line 1: field "conversations"`},
+		"jsonl field type":   {"t.jsonl", `{"id": "a", "conversations": "nope"}`, `line 1, column 36: field "conversations": want []synth.sharegptMessage, found JSON string`},
 		"array syntax":       {"a.json", "[\n {\"id\": \"a\"},\n {\"id\": \"b\",, }\n]", "line 3"},
 		"array after blanks": {"b.json", "\n\n  [\n {\"id\": 5 \"x\"}]", "line 4"},
+		"array field type":   {"ft.json", "[\n {\"id\": \"a\"},\n {\"id\": \"b\", \"conversations\": 7}\n]", `line 3, column 31: field "conversations": want`},
 		"array truncated":    {"tr.json", "[\n {\"id\": \"a\", \"conversations\": [\n", "unexpected end"},
 	}
 	for name, c := range cases {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -14,16 +13,6 @@ import (
 
 	"github.com/tracekit/tracekit/trace"
 )
-
-// writeImportFile writes content to a file in a test directory.
-func writeImportFile(t *testing.T, name, content string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // writeAndReadBack writes convs as a trace and reads every row back.
 func writeAndReadBack(t *testing.T, src Source, convs []Conversation, opts map[string]string) ([]trace.Turn, trace.TraceMeta) {
@@ -91,7 +80,7 @@ const windowFile = `{"timestamp": 0, "input_length": 10, "output_length": 5, "ha
 `
 
 func TestWindowSpeedLimitClamp(t *testing.T) {
-	p := writeImportFile(t, "w.jsonl", windowFile)
+	p := writeFile(t, "w.jsonl", windowFile)
 	base := ImportOptions{Path: p, Corpus: importCorpus(t), BlockSize: 32}
 	cases := []struct {
 		name   string
@@ -138,7 +127,7 @@ func TestWindowSpeedLimitClamp(t *testing.T) {
 }
 
 func TestWindowBadOptions(t *testing.T) {
-	p := writeImportFile(t, "w.jsonl", windowFile)
+	p := writeFile(t, "w.jsonl", windowFile)
 	for _, o := range []ImportOptions{
 		{},
 		{Path: p, Speed: -1},
@@ -186,7 +175,7 @@ func TestRowErrorNamesFileLineField(t *testing.T) {
 // An import whose prompts would exceed MaxBytes is refused after reading
 // the rows and before making their text; a shared FieldError names MaxBytes.
 func TestImportMaxBytes(t *testing.T) {
-	p := writeImportFile(t, "w.jsonl", windowFile)
+	p := writeFile(t, "w.jsonl", windowFile)
 	o := ImportOptions{Path: p, Corpus: importCorpus(t), BlockSize: 32}
 	m, err := NewMooncake(o)
 	if err != nil {
@@ -211,7 +200,7 @@ func TestImportMaxBytes(t *testing.T) {
 			t.Errorf("limit %d for %d bytes of prompts: %v", c.limit, text, err)
 		}
 	}
-	sg := writeImportFile(t, "s.jsonl", `{"id":"a","conversations":[{"from":"human","value":"hi"},{"from":"gpt","value":"yo"}]}`+"\n")
+	sg := writeFile(t, "s.jsonl", `{"id":"a","conversations":[{"from":"human","value":"hi"},{"from":"gpt","value":"yo"}]}`+"\n")
 	_, err = (&ShareGPT{Opts: ShareGPTOptions{Path: sg, Tokenizer: importCorpus(t).Tokenizer(), MaxBytes: 10}}).Conversations(context.Background())
 	if !errors.Is(err, ErrTooLarge) {
 		t.Errorf("ShareGPT file above MaxBytes: %v", err)

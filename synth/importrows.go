@@ -2,30 +2,36 @@ package synth
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
-	"time"
 )
 
-// RowError is a malformed line or row of an imported trace file. Line is
-// 1-based and counts the header of a CSV file.
+// RowError is a malformed line or row of an input file. Line is 1-based
+// and counts the header of a CSV file; Column, 1-based, is 0 when unknown.
 type RowError struct {
-	File  string
-	Line  int
-	Field string // the column or JSON field at fault; empty for the whole line
-	Err   error
+	File   string
+	Line   int
+	Column int
+	Field  string // the column or JSON field at fault; empty for the whole line
+	Err    error
 }
 
 func (e *RowError) Error() string {
-	if e.Field == "" {
-		return fmt.Sprintf("%s line %d: %v", e.File, e.Line, e.Err)
+	loc := fmt.Sprintf("%s line %d", e.File, e.Line)
+	if e.Column > 0 {
+		loc += fmt.Sprintf(", column %d", e.Column)
 	}
-	return fmt.Sprintf("%s line %d: field %q: %v", e.File, e.Line, e.Field, e.Err)
+	if e.Field == "" {
+		return fmt.Sprintf("%s: %v", loc, e.Err)
+	}
+	return fmt.Sprintf("%s: field %q: %v", loc, e.Field, e.Err)
 }
 
 func (e *RowError) Unwrap() error { return e.Err }
@@ -175,117 +181,86 @@ func (t *csvTable) invalidUTF8() int64 { return t.utf8.Invalid() }
 
 func (t *csvTable) Close() error { return t.f.Close() }
 
-// parseDecimalNs parses a non-negative decimal number of units ("12",
-// "12.5", "1.25e3" is refused) into nanoseconds exactly: unitNs is the
-// number of ns in one unit (1e9 for seconds, 1e6 for milliseconds).
-// Fraction digits beyond ns resolution are truncated, never rounded through
-// a float.
-func parseDecimalNs(s string, unitNs int64) (int64, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return 0, errors.New("empty, expected a number")
-	}
-	neg := false
-	if s[0] == '-' {
-		neg, s = true, s[1:]
-	}
-	intPart, frac, _ := strings.Cut(s, ".")
-	if intPart == "" && frac == "" {
-		return 0, fmt.Errorf("%q is not a decimal number", s)
-	}
-	var whole int64
-	if intPart != "" {
-		v, err := strconv.ParseInt(intPart, 10, 64)
-		if err != nil || intPart[0] == '+' {
-			return 0, fmt.Errorf("%q is not a decimal number", s)
-		}
-		whole = v
-	}
-	if whole > (1<<62)/unitNs {
-		return 0, fmt.Errorf("%q is too large", s)
-	}
-	ns := whole * unitNs
-	// Each fraction digit is worth unitNs/10^k ns; stop once that is < 1 ns.
-	step := unitNs
-	for _, c := range frac {
-		if c < '0' || c > '9' {
-			return 0, fmt.Errorf("%q is not a decimal number", s)
-		}
-		step /= 10
-		ns += int64(c-'0') * step
-	}
-	if neg {
-		ns = -ns
-	}
-	return ns, nil
+// jsonlLengths are the fields every JSONL import (Mooncake, Bailian) has;
+// pointers tell a missing field from zero.
+type jsonlLengths struct {
+	Timestamp    json.RawMessage `json:"timestamp"`
+	InputLength  *int            `json:"input_length"`
+	OutputLength *int            `json:"output_length"`
+	HashIDs      []int64         `json:"hash_ids"`
 }
 
-// parseCount parses a non-negative integer token count; "12.0" is accepted
-// because some CSV exports write integers as floats.
-func parseCount(s string) (int, error) {
-	s = strings.TrimSpace(s)
-	if whole, frac, ok := strings.Cut(s, "."); ok && strings.Trim(frac, "0") == "" {
-		s = whole
+// decodeJSONLine decodes one line into v (numbers kept exact).
+func decodeJSONLine(path string, line int, b []byte, v any) *RowError {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	if err := d.Decode(v); err != nil {
+		f := jsonFaultOf(err)
+		// A field of the embedded jsonlLengths is named with its Go type.
+		f.field = strings.TrimPrefix(f.field, "jsonlLengths.")
+		return f.rowError(path, b, line, f.off, "") // both kinds count from the line's start here
 	}
-	v, err := strconv.ParseInt(s, 10, 32)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a token count", s)
-	}
-	if v < 0 {
-		return 0, fmt.Errorf("%d is negative", v)
-	}
-	return int(v), nil
+	return nil
 }
 
-// parseWallNs parses an Azure timestamp to unix nanoseconds exactly:
-// "2023-11-16 18:15:46.6805900" (2023: 7 fraction digits, no zone, taken as
-// UTC), "2024-05-10 00:00:00.010419+00:00" and "2024-05-10 00:00:01+00:00"
-// (2024: zone suffix, fraction sometimes absent). A 'T' separator and a 'Z'
-// suffix are accepted too.
-func parseWallNs(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	bad := func(why string) (int64, error) {
-		return 0, fmt.Errorf("%q is not a timestamp YYYY-MM-DD hh:mm:ss[.fraction][+hh:mm]: %s", s, why)
+// row checks the shared fields and converts them: the timestamp is in
+// units of unitNs nanoseconds (unit names it for messages).
+func (l jsonlLengths) row(path string, line int, unitNs int64, unit string) (importRow, *RowError) {
+	e := func(field string, err error) (importRow, *RowError) {
+		return importRow{}, &RowError{File: path, Line: line, Field: field, Err: err}
 	}
-	if len(s) < 19 || (s[10] != ' ' && s[10] != 'T') {
-		return bad("too short or no date/time separator")
-	}
-	base, err := time.Parse("2006-01-02 15:04:05", s[:10]+" "+s[11:19])
-	if err != nil {
-		return bad(err.Error())
-	}
-	rest := s[19:]
-	var frac int64
-	if strings.HasPrefix(rest, ".") {
-		i := 1
-		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
-			i++
-		}
-		if i == 1 {
-			return bad("empty fraction")
-		}
-		digits := rest[1:i]
-		if len(digits) > 9 {
-			digits = digits[:9]
-		}
-		frac, _ = strconv.ParseInt(digits+strings.Repeat("0", 9-len(digits)), 10, 64)
-		rest = rest[i:]
-	}
-	var zone int64
 	switch {
-	case rest == "" || rest == "Z":
-	case len(rest) == 6 && (rest[0] == '+' || rest[0] == '-') && rest[3] == ':':
-		hh, err1 := strconv.Atoi(rest[1:3])
-		mm, err2 := strconv.Atoi(rest[4:6])
-		if err1 != nil || err2 != nil {
-			return bad("zone offset is not +hh:mm")
-		}
-		zone = int64(hh*3600+mm*60) * int64(time.Second)
-		if rest[0] == '-' {
-			zone = -zone
-		}
-	default:
-		return bad(fmt.Sprintf("unexpected %q after the seconds", rest))
+	case l.Timestamp == nil || string(l.Timestamp) == "null":
+		return e("timestamp", errors.New("missing"))
+	case l.InputLength == nil:
+		return e("input_length", errors.New("missing"))
+	case l.OutputLength == nil:
+		return e("output_length", errors.New("missing"))
+	case *l.InputLength < 0:
+		return e("input_length", fmt.Errorf("%d is negative", *l.InputLength))
+	case *l.OutputLength < 0:
+		return e("output_length", fmt.Errorf("%d is negative", *l.OutputLength))
+	case *l.InputLength > maxTokens:
+		return e("input_length", fmt.Errorf("%d is above %d", *l.InputLength, maxTokens))
+	case *l.OutputLength > maxTokens:
+		return e("output_length", fmt.Errorf("%d is above %d", *l.OutputLength, maxTokens))
 	}
-	return base.UnixNano() + frac - zone, nil
+	at, err := parseDecimalNs(string(l.Timestamp), unitNs)
+	if err != nil {
+		return e("timestamp", fmt.Errorf("%w (%s)", err, unit))
+	}
+	if at < 0 {
+		return e("timestamp", fmt.Errorf("%s is negative", string(l.Timestamp)))
+	}
+	for i, h := range l.HashIDs {
+		if h < 0 {
+			return e("hash_ids", fmt.Errorf("element %d is negative (%d)", i, h))
+		}
+	}
+	return importRow{line: line, at: at, input: *l.InputLength, output: *l.OutputLength, hashes: l.HashIDs}, nil
+}
+
+// readJSONL reads an import's JSONL file: parse makes a row of each
+// non-blank line; a malformed line fails the import or, with SkipBad, is
+// counted and skipped. It fills st's Rows, BadRows, BadExamples and
+// InvalidUTF8.
+func readJSONL[T any](ctx context.Context, o ImportOptions, st *ImportStats, parse func(line int, b []byte) (T, *RowError)) ([]T, error) {
+	bad := badRows{skip: o.SkipBad}
+	var rows []T
+	invalid, err := eachLine(o.Path, func(line int, b []byte) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		r, rerr := parse(line, b)
+		if rerr != nil {
+			return bad.add(rerr)
+		}
+		rows = append(rows, r)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	st.Rows, st.BadRows, st.BadExamples, st.InvalidUTF8 = len(rows), bad.count, bad.first, invalid
+	return rows, nil
 }
