@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/url"
+	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -15,17 +17,21 @@ import (
 	"github.com/tracekit/tracekit/clock"
 )
 
-// target is one server: its base URL and its fasthttp client.
+// target is one server: its base URL and its fasthttp clients.
 type target struct {
-	base     string // as given, without a trailing "/" or "/v1"
-	genURL   string // the generation endpoint
-	hc       *fasthttp.HostClient
+	base   string // as given, without a trailing "/" or "/v1"
+	genURL string // the generation endpoint
+	hc     *fasthttp.HostClient
+	// fresh sends the one retry of a request whose reused keep-alive
+	// connection the server had closed. Its requests carry Connection:
+	// close, so its pool stays empty and every retry dials anew.
+	fresh    *fasthttp.HostClient
 	auth     string // "Bearer <key>" or empty; never logged
 	headers  map[string]string
 	bodyOpts *bodyOptions
 }
 
-// newTarget builds the client for base. Its pool holds maxConns
+// newTarget builds the clients for base. Its pool holds maxConns
 // connections (fasthttp's default of 512 would queue requests silently
 // beyond it).
 func newTarget(base string, c *Config, conns *connSet, maxConns int, bo *bodyOptions) (*target, error) {
@@ -45,31 +51,89 @@ func newTarget(base string, c *Config, conns *connSet, maxConns int, bo *bodyOpt
 	if c.Endpoint == EndpointCompletions {
 		path = "/v1/completions"
 	}
-	t := &target{
-		base:    base,
-		genURL:  base + path,
-		headers: c.Headers,
-		hc: &fasthttp.HostClient{
-			Addr:                host,
-			Name:                "tracekit",
-			IsTLS:               u.Scheme == "https",
-			Dial:                conns.dial,
-			MaxConns:            maxConns,
-			MaxConnWaitTimeout:  0, // never reached: the run's own semaphore bounds requests
-			StreamResponseBody:  true,
-			MaxIdleConnDuration: 60 * time.Second,
-			ReadBufferSize:      4 << 10, // response headers; 4 KiB per stream matters at 10,000 streams
-			WriteBufferSize:     32 << 10,
-		},
-		bodyOpts: bo,
+	var tlsCfg *tls.Config
+	if u.Scheme == "https" {
+		tlsCfg = &tls.Config{ServerName: u.Hostname(), InsecureSkipVerify: c.Insecure, NextProtos: []string{"http/1.1"}}
 	}
-	if c.Insecure {
-		t.hc.TLSConfig = &tls.Config{InsecureSkipVerify: true}
+	client := func() *fasthttp.HostClient {
+		return &fasthttp.HostClient{
+			Addr:               host,
+			Name:               "tracekit",
+			IsTLS:              tlsCfg != nil,
+			Dial:               conns.dialer(tlsCfg),
+			MaxConns:           maxConns,
+			MaxConnWaitTimeout: 0, // never reached: the run's own semaphore bounds requests
+			StreamResponseBody: true,
+			// The cleaner closes idle connections after this; conn.Write
+			// checks it again when a request takes one, which the cleaner
+			// alone cannot guarantee.
+			MaxIdleConnDuration: c.IdleConnTimeout,
+			// Every rejected stale connection is one attempt; retryIfErr
+			// retries nothing else.
+			MaxIdemponentCallAttempts: math.MaxInt32,
+			RetryIfErr:                retryIfErr,
+			ReadBufferSize:            4 << 10, // response headers; 4 KiB per stream matters at 10,000 streams
+			WriteBufferSize:           32 << 10,
+		}
+	}
+	t := &target{
+		base:     base,
+		genURL:   base + path,
+		headers:  c.Headers,
+		hc:       client(),
+		fresh:    client(),
+		bodyOpts: bo,
 	}
 	if c.APIKey != "" {
 		t.auth = "Bearer " + c.APIKey
 	}
 	return t, nil
+}
+
+// retryIfErr is fasthttp's retry policy: only a request refused by
+// conn.Write for a stale connection (nothing was sent) takes another
+// connection; every other failure is the caller's to judge.
+func retryIfErr(_ *fasthttp.Request, _ int, err error) (resetTimeout, retry bool) {
+	return false, errors.Is(err, errStaleConn)
+}
+
+// do sends req through t and reads the response headers (the body is
+// streamed), with deadline bounding the whole exchange when not zero. A
+// request that went out on a reused keep-alive connection and got EOF or a
+// reset before any response byte (the server had closed the connection
+// while it sat idle: uvicorn does after 5 s) is sent once more, at once,
+// on a fresh connection, with X-Request-Id retryID when not empty;
+// retried reports it. A failure after a response byte is never retried,
+// nor is one on a fresh connection.
+func (t *target) do(req *fasthttp.Request, resp *fasthttp.Response, deadline time.Time, retryID string) (retried bool, err error) {
+	send := func(hc *fasthttp.HostClient) error {
+		if deadline.IsZero() {
+			return hc.Do(req, resp)
+		}
+		return hc.DoDeadline(req, resp, deadline)
+	}
+	err = send(t.hc)
+	if err == nil || !closedBeforeAnswer(err) {
+		return false, err
+	}
+	if c := connOf(resp.LocalAddr()); c == nil || !c.reusedWithoutAnswer() || c.set.canceled.Load() {
+		return false, err
+	}
+	if retryID != "" {
+		req.Header.Set("X-Request-Id", retryID)
+	}
+	req.SetConnectionClose()
+	err = send(t.fresh)
+	req.Header.ResetConnectionClose()
+	return true, err
+}
+
+// closedBeforeAnswer reports whether err is the peer closing or resetting
+// the connection (fasthttp reports EOF before the first response byte as
+// ErrConnectionClosed).
+func closedBeforeAnswer(err error) bool {
+	return errors.Is(err, fasthttp.ErrConnectionClosed) || errors.Is(err, io.EOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED)
 }
 
 // prepare fills req with a request to uri with t's headers.
@@ -99,7 +163,7 @@ func (t *target) simple(method, path string, body []byte, timeout time.Duration)
 		req.Header.SetContentType("application/json")
 		req.SetBody(body)
 	}
-	if err := t.hc.DoTimeout(req, resp, timeout); err != nil {
+	if _, err := t.do(req, resp, time.Now().Add(timeout), ""); err != nil {
 		return 0, nil, fmt.Errorf("%s %s%s: %w", method, t.base, path, err)
 	}
 	var out []byte

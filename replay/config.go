@@ -27,6 +27,15 @@ const (
 	PolicyConversation = "conversation" // a conversation sticks to one target
 )
 
+// DefaultIdleConnTimeout is Config.IdleConnTimeout's default. Servers
+// close idle keep-alive connections without a word: uvicorn (vLLM's and
+// SGLang's HTTP server) after 5 s (timeout_keep_alive), many proxies and
+// load balancers likewise. A request written on such a connection fails
+// before its first response byte although the server is healthy. Staying
+// well below 5 s leaves room for the request's trip and for the server's
+// timer firing early; a connection not reused costs one dial.
+const DefaultIdleConnTimeout = 3 * time.Second
+
 // Config is everything a run needs. The zero value of every limit means
 // "no limit"; New applies the documented defaults.
 type Config struct {
@@ -63,6 +72,10 @@ type Config struct {
 	BenchmarkTimeout time.Duration // whole run; in-flight requests are then canceled
 	ReadyTimeout     time.Duration // wait for /health or /v1/models before the clock starts
 	DialTimeout      time.Duration // default 10 s
+	// IdleConnTimeout is the longest a keep-alive connection may sit idle
+	// in the pool and still be given to a request; default
+	// DefaultIdleConnTimeout.
+	IdleConnTimeout time.Duration
 	// Insecure accepts any TLS certificate from an https:// target (a
 	// self-signed test deployment); the default verifies it.
 	Insecure bool
@@ -145,6 +158,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.DialTimeout <= 0 {
 		c.DialTimeout = 10 * time.Second
 	}
+	if c.IdleConnTimeout == 0 {
+		c.IdleConnTimeout = DefaultIdleConnTimeout
+	}
 	if c.ExtraBody != "" {
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal([]byte(c.ExtraBody), &m); err != nil {
@@ -202,6 +218,7 @@ func (c Config) meta() map[string]any {
 		"duration": c.Duration.String(), "request_timeout": c.RequestTimeout.String(),
 		"idle_timeout": c.IdleTimeout.String(), "benchmark_timeout": c.BenchmarkTimeout.String(),
 		"ready_timeout": c.ReadyTimeout.String(), "dial_timeout": c.DialTimeout.String(),
+		"idle_conn_timeout":  c.IdleConnTimeout.String(),
 		"reset_prefix_cache": c.ResetPrefixCache, "insecure": c.Insecure,
 	}
 	if c.Temperature != nil {

@@ -179,11 +179,14 @@ func (r *Runner) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace.T
 // exchange performs the HTTP exchange of ex.rec and reads its stream.
 func (r *Runner) exchange(runCtx context.Context, t *target, req *fasthttp.Request, resp *fasthttp.Response, ex *exchange, slot int64) {
 	rec := &ex.rec
-	var err error
+	var deadline time.Time
 	if r.cfg.RequestTimeout > 0 {
-		err = t.hc.DoDeadline(req, resp, time.Now().Add(r.cfg.RequestTimeout))
-	} else {
-		err = t.hc.Do(req, resp)
+		deadline = time.Now().Add(r.cfg.RequestTimeout)
+	}
+	retryID := rec.ConversationID + "-" + strconv.Itoa(int(rec.Turn)) + "-1"
+	retried, err := t.do(req, resp, deadline, retryID)
+	if retried {
+		rec.Attempt, rec.RequestID = 1, retryID
 	}
 	headers := r.now()
 	c := connOf(resp.LocalAddr())
@@ -210,20 +213,11 @@ func (r *Runner) exchange(runCtx context.Context, t *target, req *fasthttp.Reque
 		closeBody(resp, errors.New("discarding an error body"))
 		return
 	}
-	idle := int64(r.cfg.IdleTimeout)
-	if c != nil && idle > 0 {
-		c.idle.Store(idle)
-	}
 	rerr := ex.stream.ReadBody(body, ex.buf, r.now)
 	ex.stream.Fill(rec)
 	if rerr != nil {
 		rec.ErrorKind = r.classify(runCtx, rerr, c, trace.ErrStreamTruncated)
 		rec.ErrorMessage = fmt.Sprintf("reading the stream after %d events: %v", len(rec.EventNs), rerr)
-	}
-	if c != nil && idle > 0 {
-		// Leave no idle deadline behind for the conn's next request.
-		c.idle.Store(0)
-		c.Conn.SetReadDeadline(time.Time{})
 	}
 	closeBody(resp, rerr)
 }
@@ -235,7 +229,7 @@ func (r *Runner) classify(runCtx context.Context, err error, c *conn, def string
 	case runCtx.Err() != nil || errors.Is(err, errRunCanceled):
 		return trace.ErrCanceled
 	case isTimeout(err) || errors.Is(err, fasthttp.ErrTimeout):
-		if c != nil && c.idle.Load() > 0 && !c.pastRequestDeadline() {
+		if c != nil && c.set.idle > 0 && !c.pastRequestDeadline() {
 			return trace.ErrIdleTimeout
 		}
 		return trace.ErrTimeout

@@ -22,10 +22,19 @@
 //	blocks on disk)
 //
 // Client: one fasthttp.HostClient per target with streaming response bodies.
-// Every connection is wrapped (conn.go) so that the run can stamp when a
-// request's bytes were written, apply the per-event idle timeout as a read
-// deadline before each Read, and interrupt every in-flight read when the run
-// is canceled (signal, --benchmark-timeout). --duration and --max-requests
+// Every connection is wrapped (conn.go, above TLS, which dial does itself)
+// so that the run can stamp when a request's bytes were written, apply the
+// idle timeout as a read deadline before each Read, and interrupt every
+// in-flight read when the run is canceled (signal, --benchmark-timeout).
+//
+// Keep-alive: servers close idle connections silently (uvicorn after 5 s).
+// The first Write of a request on a pooled connection idle longer than
+// Config.IdleConnTimeout writes nothing and fails with errStaleConn, which
+// fasthttp's RetryIfErr turns into another connection at once. A request
+// that went out on a reused connection and got EOF or a reset before any
+// response byte is sent once more on a fresh connection (a second client
+// whose requests carry Connection: close): Record.Attempt 1, request id
+// "-1", no error. Nothing is retried after a response byte. --duration and --max-requests
 // only stop new requests: those in flight finish.
 //
 // Run lifetime: Run returns when every conversation has finished or the run

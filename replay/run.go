@@ -96,7 +96,8 @@ func New(cfg Config) (*Runner, error) {
 	if err != nil {
 		tok = tokenizer.Default()
 	}
-	r := &Runner{cfg: cfg, tr: tr, tok: tok, conns: newConnSet(cfg.DialTimeout)}
+	r := &Runner{cfg: cfg, tr: tr, tok: tok}
+	r.conns = newConnSet(&r.cfg)
 	r.bo = bodyOptions{endpoint: cfg.Endpoint, ignoreEOS: cfg.IgnoreEOS, temperature: cfg.Temperature,
 		continuousUsage: cfg.ContinuousUsage == "on", extra: cfg.extraInner()}
 	maxConns := math.MaxInt32
@@ -137,11 +138,12 @@ func New(cfg Config) (*Runner, error) {
 
 // Close releases the trace, the dispatcher and every target's idle
 // keep-alive connections. Without the last, fasthttp would keep them open
-// for MaxIdleConnDuration (60 s): a process running one replay after
+// for MaxIdleConnDuration (Config.IdleConnTimeout): a process running one replay after
 // another (calibrate's ladder) would run out of file descriptors.
 func (r *Runner) Close() error {
 	for _, t := range r.targets {
 		t.hc.CloseIdleConnections()
+		t.fresh.CloseIdleConnections()
 	}
 	if r.precise != nil {
 		r.precise.Close()

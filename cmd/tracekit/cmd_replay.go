@@ -102,6 +102,7 @@ The API key is read from the environment (--api-key-env) and never written.`,
 	f.DurationVar(&c.BenchmarkTimeout, "benchmark-timeout", 0, "end the whole run after this long, canceling in-flight requests (0: none)")
 	f.DurationVar(&c.ReadyTimeout, "ready-timeout", 0, "wait up to this long for /health or /v1/models to answer before starting (0: no wait)")
 	f.DurationVar(&c.DialTimeout, "dial-timeout", 10*time.Second, "TCP connect timeout")
+	f.DurationVar(&c.IdleConnTimeout, "idle-conn-timeout", replay.DefaultIdleConnTimeout, "never reuse a keep-alive connection idle longer than this (below the server's own limit: uvicorn closes after 5s)")
 	f.BoolVar(&c.Insecure, "insecure", false, "accept any TLS certificate from an https:// target (self-signed test deployments)")
 	f.BoolVar(&c.ResetPrefixCache, "reset-prefix-cache", false, "POST /reset_prefix_cache to every target before the run")
 	f.StringVar(&dispatcher, "dispatcher", "precise", "precise (absolute CLOCK_MONOTONIC timerfd in Go's poller, adaptive early release and spin) or sleep (Go timers, for comparison)")
