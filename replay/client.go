@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -15,6 +16,8 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/tracekit/tracekit/clock"
+	"github.com/tracekit/tracekit/record"
+	"github.com/tracekit/tracekit/trace"
 )
 
 // target is one server: its base URL and its fasthttp clients.
@@ -136,7 +139,8 @@ func closedBeforeAnswer(err error) bool {
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED)
 }
 
-// prepare fills req with a request to uri with t's headers.
+// prepare fills req with a request to uri with t's headers. A request
+// without a requestID is not traffic and carries ProbeHeader.
 func (t *target) prepare(req *fasthttp.Request, method, uri, requestID string) {
 	req.Reset()
 	req.SetRequestURI(uri)
@@ -146,6 +150,8 @@ func (t *target) prepare(req *fasthttp.Request, method, uri, requestID string) {
 	}
 	if requestID != "" {
 		req.Header.Set("X-Request-Id", requestID)
+	} else {
+		req.Header.Set(ProbeHeader, "1")
 	}
 	for k, v := range t.headers {
 		req.Header.Set(k, v)
@@ -239,15 +245,64 @@ func (t *target) resetPrefixCache() error {
 	return nil
 }
 
-// probeContinuousUsage sends one 1-token request asking for
-// continuous_usage_stats and reports whether the server accepted it.
-func (t *target) probeContinuousUsage(model string) bool {
+// ProbeHeader marks every request replay sends that is not traffic (the
+// pre-run probe, /v1/models, ready checks, the prefix-cache reset): the
+// capture proxy forwards such requests but never records them.
+const ProbeHeader = "X-Tracekit-Probe"
+
+// probeResult is what one pre-run probe request saw.
+type probeResult struct {
+	status int
+	body   []byte       // the start of a non-2xx body
+	rec    trace.Record // the parsed stream of a 2xx answer
+}
+
+// probe sends the run's kind of request, tiny (2 tokens), streamed, with
+// or without continuous_usage_stats, and parses the answer.
+func (t *target) probe(model string, usage bool, timeout time.Duration) (probeResult, error) {
+	var res probeResult
 	bo := *t.bodyOpts
-	bo.continuousUsage = true
-	bo.ignoreEOS = false
-	body := bo.appendBody(nil, model, nil, probeMessages, 1)
-	status, _, err := t.simple("POST", t.genURL[len(t.base):], body, 30*time.Second)
-	return err == nil && status/100 == 2
+	bo.continuousUsage, bo.ignoreEOS = usage, false
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	t.prepare(req, "POST", t.genURL, "")
+	req.Header.SetContentType("application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Accept-Encoding", "identity")
+	req.SetBody(bo.appendBody(nil, model, nil, probeMessages, 2))
+	if _, err := t.do(req, resp, time.Now().Add(timeout), ""); err != nil {
+		return res, fmt.Errorf("POST %s: %w", t.genURL, err)
+	}
+	res.status = resp.StatusCode()
+	var body io.Reader = bytes.NewReader(resp.Body())
+	if s := resp.BodyStream(); s != nil {
+		body = s
+	}
+	defer resp.CloseBodyStream()
+	if res.status/100 != 2 {
+		res.body, _ = io.ReadAll(io.LimitReader(body, 4<<10))
+		return res, nil
+	}
+	if ct := resp.Header.ContentType(); bytes.HasPrefix(ct, []byte("application/json")) {
+		b, _ := io.ReadAll(io.LimitReader(body, 4<<10))
+		return res, fmt.Errorf("POST %s: the server answered without streaming (Content-Type: %s): %s", t.genURL, ct, snippetOf(bytes.TrimSpace(b)))
+	}
+	if enc := resp.Header.ContentEncoding(); len(enc) > 0 && !bytes.EqualFold(enc, []byte("identity")) {
+		var d decoders
+		dec, err := d.decode(enc, body, func() int64 { return 0 })
+		if err != nil {
+			return res, fmt.Errorf("POST %s: %w", t.genURL, err)
+		}
+		body = dec
+	}
+	st := record.NewStream(nil)
+	err := st.ReadBody(body, make([]byte, 4<<10), func() int64 { return 0 })
+	st.Fill(&res.rec)
+	if err != nil {
+		return res, fmt.Errorf("reading the answer to POST %s: %w", t.genURL, err)
+	}
+	return res, nil
 }
 
 // snippetOf quotes the start of a body for an error message.

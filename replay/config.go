@@ -81,6 +81,10 @@ type Config struct {
 	Insecure bool
 
 	ResetPrefixCache bool // POST /reset_prefix_cache to every target first
+	// NoProbe skips the pre-run probe request (which fails a run whose
+	// target is unreachable or refuses the model before the clock starts,
+	// and verifies continuous usage); "auto" continuous usage is then off.
+	NoProbe bool
 
 	// GCPercent is the garbage collector's target (as GOGC) while Run runs;
 	// the previous setting is restored after. 0 means DefaultGCPercent, a
@@ -219,7 +223,7 @@ func (c Config) meta() map[string]any {
 		"idle_timeout": c.IdleTimeout.String(), "benchmark_timeout": c.BenchmarkTimeout.String(),
 		"ready_timeout": c.ReadyTimeout.String(), "dial_timeout": c.DialTimeout.String(),
 		"idle_conn_timeout":  c.IdleConnTimeout.String(),
-		"reset_prefix_cache": c.ResetPrefixCache, "insecure": c.Insecure,
+		"reset_prefix_cache": c.ResetPrefixCache, "no_probe": c.NoProbe, "insecure": c.Insecure,
 	}
 	if c.Temperature != nil {
 		m["temperature"] = *c.Temperature

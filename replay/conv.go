@@ -161,6 +161,7 @@ func (r *Runner) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace.T
 	t.prepare(req, "POST", t.genURL, rec.RequestID)
 	req.Header.SetContentType("application/json")
 	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Accept-Encoding", "identity")
 	req.SetBodyRaw(ex.body)
 
 	r.sent.Add(1)
@@ -198,6 +199,9 @@ func (r *Runner) exchange(runCtx context.Context, t *target, req *fasthttp.Reque
 	if err != nil {
 		rec.ErrorKind = r.classify(runCtx, err, c, trace.ErrConnect)
 		rec.ErrorMessage = "sending: " + err.Error()
+		if rec.ErrorKind == trace.ErrHeadersTimeout {
+			rec.ErrorMessage = fmt.Sprintf("no response headers within %v (--idle-timeout)", r.cfg.IdleTimeout)
+		}
 		return
 	}
 	rec.HeadersNs = headers
@@ -213,7 +217,25 @@ func (r *Runner) exchange(runCtx context.Context, t *target, req *fasthttp.Reque
 		closeBody(resp, errors.New("discarding an error body"))
 		return
 	}
-	rerr := ex.stream.ReadBody(body, ex.buf, r.now)
+	now := r.now
+	if enc := resp.Header.ContentEncoding(); len(enc) > 0 && !bytes.EqualFold(enc, []byte("identity")) {
+		dec, err := ex.dec.decode(enc, body, r.now)
+		if err != nil {
+			rec.ErrorKind = r.classify(runCtx, err, c, trace.ErrMalformed)
+			rec.ErrorMessage = err.Error()
+			closeBody(resp, err)
+			return
+		}
+		body, now = dec, ex.dec.net.stamp
+	}
+	if ct := resp.Header.ContentType(); bytes.HasPrefix(ct, []byte("application/json")) {
+		b, err := io.ReadAll(io.LimitReader(body, 4<<10))
+		rec.ErrorKind = trace.ErrNotStreaming
+		rec.ErrorMessage = fmt.Sprintf("server answered without streaming (Content-Type: %s): %s", ct, snippetOf(bytes.TrimSpace(b)))
+		closeBody(resp, errors.Join(errors.New("discarding a JSON body"), err))
+		return
+	}
+	rerr := ex.stream.ReadBody(body, ex.buf, now)
 	ex.stream.Fill(rec)
 	if rerr != nil {
 		rec.ErrorKind = r.classify(runCtx, rerr, c, trace.ErrStreamTruncated)
@@ -230,6 +252,9 @@ func (r *Runner) classify(runCtx context.Context, err error, c *conn, def string
 		return trace.ErrCanceled
 	case isTimeout(err) || errors.Is(err, fasthttp.ErrTimeout):
 		if c != nil && c.set.idle > 0 && !c.pastRequestDeadline() {
+			if def == trace.ErrConnect {
+				return trace.ErrHeadersTimeout
+			}
 			return trace.ErrIdleTimeout
 		}
 		return trace.ErrTimeout

@@ -37,6 +37,12 @@
 // "-1", no error. Nothing is retried after a response byte. --duration and --max-requests
 // only stop new requests: those in flight finish.
 //
+// Before the clock: the ready checks, the model lookup, the prefix-cache
+// reset and one tiny probe request per target, all marked with
+// ProbeHeader. The probe fails the run when a target is unreachable or
+// refuses the request (wrong model), and settles continuous usage by
+// looking at the events it got (RunMeta.Usage).
+//
 // Run lifetime: Run returns when every conversation has finished or the run
 // context ends; in the latter case every in-flight request is recorded as
 // canceled with the events it had received, and the recording is closed

@@ -23,15 +23,21 @@ type hostileServer struct {
 	// closeAfter closes the connection after every response without
 	// sending Connection: close.
 	closeAfter bool
-	// respond writes the response to one request; nil: a 3-event SSE
-	// stream with usage and [DONE], chunked.
+	// respond writes the response to one traffic request (probes get
+	// sseAnswer); nil: sseAnswer.
 	respond func(w *bufio.Writer, req *http.Request, body []byte)
+	// respondProbes makes respond answer probe requests too.
+	respondProbes bool
+	// noHeaders reads traffic requests and never answers them.
+	noHeaders bool
 
-	wg    sync.WaitGroup
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
-	ids   []string
-	nconn int
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	ids    []string       // X-Request-Id of each traffic request
+	reqs   []seenRequest  // every request read
+	connOf map[string]int // traffic request id -> the connection it came on
+	nconn  int
 }
 
 // startHostile starts s on a loopback port; the test's cleanup stops it.
@@ -41,7 +47,7 @@ func startHostile(t testing.TB, s *hostileServer) *hostileServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.ln, s.conns = ln, map[net.Conn]struct{}{}
+	s.ln, s.conns, s.connOf = ln, map[net.Conn]struct{}{}, map[string]int{}
 	s.wg.Add(1)
 	go s.accept()
 	t.Cleanup(s.close)
@@ -60,12 +66,16 @@ func (s *hostileServer) close() {
 	s.wg.Wait()
 }
 
-// requests returns the ids of the requests read, in order, and the number
-// of connections accepted.
+// requests returns the ids of the traffic requests read, in order, and
+// the number of distinct connections they came on.
 func (s *hostileServer) requests() ([]string, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]string(nil), s.ids...), s.nconn
+	conns := map[int]bool{}
+	for _, c := range s.connOf {
+		conns[c] = true
+	}
+	return append([]string(nil), s.ids...), len(conns)
 }
 
 func (s *hostileServer) accept() {
@@ -78,6 +88,7 @@ func (s *hostileServer) accept() {
 		s.mu.Lock()
 		s.conns[c] = struct{}{}
 		s.nconn++
+		idx := s.nconn
 		s.mu.Unlock()
 		s.wg.Add(1)
 		go func() {
@@ -88,12 +99,12 @@ func (s *hostileServer) accept() {
 				s.mu.Unlock()
 				c.Close()
 			}()
-			s.serve(c)
+			s.serve(c, idx)
 		}()
 	}
 }
 
-func (s *hostileServer) serve(c net.Conn) {
+func (s *hostileServer) serve(c net.Conn, idx int) {
 	br, bw := bufio.NewReader(c), bufio.NewWriter(c)
 	for served := 0; ; served++ {
 		if served > 0 && s.idleClose > 0 {
@@ -112,10 +123,20 @@ func (s *hostileServer) serve(c net.Conn) {
 			return
 		}
 		s.mu.Lock()
-		s.ids = append(s.ids, req.Header.Get("X-Request-Id"))
+		probe := req.Header.Get("X-Tracekit-Probe") == "1"
+		s.reqs = append(s.reqs, seenRequest{method: req.Method, path: req.URL.Path, id: req.Header.Get("X-Request-Id"),
+			probe: probe, acceptEncoding: req.Header.Get("Accept-Encoding"), body: string(body)})
+		if id := req.Header.Get("X-Request-Id"); id != "" && !probe {
+			s.ids = append(s.ids, id)
+			s.connOf[id] = idx
+		}
 		s.mu.Unlock()
+		if s.noHeaders && !probe {
+			io.Copy(io.Discard, br) // until the client gives up
+			return
+		}
 		respond := s.respond
-		if respond == nil {
+		if respond == nil || (probe && !s.respondProbes) {
 			respond = sseAnswer
 		}
 		respond(bw, req, body)
@@ -125,11 +146,27 @@ func (s *hostileServer) serve(c net.Conn) {
 	}
 }
 
+// seenRequest is what the server saw of one request.
+type seenRequest struct {
+	method, path, id string
+	probe            bool
+	acceptEncoding   string
+	body             string
+}
+
+// seen returns every request read, in order.
+func (s *hostileServer) seen() []seenRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]seenRequest(nil), s.reqs...)
+}
+
 // sseAnswer writes a chunked stream of three one-token events, a usage
 // chunk and [DONE].
 func sseAnswer(w *bufio.Writer, req *http.Request, _ []byte) {
 	if req.Method != "POST" {
-		fmt.Fprint(w, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 35\r\n\r\n{\"data\":[{\"id\":\"hostile-model-xx\"}]}")
+		b := `{"data":[{"id":"hostile-model"}]}`
+		fmt.Fprintf(w, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(b), b)
 		return
 	}
 	fmt.Fprint(w, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")

@@ -49,10 +49,10 @@ func TestClosedKeepAliveRetriedOnFreshConnection(t *testing.T) {
 	sink, res := run(t, Config{Trace: path, Targets: []string{srv.url()}, Model: "m", ContinuousUsage: "on"})
 	checkServedOnce(t, sink, res, srv, 4)
 	for _, r := range sink.Records() {
-		// Turn 1 reuses turn 0's connection and is retried; its retry's
-		// connection closes (Connection: close), so turn 2 dials anew and
-		// leaves a dead connection for turn 3.
-		want := r.Turn % 2
+		// The probe leaves a dead connection in the pool: turn 0 takes it
+		// and is retried; the retry's connection closes (Connection:
+		// close), so turn 1 dials anew and leaves a dead one for turn 2.
+		want := 1 - r.Turn%2
 		if r.Attempt != want || r.TokensExact != true || len(r.EventNs) != 3 {
 			t.Errorf("%s: attempt %d (want %d), exact %v, %d events", r.RequestID, r.Attempt, want, r.TokensExact, len(r.EventNs))
 		}

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -69,6 +70,7 @@ type Runner struct {
 	seq     atomic.Int64  // requests started
 	mon     *monitor
 	sink    record.Sink
+	usage   *trace.UsageProbe // the probe's finding
 
 	total                      int64
 	sent, done, errs, inflight atomic.Int64
@@ -77,6 +79,7 @@ type Runner struct {
 // exchange is one request goroutine's reusable scratch.
 type exchange struct {
 	stream *record.Stream
+	dec    decoders
 	buf    []byte
 	body   []byte
 	rec    trace.Record
@@ -176,7 +179,7 @@ func (r *Runner) Run(ctx context.Context, sink record.Sink) (*Result, error) {
 	host, _ := os.Hostname()
 	meta := trace.RunMeta{
 		TracekitVersion: trace.Version, Targets: r.cfg.Targets, Host: host,
-		Command: r.cfg.Command, Config: r.cfg.meta(), Trace: &r.tr.Meta,
+		Command: r.cfg.Command, Config: r.cfg.meta(), Trace: &r.tr.Meta, Usage: r.usage,
 	}
 
 	defer r.setGC()()
@@ -266,16 +269,70 @@ func (r *Runner) prepare(ctx context.Context) error {
 			}
 		}
 	}
-	if r.cfg.ContinuousUsage == "auto" {
-		r.bo.continuousUsage = true
-		for _, t := range r.targets {
-			if !t.probeContinuousUsage(r.cfg.Model) {
-				r.bo.continuousUsage = false
-				r.logf("note: %s does not accept continuous_usage_stats; tokens per event are counted with %s", t.base, r.tok.Name())
-				break
+	return r.probe()
+}
+
+// probeTimeout bounds each pre-run probe request.
+const probeTimeout = 60 * time.Second
+
+// probe sends one tiny request of the run's kind to every target before
+// the clock starts. A target that cannot be reached or refuses it (a
+// wrong model: 404) fails the run here, with the real cause. It also
+// settles continuous usage: with "auto" the run asks for
+// continuous_usage_stats only when every target's probe events carried
+// cumulative usage (Ollama accepts the field and ignores it; a strict
+// server refuses it, and the probe is then repeated without it). The
+// finding goes to RunMeta.Usage.
+func (r *Runner) probe() error {
+	mode := r.cfg.ContinuousUsage
+	ask := mode != "off"
+	u := &trace.UsageProbe{Mode: mode, Verified: ask}
+	var reasons []string
+	if r.cfg.NoProbe {
+		ask = mode == "on"
+		u.Requested, u.Verified, u.Reason = ask, false, "no probe (--no-probe)"
+		r.bo.continuousUsage, r.usage = ask, u
+		return nil
+	}
+	for _, t := range r.targets {
+		res, err := t.probe(r.cfg.Model, ask, probeTimeout)
+		if err == nil && res.status/100 != 2 && ask && mode == "auto" {
+			refused := res
+			if res2, err2 := t.probe(r.cfg.Model, false, probeTimeout); err2 == nil && res2.status/100 == 2 {
+				ask, res, u.Verified = false, res2, false
+				reasons = append(reasons, fmt.Sprintf("%s refused continuous_usage_stats (HTTP %d: %s)", t.base, refused.status, snippetOf(bytes.TrimSpace(refused.body))))
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("the probe request before the run (model %q): %w", r.cfg.Model, err)
+		}
+		if res.status/100 != 2 {
+			return fmt.Errorf("the probe request before the run: %s answered HTTP %d for model %q: %s", t.base, res.status, r.cfg.Model, snippetOf(bytes.TrimSpace(res.body)))
+		}
+		if res.rec.ErrorKind != "" {
+			r.logf("warning: the probe request to %s: %s: %s", t.base, res.rec.ErrorKind, res.rec.ErrorMessage)
+		}
+		if ask && !res.rec.TokensExact {
+			u.Verified = false
+			reasons = append(reasons, fmt.Sprintf("%s accepted continuous_usage_stats but its events carried no cumulative usage", t.base))
+			if mode == "auto" {
+				ask = false
 			}
 		}
 	}
+	switch {
+	case mode == "off":
+		reasons = append(reasons, "--continuous-usage off")
+	case u.Verified:
+		reasons = append(reasons, "every target's probe events carried cumulative usage")
+	}
+	u.Requested = ask
+	u.Reason = strings.Join(reasons, "; ")
+	if !u.Verified {
+		r.logf("note: %s; tokens per event are counted with %s", u.Reason, r.tok.Name())
+	}
+	r.bo.continuousUsage = ask
+	r.usage = u
 	return nil
 }
 
