@@ -350,3 +350,43 @@ func TestBadInput(t *testing.T) {
 		}
 	}
 }
+
+// analyze prints the client's health verdicts once per cause: the v1
+// recording's stored scheduler-latency warning used to be repeated in
+// other words by analyze's own check.
+func TestHealthWarnsOncePerCause(t *testing.T) {
+	s, err := Files([]string{"../testdata/recording-v1.parquet"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, w := range s.Warnings {
+		if strings.Contains(strings.ToLower(w), "scheduler latency") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d scheduler-latency warnings, want 1: %q", n, s.Warnings)
+	}
+}
+
+// inspect (trace.SummarizeRecording) and analyze use one quantile
+// definition, numpy's linear: on the same file their medians agree (the
+// v1 recording has 8 requests, where nearest rank and linear differ).
+func TestInspectAndAnalyzeMediansAgree(t *testing.T) {
+	const p = "../testdata/recording-v1.parquet"
+	rs, err := trace.SummarizeRecording(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Files([]string{p}, Options{Metrics: allMetrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs.TTFTms.N != s.TTFT.Count || rs.TTFTms.N != 8 {
+		t.Fatalf("inspect counts %d TTFTs, analyze %d", rs.TTFTms.N, s.TTFT.Count)
+	}
+	near(t, "median TTFT", rs.TTFTms.P50, s.TTFT.Median)
+	near(t, "median E2EL", rs.E2ELms.P50, s.E2EL.Median)
+	near(t, "mean E2EL", rs.E2ELms.Mean, s.E2EL.Mean)
+}

@@ -1,16 +1,24 @@
 // Package analyze turns recordings into serving metrics, offline.
 //
 // Data flow: Files opens one or more recordings (shards of one run are
-// aligned on RunMeta.StartWallNs), decodes them column by column, one row
-// group at a time, into reused flat buffers (columns.go: only the columns
-// the metrics need, event lists straight from the pages; files of another
-// schema go through parquet-go's generic row reader), streams the rows once
+// aligned on RunMeta.StartWallNs), reads them through trace's column
+// scanner (trace.OpenScanner: only the columns the metrics need, one row
+// group at a time into reused buffers; analyze knows nothing of the Parquet
+// layout), aligns each record (trace.Record.Shift), streams the rows once
 // through an accumulator that derives each request's metrics (Derive) and
 // feeds the distributions, bins and per-request table, then finish freezes
 // everything into one Summary (the per-event statistics on their own
 // goroutines, each read in two passes: see summarize). Text (WriteText), JSON (WriteJSON), the per-request file
 // (WritePerRequest) and the HTML report (WriteHTML) are renderers of that one
 // Summary, so they never disagree; Compare diffs two Summaries.
+//
+// Files by concern: read.go (opening, validating, aligning), accumulate.go
+// (the single pass), summary.go (Summary and finish), throughput.go
+// (goodput, peak output and concurrency), stats.go and selectk.go
+// (distributions), series.go (1 s bins), turns.go (per turn and cached
+// tokens), multiturn.go (vLLM multi-turn's table), errorkinds.go,
+// health.go (client health), then the renderers text.go, json.go, html.go,
+// perrequest.go and compare.go.
 //
 // Definitions are vLLM `bench serve`'s by default (see Derive and Summary):
 // TTFT = first event - sent, ITL = successive event gaps pooled over

@@ -9,8 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/compress/zstd"
+	"github.com/tracekit/tracekit/trace"
 )
 
 // RequestRow is one row of the per-request file: every derived metric of
@@ -72,31 +71,39 @@ func (s *Summary) WritePerRequest(path string) error {
 	return fmt.Errorf("--per-request %s: expected a .parquet or .csv file name: %w", path, ErrBadInput)
 }
 
+// RequestsFormat is the per-request Parquet file's format name and schema
+// version (trace.MetaFormat, trace.MetaSchemaVersion).
+var RequestsFormat = trace.FileFormat{Name: "tracekit.requests", Version: 1}
+
 func (s *Summary) writePerRequestParquet(path string) error {
-	f, err := os.Create(path)
+	return writeRowsParquet(path, len(s.Reqs), func(i int) RequestRow { return s.row(&s.Reqs[i]) })
+}
+
+// writeRowsParquet writes rows 0..n-1 of row to path, a row group at a
+// time.
+func writeRowsParquet(path string, n int, row func(int) RequestRow) error {
+	w, err := trace.CreateParquet[RequestRow](path, RequestsFormat)
 	if err != nil {
 		return fmt.Errorf("writing per-request file: %w", err)
 	}
-	w := parquet.NewGenericWriter[RequestRow](f, parquet.Compression(&zstd.Codec{Level: zstd.SpeedDefault}))
-	batch := make([]RequestRow, 0, 4096)
-	for i := range s.Reqs {
-		batch = append(batch, s.row(&s.Reqs[i]))
-		if len(batch) == cap(batch) || i == len(s.Reqs)-1 {
-			if _, err := w.Write(batch); err != nil {
-				f.Close()
-				return fmt.Errorf("writing %s: %w", path, err)
+	batch := make([]RequestRow, 0, trace.RowGroupRows)
+	for i := range n {
+		batch = append(batch, row(i))
+		if len(batch) == cap(batch) || i == n-1 {
+			if err := w.Write(batch...); err != nil {
+				w.Abort()
+				return err
 			}
 			batch = batch[:0]
 		}
 	}
-	if err := w.Close(); err != nil {
-		f.Close()
-		return fmt.Errorf("finishing %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("closing %s: %w", path, err)
-	}
-	return nil
+	return w.Close()
+}
+
+// ReadPerRequest reads a per-request Parquet file written by
+// WritePerRequest.
+func ReadPerRequest(path string) ([]RequestRow, error) {
+	return trace.ReadParquet[RequestRow](path, RequestsFormat, "", nil)
 }
 
 // csvHeader is the parquet column names of RequestRow, in field order.
@@ -110,6 +117,11 @@ func csvHeader() []string {
 }
 
 func (s *Summary) writePerRequestCSV(path string) error {
+	return writeRowsCSV(path, len(s.Reqs), func(i int) RequestRow { return s.row(&s.Reqs[i]) })
+}
+
+// writeRowsCSV writes a header and rows 0..n-1 of row to path.
+func writeRowsCSV(path string, n int, row func(int) RequestRow) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("writing per-request file: %w", err)
@@ -117,8 +129,8 @@ func (s *Summary) writePerRequestCSV(path string) error {
 	w := csv.NewWriter(f)
 	w.Write(csvHeader())
 	rec := make([]string, len(csvHeader()))
-	for i := range s.Reqs {
-		v := reflect.ValueOf(s.row(&s.Reqs[i]))
+	for i := range n {
+		v := reflect.ValueOf(row(i))
 		for j := range rec {
 			switch x := v.Field(j).Interface().(type) {
 			case float64:

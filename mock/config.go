@@ -85,14 +85,26 @@ type FaultRates struct {
 	Malformed   float64 `json:"malformed"`
 	NoDone      float64 `json:"nodone"`
 	SlowHeaders float64 `json:"slowheaders"`
+	NoHeaders   float64 `json:"noheaders"`
+	Gzip        float64 `json:"gzip"`
+	JSON        float64 `json:"json"`
 	// StallFor and SlowHeadersFor are the durations used by drawn stall and
 	// slowheaders faults.
 	StallFor       Duration `json:"stall_for"`
 	SlowHeadersFor Duration `json:"slowheaders_for"`
 }
 
+// probabilities lists every per-request probability.
+func (f FaultRates) probabilities() []float64 {
+	return []float64{f.Status429, f.Status500, f.Status503, f.Reset, f.Disconnect, f.Stall, f.Malformed, f.NoDone, f.SlowHeaders, f.NoHeaders, f.Gzip, f.JSON}
+}
+
 func (f FaultRates) sum() float64 {
-	return f.Status429 + f.Status500 + f.Status503 + f.Reset + f.Disconnect + f.Stall + f.Malformed + f.NoDone + f.SlowHeaders
+	s := 0.0
+	for _, p := range f.probabilities() {
+		s += p
+	}
+	return s
 }
 
 // Config configures a mock server. Start with DefaultConfig.
@@ -110,6 +122,15 @@ type Config struct {
 	Seed    int64      `json:"seed"`
 	Latency Latency    `json:"latency"`
 	Faults  FaultRates `json:"faults"`
+	// IdleClose, when above 0, closes a keep-alive connection that has
+	// been idle that long after a response (no request in flight, no byte
+	// received), silently, as uvicorn's timeout_keep_alive does: a FIN with
+	// no Connection: close on the response before. 0 never closes one
+	// (connections idle for 2 minutes are still reaped).
+	IdleClose Duration `json:"idle_close"`
+	// CloseAfterResponse closes every connection right after its response
+	// completes, without sending Connection: close.
+	CloseAfterResponse bool `json:"close_after_response"`
 	// LogPath, when set, is where the Parquet ground-truth log is written.
 	LogPath string `json:"log_path"`
 	// KeepLog keeps every log entry in memory for Server.Log (tests,
@@ -198,7 +219,7 @@ func (c Config) Validate() error {
 		return errors.New("model must not be empty")
 	}
 	f := c.Faults
-	for _, p := range []float64{f.Status429, f.Status500, f.Status503, f.Reset, f.Disconnect, f.Stall, f.Malformed, f.NoDone, f.SlowHeaders} {
+	for _, p := range f.probabilities() {
 		if p < 0 || p > 1 {
 			return fmt.Errorf("fault probability %g must be in [0, 1]", p)
 		}
@@ -208,6 +229,9 @@ func (c Config) Validate() error {
 	}
 	if f.StallFor < 0 || f.SlowHeadersFor < 0 {
 		return errors.New("fault durations must not be negative")
+	}
+	if c.IdleClose < 0 {
+		return fmt.Errorf("idle_close %v must not be negative", c.IdleClose.D())
 	}
 	return nil
 }

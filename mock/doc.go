@@ -116,8 +116,47 @@
 //	malformed[@N]        an invalid JSON event before event N (default 1)
 //	nodone               the stream ends without data: [DONE]
 //	slowheaders=DUR      response headers delayed by DUR
+//	noheaders            the request is read, then nothing is ever sent; the
+//	                     connection is held until the client leaves or the
+//	                     server closes (outcome fault, or canceled)
+//	gzip                 Content-Encoding: gzip whatever Accept-Encoding
+//	                     said; a stream is flushed per event (a sync flush
+//	                     ends every HTTP chunk) so it stays a stream
+//	json                 a stream=true request gets the non-streaming JSON
+//	                     completion (Content-Type: application/json)
+//	closeafter           the connection is closed right after the response,
+//	                     which did not say Connection: close
+//	idleclose=DUR        this connection gets Config.IdleClose's behaviour
+//	                     with DUR after this response
 //
-// N counts the events the log lists (chat's role chunk is event 0).
+// N counts the events the log lists (chat's role chunk is event 0); N
+// equal to the number of events acts before the usage chunk and [DONE],
+// a larger N does nothing. On a non-streaming response N counts the events
+// the same request would have streamed, and the body comes after all of
+// them: a stall at any of them delays the body by DUR, malformed cuts it
+// in half, disconnect closes the connection instead of sending it. One
+// decision (Fault.outcome) serves both paths. The log's fault column holds the canonical form (Fault.String). Drawn
+// probabilities exist for all but closeafter and idleclose, which are
+// connection behaviours configured server-wide instead. closeafter,
+// idleclose, slowheaders and stall leave a complete response (outcome ok);
+// the others are outcome fault. A gzip stream is written by its handler
+// goroutine, not the scheduler.
+//
+// # Connections
+//
+// Config.IdleClose closes a keep-alive connection that has been idle for
+// that long after a response (no request in flight, no byte received), as
+// uvicorn's timeout_keep_alive does (vLLM serves with 5 s): the response
+// before said nothing, the close is a FIN, and a client that reuses the
+// connection afterwards reads EOF before any response byte. The idle time
+// starts when net/http has flushed the response and ends at the first byte
+// read; a Go timer closes the connection within about a millisecond of
+// it unless a byte is waiting in the socket's receive queue (an event loop
+// handles such a read before its due timer too). Config.CloseAfterResponse
+// closes every connection right after its response, unannounced, as some
+// proxies do. Connections idle for 2 minutes are always reaped.
+// tracekit_mock_idle_closes_total and
+// tracekit_mock_closed_after_response_total count both kinds of close.
 //
 // # Ground-truth log
 //

@@ -21,6 +21,11 @@ const (
 	FaultMalformed   = "malformed"   // an invalid JSON event after After events
 	FaultNoDone      = "nodone"      // the stream ends without data: [DONE]
 	FaultSlowHeaders = "slowheaders" // response headers delayed by For
+	FaultNoHeaders   = "noheaders"   // the request is read, then nothing is ever sent
+	FaultGzip        = "gzip"        // the response is gzip-compressed whatever Accept-Encoding said
+	FaultJSON        = "json"        // a stream=true request gets a non-streaming JSON body
+	FaultCloseAfter  = "closeafter"  // the connection is closed after the response, without Connection: close
+	FaultIdleClose   = "idleclose"   // the connection is closed once idle for For after the response
 )
 
 // Fault is one injected failure.
@@ -28,7 +33,7 @@ type Fault struct {
 	Kind   string
 	Status int           // FaultStatus: 429, 500 or 503
 	After  int           // disconnect, stall, malformed: after this many events
-	For    time.Duration // stall, slowheaders
+	For    time.Duration // stall, slowheaders, idleclose
 }
 
 // String is the canonical header form, as recorded in the log.
@@ -44,6 +49,8 @@ func (f Fault) String() string {
 		return "malformed@" + strconv.Itoa(f.After)
 	case FaultSlowHeaders:
 		return "slowheaders=" + f.For.String()
+	case FaultIdleClose:
+		return "idleclose=" + f.For.String()
 	}
 	return f.Kind
 }
@@ -51,7 +58,7 @@ func (f Fault) String() string {
 // ParseFault parses the X-Tracekit-Fault header value:
 //
 //	status=429|500|503  reset  disconnect=N  stall=DUR[@N]  malformed[@N]
-//	nodone  slowheaders=DUR
+//	nodone  slowheaders=DUR  noheaders  gzip  json  closeafter  idleclose=DUR
 //
 // N counts events (as the log lists them) sent before the fault; it
 // defaults to 1 for stall and malformed.
@@ -67,7 +74,7 @@ func ParseFault(s string) (Fault, error) {
 	}
 	hasArg := strings.HasPrefix(rest, "=")
 	bad := func(why string) (Fault, error) {
-		return Fault{}, fmt.Errorf("%s %q: %s (want status=429|500|503, reset, disconnect=N, stall=DUR[@N], malformed[@N], nodone or slowheaders=DUR)", FaultHeader, s, why)
+		return Fault{}, fmt.Errorf("%s %q: %s (want status=429|500|503, reset, disconnect=N, stall=DUR[@N], malformed[@N], nodone, slowheaders=DUR, noheaders, gzip, json, closeafter or idleclose=DUR)", FaultHeader, s, why)
 	}
 	f := Fault{Kind: kind, After: 1}
 	if hasAt {
@@ -84,7 +91,7 @@ func ParseFault(s string) (Fault, error) {
 			return bad("status must be 429, 500 or 503")
 		}
 		f.Status = n
-	case FaultReset, FaultNoDone:
+	case FaultReset, FaultNoDone, FaultNoHeaders, FaultGzip, FaultJSON, FaultCloseAfter:
 		if hasArg || hasAt {
 			return bad(kind + " takes no argument")
 		}
@@ -103,6 +110,12 @@ func ParseFault(s string) (Fault, error) {
 			return bad("slowheaders takes no @N")
 		}
 		f.For = d
+	case FaultIdleClose:
+		d, err := time.ParseDuration(arg)
+		if !hasArg || err != nil || d <= 0 || hasAt {
+			return bad("idleclose needs =DURATION above 0 such as 5s, and no @N")
+		}
+		f.For = d
 	case FaultMalformed:
 		if hasArg {
 			return bad("malformed takes only @N")
@@ -110,8 +123,10 @@ func ParseFault(s string) (Fault, error) {
 	default:
 		return bad("unknown fault kind")
 	}
-	if kind == FaultStatus || kind == FaultReset || kind == FaultNoDone || kind == FaultSlowHeaders {
-		f.After = 0
+	switch kind {
+	case FaultDisconnect, FaultStall, FaultMalformed:
+	default:
+		f.After = 0 // not positional
 	}
 	return f, nil
 }
@@ -137,6 +152,9 @@ func drawFault(rng *rand.Rand, r FaultRates, events int) Fault {
 		{r.Malformed, Fault{Kind: FaultMalformed, After: at}},
 		{r.NoDone, Fault{Kind: FaultNoDone}},
 		{r.SlowHeaders, Fault{Kind: FaultSlowHeaders, For: r.SlowHeadersFor.D()}},
+		{r.NoHeaders, Fault{Kind: FaultNoHeaders}},
+		{r.Gzip, Fault{Kind: FaultGzip}},
+		{r.JSON, Fault{Kind: FaultJSON}},
 	} {
 		if u < c.p {
 			return c.f

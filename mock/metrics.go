@@ -18,6 +18,8 @@ type metrics struct {
 	cacheQueries, cacheHits atomic.Int64
 	events                  atomic.Int64
 	slowStreams             atomic.Int64   // handed back from the scheduler: the client did not keep up
+	idleCloses              atomic.Int64   // connections closed by Config.IdleClose or an idleclose fault
+	closedAfterResponse     atomic.Int64   // connections closed by CloseAfterResponse or a closeafter fault
 	lateness                clock.Lateness // event write lateness vs schedule, ns
 }
 
@@ -69,6 +71,8 @@ func (m *metrics) writePrometheus(w io.Writer, model string) {
 	counter("tracekit_mock_client_gone_total", "Streams the client closed early.", m.clientGone.Load())
 	counter("tracekit_mock_events_total", "Stream events with choices written.", m.events.Load())
 	counter("tracekit_mock_slow_streams_total", "Streams whose client did not read fast enough for non-blocking writes; each went on on its own goroutine.", m.slowStreams.Load())
+	counter("tracekit_mock_idle_closes_total", "Keep-alive connections closed silently after the idle time (idle_close or an idleclose fault).", m.idleCloses.Load())
+	counter("tracekit_mock_closed_after_response_total", "Connections closed right after a response without Connection: close (close_after_response or a closeafter fault).", m.closedAfterResponse.Load())
 	name := "tracekit_mock_event_lateness_seconds"
 	fmt.Fprintf(w, "# HELP %s How late each event write returned versus the latency model's schedule; if high, the mock itself is the bottleneck.\n# TYPE %s summary\n", name, name)
 	for _, q := range []float64{0.5, 0.9, 0.99} {

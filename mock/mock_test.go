@@ -130,6 +130,18 @@ func chatBody(maxTokens int, stream bool, msgs ...string) map[string]any {
 		"stream_options": map[string]any{"include_usage": true}}
 }
 
+// waitFor polls cond until it holds; the bound is a hang guard only.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
 func entryByID(t *testing.T, srv *Server, id string) LogEntry {
 	t.Helper()
 	for _, e := range srv.Log() {

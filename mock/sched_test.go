@@ -11,9 +11,9 @@ import (
 )
 
 // TestSlowClientLeavesScheduler sends a stream far larger than the socket
-// buffers to a client that reads nothing for a while: the scheduler's
-// non-blocking write comes up short, the stream goes back to its handler
-// goroutine, and the client still receives every byte in order.
+// buffers to a client that reads nothing until the scheduler's
+// non-blocking write has come up short: the stream goes back to its
+// handler goroutine, and the client still receives every byte in order.
 func TestSlowClientLeavesScheduler(t *testing.T) {
 	srv := startMock(t, func(c *Config) {
 		c.Latency.PrefillBase, c.Latency.PrefillPerToken = 0, 0
@@ -21,16 +21,21 @@ func TestSlowClientLeavesScheduler(t *testing.T) {
 		c.Latency.TokensPerEvent = 8000 // ~40 kB per event
 		c.Latency.MaxModelLen = 1 << 23
 	})
-	const tokens = 600 * 8000 // ~24 MB, beyond loopback socket buffers (4 MB send, 6 MB receive at most by default)
+	const tokens = 300 * 8000 // ~12 MB, beyond the server's send buffer (4 MB at most by default) and the client's below
 	conn, err := net.Dial("tcp", srv.URL()[len("http://"):])
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(30 * time.Second))
+	// A fixed receive buffer: autotuning may grow it past the whole
+	// stream (tcp_rmem's maximum is 32 MB on some hosts).
+	if err := conn.(*net.TCPConn).SetReadBuffer(256 << 10); err != nil {
+		t.Fatal(err)
+	}
+	conn.SetDeadline(time.Now().Add(5 * time.Minute)) // hang guard only
 	body := fmt.Sprintf(`{"messages":[{"role":"user","content":"slow"}],"stream":true,"ignore_eos":true,"max_tokens":%d}`, tokens)
 	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Request-Id: slow\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-	time.Sleep(500 * time.Millisecond) // the stream is generated meanwhile
+	waitFor(t, "a scheduler write to come up short", func() bool { return srv.m.slowStreams.Load() > 0 })
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
 		t.Fatal(err)

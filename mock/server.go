@@ -93,11 +93,13 @@ func Start(cfg Config) (*Server, error) {
 	s.hs = &http.Server{
 		Handler:           s.routes(),
 		ReadHeaderTimeout: 30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		BaseContext:       func(net.Listener) context.Context { return s.ctx },
-		ConnContext:       func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) },
+		// No IdleTimeout: trackedConn closes idle connections itself
+		// (Config.IdleClose, the idleclose fault, reapIdle).
+		BaseContext: func(net.Listener) context.Context { return s.ctx },
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) },
+		ConnState:   s.connState,
 	}
-	go func() { s.serveErr <- s.hs.Serve(ln) }()
+	go func() { s.serveErr <- s.hs.Serve(trackingListener{ln.(*net.TCPListener), s}) }()
 	return s, nil
 }
 

@@ -180,6 +180,7 @@ func (r *Runner) Run(ctx context.Context, sink record.Sink) (*Result, error) {
 	meta := trace.RunMeta{
 		TracekitVersion: trace.Version, Targets: r.cfg.Targets, Host: host,
 		Command: r.cfg.Command, Config: r.cfg.meta(), Trace: &r.tr.Meta, Usage: r.usage,
+		Load: &trace.RunLoad{Model: r.cfg.Model, MaxConcurrency: r.cfg.MaxConcurrency},
 	}
 
 	defer r.setGC()()

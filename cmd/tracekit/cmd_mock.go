@@ -34,7 +34,18 @@ Requests beyond --max-num-seqs wait. A prefix cache keyed by the message
 history (--prefix-cache-tokens, LRU) makes turn k+1 of a conversation hit
 what turn k computed. The X-Tracekit-Fault request header forces a fault:
 status=429|500|503, reset, disconnect=N, stall=DUR[@N], malformed[@N], nodone,
-slowheaders=DUR; the --fault-* flags set per-request probabilities.
+slowheaders=DUR, noheaders (read the request, never answer), gzip (compress
+the response whatever Accept-Encoding says), json (a plain JSON body for a
+stream=true request), closeafter (close the connection after the response
+without Connection: close) or idleclose=DUR (close this connection once it
+has been idle for DUR after the response); the --fault-* flags set
+per-request probabilities.
+
+Connection behaviours of some real servers, server-wide: --idle-close DUR
+closes a keep-alive connection idle (no request in flight, no byte
+received) for DUR with a bare FIN, as uvicorn's timeout_keep_alive does
+(vLLM: 5s); --close-after-response closes every connection after its
+response without announcing it.
 
 --emit-log writes the ground truth (Parquet): per request its id (the
 X-Request-Id it was sent, or a generated one returned in that header),
@@ -44,7 +55,8 @@ returned and its tokens. Settings come from the defaults, then --config
 		Example: `  tracekit mock --listen 127.0.0.1:8000
   curl -N localhost:8000/v1/chat/completions -d '{"messages":[{"role":"user","content":"hi"}],"stream":true,"max_tokens":8}'
   tracekit mock --decode-base 25ms --max-num-seqs 64 --emit-log truth.parquet
-  tracekit mock --config mock.json --fault-503 0.01 --fault-disconnect 0.01 --seed 7`,
+  tracekit mock --config mock.json --fault-503 0.01 --fault-disconnect 0.01 --seed 7
+  tracekit mock --idle-close 5s      # drops idle keep-alive connections like vLLM's uvicorn`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			final := d
@@ -80,6 +92,8 @@ returned and its tokens. Settings come from the defaults, then --config
 	f.StringVar(&cfg.Model, "model", d.Model, "served model name")
 	f.BoolVar(&cfg.StrictModel, "strict-model", d.StrictModel, "answer other model names with 404 like vLLM (default: accept any)")
 	f.Int64Var(&cfg.Seed, "seed", d.Seed, "seed of output lengths, jitter, drawn faults and generated text")
+	durationFlag(cmd, &cfg.IdleClose, "idle-close", "close a keep-alive connection idle this long after a response, silently, like uvicorn's timeout_keep_alive (0 = never)")
+	f.BoolVar(&cfg.CloseAfterResponse, "close-after-response", d.CloseAfterResponse, "close every connection right after its response, without sending Connection: close")
 	l := &cfg.Latency
 	durationFlag(cmd, &l.PrefillBase, "prefill-base", "fixed prefill time")
 	durationFlag(cmd, &l.PrefillPerToken, "prefill-per-token", "prefill time per uncached prompt token")
@@ -97,7 +111,8 @@ returned and its tokens. Settings come from the defaults, then --config
 		v    *float64
 		name string
 	}{{&fr.Status429, "429"}, {&fr.Status500, "500"}, {&fr.Status503, "503"}, {&fr.Reset, "reset"}, {&fr.Disconnect, "disconnect"},
-		{&fr.Stall, "stall"}, {&fr.Malformed, "malformed"}, {&fr.NoDone, "nodone"}, {&fr.SlowHeaders, "slowheaders"}} {
+		{&fr.Stall, "stall"}, {&fr.Malformed, "malformed"}, {&fr.NoDone, "nodone"}, {&fr.SlowHeaders, "slowheaders"},
+		{&fr.NoHeaders, "noheaders"}, {&fr.Gzip, "gzip"}, {&fr.JSON, "json"}} {
 		f.Float64Var(p.v, "fault-"+p.name, 0, "probability of the "+p.name+" fault per request")
 	}
 	durationFlag(cmd, &fr.StallFor, "stall-for", "length of a drawn stall fault")
@@ -122,6 +137,8 @@ func applyChangedMockFlags(c *cobra.Command, dst *mock.Config, src mock.Config) 
 	pick("model", func() { dst.Model = src.Model })
 	pick("strict-model", func() { dst.StrictModel = src.StrictModel })
 	pick("seed", func() { dst.Seed = src.Seed })
+	pick("idle-close", func() { dst.IdleClose = src.IdleClose })
+	pick("close-after-response", func() { dst.CloseAfterResponse = src.CloseAfterResponse })
 	l, s := &dst.Latency, src.Latency
 	pick("prefill-base", func() { l.PrefillBase = s.PrefillBase })
 	pick("prefill-per-token", func() { l.PrefillPerToken = s.PrefillPerToken })
@@ -144,6 +161,9 @@ func applyChangedMockFlags(c *cobra.Command, dst *mock.Config, src mock.Config) 
 	pick("fault-malformed", func() { f.Malformed = sf.Malformed })
 	pick("fault-nodone", func() { f.NoDone = sf.NoDone })
 	pick("fault-slowheaders", func() { f.SlowHeaders = sf.SlowHeaders })
+	pick("fault-noheaders", func() { f.NoHeaders = sf.NoHeaders })
+	pick("fault-gzip", func() { f.Gzip = sf.Gzip })
+	pick("fault-json", func() { f.JSON = sf.JSON })
 	pick("stall-for", func() { f.StallFor = sf.StallFor })
 	pick("slowheaders-for", func() { f.SlowHeadersFor = sf.SlowHeadersFor })
 }
