@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracekit/tracekit/mock"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -105,4 +106,47 @@ func TestIdleConnTimeoutNotReused(t *testing.T) {
 	if _, conns := srv2.requests(); conns != 1 {
 		t.Errorf("%d connections for 3 requests 300 ms apart with the default --idle-conn-timeout, want 1", conns)
 	}
+}
+
+// Issue #11's acceptance test: think times of 2 s against the mock closing
+// keep-alive connections idle for 1 s (uvicorn's behaviour, scaled): no
+// error, and every request in the mock's ground-truth log exactly once.
+func TestMockIdleCloseAcceptance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("2 s think times")
+	}
+	srv := fastMock(t, func(c *mock.Config) { c.IdleClose = mock.Duration(time.Second) })
+	var convs [][]trace.Turn
+	for i := range 4 {
+		convs = append(convs, conv(fmt.Sprintf("k%d", i), 3, time.Duration(i)*50*time.Millisecond, 2*time.Second, 4))
+	}
+	sink, res := run(t, Config{Trace: writeTrace(t, convs...), Targets: []string{srv.URL()}, IgnoreEOS: true})
+	if res.Errors != 0 || res.Sent != 12 {
+		for _, r := range sink.Records() {
+			if r.ErrorKind != "" {
+				t.Errorf("%s: %s: %s", r.RequestID, r.ErrorKind, r.ErrorMessage)
+			}
+		}
+		t.Fatalf("result %+v, want 12 sent without errors", res)
+	}
+	logged := map[string]int{}
+	for _, e := range srv.Log() {
+		if strings.HasPrefix(e.RequestID, "k") {
+			logged[e.RequestID]++
+		}
+	}
+	retries := 0
+	for _, r := range sink.Records() {
+		if logged[r.RequestID] != 1 {
+			t.Errorf("%s is in the mock's log %d times, want once", r.RequestID, logged[r.RequestID])
+		}
+		delete(logged, r.RequestID)
+		if r.Attempt > 0 {
+			retries++
+		}
+	}
+	if len(logged) != 0 {
+		t.Errorf("the mock served requests the recording does not hold: %v", logged)
+	}
+	t.Logf("%d of 12 requests were sent again on a fresh connection", retries)
 }
