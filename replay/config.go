@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/url"
 	"strings"
 	"time"
@@ -145,7 +146,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Speed == 0 {
 		c.Speed = 1
 	}
-	if c.Speed < 0 {
+	if c.Speed < 0 || math.IsNaN(c.Speed) || math.IsInf(c.Speed, 0) {
 		return c, fmt.Errorf("--speed %g: expected a positive factor", c.Speed)
 	}
 	if c.Shards == 0 {
@@ -159,7 +160,14 @@ func (c Config) withDefaults() (Config, error) {
 			return c, fmt.Errorf("%s %d: expected 0 (no limit) or more", name, v)
 		}
 	}
-	if c.DialTimeout <= 0 {
+	for name, d := range map[string]time.Duration{"--duration": c.Duration, "--request-timeout": c.RequestTimeout,
+		"--idle-timeout": c.IdleTimeout, "--benchmark-timeout": c.BenchmarkTimeout, "--ready-timeout": c.ReadyTimeout,
+		"--dial-timeout": c.DialTimeout, "--idle-conn-timeout": c.IdleConnTimeout} {
+		if d < 0 {
+			return c, fmt.Errorf("%s %v: expected 0 (the default) or a positive duration", name, d)
+		}
+	}
+	if c.DialTimeout == 0 {
 		c.DialTimeout = 10 * time.Second
 	}
 	if c.IdleConnTimeout == 0 {
@@ -247,4 +255,26 @@ func RedactCommand(args []string) string {
 		}
 	}
 	return strings.Join(out, " ")
+}
+
+// fdMargin is the file descriptors a run needs besides its sockets: the
+// trace, the recording, its journal, stdio, the poller, the dispatcher's
+// timerfd and the like, with room to spare.
+const fdMargin = 64
+
+// checkFileLimit raises the soft file-descriptor limit to the hard one and
+// fails when maxConcurrency streams (one socket each) and fdMargin still
+// do not fit: otherwise the excess requests would fail one by one with
+// "too many open files". Without a concurrency limit the need is unknown
+// and nothing is checked.
+func checkFileLimit(maxConcurrency int) error {
+	soft, hard, ok := raiseFileLimit()
+	if !ok || maxConcurrency <= 0 {
+		return nil
+	}
+	if need := uint64(maxConcurrency) + fdMargin; need > soft {
+		return fmt.Errorf("--max-concurrency %d needs about %d file descriptors (a socket per stream and %d more), the limit is %d (hard limit %d): raise it with ulimit -n or lower --max-concurrency",
+			maxConcurrency, need, fdMargin, soft, hard)
+	}
+	return nil
 }

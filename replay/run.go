@@ -61,16 +61,17 @@ type Runner struct {
 	convSlots chan struct{} // conversation slots; nil: unlimited
 	exPool    sync.Pool     // *exchange
 
-	start   int64 // clock.Mono() at the run start
-	startAt atomic.Int64
-	now     func() int64 // ns since start: the stamps of every record
-	stopped atomic.Bool  // no new requests (limits, duration)
-	stop    context.CancelFunc
-	rr      atomic.Uint64 // round-robin cursor
-	seq     atomic.Int64  // requests started
-	mon     *monitor
-	sink    record.Sink
-	usage   *trace.UsageProbe // the probe's finding
+	start    int64 // clock.Mono() at the run start
+	startAt  atomic.Int64
+	now      func() int64 // ns since start: the stamps of every record
+	stopped  atomic.Bool  // no new requests (limits, duration)
+	stop     context.CancelFunc
+	rr       atomic.Uint64 // round-robin cursor
+	seq      atomic.Int64  // requests started
+	mon      *monitor
+	sink     record.Sink
+	usage    *trace.UsageProbe // the probe's finding
+	prepared bool
 
 	total                      int64
 	sent, done, errs, inflight atomic.Int64
@@ -89,6 +90,9 @@ type exchange struct {
 func New(cfg Config) (*Runner, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
+		return nil, err
+	}
+	if err := checkFileLimit(cfg.MaxConcurrency); err != nil {
 		return nil, err
 	}
 	tr, err := trace.OpenTrace(cfg.Trace)
@@ -173,8 +177,10 @@ func (r *Runner) Config() Config { return r.cfg }
 // at the start and again, with Health, at the end; the caller closes sink.
 func (r *Runner) Run(ctx context.Context, sink record.Sink) (*Result, error) {
 	r.sink = sink
-	if err := r.prepare(ctx); err != nil {
-		return nil, err
+	if !r.prepared {
+		if err := r.Prepare(ctx); err != nil {
+			return nil, err
+		}
 	}
 	host, _ := os.Hostname()
 	meta := trace.RunMeta{
@@ -246,8 +252,19 @@ func (r *Runner) setGC() (restore func()) {
 	return func() { debug.SetGCPercent(old) }
 }
 
-// prepare waits for the targets and settles what the run needs to know
-// about them before the clock starts.
+// Prepare waits for the targets and settles what the run needs to know
+// about them before the clock starts (ready checks, the model, the
+// prefix-cache reset, the probe). Run calls it unless it already
+// succeeded; calling it first lets a caller fail before it creates its
+// outputs. Its error means no traffic was sent.
+func (r *Runner) Prepare(ctx context.Context) error {
+	if err := r.prepare(ctx); err != nil {
+		return err
+	}
+	r.prepared = true
+	return nil
+}
+
 func (r *Runner) prepare(ctx context.Context) error {
 	for _, t := range r.targets {
 		if r.cfg.ReadyTimeout > 0 {
