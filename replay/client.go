@@ -270,7 +270,7 @@ func (t *target) probe(model string, usage bool, timeout time.Duration) (probeRe
 	req.Header.SetContentType("application/json")
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Accept-Encoding", "identity")
-	req.SetBody(bo.appendBody(nil, model, nil, probeMessages, 2))
+	req.SetBody(bo.appendBody(nil, model, nil, probeMessages, 2, false))
 	if _, err := t.do(req, resp, time.Now().Add(timeout), ""); err != nil {
 		return res, fmt.Errorf("POST %s: %w", t.genURL, err)
 	}

@@ -153,14 +153,19 @@ func (r *Runner) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace.T
 	if turn.Model != "" {
 		model = turn.Model
 	}
-	ex.body = r.bo.appendBody(ex.body[:0], model, hist, msgs, turn.OutputTokens)
+	rec.NonStreaming = turn.NonStreaming
+	ex.body = r.bo.appendBody(ex.body[:0], model, hist, msgs, turn.OutputTokens, turn.NonStreaming)
 
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
 	t.prepare(req, "POST", t.genURL, rec.RequestID)
 	req.Header.SetContentType("application/json")
-	req.Header.Set("Accept", "text/event-stream")
+	if turn.NonStreaming {
+		req.Header.Set("Accept", "application/json")
+	} else {
+		req.Header.Set("Accept", "text/event-stream")
+	}
 	req.Header.Set("Accept-Encoding", "identity")
 	req.SetBodyRaw(ex.body)
 
@@ -228,6 +233,15 @@ func (r *Runner) exchange(runCtx context.Context, t *target, req *fasthttp.Reque
 		}
 		body, now = dec, ex.dec.net.stamp
 	}
+	if rec.NonStreaming {
+		rerr := r.readWhole(ex, body, now)
+		if rerr != nil {
+			rec.ErrorKind = r.classify(runCtx, rerr, c, trace.ErrStreamTruncated)
+			rec.ErrorMessage = fmt.Sprintf("reading the response body after %d bytes: %v", len(ex.resp), rerr)
+		}
+		closeBody(resp, rerr)
+		return
+	}
 	if ct := resp.Header.ContentType(); bytes.HasPrefix(ct, []byte("application/json")) {
 		b, err := io.ReadAll(io.LimitReader(body, 4<<10))
 		rec.ErrorKind = trace.ErrNotStreaming
@@ -242,6 +256,42 @@ func (r *Runner) exchange(runCtx context.Context, t *target, req *fasthttp.Reque
 		rec.ErrorMessage = fmt.Sprintf("reading the stream after %d events: %v", len(rec.EventNs), rerr)
 	}
 	closeBody(resp, rerr)
+}
+
+// maxJSONBody bounds a non-streaming response body.
+const maxJSONBody = 64 << 20
+
+// readWhole reads a non-streaming response body into ex.resp and parses it
+// as one event stamped when the body was completely read: the record's
+// EventNs is that instant, its EventTokens the completion tokens (usage,
+// exact, or counted from the text). A read error leaves the record as
+// Fill makes it from what arrived.
+func (r *Runner) readWhole(ex *exchange, body io.Reader, now func() int64) error {
+	ex.resp = ex.resp[:0]
+	var err error
+	for {
+		if len(ex.resp) == cap(ex.resp) {
+			ex.resp = append(ex.resp, 0)[:len(ex.resp)]
+		}
+		var n int
+		n, err = body.Read(ex.resp[len(ex.resp):cap(ex.resp)])
+		ex.resp = ex.resp[:len(ex.resp)+n]
+		if err != nil || len(ex.resp) > maxJSONBody {
+			break
+		}
+	}
+	done := now()
+	if err == io.EOF {
+		err = nil
+	}
+	if err == nil && len(ex.resp) > maxJSONBody {
+		err = fmt.Errorf("the body is larger than %d bytes", maxJSONBody)
+	}
+	if err == nil {
+		ex.stream.FeedJSON(bytes.TrimSpace(ex.resp), done)
+	}
+	ex.stream.Fill(&ex.rec)
+	return err
 }
 
 // classify names the error kind of a transport error; def is the kind of

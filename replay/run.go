@@ -82,6 +82,7 @@ type exchange struct {
 	stream *record.Stream
 	dec    decoders
 	buf    []byte
+	resp   []byte // a non-streaming response body
 	body   []byte
 	rec    trace.Record
 }
