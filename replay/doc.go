@@ -37,7 +37,11 @@
 // "-1", no error. Nothing is retried after a response byte. --duration and --max-requests
 // only stop new requests: those in flight finish.
 //
-// Before the clock: the ready checks, the model lookup, the prefix-cache
+// Non-streaming turns (trace.Turn.NonStreaming) are sent with "stream":
+// false; the body is read whole and parsed as one event stamped when the
+// read completed (Record.NonStreaming, EventTokens = the completion tokens).
+//
+// Before the clock (Prepare, which Run calls unless the caller did): the ready checks, the model lookup, the prefix-cache
 // reset and one tiny probe request per target, all marked with
 // ProbeHeader. The probe fails the run when a target is unreachable or
 // refuses the request (wrong model), and settles continuous usage by
