@@ -3,6 +3,7 @@ module github.com/tracekit/tracekit
 go 1.26.0
 
 require (
+	github.com/andybalholm/brotli v1.1.1
 	github.com/dlclark/regexp2/v2 v2.5.1
 	github.com/klauspost/compress v1.20.4
 	github.com/openai/openai-go/v3 v3.98.0
@@ -17,7 +18,6 @@ require (
 )
 
 require (
-	github.com/andybalholm/brotli v1.1.1 // indirect
 	github.com/coder/websocket v1.8.15 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect

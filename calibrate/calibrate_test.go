@@ -181,7 +181,14 @@ func checkAgainstFiles(t *testing.T, r Result, offset int64, logPath string) {
 	// The steady window by hand: from the latest first write to the
 	// earliest last write; the events strictly inside it.
 	from, to, first := int64(0), int64(1<<63-1), int64(1<<63-1)
+	inRecording := map[string]bool{}
+	for _, rec := range recs {
+		inRecording[rec.RequestID] = true
+	}
 	for _, e := range log {
+		if !inRecording[e.RequestID] {
+			continue // replay's pre-run probe request
+		}
 		from, to, first = max(from, e.EventMonoNs[0]), min(to, e.EventMonoNs[len(e.EventMonoNs)-1]), min(first, e.EventMonoNs[0])
 	}
 	var steady []int64

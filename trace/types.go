@@ -84,6 +84,8 @@ const (
 	ErrStreamTruncated = "stream_truncated" // connection ended before [DONE]
 	ErrMalformed       = "malformed"        // an event that is not valid JSON, or an error object mid-stream
 	ErrCanceled        = "canceled"         // the run ended (signal, --benchmark-timeout) while in flight
+	ErrHeadersTimeout  = "headers_timeout"  // no response headers within --idle-timeout of the send
+	ErrNotStreaming    = "not_streaming"    // a stream was asked for and the server answered one JSON body
 )
 
 // Record is one row of a recording: one request attempt.
@@ -148,9 +150,22 @@ type RunMeta struct {
 	Config map[string]any `json:"config,omitempty"`
 	Trace  *TraceMeta     `json:"trace,omitempty"` // meta of the trace replayed
 	Health *Health        `json:"health,omitempty"`
+	// Usage is what replay's pre-run probe found out about continuous usage
+	// stats (exact tokens per event); nil in recordings without a probe.
+	Usage *UsageProbe `json:"usage_probe,omitempty"`
 	// Load is the load configuration analyze reports, typed; recordings
 	// written before it have only Config: read it with LoadSettings.
 	Load *RunLoad `json:"load,omitempty"`
+}
+
+// UsageProbe is the finding of replay's pre-run probe request: whether the
+// run asked for vLLM's continuous_usage_stats and why. A record's
+// TokensExact still says whether its own events carried usage.
+type UsageProbe struct {
+	Mode      string `json:"mode"`      // --continuous-usage: auto, on or off
+	Requested bool   `json:"requested"` // the run's requests asked for continuous_usage_stats
+	Verified  bool   `json:"verified"`  // the probe's streamed events carried cumulative usage
+	Reason    string `json:"reason"`    // what the probe saw, in words
 }
 
 // RunLoad is what a run was configured to do, as vLLM's result reports
