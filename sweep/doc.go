@@ -60,7 +60,7 @@
 // distort it: dispatch lag p99, Go scheduler latency p99 (both from the
 // recording's run health) and send delay p99 at most MaxClientLag, and CPU
 // at most MaxClientCPU of the cores. A distorted step is marked and never
-// chosen as the answer (for the search it counts as not passing).
+// chosen as the answer.
 //
 // # Early stop
 //
@@ -74,8 +74,10 @@
 // Bracket: start at Start; while steps pass double the load (up to Max),
 // while they fail halve it (down to Min), until one passing load lo and one
 // failing load hi = the next step up are known. Bisect: run the geometric
-// mean of lo and hi (rounded to 3 significant digits) and replace lo or hi
-// until hi / lo - 1 <= Resolution. The answer is lo, reported with the
+// mean of lo and hi and replace lo or hi until hi / lo - 1 <= Resolution
+// (on the integer max-concurrency axis, or until hi - lo <= 1). A load
+// whose step the client distorted is run again up to RetryDistorted
+// times; if it stays distorted it counts as not passing. The answer is lo, reported with the
 // steps at lo and hi. With the answer A between Start x 2^(k-1) and Start x
 // 2^k the bracket takes k + 1 steps, and the bisection
 // ceil(log2(ln 2 / ln(1 + Resolution))) more: 4 at 5%.

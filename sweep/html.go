@@ -339,7 +339,7 @@ func (s *Summary) writeStepTable(b *strings.Builder, base string) {
 		}
 		fmt.Fprintf(b, "<tr class=\"%s\"><td>%d</td><td class=\"l\">%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.1f%%</td><td>%d</td><td class=\"l\">%s</td><td class=\"l v\">%s</td><td class=\"l\">%s</td></tr>\n",
 			html.EscapeString(r.Verdict), r.Index, html.EscapeString(r.Load.String()), rate(r.OfferedRate), rate(r.Throughput),
-			triple(r.TTFT), triple(r.TPOT), triple(r.ITL), 100*r.GoodFraction, r.Failed, html.EscapeString(r.health()), html.EscapeString(r.result()), files)
+			triple(r.TTFT), triple(r.TPOT), triple(r.ITL), 100*r.GoodFraction, r.Errors, html.EscapeString(r.health()), html.EscapeString(r.result()), files)
 	}
 	b.WriteString("</table>\n")
 }

@@ -95,6 +95,7 @@ type Row struct {
 	Completed            int64    `parquet:"completed"`
 	Failed               int64    `parquet:"failed"`
 	Canceled             int64    `parquet:"canceled"`
+	Errors               int64    `parquet:"errors"`
 	ErrorRate            float64  `parquet:"error_rate"`
 	DurationS            float64  `parquet:"duration_s"`
 	RequestThroughput    float64  `parquet:"request_throughput"`
@@ -153,7 +154,7 @@ func (s *Summary) Rows() []Row {
 		rows[i] = Row{
 			Step: int64(r.Index), Axis: string(r.Load.Axis), Load: r.Load.Value, Speed: r.Speed, MaxConcurrency: int64(r.MaxConcurrency),
 			Recording: r.Recording, Report: r.Report, OfferedConvRate: r.OfferedConvRate, OfferedRate: r.OfferedRate,
-			Requests: int64(r.Requests), Completed: int64(r.Completed), Failed: int64(r.Failed), Canceled: int64(r.Canceled),
+			Requests: int64(r.Requests), Completed: int64(r.Completed), Failed: int64(r.Failed), Canceled: int64(r.Canceled), Errors: int64(r.Errors),
 			ErrorRate: r.ErrorRate, DurationS: r.DurationS, RequestThroughput: r.RequestThroughput,
 			OutputThroughput: r.OutputThroughput, TotalTokenThroughput: r.TotalTokenThroughput, Throughput: r.Throughput,
 			Good: int64(r.Good), GoodFraction: r.GoodFraction, RequestGoodput: r.RequestGoodput,
@@ -290,7 +291,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 			good = strconv.FormatFloat(100*r.GoodFraction, 'f', 1, 64) + "%"
 		}
 		fmt.Fprintf(b, "%4d %-20s %9s %9s %-20s %-20s %-20s %7s %7d %-18s %s%s\n", r.Index, r.Load.String(), rate(r.OfferedRate), rate(r.Throughput),
-			triple(r.TTFT), triple(r.TPOT), triple(r.ITL), good, r.Failed, r.health(), r.result(), mark)
+			triple(r.TTFT), triple(r.TPOT), triple(r.ITL), good, r.Errors, r.health(), r.result(), mark)
 	}
 	if k := s.Knee; k != nil {
 		fmt.Fprintf(b, "knee:     step %d (%s): %s req/s, %.0f%% of the highest throughput %s req/s", k.Step, Load{s.Plan.Axis, k.Load},

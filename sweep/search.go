@@ -54,6 +54,10 @@ type Config struct {
 	Plan     Plan
 	Criteria Criteria
 	Info     Info
+	// RetryDistorted is how many times a load whose step the client
+	// distorted is run again (a new step each time) before the distorted
+	// result stands: a distortion says nothing about the server.
+	RetryDistorted int
 	// OnStep, if set, is called after every step with the summary so far
 	// (the caller writes it, so a killed sweep keeps its finished steps).
 	OnStep func(*Summary)
@@ -75,9 +79,11 @@ type Summary struct {
 // Knee is where the throughput curve flattens: among the steps that ran to
 // their end undistorted, MaxThroughput is the highest steady throughput,
 // and the knee is the lowest-load step reaching KneeShare of it. Reached
-// says a higher-load such step exists whose throughput grew by less than
-// half as much as its load did (relative to the knee): the curve was seen
-// past the knee.
+// says a higher-load undistorted step exists (one stopped early counts
+// with MinSamples completions) whose throughput grew by less than half as
+// much as its load did, relative to the knee: the curve was seen past the
+// knee. Early-stopped steps never set MaxThroughput: their few completions
+// overstate it (the first requests of a step finish at the offered rate).
 type Knee struct {
 	Step            int     `json:"step"`
 	Load            float64 `json:"load"`
@@ -153,8 +159,17 @@ type runner struct {
 	sum *Summary
 }
 
-// step runs one step at load v and judges it.
+// step runs one step at load v and judges it, again up to RetryDistorted
+// times while the client distorts it.
 func (r *runner) step(v float64, phase string) (*StepResult, error) {
+	res, err := r.once(v, phase)
+	for try := 0; err == nil && res.Distorted && try < r.cfg.RetryDistorted; try++ {
+		res, err = r.once(v, phase+", again: the client distorted the last run")
+	}
+	return res, err
+}
+
+func (r *runner) once(v float64, phase string) (*StepResult, error) {
 	if r.ctx.Err() != nil {
 		r.sum.Interrupted = true
 		return nil, errStop
@@ -234,16 +249,14 @@ func (r *runner) search() error {
 	return nil
 }
 
-// midpoint is the geometric mean of lo and hi, rounded to 3 significant
-// digits (whole numbers on an integer axis) when that keeps it strictly
-// inside (lo, hi).
+// midpoint is the geometric mean of lo and hi (rounded to a whole number
+// inside (lo, hi) on an integer axis). It is not rounded otherwise, so a
+// search is scale-invariant: a rate search probes exactly the speeds the
+// equivalent speed search does.
 func midpoint(lo, hi float64, integer bool) float64 {
 	m := math.Sqrt(lo * hi)
 	if integer {
 		return min(max(math.Round(m), lo+1), hi-1)
-	}
-	if r := roundSig(m, 3); r > lo && r < hi {
-		return r
 	}
 	return m
 }
@@ -278,10 +291,16 @@ func byLoad(steps []StepResult) []*StepResult {
 }
 
 func knee(steps []StepResult) *Knee {
-	var ok []*StepResult
+	var ok, seen []*StepResult // ran to the end; and those plus early-stopped ones with MinSamples completions
 	for _, r := range byLoad(steps) {
-		if !r.Distorted && !r.Interrupted && r.Stopped == "" && r.Throughput > 0 {
+		if r.Distorted || r.Interrupted || r.Throughput <= 0 {
+			continue
+		}
+		if r.Stopped == "" {
 			ok = append(ok, r)
+		}
+		if r.Stopped == "" || r.Completed >= MinSamples {
+			seen = append(seen, r)
 		}
 	}
 	if len(ok) == 0 {
@@ -291,12 +310,12 @@ func knee(steps []StepResult) *Knee {
 	for _, r := range ok {
 		top = max(top, r.Throughput)
 	}
-	for i, r := range ok {
+	for _, r := range ok {
 		if r.Throughput < KneeShare*top {
 			continue
 		}
 		k := &Knee{Step: r.Index, Load: r.Load.Value, OfferedConvRate: r.OfferedConvRate, Throughput: r.Throughput, MaxThroughput: top}
-		for _, h := range ok[i+1:] {
+		for _, h := range seen {
 			if h.Load.Value > r.Load.Value && h.Throughput/r.Throughput-1 < 0.5*(h.Load.Value/r.Load.Value-1) {
 				k.Reached = true
 			}
@@ -307,13 +326,19 @@ func knee(steps []StepResult) *Knee {
 }
 
 // answer walks the steps by load: Upper is the first that did not pass
-// (interrupted steps are not verdicts), Lower the highest passing step
-// below it.
+// (interrupted steps are not verdicts; of several steps at one load, the
+// last run stands), Lower the highest passing step below it.
 func answer(steps []StepResult, p Plan) *Answer {
 	a := &Answer{}
+	last := map[float64]int{} // load -> index of its last verdict
+	for _, r := range steps {
+		if !r.Interrupted {
+			last[r.Load.Value] = r.Index
+		}
+	}
 	var lower, upper *StepResult
 	for _, r := range byLoad(steps) {
-		if r.Interrupted {
+		if r.Interrupted || last[r.Load.Value] != r.Index {
 			continue
 		}
 		if r.Pass {

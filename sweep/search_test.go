@@ -145,6 +145,26 @@ func TestDistortedStepIsNeverTheAnswer(t *testing.T) {
 	}
 }
 
+// A load whose step the client distorted is run again; when the retry is
+// clean its verdict stands and the search goes on as if nothing happened.
+func TestRetryDistorted(t *testing.T) {
+	runs := map[float64]int{}
+	f := &fake{capacity: 3, perLoad: 10, distorted: func(l float64) bool { runs[l]++; return l == 2 && runs[l] == 1 }}
+	cfg := searchCfg(1, 0.25, 64)
+	cfg.RetryDistorted = 1
+	sum, err := Run(context.Background(), f, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.loads[1] != 2 || f.loads[2] != 2 || !sum.Steps[1].Distorted || sum.Steps[2].Distorted {
+		t.Fatalf("loads %v: expected load 2 run twice, distorted then clean", f.loads)
+	}
+	a := sum.Answer
+	if !a.Found || a.Load > fakeAnswer(3) || sum.step(a.Upper).Load.Value <= fakeAnswer(3) || !a.Resolved || len(a.Notes) != 0 {
+		t.Errorf("answer %+v: the clean retry should stand", a)
+	}
+}
+
 // An integer axis bisects on whole numbers and stops when the bounds are
 // adjacent.
 func TestSearchConcurrencyIsInteger(t *testing.T) {

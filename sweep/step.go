@@ -40,11 +40,14 @@ type StepResult struct {
 	// all due at once (closed loop).
 	OfferedRate float64 `json:"offered_rate"`
 
-	Requests  int     `json:"requests"` // measured (warm-up excluded)
-	Completed int     `json:"completed"`
-	Failed    int     `json:"failed"`
-	Canceled  int     `json:"canceled"` // of Failed: canceled in flight
-	ErrorRate float64 `json:"error_rate"`
+	Requests  int `json:"requests"` // measured (warm-up excluded)
+	Completed int `json:"completed"`
+	Failed    int `json:"failed"`
+	Canceled  int `json:"canceled"` // of Failed: canceled in flight
+	// Errors are the failures that count: Failed, less Canceled when the
+	// sweep canceled them (it stopped the step, or was interrupted).
+	Errors    int     `json:"errors"`
+	ErrorRate float64 `json:"error_rate"` // Errors / Requests
 
 	// vLLM's figures over the benchmark duration.
 	DurationS            float64 `json:"duration_s"`
@@ -169,12 +172,12 @@ func Measure(r *StepResult, s *analyze.Summary, slo SLO, h *trace.Health, exclud
 			r.Canceled = e.Count
 		}
 	}
+	r.Errors = r.Failed
+	if excludeCanceled {
+		r.Errors -= r.Canceled
+	}
 	if r.Requests > 0 {
-		bad := r.Failed
-		if excludeCanceled {
-			bad -= r.Canceled
-		}
-		r.ErrorRate = float64(bad) / float64(r.Requests)
+		r.ErrorRate = float64(r.Errors) / float64(r.Requests)
 	}
 	r.DurationS = s.Duration
 	r.RequestThroughput, r.OutputThroughput, r.TotalTokenThroughput = s.RequestThroughput, s.OutputThroughput, s.TotalTokenThroughput
