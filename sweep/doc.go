@@ -76,8 +76,9 @@
 // failing load hi = the next step up are known. Bisect: run the geometric
 // mean of lo and hi and replace lo or hi until hi / lo - 1 <= Resolution
 // (on the integer max-concurrency axis, or until hi - lo <= 1). A load
-// whose step the client distorted is run again up to RetryDistorted
-// times; if it stays distorted it counts as not passing. The answer is lo, reported with the
+// whose step the client distorted but which would otherwise have passed is
+// run again up to RetryDistorted times; a distorted step counts as not
+// passing. The answer is lo, reported with the
 // steps at lo and hi. With the answer A between Start x 2^(k-1) and Start x
 // 2^k the bracket takes k + 1 steps, and the bisection
 // ceil(log2(ln 2 / ln(1 + Resolution))) more: 4 at 5%.

@@ -43,8 +43,9 @@ type ReplayOptions struct {
 	// Dir receives step-NN-<axis>-<value>.parquet and .html per step.
 	Dir string
 	// Speed is the time scale of the steps on the max-concurrency axis (0:
-	// flat out, every conversation due at once).
-	Speed float64
+	// flat out, every conversation due at once); Rate, if set instead, is
+	// their conversation start rate (run as speed Rate / TraceRate).
+	Speed, Rate float64
 	// MaxConcurrency limits requests in flight on the speed and rate axes
 	// (0: no limit).
 	MaxConcurrency int
@@ -90,8 +91,11 @@ func NewReplayStepper(o ReplayOptions) (*ReplayStepper, error) {
 	if (o.StepRequests > 0) == (o.StepDuration > 0) {
 		return nil, errors.New("give exactly one of step requests and step duration")
 	}
-	if o.StepRequests < 0 || o.StepDuration < 0 || o.StepTimeout < 0 || o.Speed < 0 || o.MaxConcurrency < 0 {
+	if o.StepRequests < 0 || o.StepDuration < 0 || o.StepTimeout < 0 || o.Speed < 0 || o.Rate < 0 || o.MaxConcurrency < 0 {
 		return nil, errors.New("negative step limits")
+	}
+	if o.Speed > 0 && o.Rate > 0 {
+		return nil, errors.New("a fixed speed and a fixed rate at once")
 	}
 	ts, err := trace.SummarizeTrace(o.Base.Trace)
 	if err != nil {
@@ -107,6 +111,12 @@ func NewReplayStepper(o ReplayOptions) (*ReplayStepper, error) {
 		o.ProgressEvery = 2 * time.Second
 	}
 	s := &ReplayStepper{o: o, traceRate: ts.Starts.PerSecond, hc: o.HTTPClient}
+	if o.Rate > 0 {
+		if s.traceRate <= 0 {
+			return nil, errors.New("the trace's conversations all start at once, so it has no start rate to scale: give a speed instead of a rate")
+		}
+		s.o.Speed = o.Rate / s.traceRate
+	}
 	if s.hc == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		if o.Base.Insecure {

@@ -55,8 +55,10 @@ type Config struct {
 	Criteria Criteria
 	Info     Info
 	// RetryDistorted is how many times a load whose step the client
-	// distorted is run again (a new step each time) before the distorted
-	// result stands: a distortion says nothing about the server.
+	// distorted, and which would otherwise have passed, is run again (a new
+	// step each time) before the distorted result stands. A distorted step
+	// that failed anyway counts as failing at once: it can only bound the
+	// answer from above, and the answer notes it.
 	RetryDistorted int
 	// OnStep, if set, is called after every step with the summary so far
 	// (the caller writes it, so a killed sweep keeps its finished steps).
@@ -160,10 +162,10 @@ type runner struct {
 }
 
 // step runs one step at load v and judges it, again up to RetryDistorted
-// times while the client distorts it.
+// times while the client distorts a step that would otherwise pass.
 func (r *runner) step(v float64, phase string) (*StepResult, error) {
 	res, err := r.once(v, phase)
-	for try := 0; err == nil && res.Distorted && try < r.cfg.RetryDistorted; try++ {
+	for try := 0; err == nil && res.Distorted && len(res.Reasons) == 0 && try < r.cfg.RetryDistorted; try++ {
 		res, err = r.once(v, phase+", again: the client distorted the last run")
 	}
 	return res, err

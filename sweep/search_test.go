@@ -163,6 +163,18 @@ func TestRetryDistorted(t *testing.T) {
 	if !a.Found || a.Load > fakeAnswer(3) || sum.step(a.Upper).Load.Value <= fakeAnswer(3) || !a.Resolved || len(a.Notes) != 0 {
 		t.Errorf("answer %+v: the clean retry should stand", a)
 	}
+
+	// A distorted step that fails anyway is not run again.
+	f = &fake{capacity: 3, perLoad: 10, distorted: func(l float64) bool { return l >= 8 }}
+	sum, _ = Run(context.Background(), f, cfg)
+	for i, l := range f.loads {
+		if i > 0 && l == f.loads[i-1] {
+			t.Errorf("loads %v: the failing distorted load %g was run again", f.loads, l)
+		}
+	}
+	if a := sum.Answer; !a.Found || a.Load > fakeAnswer(3) {
+		t.Errorf("answer %+v", a)
+	}
 }
 
 // An integer axis bisects on whole numbers and stops when the bounds are
