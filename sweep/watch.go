@@ -123,13 +123,13 @@ func (w *Watch) observe(rec *trace.Record, q *analyze.Request) string {
 		w.bad++
 	}
 	N := w.planned
-	if N > 0 && float64(w.errs) > w.crit.MaxErrorRate*float64(N) {
+	if N > 0 && float64(w.errs) > w.crit.MaxErrorRate*float64(N)+eps {
 		return fmt.Sprintf("%d of at most %d measured requests failed: the error rate is above %.2f%%", w.errs, N, 100*w.crit.MaxErrorRate)
 	}
 	if N == 0 && w.crit.MaxErrorRate == 0 && w.errs > 0 {
 		return "a request failed and the error limit is 0"
 	}
-	if N > 0 && w.crit.GoodputTarget > 0 && float64(w.bad) > (1-w.crit.GoodputTarget)*float64(N) {
+	if N > 0 && w.crit.GoodputTarget > 0 && float64(w.bad) > (1-w.crit.GoodputTarget)*float64(N)+eps {
 		return fmt.Sprintf("%d of at most %d measured requests missed the SLO: the goodput cannot reach %.1f%%", w.bad, N, 100*w.crit.GoodputTarget)
 	}
 	errWide := w.n >= MinSamples && float64(w.errs) > WideMargin*w.crit.MaxErrorRate*float64(w.n)
@@ -180,6 +180,10 @@ func (w *Watch) longEnough(h *held, on bool, now time.Time) bool {
 	}
 	return w.span > 0 && now.Sub(h.sinceT) >= time.Duration(LongEnough*float64(w.span))
 }
+
+// eps keeps products such as (1 - 0.9) x 60 = 5.999... from counting a
+// whole request early.
+const eps = 1e-9
 
 func b2i(b bool) int {
 	if b {
