@@ -29,16 +29,18 @@ func TestSpliceSoakReplacesOnlyItsPart(t *testing.T) {
 // An error the mock did not inject is a false error; a request the mock saw
 // twice or that the recording lacks is counted.
 func TestJoinSoak(t *testing.T) {
-	log := []mock.LogEntry{{RequestID: "a"}, {RequestID: "b", Fault: "status=503"}, {RequestID: "c"}, {RequestID: "c"}, {RequestID: "d"}}
+	log := []mock.LogEntry{{RequestID: "a"}, {RequestID: "b", Fault: "status=503"}, {RequestID: "c"}, {RequestID: "c"}, {RequestID: "d"},
+		{RequestID: "mock-probe"}, {RequestID: "x-0-0", Fault: "reset"}, {RequestID: "x-0-1"}}
 	recs := []trace.Record{
 		{RequestID: "a"},
 		{RequestID: "b", ErrorKind: trace.ErrHTTPStatus},
 		{RequestID: "c", ErrorKind: trace.ErrConnect, ErrorMessage: "invented"},
 		{RequestID: "e", ErrorKind: trace.ErrCanceled},
 		{RequestID: "f", Attempt: 1},
+		{RequestID: "x-0-1", Attempt: 1},
 	}
 	j := joinSoak(recs, log)
-	if j.faults != 1 || j.falseErrors != 1 || j.duplicates != 1 || j.missing != 1 || j.retried != 1 || len(j.examples) != 1 {
+	if j.faults != 2 || j.falseErrors != 1 || j.duplicates != 1 || j.missing != 1 || j.retried != 2 || len(j.examples) != 2 {
 		t.Fatalf("%+v", j)
 	}
 }
