@@ -20,6 +20,9 @@ type chartSeries struct {
 type chart struct {
 	id, title, xlabel, ylabel string
 	series                    []chartSeries
+	intX                      bool    // x is a count (turns): ticks at whole numbers
+	bins                      bool    // x is the start of 1 s bins from the run start: the axis starts at 0
+	yMax                      float64 // a fixed top of the y axis (a CDF's 1); 0: from the data
 }
 
 const (
@@ -131,12 +134,35 @@ func perSecondWhere(name, color string, ys, count []float64) chartSeries {
 	return c
 }
 
+// perSecond plots 1 s bins at their centres.
 func perSecond(name, color string, ys []float64) chartSeries {
 	c := chartSeries{name: name, color: color}
 	for i, y := range ys {
-		c.pts = append(c.pts, [2]float64{float64(i), y})
+		c.pts = append(c.pts, [2]float64{float64(i) + 0.5, y})
 	}
 	return c
+}
+
+// perSecondRate is perSecond of counts per 1 s bin as rates: a bin the run
+// covers only in part (the last, when the run ends inside it) is divided
+// by the part covered, so a short run's rate is not understated.
+func (s *Summary) perSecondRate(name, color string, ys []float64) chartSeries {
+	c := perSecond(name, color, ys)
+	for i := range c.pts {
+		if covered := float64(s.EndNs-int64(i)*nsPerSec) / 1e9; covered > 0 && covered < 1 {
+			c.pts[i][1] /= covered
+		}
+	}
+	return c
+}
+
+// partialNote is what the per-second titles add when the last bin is
+// partial.
+func (s *Summary) partialNote() string {
+	if f := float64(s.EndNs%nsPerSec) / 1e9; s.EndNs > 0 && f > 0 {
+		return fmt.Sprintf(" (last second: the %.2f s the run covers)", f)
+	}
+	return ""
 }
 
 func (s *Summary) charts() []chart {
@@ -151,27 +177,27 @@ func (s *Summary) charts() []chart {
 		return c
 	}
 	return []chart{
-		{"ttft-cdf", "TTFT distribution (CDF)", "TTFT (ms)", "fraction", []chartSeries{
+		{id: "ttft-cdf", title: "TTFT distribution (CDF)", xlabel: "TTFT (ms)", ylabel: "fraction", yMax: 1, series: []chartSeries{
 			s.cdf("TTFT from send", colorA, s.dists["ttft"]),
 			s.cdf("TTFT from intended", colorB, s.dists["corrected_ttft"])}},
-		{"itl-cdf", "ITL distribution (CDF)", "ITL (ms)", "fraction", []chartSeries{
+		{id: "itl-cdf", title: "ITL distribution (CDF)", xlabel: "ITL (ms)", ylabel: "fraction", yMax: 1, series: []chartSeries{
 			s.cdf(itlLabels[ITLPerEvent], colorA, s.dists["itl"]),
 			s.cdf(itlLabels[ITLPerToken], colorB, s.dists["itl_per_token"])}},
-		{"latency-time", "Latency over time (by send second; gaps: no request sent)", "time (s)", "ms", []chartSeries{
+		{id: "latency-time", title: "Latency over time (by send second; gaps: no request sent)", xlabel: "time (s)", ylabel: "ms", bins: true, series: []chartSeries{
 			perSecondWhere("TTFT mean", colorA, se.TTFTMeanMs, se.SentTTFT),
 			perSecondWhere("E2EL mean", colorC, se.E2ELMeanMs, se.SentOK),
 			perSecondWhere("E2EL max", colorB, se.E2ELMaxMs, se.SentOK)}},
-		{"throughput-time", "Output tokens per second", "time (s)", "tokens/s", []chartSeries{
-			perSecond("output tokens/s", colorA, se.OutputTokens)}},
-		{"requests-time", "Requests ended per second", "time (s)", "requests/s", []chartSeries{
-			perSecond("completed/s", colorC, se.Completed),
-			perSecond("failed/s", colorB, se.Errors)}},
-		{"concurrency-time", "Requests in flight over time", "time (s)", "requests", []chartSeries{
-			perSecond("time-averaged concurrency", colorA, se.Concurrency)}},
-		{"ttft-turn", "TTFT by turn", "turn", "ms", []chartSeries{
+		{id: "throughput-time", title: "Output tokens per second" + s.partialNote(), xlabel: "time (s)", ylabel: "tokens/s", bins: true, series: []chartSeries{
+			s.perSecondRate("output tokens/s", colorA, se.OutputTokens)}},
+		{id: "requests-time", title: "Requests ended per second" + s.partialNote(), xlabel: "time (s)", ylabel: "requests/s", bins: true, series: []chartSeries{
+			s.perSecondRate("completed/s", colorC, se.Completed),
+			s.perSecondRate("failed/s", colorB, se.Errors)}},
+		{id: "concurrency-time", title: "Requests in flight over time" + s.partialNote(), xlabel: "time (s)", ylabel: "requests", bins: true, series: []chartSeries{
+			s.perSecondRate("time-averaged concurrency", colorA, se.Concurrency)}},
+		{id: "ttft-turn", title: "TTFT by turn", xlabel: "turn", ylabel: "ms", intX: true, series: []chartSeries{
 			turnSeries("mean", colorA, func(t TurnStats) float64 { return t.MeanTTFTms }),
 			turnSeries("p90", colorB, func(t TurnStats) float64 { return t.P90TTFTms })}},
-		{"dispatch-lag", "Dispatch lag: queue time and send delay (CDF)", "ms", "fraction", []chartSeries{
+		{id: "dispatch-lag", title: "Dispatch lag: queue time and send delay (CDF)", xlabel: "ms", ylabel: "fraction", yMax: 1, series: []chartSeries{
 			s.cdf("send delay (sent - slot)", colorA, s.dists["send_delay"]),
 			s.cdf("queue time (slot - intended)", colorB, s.dists["queue"])}},
 	}
@@ -233,14 +259,23 @@ func (c chart) render(b *strings.Builder) {
 		fmt.Fprintf(b, `<text class="a" x="%d" y="%d">no data</text></svg>`+"\n", chartW/2-20, chartH/2)
 		return
 	}
-	if xmax <= xmin {
-		xmax = xmin + 1
+	switch {
+	case c.bins: // 1 s bins plotted at their centres: the axis runs from the run start to the last bin's end
+		xmin, xmax = 0, xmax+0.5
+	case xmax <= xmin: // one x value: centre it
+		xmin, xmax = xmin-0.5, xmax+0.5
 	}
 	if ymax <= ymin {
 		ymax = ymin + 1
 	}
-	ys := niceStep(ymax-ymin, 5)
-	ymax = math.Ceil(ymax/ys) * ys
+	var ys float64
+	if c.yMax > 0 && ymax <= c.yMax {
+		ymax = c.yMax
+		ys = niceStep(ymax-ymin, 5)
+	} else {
+		ys = niceStep((ymax-ymin)*1.05, 5) // headroom: no curve runs along the top edge
+		ymax = math.Ceil(ymax*1.05/ys) * ys
+	}
 	X := func(x float64) float64 { return padL + (x-xmin)/(xmax-xmin)*plotW }
 	Y := func(y float64) float64 { return float64(top) + float64(plotH) - (y-ymin)/(ymax-ymin)*float64(plotH) }
 	// Axes, grid and ticks.
@@ -250,6 +285,9 @@ func (c chart) render(b *strings.Builder) {
 			padL, padL+plotW, Y(y), Y(y), padL-4, Y(y)+4, tick(y, ys))
 	}
 	xs := niceStep(xmax-xmin, 6)
+	if c.intX {
+		xs = max(xs, 1)
+	}
 	for x := math.Ceil(xmin/xs) * xs; x <= xmax; x += xs {
 		fmt.Fprintf(b, `<text class="a" x="%.1f" y="%d" text-anchor="middle">%s</text>`+"\n", X(x), top+plotH+14, tick(x, xs))
 	}
@@ -290,6 +328,9 @@ func (c chart) render(b *strings.Builder) {
 // tick formats an axis value with as many decimals as the tick step
 // needs, so that neighbouring ticks never print alike.
 func tick(v, step float64) string {
+	if v == 0 {
+		v = 0 // not -0
+	}
 	if math.Abs(v) >= 1e9 {
 		return fmt.Sprintf("%.3g", v)
 	}

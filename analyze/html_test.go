@@ -162,6 +162,15 @@ func TestPeakBelowAverageIsExplained(t *testing.T) {
 			t.Errorf("no note on the peak below the average:\n%s", out)
 		}
 	}
+	// The per-second charts divide the run's only, partial second by the
+	// part the run covers, so the chart shows the rate, not a count that
+	// understates it.
+	if pt := s.perSecondRate("tokens", colorA, s.Series.OutputTokens).pts[0]; pt[0] != 0.5 || math.Abs(pt[1]-s.Series.OutputTokens[0]/s.Duration) > 1e-9 {
+		t.Errorf("partial bin plotted as %v, want %v at 0.5", pt, s.Series.OutputTokens[0]/s.Duration)
+	}
+	if !strings.Contains(page.String(), "last second: the 0.60 s the run covers") {
+		t.Error("the per-second charts do not say the last second is partial")
+	}
 	if handSummary(t).PeakNote() != "" {
 		t.Error("a note where the peak is above the average")
 	}
