@@ -12,11 +12,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"golang.org/x/sys/unix"
 
 	"github.com/tracekit/tracekit/synth"
 	"github.com/tracekit/tracekit/tokenizer"
@@ -467,7 +467,7 @@ func runSynth(cmd *cobra.Command, _ []string) error {
 		CreatedAt:       created,
 		Options:         flagOptions(f, src),
 	}
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, unix.SIGTERM)
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
 	res, err := synth.Generate(ctx, synth.Job{Source: source, Schedule: sched, Meta: meta, Output: out})
@@ -561,8 +561,10 @@ type progress struct {
 func newProgress(w io.Writer, label string) *progress {
 	p := &progress{w: w, label: label}
 	if f, ok := w.(*os.File); ok {
-		_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-		p.tty = err == nil
+		// A character device: a terminal (or /dev/null, where the line
+		// is harmless); portable, unlike a termios ioctl.
+		st, err := f.Stat()
+		p.tty = err == nil && st.Mode()&os.ModeCharDevice != 0
 	}
 	return p
 }
