@@ -129,50 +129,38 @@ var (
 
 // synthSources are the sources, by name.
 var synthSources = []synthSource{
-	{name: "azure", summary: "Azure LLM inference CSV trace, 2023 or 2024 (--input): real arrivals and lengths",
-		timed: true, needsInput: true, flags: importFlags,
-		build: func(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
-			o, err := importOptions(f, in)
-			if err != nil {
-				return nil, err
-			}
-			return synth.NewAzure(o)
-		}},
-	{name: "bailian", summary: "Qwen-Bailian JSONL trace (--input): real multi-turn conversations and timing",
-		timed: true, needsInput: true, flags: importFlags,
-		build: func(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
-			o, err := importOptions(f, in)
-			if err != nil {
-				return nil, err
-			}
-			return synth.NewBailian(o)
-		}},
-	{name: "burstgpt", summary: "BurstGPT CSV trace (--input): real arrivals, lengths and sessions",
-		timed: true, needsInput: true, flags: append(slices.Clone(importFlags), "filter-model", "log-type", "failed"),
-		build: func(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
-			o, err := importOptions(f, in)
-			if err != nil {
-				return nil, err
-			}
+	importer("azure", "Azure LLM inference CSV trace, 2023 or 2024 (--input): real arrivals and lengths", importFlags,
+		func(_ *pflag.FlagSet, o synth.ImportOptions) (synth.Source, error) { return synth.NewAzure(o) }),
+	importer("bailian", "Qwen-Bailian JSONL trace (--input): real multi-turn conversations and timing", importFlags,
+		func(_ *pflag.FlagSet, o synth.ImportOptions) (synth.Source, error) { return synth.NewBailian(o) }),
+	importer("burstgpt", "BurstGPT CSV trace (--input): real arrivals, lengths and sessions",
+		append(slices.Clone(importFlags), "filter-model", "log-type", "failed"),
+		func(f *pflag.FlagSet, o synth.ImportOptions) (synth.Source, error) {
 			b := synth.BurstGPTOptions{ImportOptions: o}
 			b.FilterModel, _ = f.GetString("filter-model")
 			b.LogType, _ = f.GetString("log-type")
 			b.Failed, _ = f.GetString("failed")
 			return synth.NewBurstGPT(b)
-		}},
-	{name: "mooncake", summary: "Mooncake JSONL trace (--input): real arrivals, lengths and hash-prefix reuse",
-		timed: true, needsInput: true, flags: importFlags,
+		}),
+	importer("mooncake", "Mooncake JSONL trace (--input): real arrivals, lengths and hash-prefix reuse", importFlags,
+		func(_ *pflag.FlagSet, o synth.ImportOptions) (synth.Source, error) { return synth.NewMooncake(o) }),
+	{name: "sharegpt", summary: "ShareGPT JSON or JSONL conversations (--input), with reference answers; --turns/--input-tokens/--output-tokens filter",
+		needsInput: true, build: buildShareGPT},
+	{name: "synthetic", summary: "conversations of corpus text with token-exact lengths drawn from distributions",
+		flags: syntheticFlags, build: buildSynthetic},
+}
+
+// importer is a production-trace source: timed, from --input, built from
+// the shared import flags (importOptions) and its own.
+func importer(name, summary string, flags []string, build func(f *pflag.FlagSet, o synth.ImportOptions) (synth.Source, error)) synthSource {
+	return synthSource{name: name, summary: summary, timed: true, needsInput: true, flags: flags,
 		build: func(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
 			o, err := importOptions(f, in)
 			if err != nil {
 				return nil, err
 			}
-			return synth.NewMooncake(o)
-		}},
-	{name: "sharegpt", summary: "ShareGPT JSON or JSONL conversations (--input), with reference answers; --turns/--input-tokens/--output-tokens filter",
-		needsInput: true, build: buildShareGPT},
-	{name: "synthetic", summary: "conversations of corpus text with token-exact lengths drawn from distributions",
-		flags: syntheticFlags, build: buildSynthetic},
+			return build(f, o)
+		}}
 }
 
 func lookupSource(name string) (synthSource, bool) {
