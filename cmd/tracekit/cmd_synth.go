@@ -418,6 +418,18 @@ func runSynth(cmd *cobra.Command, _ []string) error {
 	if src.needsInput && input == "" {
 		return badInput(fmt.Errorf("--source %s needs --input FILE", name))
 	}
+	// The schedule is checked before the source is built (which may
+	// read a corpus or a large file).
+	var sched *synth.Schedule
+	if !src.timed {
+		rate, _ := f.GetFloat64("rate")
+		burst, _ := f.GetFloat64("burstiness")
+		tt, _ := f.GetDuration("token-time")
+		sched = &synth.Schedule{Rate: rate, Burstiness: burst, TokenTime: tt}
+		if err := sched.Validate(); err != nil {
+			return badInput(flagError(f, err))
+		}
+	}
 	textFile, _ := f.GetString("text-file")
 	progress := newProgress(cmd.ErrOrStderr(), name)
 	defer progress.done()
@@ -431,16 +443,6 @@ func runSynth(cmd *cobra.Command, _ []string) error {
 	source, err := src.build(f, in)
 	if err != nil {
 		return badInput(flagError(f, err))
-	}
-	var sched *synth.Schedule
-	if !src.timed {
-		rate, _ := f.GetFloat64("rate")
-		burst, _ := f.GetFloat64("burstiness")
-		tt, _ := f.GetDuration("token-time")
-		sched = &synth.Schedule{Rate: rate, Burstiness: burst, TokenTime: tt}
-		if err := sched.Validate(); err != nil {
-			return badInput(flagError(f, err))
-		}
 	}
 	created, err := synth.CreatedAt()
 	if err != nil {
