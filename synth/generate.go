@@ -81,7 +81,7 @@ func Generate(ctx context.Context, job Job) (Result, error) {
 		}
 		meta.Options = opts
 	}
-	if err := WriteContext(ctx, job.Output, meta, convs); err != nil {
+	if err := Write(ctx, job.Output, meta, convs); err != nil {
 		if ctx.Err() != nil {
 			return res, err
 		}

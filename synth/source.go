@@ -31,17 +31,12 @@ type Reporter interface {
 	Report() map[string]string
 }
 
-// Write is WriteContext without a context.
-func Write(path string, meta trace.TraceMeta, convs []Conversation) error {
-	return WriteContext(context.Background(), path, meta, convs)
-}
-
-// WriteContext sorts convs into the trace's row order (start offset, then
+// Write sorts convs into the trace's row order (start offset, then
 // conversation id) and writes them to path with meta, atomically: the rows
 // go to a temporary file in path's directory, which replaces path only
 // once it is complete and synced. On any failure, or when ctx ends first,
 // path is left as it was and the temporary file is removed.
-func WriteContext(ctx context.Context, path string, meta trace.TraceMeta, convs []Conversation) (err error) {
+func Write(ctx context.Context, path string, meta trace.TraceMeta, convs []Conversation) (err error) {
 	sort.SliceStable(convs, func(i, j int) bool {
 		a, b := convs[i][0], convs[j][0]
 		if a.StartOffsetNs != b.StartOffsetNs {
