@@ -1,15 +1,18 @@
 // Package clock gives every tracekit process one time base: nanoseconds of
-// the system monotonic clock (CLOCK_MONOTONIC), which is comparable across
+// the system monotonic clock (CLOCK_MONOTONIC on Linux; CLOCK_UPTIME_RAW on
+// macOS, the clock Go's runtime reads there), which is comparable across
 // processes on one host. A recording's client stamps and the mock's
 // ground-truth log are both in it, so they can be joined without guessing.
 //
 // Mono reads Go's own monotonic clock (a vDSO call, no syscall) and adds the
-// offset to CLOCK_MONOTONIC measured once at start-up; Go's runtime reads the
-// same clock, so the offset is constant.
+// offset to that system clock measured once at start-up; Go's runtime reads
+// the same clock, so the offset is constant.
 //
-// Precise waits for absolute instants of that clock with tens of
-// microseconds of lateness (Go's own timers can be a millisecond late): it
-// wakes replay's requests and the mock's stream events.
+// Precise waits for absolute instants of that clock. On Linux it parks on a
+// timerfd, with tens of microseconds of lateness (Go's own timers can be a
+// millisecond late); elsewhere it falls back to Go timers and a short spin
+// (precise_timer.go). It wakes replay's requests and the mock's stream
+// events.
 package clock
 
 import (
@@ -23,15 +26,15 @@ var (
 	offset = measureOffset()
 )
 
-// measureOffset returns CLOCK_MONOTONIC at base, taking the narrowest of a
+// measureOffset returns the system clock (monoClockID) at base, taking the narrowest of a
 // few bracketing reads so the error is a few tens of nanoseconds.
 func measureOffset() int64 {
 	best, bestWidth := int64(0), time.Duration(1<<62)
 	for range 16 {
 		before := time.Since(base)
 		var ts unix.Timespec
-		if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-			panic("clock: CLOCK_MONOTONIC unavailable: " + err.Error())
+		if err := unix.ClockGettime(monoClockID, &ts); err != nil {
+			panic("clock: the monotonic system clock is unavailable: " + err.Error())
 		}
 		after := time.Since(base)
 		if w := after - before; w < bestWidth {
@@ -42,7 +45,8 @@ func measureOffset() int64 {
 	return best
 }
 
-// Mono returns CLOCK_MONOTONIC in nanoseconds.
+// Mono returns the monotonic system clock (CLOCK_MONOTONIC on Linux) in
+// nanoseconds.
 func Mono() int64 { return offset + int64(time.Since(base)) }
 
 // Wall returns the wall clock in unix nanoseconds.

@@ -12,12 +12,12 @@ func TestMonoMatchesClockGettime(t *testing.T) {
 	for range 100 {
 		a := Mono()
 		var ts unix.Timespec
-		if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		if err := unix.ClockGettime(monoClockID, &ts); err != nil {
 			t.Fatal(err)
 		}
 		b := Mono()
 		if ts.Nano() < a-2000 || ts.Nano() > b+2000 {
-			t.Fatalf("CLOCK_MONOTONIC %d outside Mono bracket [%d, %d] (+-2us)", ts.Nano(), a, b)
+			t.Fatalf("system clock %d outside Mono bracket [%d, %d] (+-2us)", ts.Nano(), a, b)
 		}
 	}
 }

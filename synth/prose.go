@@ -28,9 +28,27 @@ func DefaultProse() string {
 	return proseText
 }
 
-// DefaultCorpus returns the default corpus under tok.
+// defaultCorpora holds the default corpus under each embedded tokenizer,
+// built once per process (a Corpus is safe for concurrent use).
+var defaultCorpora sync.Map // tokenizer name -> *Corpus
+
+// DefaultCorpus returns the default corpus under tok. Under an embedded
+// tokenizer (o200k_base, cl100k_base: a name always means the same
+// encoding) it is built once per process and shared.
 func DefaultCorpus(tok tokenizer.Tokenizer) (*Corpus, error) {
-	return NewCorpus(DefaultProse(), tok)
+	name := tok.Name()
+	embedded := name == tokenizer.DefaultName || name == "cl100k_base"
+	if embedded {
+		if c, ok := defaultCorpora.Load(name); ok {
+			return c.(*Corpus), nil
+		}
+	}
+	c, err := NewCorpus(DefaultProse(), tok)
+	if err != nil || !embedded {
+		return c, err
+	}
+	got, _ := defaultCorpora.LoadOrStore(name, c)
+	return got.(*Corpus), nil
 }
 
 var (

@@ -166,6 +166,11 @@ func (s *ShareGPT) Conversations(ctx context.Context) ([]Conversation, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.Opts.InputMin == 0 && s.Opts.InputMax == 0 && s.Opts.OutputMin == 0 && s.Opts.OutputMax == 0 {
+		// No token filter: build keeps every conversation, so sampling
+		// first picks the same ones and only they are token-counted.
+		convs = sample(convs, s.Opts.Count, s.Opts.Seed)
+	}
 	out := make([]Conversation, 0, len(convs))
 	for _, c := range convs {
 		conv, ok := s.build(c)
@@ -178,7 +183,7 @@ func (s *ShareGPT) Conversations(ctx context.Context) ([]Conversation, error) {
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%s: %w after cleaning and filtering (%s)", s.Opts.Path, ErrNoConversations, s.summary())
 	}
-	out = s.sample(out)
+	out = sample(out, s.Opts.Count, s.Opts.Seed)
 	s.report["kept"] = len(out)
 	s.applyThinkTime(out)
 	return out, nil
@@ -319,17 +324,18 @@ func (s *ShareGPT) build(c sharegptConv) (Conversation, bool) {
 
 func within(v, lo, hi int) bool { return v >= lo && (hi == 0 || v <= hi) }
 
-// sample keeps Count conversations chosen with Seed, in file order.
-func (s *ShareGPT) sample(convs []Conversation) []Conversation {
-	if s.Opts.Count <= 0 || s.Opts.Count >= len(convs) {
-		return convs
+// sample keeps count of xs chosen with seed (all when count is 0 or
+// covers them), in their order.
+func sample[T any](xs []T, count int, seed int64) []T {
+	if count <= 0 || count >= len(xs) {
+		return xs
 	}
-	r := rand.New(rand.NewPCG(uint64(s.Opts.Seed), 0x5a6e))
-	idx := r.Perm(len(convs))[:s.Opts.Count]
+	r := rand.New(rand.NewPCG(uint64(seed), 0x5a6e))
+	idx := r.Perm(len(xs))[:count]
 	sort.Ints(idx)
-	out := make([]Conversation, len(idx))
+	out := make([]T, len(idx))
 	for i, j := range idx {
-		out[i] = convs[j]
+		out[i] = xs[j]
 	}
 	return out
 }

@@ -11,18 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracekit/tracekit/tokenizer"
 	"github.com/tracekit/tracekit/trace"
 )
 
-func defaultCorpus(t testing.TB) *Corpus {
-	t.Helper()
-	c, err := DefaultCorpus(tokenizer.Default())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
+// defaultCorpus is the default corpus under o200k_base, built once for
+// the package's tests (a Corpus is immutable but for its cache of cut
+// points, which never changes what Text returns).
+func defaultCorpus(t testing.TB) *Corpus { return importCorpus(t) }
 
 func mustDist(t testing.TB, spec string, unit Unit) Dist {
 	t.Helper()

@@ -12,11 +12,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"golang.org/x/sys/unix"
 
 	"github.com/tracekit/tracekit/synth"
 	"github.com/tracekit/tracekit/tokenizer"
@@ -129,50 +129,38 @@ var (
 
 // synthSources are the sources, by name.
 var synthSources = []synthSource{
-	{name: "azure", summary: "Azure LLM inference CSV trace, 2023 or 2024 (--input): real arrivals and lengths",
-		timed: true, needsInput: true, flags: importFlags,
-		build: func(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
-			o, err := importOptions(f, in)
-			if err != nil {
-				return nil, err
-			}
-			return synth.NewAzure(o)
-		}},
-	{name: "bailian", summary: "Qwen-Bailian JSONL trace (--input): real multi-turn conversations and timing",
-		timed: true, needsInput: true, flags: importFlags,
-		build: func(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
-			o, err := importOptions(f, in)
-			if err != nil {
-				return nil, err
-			}
-			return synth.NewBailian(o)
-		}},
-	{name: "burstgpt", summary: "BurstGPT CSV trace (--input): real arrivals, lengths and sessions",
-		timed: true, needsInput: true, flags: append(slices.Clone(importFlags), "filter-model", "log-type", "failed"),
-		build: func(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
-			o, err := importOptions(f, in)
-			if err != nil {
-				return nil, err
-			}
+	importer("azure", "Azure LLM inference CSV trace, 2023 or 2024 (--input): real arrivals and lengths", importFlags,
+		func(_ *pflag.FlagSet, o synth.ImportOptions) (synth.Source, error) { return synth.NewAzure(o) }),
+	importer("bailian", "Qwen-Bailian JSONL trace (--input): real multi-turn conversations and timing", importFlags,
+		func(_ *pflag.FlagSet, o synth.ImportOptions) (synth.Source, error) { return synth.NewBailian(o) }),
+	importer("burstgpt", "BurstGPT CSV trace (--input): real arrivals, lengths and sessions",
+		append(slices.Clone(importFlags), "filter-model", "log-type", "failed"),
+		func(f *pflag.FlagSet, o synth.ImportOptions) (synth.Source, error) {
 			b := synth.BurstGPTOptions{ImportOptions: o}
 			b.FilterModel, _ = f.GetString("filter-model")
 			b.LogType, _ = f.GetString("log-type")
 			b.Failed, _ = f.GetString("failed")
 			return synth.NewBurstGPT(b)
-		}},
-	{name: "mooncake", summary: "Mooncake JSONL trace (--input): real arrivals, lengths and hash-prefix reuse",
-		timed: true, needsInput: true, flags: importFlags,
+		}),
+	importer("mooncake", "Mooncake JSONL trace (--input): real arrivals, lengths and hash-prefix reuse", importFlags,
+		func(_ *pflag.FlagSet, o synth.ImportOptions) (synth.Source, error) { return synth.NewMooncake(o) }),
+	{name: "sharegpt", summary: "ShareGPT JSON or JSONL conversations (--input), with reference answers; --turns/--input-tokens/--output-tokens filter",
+		needsInput: true, build: buildShareGPT},
+	{name: "synthetic", summary: "conversations of corpus text with token-exact lengths drawn from distributions",
+		flags: syntheticFlags, build: buildSynthetic},
+}
+
+// importer is a production-trace source: timed, from --input, built from
+// the shared import flags (importOptions) and its own.
+func importer(name, summary string, flags []string, build func(f *pflag.FlagSet, o synth.ImportOptions) (synth.Source, error)) synthSource {
+	return synthSource{name: name, summary: summary, timed: true, needsInput: true, flags: flags,
 		build: func(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
 			o, err := importOptions(f, in)
 			if err != nil {
 				return nil, err
 			}
-			return synth.NewMooncake(o)
-		}},
-	{name: "sharegpt", summary: "ShareGPT JSON or JSONL conversations (--input), with reference answers; --turns/--input-tokens/--output-tokens filter",
-		needsInput: true, build: buildShareGPT},
-	{name: "synthetic", summary: "conversations of corpus text with token-exact lengths drawn from distributions",
-		flags: syntheticFlags, build: buildSynthetic},
+			return build(f, o)
+		}}
 }
 
 func lookupSource(name string) (synthSource, bool) {
@@ -430,6 +418,18 @@ func runSynth(cmd *cobra.Command, _ []string) error {
 	if src.needsInput && input == "" {
 		return badInput(fmt.Errorf("--source %s needs --input FILE", name))
 	}
+	// The schedule is checked before the source is built (which may
+	// read a corpus or a large file).
+	var sched *synth.Schedule
+	if !src.timed {
+		rate, _ := f.GetFloat64("rate")
+		burst, _ := f.GetFloat64("burstiness")
+		tt, _ := f.GetDuration("token-time")
+		sched = &synth.Schedule{Rate: rate, Burstiness: burst, TokenTime: tt}
+		if err := sched.Validate(); err != nil {
+			return badInput(flagError(f, err))
+		}
+	}
 	textFile, _ := f.GetString("text-file")
 	progress := newProgress(cmd.ErrOrStderr(), name)
 	defer progress.done()
@@ -444,16 +444,6 @@ func runSynth(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return badInput(flagError(f, err))
 	}
-	var sched *synth.Schedule
-	if !src.timed {
-		rate, _ := f.GetFloat64("rate")
-		burst, _ := f.GetFloat64("burstiness")
-		tt, _ := f.GetDuration("token-time")
-		sched = &synth.Schedule{Rate: rate, Burstiness: burst, TokenTime: tt}
-		if err := sched.Validate(); err != nil {
-			return badInput(flagError(f, err))
-		}
-	}
 	created, err := synth.CreatedAt()
 	if err != nil {
 		return badInput(err)
@@ -467,7 +457,7 @@ func runSynth(cmd *cobra.Command, _ []string) error {
 		CreatedAt:       created,
 		Options:         flagOptions(f, src),
 	}
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, unix.SIGTERM)
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
 	res, err := synth.Generate(ctx, synth.Job{Source: source, Schedule: sched, Meta: meta, Output: out})
@@ -561,8 +551,10 @@ type progress struct {
 func newProgress(w io.Writer, label string) *progress {
 	p := &progress{w: w, label: label}
 	if f, ok := w.(*os.File); ok {
-		_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-		p.tty = err == nil
+		// A character device: a terminal (or /dev/null, where the line
+		// is harmless); portable, unlike a termios ioctl.
+		st, err := f.Stat()
+		p.tty = err == nil && st.Mode()&os.ModeCharDevice != 0
 	}
 	return p
 }

@@ -30,10 +30,7 @@ func TestSynthBadInputExits2(t *testing.T) {
 	one := filepath.Join(dir, "one.jsonl")
 	os.WriteFile(one, []byte(`{"id":"a","conversations":[{"from":"human","value":"hi"},{"from":"gpt","value":"yo"}]}`+"\n"), 0o644)
 	out := filepath.Join(dir, "out.parquet")
-	cases := []struct {
-		args    []string
-		mention []string
-	}{
+	cases := []synthRefusal{
 		{[]string{"--source", "sharegpt", "--input", filepath.Join(dir, "missing.json")}, []string{"missing.json", "no such file"}},
 		{[]string{"--source", "sharegpt", "--input", bad}, []string{"bad.jsonl line 2", "malformed JSON"}},
 		{[]string{"--source", "sharegpt", "--input", one, "--turns", "3-5"}, []string{"one.jsonl", "no conversation left"}},
@@ -42,10 +39,24 @@ func TestSynthBadInputExits2(t *testing.T) {
 		{[]string{"--input-tokens", "abc"}, []string{"--input-tokens", "not a number"}},
 		{[]string{"--source", "nosuch"}, []string{"nosuch"}},
 	}
+	checkSynthRefuses(t, out, cases)
+}
+
+// synthRefusal is a synth command line that must exit 2 with a message
+// mentioning each of mention.
+type synthRefusal struct {
+	args    []string
+	mention []string
+}
+
+// checkSynthRefuses runs each case with -o out: it must exit 2, say what
+// it should and leave no output behind.
+func checkSynthRefuses(t *testing.T, out string, cases []synthRefusal) {
+	t.Helper()
 	for _, c := range cases {
 		_, stderr, code := runCLI(t, append(append([]string{"synth"}, c.args...), "-o", out)...)
-		if code != 2 {
-			t.Errorf("synth %v: exit %d, want 2 (%s)", c.args, code, stderr)
+		if code != ExitUsage {
+			t.Errorf("synth %v: exit %d, want %d (%s)", c.args, code, ExitUsage, stderr)
 		}
 		for _, m := range c.mention {
 			if !strings.Contains(stderr, m) {
@@ -156,11 +167,7 @@ func TestSynthOutOfRangeExits2(t *testing.T) {
 `), 0o644)
 	sg := filepath.Join(dir, "sg.jsonl")
 	os.WriteFile(sg, []byte(`{"id":"a","conversations":[{"from":"human","value":"hi"},{"from":"gpt","value":"yo"}]}`+"\n"), 0o644)
-	out := filepath.Join(dir, "out.parquet")
-	for _, c := range []struct {
-		args    []string
-		mention []string
-	}{
+	checkSynthRefuses(t, filepath.Join(dir, "out.parquet"), []synthRefusal{
 		{[]string{"--conversations", "0"}, []string{"--conversations 0", "at least 1"}},
 		{[]string{"--conversations", "-3"}, []string{"--conversations -3"}},
 		{[]string{"--turns", "0"}, []string{"--turns 0", "never reaches 1"}},
@@ -185,21 +192,7 @@ func TestSynthOutOfRangeExits2(t *testing.T) {
 		{[]string{"--input-tokens", "1000000000"}, []string{"--max-trace-size 2GiB", "TiB of text", "--input-tokens"}},
 		{[]string{"--conversations", "1000000000000"}, []string{"--max-trace-size 2GiB", "1000000000000 conversations"}},
 		{[]string{"--source", "mooncake", "--input", mc}, []string{"--max-trace-size 2GiB", "2 mooncake requests"}},
-	} {
-		_, stderr, code := runCLI(t, append(append([]string{"synth"}, c.args...), "-o", out)...)
-		if code != ExitUsage {
-			t.Errorf("synth %v: exit %d, want %d (%s)", c.args, code, ExitUsage, stderr)
-		}
-		for _, m := range c.mention {
-			if !strings.Contains(stderr, m) {
-				t.Errorf("synth %v: message %q does not mention %q", c.args, stderr, m)
-			}
-		}
-		if _, err := os.Stat(out); err == nil {
-			t.Errorf("synth %v: left %s behind", c.args, out)
-			os.Remove(out)
-		}
-	}
+	})
 }
 
 // --max-trace-size is the limit the estimate is held to: one long message

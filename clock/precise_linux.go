@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -16,9 +14,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Precise wakes goroutines at absolute instants of Mono, built on the Go
-// netpoller. One goroutine parks on
-// a non-blocking CLOCK_MONOTONIC timerfd armed with an absolute deadline
+// Precise wakes goroutines at absolute instants of Mono. This is the Linux
+// one, built on the Go netpoller (precise_other.go is the portable
+// fallback on Go timers). One goroutine parks on a non-blocking
+// CLOCK_MONOTONIC timerfd armed with an absolute deadline
 // (TFD_TIMER_ABSTIME) and registered with the runtime's epoll set, so the
 // kernel wakes the thread blocked in epoll_wait at the earliest pending
 // release with hrtimer precision (a timerfd takes no timer slack). The
@@ -28,22 +27,13 @@ import (
 // re-arms the timerfd itself.
 //
 // Each waiter is released margin early and busy-waits the rest itself
-// (yielding its P between clock reads), so the kernel's wake-up lateness
-// (~35 us on a VM) and the hop to the waiter are hidden inside the margin:
-//
-//	release = at - margin,  lag = max(0, wake - release - margin)
-//
-// With AdaptiveSpin the margin follows the recent wake-up lateness: every
-// spinWindow/4 wakes it is set to the spinQuantile of the last spinWindow
-// lateness samples (wake - release), capped at maxSpin. The busy-wait then
-// costs margin - lateness per wake: about the lateness's p90-p50 spread,
-// ~20 us, i.e. ~0.1 core at 5,000 wakes/s.
+// (spinMargin, spin.go), so the kernel's wake-up lateness and the hop to
+// the waiter are hidden inside the margin (BENCHMARKS.md, "Dispatch lag",
+// has the figures).
 //
 // Waiters are pooled: a wait in steady state allocates nothing.
 type Precise struct {
-	fixed    int64        // margin in ns when not adaptive
-	adaptive bool         // margin from the measured lateness
-	margin   atomic.Int64 // ns each waiter is released before its deadline
+	spin spinMargin // how early waiters are released, and its adaptation
 
 	tfd int
 	f   *os.File        // the timerfd, owned; its poller registration parks loop
@@ -55,34 +45,9 @@ type Precise struct {
 	closed   bool
 	isClosed atomic.Bool // closed, readable without mu by released waiters
 
-	// Lateness samples (wake - release, ns) of released waiters: a ring
-	// the waiters write and loop reads to adapt the margin.
-	lateN   atomic.Uint64
-	late    [spinWindow]atomic.Int64
-	scratch [spinWindow]int64 // loop's sorting space
-
 	done chan struct{}
 	pool sync.Pool
 }
-
-// AdaptiveSpin, given to NewPrecise, makes the busy-wait margin follow the
-// measured wake-up lateness.
-const AdaptiveSpin time.Duration = -1
-
-// Measured with BenchmarkDispatchLag at 5,000 wake-ups/s on the 2-core
-// firecracker VM, quiet: AdaptiveSpin p50 0.05 us, p99 36-106 us, 0.21
-// core; no spin p50 48-57 us, p99 81-98 us, 0.18-0.21 core; the previous
-// design (a locked thread blocking in read(2) on the timerfd) p50 43-87 us,
-// p99 128-373 us, 0.24-0.31 core. On a loaded machine every variant's p99
-// is whatever other processes take (0.5-3 ms). replay uses AdaptiveSpin;
-// the mock uses no spin (its events may be a few tens of us late, and it
-// must not burn the client's CPU).
-
-const (
-	spinWindow   = 256                           // lateness samples the margin is computed from
-	spinQuantile = 0.875                         // of the lateness, covered by the margin
-	maxSpin      = int64(100 * time.Microsecond) // caps the busy-wait (and its CPU) per wake
-)
 
 // waiter is one pending WaitUntil.
 type waiter struct {
@@ -108,21 +73,14 @@ func NewPrecise(spin time.Duration) (*Precise, error) {
 		return nil, fmt.Errorf("registering a timerfd with the poller: %w", err)
 	}
 	p := &Precise{tfd: fd, f: f, rc: rc, done: make(chan struct{})}
-	switch {
-	case spin == AdaptiveSpin:
-		p.adaptive = true
-		p.margin.Store(int64(50 * time.Microsecond)) // a first guess until samples come
-	case spin > 0:
-		p.fixed = int64(spin)
-		p.margin.Store(p.fixed)
-	}
+	p.spin.init(spin)
 	p.pool.New = func() any { return &waiter{index: -1, ch: make(chan struct{}, 1)} }
 	go p.loop()
 	return p, nil
 }
 
 // Margin is how long before its deadline a waiter is now released.
-func (p *Precise) Margin() time.Duration { return time.Duration(p.margin.Load()) }
+func (p *Precise) Margin() time.Duration { return time.Duration(p.spin.margin.Load()) }
 
 // Close stops the dispatcher and releases every waiter still queued (their
 // WaitUntil returns early, with a negative lag). It is safe to call twice.
@@ -149,7 +107,7 @@ func (p *Precise) WaitUntil(ctx context.Context, at int64) (int64, error) {
 	}
 	w := p.pool.Get().(*waiter)
 	w.at = at
-	w.rel = at - p.margin.Load()
+	w.rel = at - p.spin.margin.Load()
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -170,13 +128,8 @@ func (p *Precise) WaitUntil(ctx context.Context, at int64) (int64, error) {
 		if p.isClosed.Load() {
 			return now - at, nil
 		}
-		if p.adaptive {
-			p.late[p.lateN.Add(1)%spinWindow].Store(now - rel)
-		}
-		for ; now < at; now = Mono() {
-			runtime.Gosched() // the P stays free for the dispatcher and other waiters
-		}
-		return now - at, nil
+		p.spin.record(now - rel)
+		return spinUntil(now, at) - at, nil
 	case <-ctx.Done():
 		p.mu.Lock()
 		if w.index >= 0 {
@@ -223,31 +176,17 @@ func (p *Precise) loop() {
 		}
 		return errno != unix.EAGAIN // false: park in the poller until readable
 	}
-	adapted := uint64(0)
 	for {
 		if p.release() {
 			return
 		}
-		if n := p.lateN.Load(); p.adaptive && n-adapted >= spinWindow/4 && n >= spinWindow {
-			adapted = n
-			p.adapt()
-		}
+		p.spin.maybeAdapt()
 		// Parks until the armed release (or a re-arm to an earlier one);
 		// the released waiters run on this P meanwhile.
 		if err := p.rc.Read(wait); err != nil || (rerr != nil && rerr != unix.EINTR) {
 			return // the fd is broken: waiters fall back to their contexts
 		}
 	}
-}
-
-// adapt sets the margin to the spinQuantile of the recent lateness.
-func (p *Precise) adapt() {
-	for i := range p.late {
-		p.scratch[i] = p.late[i].Load()
-	}
-	slices.Sort(p.scratch[:])
-	m := p.scratch[spinWindow*spinQuantile]
-	p.margin.Store(max(0, min(m, maxSpin)))
 }
 
 // release hands every due waiter its token and re-arms the timer for the
