@@ -21,6 +21,7 @@ func TestEndedCleanlyMatchesTheStreamReader(t *testing.T) {
 	}
 	var rec trace.Record
 	s.Fill(&rec)
+	rec.ErrorKind, rec.ErrorMessage = s.Verdict()
 	rec.Status = 200
 	if rec.ErrorKind != trace.ErrStreamTruncated || !EndedCleanly(&rec) || len(rec.EventNs) != 2 {
 		t.Fatalf("a body without [DONE] recorded as %q %q, clean %v", rec.ErrorKind, rec.ErrorMessage, EndedCleanly(&rec))

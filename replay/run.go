@@ -85,6 +85,7 @@ type exchange struct {
 	resp   []byte // a non-streaming response body
 	body   []byte
 	rec    trace.Record
+	out    outcome // what the last exchange saw
 }
 
 // New validates cfg, opens the trace and builds the clients.
@@ -328,8 +329,8 @@ func (r *Runner) probe() error {
 		if res.status/100 != 2 {
 			return fmt.Errorf("the probe request before the run: %s answered HTTP %d for model %q: %s", t.base, res.status, r.cfg.Model, snippetOf(bytes.TrimSpace(res.body)))
 		}
-		if res.rec.ErrorKind != "" {
-			r.logf("warning: the probe request to %s: %s: %s", t.base, res.rec.ErrorKind, res.rec.ErrorMessage)
+		if res.verdict != trace.ErrNone {
+			r.logf("warning: the probe request to %s: %s: %s", t.base, res.verdict, res.verdictMsg)
 		}
 		if ask && !res.rec.TokensExact {
 			u.Verified = false
