@@ -292,7 +292,7 @@ func TestVLLMParityEveryFault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kinds := map[string]int{}
+	kinds := map[trace.ErrorKind]int{}
 	clean := 0
 	for _, r := range recs {
 		kinds[r.ErrorKind]++
@@ -300,7 +300,7 @@ func TestVLLMParityEveryFault(t *testing.T) {
 			clean++
 		}
 	}
-	for _, k := range []string{"", trace.ErrHTTPStatus, trace.ErrConnect, trace.ErrStreamTruncated, trace.ErrMalformed, trace.ErrIdleTimeout} {
+	for _, k := range []trace.ErrorKind{"", trace.ErrHTTPStatus, trace.ErrConnect, trace.ErrStreamTruncated, trace.ErrMalformed, trace.ErrIdleTimeout} {
 		if kinds[k] == 0 {
 			t.Errorf("the run has no %q record (kinds %v): the parity test needs every fault", k, kinds)
 		}

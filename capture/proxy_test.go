@@ -366,11 +366,11 @@ func TestProxyFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	recs, _ := readRecordsT(t, ps.Proxy().Segments()[0].Recording)
-	kinds := map[string]string{}
+	kinds := map[string]trace.ErrorKind{}
 	for _, r := range recs {
 		kinds[r.RequestID] = r.ErrorKind
 	}
-	want := map[string]string{
+	want := map[string]trace.ErrorKind{
 		"f-status=503": trace.ErrHTTPStatus, "f-disconnect=2": trace.ErrStreamTruncated,
 		"f-malformed@2": trace.ErrMalformed, "f-nodone": trace.ErrStreamTruncated, "f-": "",
 	}

@@ -47,7 +47,7 @@ type Stream struct {
 	cached    int32
 	done      bool
 	events    int // data events parsed, of any kind
-	errKind   string
+	errKind   trace.ErrorKind
 	errMsg    string
 	lastStamp int64
 
@@ -242,7 +242,7 @@ func (s *Stream) dispatch(data []byte, stamp int64) {
 }
 
 // fail records the first error of the stream; later ones are consequences.
-func (s *Stream) fail(kind, msg string) {
+func (s *Stream) fail(kind trace.ErrorKind, msg string) {
 	if s.errKind == "" {
 		s.errKind, s.errMsg = kind, msg
 	}
@@ -337,7 +337,7 @@ func (s *Stream) Fill(rec *trace.Record) {
 // object, trace.ErrStreamTruncated when the body ended without data:
 // [DONE] (or, non-streaming, without a body that parsed), and
 // trace.ErrNone with an empty message for a complete answer.
-func (s *Stream) Verdict() (kind string, msg string) {
+func (s *Stream) Verdict() (kind trace.ErrorKind, msg string) {
 	s.finish()
 	if s.errKind != "" {
 		return s.errKind, s.errMsg

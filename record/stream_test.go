@@ -131,7 +131,7 @@ func TestSSEVariants(t *testing.T) {
 		stream   string
 		events   int
 		text     string
-		kind     string
+		kind     trace.ErrorKind
 		msgHas   string
 		done     bool
 		tokens   []int32

@@ -256,7 +256,8 @@ type probeResult struct {
 	body   []byte       // the start of a non-2xx body
 	rec    trace.Record // the parsed stream of a 2xx answer
 	// verdict and verdictMsg are the parser's finding on that stream.
-	verdict, verdictMsg string
+	verdict    trace.ErrorKind
+	verdictMsg string
 }
 
 // probe sends the run's kind of request, tiny (2 tokens), streamed, with

@@ -20,7 +20,7 @@ func TestFaultsRecordedAndRunContinues(t *testing.T) {
 	for _, tc := range []struct {
 		fault          string
 		idle, request  time.Duration
-		kind           string
+		kind           trace.ErrorKind
 		status         int32
 		events, tokens int // events recorded (-1: don't check)
 	}{

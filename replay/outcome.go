@@ -36,7 +36,7 @@ type outcome struct {
 	idle bool
 	// parsed is the parser's verdict on what arrived (record.Stream.Verdict),
 	// parsedMsg its message.
-	parsed    string
+	parsed    trace.ErrorKind
 	parsedMsg string
 	// msg says what failed at the stage (the error body, the content type,
 	// how far the read got); the record's message unless the parser's
@@ -57,7 +57,7 @@ type outcome struct {
 //     while reading the body;
 //  5. a body read to its end carries the parser's verdict (malformed,
 //     stream_truncated without [DONE], or none).
-func errorKind(o *outcome) string {
+func errorKind(o *outcome) trace.ErrorKind {
 	switch o.stage {
 	case stageStatus:
 		return trace.ErrHTTPStatus

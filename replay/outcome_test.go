@@ -24,7 +24,7 @@ func TestErrorKindPrecedence(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		o    outcome
-		want string
+		want trace.ErrorKind
 	}{
 		{"a clean stream", outcome{stage: stageBody}, trace.ErrNone},
 		{"the parser's verdict when the body ended", outcome{stage: stageBody, parsed: trace.ErrMalformed}, trace.ErrMalformed},
@@ -62,7 +62,7 @@ func TestErrorKindPrecedenceOnTheWire(t *testing.T) {
 		name    string
 		respond func(w *bufio.Writer, req *http.Request, body []byte)
 		idle    time.Duration
-		kind    string
+		kind    trace.ErrorKind
 		msg     string
 	}{
 		{"a bad event, then the body ends without [DONE]: the parser's first finding", func(w *bufio.Writer, _ *http.Request, _ []byte) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -30,6 +31,7 @@ func newReplayCmd() *cobra.Command {
 		headers          []string
 		temperature      float64
 		dispatcher       string
+		enums            replayEnums
 	)
 	cmd := &cobra.Command{
 		Use:   "replay TRACE.parquet --target URL [flags]",
@@ -62,6 +64,9 @@ The API key is read from the environment (--api-key-env) and never written.`,
 			if cmd.Flags().Changed("temperature") {
 				c.Temperature = &temperature
 			}
+			if err := enums.parse(&c); err != nil {
+				return err
+			}
 			switch dispatcher {
 			case "precise":
 			case "sleep":
@@ -88,8 +93,8 @@ The API key is read from the environment (--api-key-env) and never written.`,
 	f.BoolVar(&o.force, "force", false, "replace an existing recording (once the new one is complete)")
 	f.Float64Var(&o.maxErrorRate, "max-error-rate", 0, "exit 1 when more than this fraction of requests failed (default: only when all did)")
 	f.StringArrayVar(&c.Targets, "target", nil, "base URL of an OpenAI-compatible server (repeat for several)")
-	f.StringVar(&c.Policy, "target-policy", replay.PolicyRoundRobin, "with several targets: round-robin (per request) or conversation (sticky)")
-	f.StringVar(&c.Endpoint, "endpoint", replay.EndpointChat, "chat (/v1/chat/completions) or completions (/v1/completions, history concatenated)")
+	f.StringVar(&enums.policy, "target-policy", string(replay.PolicyRoundRobin), "with several targets: round-robin (per request) or conversation (sticky)")
+	f.StringVar(&enums.endpoint, "endpoint", string(replay.EndpointChat), "chat (/v1/chat/completions) or completions (/v1/completions, history concatenated)")
 	f.StringVar(&c.Model, "model", "", "model name (default: the first of the target's /v1/models)")
 	f.StringVar(&apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key (sent as a Bearer token, never recorded)")
 	f.StringArrayVar(&headers, "header", nil, "extra request header K:V (repeatable)")
@@ -97,8 +102,8 @@ The API key is read from the environment (--api-key-env) and never written.`,
 	f.Float64Var(&temperature, "temperature", 0, "sampling temperature (default: the server's)")
 	f.StringVar(&c.ExtraBody, "extra-body", "", `JSON object merged into every request body, e.g. '{"top_p":0.9}'`)
 	f.StringVar(&c.ContinuousUsage, "continuous-usage", "auto", "ask for continuous_usage_stats (exact tokens per event): auto (probe), on, off")
-	f.StringVar(&c.Timing, "timing", replay.TimingClosed, "closed (think time after each answer) or trace (every turn at its arrival time)")
-	f.StringVar(&c.History, "history", replay.HistoryActual, "history carried between turns: actual (server answers) or reference (trace answers)")
+	f.StringVar(&enums.timing, "timing", string(replay.TimingClosed), "closed (think time after each answer) or trace (every turn at its arrival time)")
+	f.StringVar(&enums.history, "history", string(replay.HistoryActual), "history carried between turns: actual (server answers) or reference (trace answers)")
 	f.Float64Var(&c.Speed, "speed", 1, "time scale of start offsets and think times: 2 replays twice as fast")
 	f.Uint64Var(&c.Seed, "seed", 0, "seed of the text synthesized for redacted messages")
 	f.StringVar(&shard, "shard", "0/1", "replay shard i of n (conversations hashed by id): for distributed runs")
@@ -285,6 +290,37 @@ func progressLine(s replay.Stats, width int) string {
 func isTerminal(f *os.File) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
+}
+
+// replayEnums are the flags that name a replay enum value (empty: the
+// flag is not offered, the Config default applies).
+type replayEnums struct{ policy, endpoint, timing, history string }
+
+// parse sets c's enum fields from the flags; a bad value is bad input
+// named by its flag.
+func (e replayEnums) parse(c *replay.Config) error {
+	var err error
+	set := func(flag, v string, parse func(string) error) {
+		if err == nil && v != "" {
+			if perr := parse(v); perr != nil {
+				err = badInput(fieldFlagError(flag, perr))
+			}
+		}
+	}
+	set("--target-policy", e.policy, func(v string) (err error) { c.Policy, err = replay.ParsePolicy(v); return })
+	set("--endpoint", e.endpoint, func(v string) (err error) { c.Endpoint, err = replay.ParseEndpoint(v); return })
+	set("--timing", e.timing, func(v string) (err error) { c.Timing, err = replay.ParseTiming(v); return })
+	set("--history", e.history, func(v string) (err error) { c.History, err = replay.ParseHistory(v); return })
+	return err
+}
+
+// fieldFlagError names a replay.FieldError after the flag that set the field.
+func fieldFlagError(flag string, err error) error {
+	var fe *replay.FieldError
+	if errors.As(err, &fe) {
+		return fmt.Errorf("%s %q: expected one of %s", flag, fe.Value, strings.Join(fe.Allowed, ", "))
+	}
+	return err
 }
 
 // parseHeaders turns K:V flags into a map.
