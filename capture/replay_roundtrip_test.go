@@ -96,7 +96,7 @@ func TestCapturedTraceReplays(t *testing.T) {
 
 	target := quickMock(t)
 	out := filepath.Join(t.TempDir(), "replayed.parquet")
-	r, err := replay.New(replay.Config{Trace: seg.Trace, Targets: []string{target.URL()}, Model: "tracekit-mock", ContinuousUsage: "off", MaxConcurrency: 64})
+	r, err := replay.New(replay.Config{Trace: seg.Trace, Targets: []string{target.URL()}, Model: "tracekit-mock", ContinuousUsage: "off", MaxConcurrency: 64}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestCapturedNonStreamingReplays(t *testing.T) {
 
 	target := quickMock(t)
 	out := filepath.Join(t.TempDir(), "replayed.parquet")
-	r, err := replay.New(replay.Config{Trace: seg.Trace, Targets: []string{target.URL()}, Model: "tracekit-mock", ContinuousUsage: "off"})
+	r, err := replay.New(replay.Config{Trace: seg.Trace, Targets: []string{target.URL()}, Model: "tracekit-mock", ContinuousUsage: "off"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

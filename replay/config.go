@@ -93,7 +93,7 @@ const DefaultIdleConnTimeout = 3 * time.Second
 // Config is everything a run needs. The zero value of every limit means
 // "no limit"; New applies the documented defaults.
 type Config struct {
-	Trace   string   // trace file to replay
+	Trace   string   // trace file to replay when New is given no Source
 	Targets []string // base URLs, e.g. http://127.0.0.1:8000
 	Policy  Policy   // PolicyRoundRobin (default) or PolicyConversation
 
@@ -155,9 +155,9 @@ type Config struct {
 }
 
 // withDefaults returns c with defaults applied, or an error naming the first
-// invalid field.
-func (c Config) withDefaults() (Config, error) {
-	if c.Trace == "" {
+// invalid field; haveSource: the run has a Source, Trace may be empty.
+func (c Config) withDefaults(haveSource bool) (Config, error) {
+	if c.Trace == "" && !haveSource {
 		return c, fmt.Errorf("no trace file given")
 	}
 	if len(c.Targets) == 0 {

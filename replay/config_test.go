@@ -35,7 +35,7 @@ func TestParseEnums(t *testing.T) {
 			t.Errorf("%s: %v", c.field, err)
 		}
 	}
-	_, err := New(Config{Trace: "t.parquet", Targets: []string{"http://127.0.0.1:1"}, Timing: "sometimes"})
+	_, err := New(Config{Trace: "t.parquet", Targets: []string{"http://127.0.0.1:1"}, Timing: "sometimes"}, nil)
 	var fe *FieldError
 	if !errors.As(err, &fe) || fe.Field != "Timing" {
 		t.Errorf("New with a bad Timing: %v", err)

@@ -18,7 +18,7 @@ import (
 // closedLoop runs one conversation as a user would: turn k+1 is sent its
 // think time (scaled by --speed) after the response to turn k ended, with
 // the history so far (the server's answers, or the reference answers).
-func (r *Runner) closedLoop(runCtx, stopCtx context.Context, conv []trace.Turn, at int64) {
+func (r *runState) closedLoop(runCtx, stopCtx context.Context, conv []trace.Turn, at int64) {
 	ex := r.exPool.Get().(*exchange)
 	defer r.exPool.Put(ex)
 	var hist []trace.Message
@@ -48,7 +48,7 @@ func (r *Runner) closedLoop(runCtx, stopCtx context.Context, conv []trace.Turn, 
 // answer is what the next turn's history holds as the assistant's reply to
 // turn: the server's answer, or the trace's with --history reference (and
 // as a fallback when the server's answer failed empty).
-func (r *Runner) answer(ex *exchange, turn *trace.Turn) (string, int32) {
+func (r *runState) answer(ex *exchange, turn *trace.Turn) (string, int32) {
 	text := ex.stream.Text()
 	useRef := turn.ReferenceAnswer != "" &&
 		(r.cfg.History == HistoryReference || (text == "" && ex.rec.ErrorKind != ""))
@@ -64,7 +64,7 @@ func (r *Runner) answer(ex *exchange, turn *trace.Turn) (string, int32) {
 // openLoop sends every turn of conv at its own arrival offset, whether or
 // not the previous turn has finished, with the reference history (a
 // synthesized answer of OutputTokens tokens where the trace has none).
-func (r *Runner) openLoop(runCtx, stopCtx context.Context, conv []trace.Turn) {
+func (r *runState) openLoop(runCtx, stopCtx context.Context, conv []trace.Turn) {
 	done := make(chan struct{}, len(conv))
 	launched := 0
 	var hist []trace.Message
@@ -108,7 +108,7 @@ func (r *Runner) openLoop(runCtx, stopCtx context.Context, conv []trace.Turn) {
 // do sends one request and records it. It returns false when the request
 // was not sent because the run is stopping (limits, duration, canceled).
 // The outcome is left in ex.rec and ex.stream.
-func (r *Runner) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace.Turn,
+func (r *runState) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace.Turn,
 	hist, msgs []trace.Message, inputTokens int32, intended int64) bool {
 	if r.slots != nil {
 		select {
@@ -184,7 +184,7 @@ func (r *Runner) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace.T
 
 // exchange performs the HTTP exchange of ex.rec, reads its stream and
 // settles the record's error kind from what it saw.
-func (r *Runner) exchange(runCtx context.Context, t *target, req *fasthttp.Request, resp *fasthttp.Response, ex *exchange, slot int64) {
+func (r *runState) exchange(runCtx context.Context, t *target, req *fasthttp.Request, resp *fasthttp.Response, ex *exchange, slot int64) {
 	o := &ex.out
 	*o = outcome{}
 	r.exchangeOnce(runCtx, t, req, resp, ex, slot)
@@ -192,7 +192,7 @@ func (r *Runner) exchange(runCtx context.Context, t *target, req *fasthttp.Reque
 }
 
 // exchangeOnce does the work of exchange, leaving what it saw in ex.out.
-func (r *Runner) exchangeOnce(runCtx context.Context, t *target, req *fasthttp.Request, resp *fasthttp.Response, ex *exchange, slot int64) {
+func (r *runState) exchangeOnce(runCtx context.Context, t *target, req *fasthttp.Request, resp *fasthttp.Response, ex *exchange, slot int64) {
 	rec, o := &ex.rec, &ex.out
 	var deadline time.Time
 	if r.cfg.RequestTimeout > 0 {

@@ -99,7 +99,7 @@ func fastMock(t testing.TB, edit func(*mock.Config)) *mock.Server {
 // run replays cfg into a memSink with a bounded context.
 func run(t testing.TB, cfg Config) (*memSink, *Result) {
 	t.Helper()
-	r, err := New(cfg)
+	r, err := New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

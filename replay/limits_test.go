@@ -175,7 +175,7 @@ func TestBenchmarkTimeoutCancelsInFlight(t *testing.T) {
 // the run at once, without sending the next turn.
 func TestContextCancelStopsWaiting(t *testing.T) {
 	srv := fastMock(t, nil)
-	r, err := New(Config{Trace: writeTrace(t, conv("w", 2, 0, time.Hour, 2)), Targets: []string{srv.URL()}})
+	r, err := New(Config{Trace: writeTrace(t, conv("w", 2, 0, time.Hour, 2)), Targets: []string{srv.URL()}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

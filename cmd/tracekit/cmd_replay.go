@@ -151,12 +151,6 @@ func runReplay(cmd *cobra.Command, c replay.Config, o replayOpts) error {
 	if _, err := os.Stat(o.out); err == nil && !o.force {
 		return badInput(fmt.Errorf("%s exists: pass --force to replace it (the new recording replaces it only once complete)", o.out))
 	}
-	r, err := replay.New(c)
-	if err != nil {
-		return badInput(err)
-	}
-	defer r.Close()
-
 	// The first SIGINT/SIGTERM ends the run cleanly; once it has, signals
 	// get their default action again, so a second one kills at once.
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -173,24 +167,37 @@ func runReplay(cmd *cobra.Command, c replay.Config, o replayOpts) error {
 		}
 	}()
 
-	if err := r.Prepare(ctx); err != nil {
+	// The recording is created only once the targets passed Prepare.
+	var rec *record.Recorder
+	stopProgress := func() {}
+	open := func(r *replay.Runner) (record.Sink, error) {
+		var err error
+		rec, err = record.NewRecorder(o.out, trace.RunMeta{TracekitVersion: trace.Version, Targets: c.Targets, Command: c.Command},
+			record.RecorderOptions{Queue: max(1024, 2*c.MaxConcurrency)})
+		if err != nil {
+			return nil, err
+		}
+		if rv := rec.Recovered(); rv != nil {
+			fmt.Fprintf(stderr, "a killed earlier run left %s: its %d records are rescued in %s\n", rv.Journal, rv.Records, rv.Out)
+		}
+		stopProgress = startProgress(stderr, r, o.progress)
+		return rec, nil
+	}
+	res, runErr := replay.Record(ctx, c, nil, open)
+	stopProgress()
+	var cfgErr *replay.ConfigError
+	var prepErr *replay.PrepareError
+	switch {
+	case errors.As(runErr, &cfgErr):
+		return badInput(cfgErr.Err)
+	case errors.As(runErr, &prepErr):
 		if ctx.Err() != nil {
 			return interrupted(fmt.Errorf("before the run started: %w", context.Cause(ctx)))
 		}
-		return runFailed(fmt.Errorf("preparing the replay of %s (nothing was sent, %s untouched): %w", c.Trace, o.out, err))
+		return runFailed(fmt.Errorf("preparing the replay of %s (nothing was sent, %s untouched): %w", c.Trace, o.out, prepErr.Err))
+	case rec == nil:
+		return runErr // the recording could not be created
 	}
-	rec, err := record.NewRecorder(o.out, trace.RunMeta{TracekitVersion: trace.Version, Targets: c.Targets, Command: c.Command},
-		record.RecorderOptions{Queue: max(1024, 2*c.MaxConcurrency)})
-	if err != nil {
-		return err
-	}
-	if rv := rec.Recovered(); rv != nil {
-		fmt.Fprintf(stderr, "a killed earlier run left %s: its %d records are rescued in %s\n", rv.Journal, rv.Records, rv.Out)
-	}
-
-	stopProgress := startProgress(stderr, r, o.progress)
-	res, runErr := r.Run(ctx, rec)
-	stopProgress()
 	closeErr := rec.Close()
 	if runErr != nil {
 		return fmt.Errorf("replaying %s: %w", c.Trace, runErr)
