@@ -44,11 +44,7 @@ func fastMock(t *testing.T) *mock.Server {
 	cfg.Latency.PrefillPerToken = 0
 	cfg.Latency.DecodeBase = mock.Duration(2 * time.Millisecond)
 	cfg.Latency.OutputMean = 6
-	srv, err := mock.Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := mock.StartT(t, cfg)
 	return srv
 }
 

@@ -88,11 +88,7 @@ func fastMock(t testing.TB, edit func(*mock.Config)) *mock.Server {
 	if edit != nil {
 		edit(&cfg)
 	}
-	srv, err := mock.Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := mock.StartT(t, cfg)
 	return srv
 }
 

@@ -57,11 +57,7 @@ func TestCaptureSignals(t *testing.T) {
 	cfg.Latency.PrefillPerToken = 0
 	cfg.Latency.DecodeBase = mock.Duration(2 * time.Millisecond)
 	cfg.Latency.OutputMean = 5
-	up, err := mock.Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer up.Close()
+	up := mock.StartT(t, cfg)
 	bin := buildTracekit(t, t.TempDir())
 	for _, c := range []struct {
 		sig  syscall.Signal
@@ -108,6 +104,7 @@ func TestCaptureSignals(t *testing.T) {
 		cmd.Process.Signal(c.sig)
 		done := make(chan error, 1)
 		go func() { <-logDone; done <- cmd.Wait() }()
+		var err error
 		select {
 		case err = <-done:
 		case <-time.After(30 * time.Second):

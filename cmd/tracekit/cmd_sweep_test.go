@@ -24,11 +24,7 @@ func sweepMock(t *testing.T) *mock.Server {
 	c := mock.DefaultConfig()
 	c.Latency = mock.Latency{PrefillBase: mock.Duration(2 * time.Millisecond), DecodeBase: mock.Duration(2 * time.Millisecond),
 		TokensPerEvent: 1, MaxNumSeqs: 4, OutputMean: 10, MaxModelLen: 1 << 16}
-	srv, err := mock.Start(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := mock.StartT(t, c)
 	return srv
 }
 
