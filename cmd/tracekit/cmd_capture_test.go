@@ -49,16 +49,13 @@ func TestCaptureExitCodes(t *testing.T) {
 // after SIGTERM 0, each time with its trace and recording complete (read
 // back) and no journal or partial file left.
 func TestCaptureSignals(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: builds the binary")
-	}
 	cfg := mock.DefaultConfig()
 	cfg.Latency.PrefillBase = mock.Duration(3 * time.Millisecond)
 	cfg.Latency.PrefillPerToken = 0
 	cfg.Latency.DecodeBase = mock.Duration(2 * time.Millisecond)
 	cfg.Latency.OutputMean = 5
 	up := mock.StartT(t, cfg)
-	bin := buildTracekit(t, t.TempDir())
+	bin := tracekitBinary(t)
 	for _, c := range []struct {
 		sig  syscall.Signal
 		code int

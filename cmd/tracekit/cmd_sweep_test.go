@@ -214,9 +214,9 @@ func TestSweepDistortedStepsAreMarked(t *testing.T) {
 // finished step kept and valid, the summary written with the steps so far.
 func TestSweepInterruptKeepsFinishedSteps(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: builds the binary")
+		t.Skip("-short: runs sweep steps of seconds")
 	}
-	bin := buildTracekit(t, t.TempDir())
+	bin := tracekitBinary(t)
 	srv := sweepMock(t)
 	out := filepath.Join(t.TempDir(), "sweep")
 	cmd := exec.Command(bin, "sweep", sweepTrace(t, 400, 20), "--target", srv.URL(), "--out", out, "--speed", "0.5,1,2,4",
