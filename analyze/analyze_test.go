@@ -33,7 +33,7 @@ func writeRecording(t testing.TB, dir, name string, meta trace.RunMeta, recs []t
 }
 
 // rec builds a record; times in ms, events as (ms, tokens) pairs.
-func rec(id string, turn int32, intended, slot, sent, done int64, status int32, kind string, prompt, input, completion, cached int32, events ...[2]int64) trace.Record {
+func rec(id string, turn int32, intended, slot, sent, done int64, status int32, kind trace.ErrorKind, prompt, input, completion, cached int32, events ...[2]int64) trace.Record {
 	r := trace.Record{RequestID: id, ConversationID: "c-" + id, Turn: turn,
 		IntendedNs: intended * ms, SlotNs: slot * ms, SentNs: sent * ms, DoneNs: done * ms,
 		Status: status, ErrorKind: kind, PromptTokens: prompt, InputTokens: input,
@@ -121,7 +121,7 @@ func TestHandComputed(t *testing.T) {
 	near(t, "mean corrected e2el", s.CorrectedE2EL.Mean, 2000.0/3)
 	near(t, "mean queue", s.Queue.Mean, 50.0/3)
 	near(t, "mean send delay", s.SendDelay.Mean, 50.0/3)
-	if len(s.Errors) != 2 || s.Errors[0].Count != 1 || s.Errors[0].Kind != trace.ErrHTTPStatus || s.Errors[1].Kind != trace.ErrTimeout {
+	if len(s.Errors) != 2 || s.Errors[0].Count != 1 || s.Errors[0].Kind != string(trace.ErrHTTPStatus) || s.Errors[1].Kind != string(trace.ErrTimeout) {
 		t.Errorf("errors %+v", s.Errors)
 	}
 	if s.Cache.Reporting != 2 || s.Cache.CachedTokens != 190 {

@@ -47,7 +47,7 @@ func TestPerRequestParquetAndCSV(t *testing.T) {
 		r1.CorrectedE2ELms != 400 || r1.QueueMs != 50 || r1.SendDelayMs != 50 || r1.OutputTokens != 5 || r1.CachedTokens != 40 {
 		t.Errorf("row r1 = %+v", r1)
 	}
-	if rows[3].ErrorKind != trace.ErrHTTPStatus || rows[3].Success {
+	if rows[3].ErrorKind != string(trace.ErrHTTPStatus) || rows[3].Success {
 		t.Errorf("row r4 = %+v", rows[3])
 	}
 	f, _ := os.Open(cs)

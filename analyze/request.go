@@ -94,7 +94,7 @@ func Derive(r *trace.Record, file int, opts Options) Request {
 	q := Request{ErrorMessage: r.ErrorMessage, Truncated: r.ErrorKind == trace.ErrStreamTruncated,
 		RequestID: r.RequestID, ConversationID: r.ConversationID, Turn: r.Turn,
 		Shard: r.Shard, Attempt: r.Attempt, Warmup: r.Warmup, Target: r.Target, File: file,
-		Status: r.Status, ErrorKind: r.ErrorKind, NonStreaming: r.NonStreaming,
+		Status: r.Status, ErrorKind: string(r.ErrorKind), NonStreaming: r.NonStreaming,
 		IntendedNs: r.IntendedNs, SlotNs: r.SlotNs, SentNs: r.SentNs, DoneNs: r.DoneNs, StartNs: opts.Start.of(r),
 		Events:       int32(len(r.EventNs)),
 		PromptTokens: r.PromptTokens,
@@ -142,7 +142,7 @@ func Derive(r *trace.Record, file int, opts Options) Request {
 	q.Success = opts.Success.succeeded(r)
 	if !q.Success && q.ErrorKind == "" {
 		if r.Status/100 != 2 || (opts.Success == SuccessVLLM && r.Status != 200) {
-			q.ErrorKind = trace.ErrHTTPStatus
+			q.ErrorKind = string(trace.ErrHTTPStatus)
 		} else {
 			q.ErrorKind = ErrNoEvents
 		}

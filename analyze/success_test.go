@@ -21,6 +21,7 @@ func TestEndedCleanlyMatchesTheStreamReader(t *testing.T) {
 	}
 	var rec trace.Record
 	s.Fill(&rec)
+	rec.ErrorKind, rec.ErrorMessage = s.Verdict()
 	rec.Status = 200
 	if rec.ErrorKind != trace.ErrStreamTruncated || !EndedCleanly(&rec) || len(rec.EventNs) != 2 {
 		t.Fatalf("a body without [DONE] recorded as %q %q, clean %v", rec.ErrorKind, rec.ErrorMessage, EndedCleanly(&rec))
@@ -52,10 +53,10 @@ func TestSuccessRules(t *testing.T) {
 	if v.Completed != 2 || v.Failed != 2 || v.Truncated != 2 || v.TruncatedCompleted != 1 || v.TotalOutput != 4 {
 		t.Errorf("vllm: completed %d failed %d truncated %d/%d output %d", v.Completed, v.Failed, v.TruncatedCompleted, v.Truncated, v.TotalOutput)
 	}
-	if q := v.Reqs[1]; !q.Success || !q.Truncated || q.ErrorKind != trace.ErrStreamTruncated || q.E2ELNs != 220*ms {
+	if q := v.Reqs[1]; !q.Success || !q.Truncated || q.ErrorKind != string(trace.ErrStreamTruncated) || q.E2ELNs != 220*ms {
 		t.Errorf("vllm: no-[DONE] request %+v", q)
 	}
-	if q := v.Reqs[3]; q.Success || q.ErrorKind != trace.ErrHTTPStatus {
+	if q := v.Reqs[3]; q.Success || q.ErrorKind != string(trace.ErrHTTPStatus) {
 		t.Errorf("vllm: a 201 must fail as vLLM's client fails it: %+v", q)
 	}
 	var text bytes.Buffer
@@ -71,7 +72,7 @@ func TestSuccessRules(t *testing.T) {
 	if s.Completed != 2 || s.Failed != 2 || s.TruncatedCompleted != 0 || s.Reqs[1].Success || !s.Reqs[3].Success {
 		t.Errorf("strict: completed %d failed %d truncated completed %d", s.Completed, s.Failed, s.TruncatedCompleted)
 	}
-	if len(s.Errors) != 1 || s.Errors[0].Kind != trace.ErrStreamTruncated || s.Errors[0].Count != 2 {
+	if len(s.Errors) != 1 || s.Errors[0].Kind != string(trace.ErrStreamTruncated) || s.Errors[0].Count != 2 {
 		t.Errorf("strict errors %+v", s.Errors)
 	}
 }

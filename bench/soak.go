@@ -134,44 +134,45 @@ func soak(ctx context.Context, e *env, d time.Duration) ([]figure, error) {
 	if err != nil {
 		return nil, err
 	}
-	runner, err := replay.New(replay.Config{Trace: tr, Targets: []string{m.url}, Duration: d,
-		IdleTimeout: 30 * time.Second, ReadyTimeout: 30 * time.Second, Command: "soak"})
-	if err != nil {
-		m.stop()
-		return nil, err
-	}
 	out := filepath.Join(e.work, "soak-recording.parquet")
-	rec, err := record.NewRecorder(out, trace.RunMeta{TracekitVersion: trace.Version, Targets: []string{m.url}}, record.RecorderOptions{})
-	if err != nil {
-		runner.Close()
-		m.stop()
-		return nil, err
-	}
+	var rec *record.Recorder
 	var samples []sample
 	stop := make(chan struct{})
 	sampled := make(chan struct{})
 	began := time.Now()
-	go func() {
-		defer close(sampled)
-		t := time.NewTicker(soakSample)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				s := readSample(time.Since(began), runner.Stats())
-				samples = append(samples, s)
-				e.logf("soak %v: rss %d MiB, %d goroutines, %d fds, %d in flight, %d done",
-					s.At.Round(time.Second), s.RSSBytes>>20, s.Goroutines, s.FDs, s.InFlight, s.Done)
-			}
+	// The recording and the sampler start once the mock passed the run's
+	// ready check and probe.
+	open := func(runner *replay.Runner) (record.Sink, error) {
+		var err error
+		if rec, err = record.NewRecorder(out, trace.RunMeta{TracekitVersion: trace.Version, Targets: []string{m.url}}, record.RecorderOptions{}); err != nil {
+			return nil, err
 		}
-	}()
-	res, runErr := runner.Run(ctx, rec)
+		go func() {
+			defer close(sampled)
+			t := time.NewTicker(soakSample)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+					s := readSample(time.Since(began), runner.Stats())
+					samples = append(samples, s)
+					e.logf("soak %v: rss %d MiB, %d goroutines, %d fds, %d in flight, %d done",
+						s.At.Round(time.Second), s.RSSBytes>>20, s.Goroutines, s.FDs, s.InFlight, s.Done)
+				}
+			}
+		}()
+		return rec, nil
+	}
+	res, runErr := replay.Record(ctx, replay.Config{Trace: tr, Targets: []string{m.url}, Duration: d,
+		IdleTimeout: 30 * time.Second, ReadyTimeout: 30 * time.Second, Command: "soak"}, nil, open)
 	close(stop)
-	<-sampled
-	runner.Close()
-	closeErr := rec.Close()
+	var closeErr error
+	if rec != nil {
+		<-sampled
+		closeErr = rec.Close()
+	}
 	log, logErr := m.stop()
 	if err := errors.Join(runErr, closeErr, logErr); err != nil {
 		return nil, err

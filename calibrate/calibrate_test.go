@@ -337,11 +337,7 @@ func TestTargetWaitsForTheLog(t *testing.T) {
 	mc.Latency = mock.Latency{PrefillBase: mock.Duration(10 * time.Millisecond), DecodeBase: mock.Duration(10 * time.Millisecond),
 		TokensPerEvent: 1, MaxNumSeqs: 256, OutputMean: 1, MaxModelLen: 1 << 20}
 	mc.LogPath = filepath.Join(dir, "truth.parquet")
-	srv, err := mock.Start(mc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := mock.StartT(t, mc)
 	cfg := Config{Streams: []int{8}, Duration: 300 * time.Millisecond, MaxError: time.Second,
 		Target: srv.URL(), MockLog: mc.LogPath, TargetITL: 10 * time.Millisecond, LogWait: 30 * time.Second, Dir: dir,
 		Logf: func(f string, a ...any) {

@@ -84,7 +84,8 @@ type Config struct {
 	LogWait   time.Duration // with Target: how long to wait for the log; default 2 min
 	TargetITL time.Duration // with Target: that mock's --decode-base, to size streams; default 15 ms
 
-	// Dir keeps each step's trace, recording and log; empty: a temporary
+	// Dir keeps each step's trace, recording and log; empty: the trace and
+	// the records stay in memory and a child mock's log goes to a temporary
 	// directory removed at the end.
 	Dir string
 	// Logf receives progress lines; may be nil.

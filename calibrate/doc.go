@@ -5,10 +5,10 @@
 //
 // Data flow of one step (Run, step.go):
 //
-//	Step ──> trace (one-turn conversations sized to the step) ──> replay.Runner
-//	           │                                                     │ record.Recorder
-//	           v                                                     v
-//	mock (in this process, a `tracekit mock` child, or --target) ──> recording.parquet
+//	Step ──> trace (one-turn conversations sized to the step) ──> replay.Record
+//	           │ (in memory: replay.MemorySource)                    │ record.Memory
+//	           v                                                     v (with Config.Dir: recording.parquet)
+//	mock (in this process, a `tracekit mock` child, or --target) ──> records
 //	           │ ground-truth log (per event: CLOCK_MONOTONIC after write+flush)
 //	           v
 //	Join (join.go): record ↔ log entry by request id (the X-Request-Id replay

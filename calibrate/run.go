@@ -7,6 +7,7 @@ import (
 	"runtime"
 
 	"github.com/tracekit/tracekit/mock"
+	"github.com/tracekit/tracekit/trace"
 )
 
 // Result is one step's figures. Every *Ns is nanoseconds.
@@ -182,11 +183,18 @@ func describe(s Step) string {
 	return fmt.Sprintf("%d streams, %g events/s", s.Streams, s.EventsPerS)
 }
 
-// result reads the step's recording back and joins it with the log.
+// result reads the step's records (its recording, or memory) and joins
+// them with the log.
 func (r *stepRun) result() (Result, error) {
-	recs, meta, err := readRecording(r.recording)
-	if err != nil {
-		return Result{}, fmt.Errorf("step %s: %w", r.plan.step.Name(), err)
+	var recs []trace.Record
+	var meta trace.RunMeta
+	if r.mem != nil {
+		recs, meta = r.mem.Records(), r.mem.RunMeta()
+	} else {
+		var err error
+		if recs, meta, err = readRecording(r.recording); err != nil {
+			return Result{}, fmt.Errorf("step %s: %w", r.plan.step.Name(), err)
+		}
 	}
 	j := Join(recs, meta.StartMonoNs, r.log, r.plan.prefix)
 	res := Result{

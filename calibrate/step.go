@@ -2,6 +2,7 @@ package calibrate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -71,23 +72,34 @@ func (p plan) mockConfig() mock.Config {
 	return c
 }
 
-// writeTrace writes p's one-turn conversations to path.
-func (p plan) writeTrace(path string) error {
-	w, err := trace.NewTraceWriter(path, trace.TraceMeta{TracekitVersion: trace.Version, Command: "tracekit calibrate", Source: "calibrate", Tokenizer: "o200k_base"})
-	if err != nil {
-		return err
-	}
-	for i := range p.requests {
+// traceMeta is the metadata of a step's trace.
+var traceMeta = trace.TraceMeta{TracekitVersion: trace.Version, Command: "tracekit calibrate", Source: "calibrate", Tokenizer: "o200k_base"}
+
+// turns returns p's one-turn conversations in start order.
+func (p plan) turns() []trace.Turn {
+	turns := make([]trace.Turn, p.requests)
+	for i := range turns {
 		at := int64(i) * int64(p.spacing)
 		id := p.prefix + strconv.Itoa(i)
-		if err := w.Write(trace.Turn{
+		turns[i] = trace.Turn{
 			ConversationID: id, StartOffsetNs: at, ArrivalOffsetNs: at,
 			Messages:    []trace.Message{{Role: "user", Content: "calibration stream " + id, Tokens: 4}},
 			InputTokens: 4, OutputTokens: int32(p.maxTokens),
-		}); err != nil {
-			w.Close()
-			return err
 		}
+	}
+	return turns
+}
+
+// writeTrace writes turns, p's trace, to path (kept with Config.Dir; the
+// replay itself reads them from memory).
+func (p plan) writeTrace(path string, turns []trace.Turn) error {
+	w, err := trace.NewTraceWriter(path, traceMeta)
+	if err != nil {
+		return err
+	}
+	if err := w.Write(turns...); err != nil {
+		w.Close()
+		return err
 	}
 	return w.Close()
 }
@@ -95,7 +107,8 @@ func (p plan) writeTrace(path string) error {
 // stepRun is what running one step left behind, before the join.
 type stepRun struct {
 	plan      plan
-	recording string
+	recording string          // kept with Config.Dir, else ""
+	mem       *record.Memory  // the records, without Config.Dir
 	log       []mock.LogEntry // nil with a remote target: joined later
 	mockStats mock.Stats
 	mockCPU   float64
@@ -105,15 +118,23 @@ type stepRun struct {
 	canceled  string // why the replay was cut short, "" if it ran to the end
 }
 
-// runStep runs one step: starts its mock (unless cfg.Target), writes its
-// trace, replays it into a recording and stops the mock.
+// runStep runs one step: starts its mock (unless cfg.Target), replays its
+// trace from memory into a recording (a file kept with cfg.Dir, else in
+// memory) and stops the mock.
 func runStep(ctx context.Context, cfg Config, dir string, idx int, s Step) (*stepRun, error) {
 	p := size(s, cfg.Duration, cfg.itl(s), idx)
 	base := filepath.Join(dir, fmt.Sprintf("%02d-%s", idx, strings.ReplaceAll(s.Name(), "=", "-")))
-	run := &stepRun{plan: p, recording: base + ".recording.parquet"}
-	tracePath := base + ".trace.parquet"
-	if err := p.writeTrace(tracePath); err != nil {
-		return nil, fmt.Errorf("writing the step's trace: %w", err)
+	run := &stepRun{plan: p}
+	turns := p.turns()
+	var sink record.Sink
+	if cfg.Dir != "" {
+		run.recording = base + ".recording.parquet"
+		if err := p.writeTrace(base+".trace.parquet", turns); err != nil {
+			return nil, fmt.Errorf("writing the step's trace: %w", err)
+		}
+	} else {
+		run.mem = &record.Memory{}
+		sink = run.mem
 	}
 
 	need, _ := fdNeed(cfg, p)
@@ -148,7 +169,7 @@ func runStep(ctx context.Context, cfg Config, dir string, idx int, s Step) (*ste
 	debug.FreeOSMemory() // the previous step's garbage must not count here
 	rss := startRSSSampler(50 * time.Millisecond)
 	began := time.Now()
-	h, canceled, err := replayInto(ctx, p, tracePath, target, model, run.recording)
+	h, canceled, err := replayInto(ctx, p, replay.NewMemorySource(traceMeta, turns), target, model, run.recording, sink)
 	run.wall, run.rssPeak = time.Since(began), rss.stop()
 	if err != nil {
 		return nil, err
@@ -160,30 +181,38 @@ func runStep(ctx context.Context, cfg Config, dir string, idx int, s Step) (*ste
 	return run, nil
 }
 
-// replayInto replays the step's trace against target into a recording and
-// returns the client's health and why it was cut short ("" if it was not).
-// The run is bounded: every stream should end by ramp + duration, so
-// anything beyond a generous margin is canceled (and recorded as such).
-func replayInto(ctx context.Context, p plan, tracePath, target, model, out string) (trace.Health, string, error) {
+// replayInto replays src, the step's trace, against target into sink, or
+// with a nil sink into a recording at out, and returns the client's health
+// and why it was cut short ("" if it was not). The run is bounded: every
+// stream should end by ramp + duration, so anything beyond a generous
+// margin is canceled (and recorded as such).
+func replayInto(ctx context.Context, p plan, src replay.Source, target, model, out string, sink record.Sink) (trace.Health, string, error) {
 	span := time.Duration(p.requests)*p.spacing + time.Duration(p.maxTokens+1)*p.itl
-	r, err := replay.New(replay.Config{
-		Trace: tracePath, Targets: []string{target}, Model: model,
+	var rec *record.Recorder
+	open := replay.Into(sink)
+	if sink == nil {
+		open = func(*replay.Runner) (record.Sink, error) {
+			var err error
+			rec, err = record.NewRecorder(out, trace.RunMeta{TracekitVersion: trace.Version, Targets: []string{target}},
+				record.RecorderOptions{Queue: max(1024, 2*p.requests)})
+			return rec, err
+		}
+	}
+	res, runErr := replay.Record(ctx, replay.Config{
+		Targets: []string{target}, Model: model,
 		IgnoreEOS: true, ContinuousUsage: "on",
 		IdleTimeout: 30 * time.Second, ReadyTimeout: 10 * time.Second,
 		BenchmarkTimeout: 2*span + time.Minute,
 		Command:          "tracekit calibrate (" + p.step.Name() + ")",
-	})
-	if err != nil {
-		return trace.Health{}, "", fmt.Errorf("preparing the replay: %w", err)
+	}, src, open)
+	var cfgErr *replay.ConfigError
+	if errors.As(runErr, &cfgErr) {
+		return trace.Health{}, "", fmt.Errorf("preparing the replay: %w", cfgErr.Err)
 	}
-	defer r.Close()
-	rec, err := record.NewRecorder(out, trace.RunMeta{TracekitVersion: trace.Version, Targets: []string{target}},
-		record.RecorderOptions{Queue: max(1024, 2*p.requests)})
-	if err != nil {
-		return trace.Health{}, "", err
+	var closeErr error
+	if rec != nil {
+		closeErr = rec.Close()
 	}
-	res, runErr := r.Run(ctx, rec)
-	closeErr := rec.Close()
 	if runErr != nil {
 		return trace.Health{}, "", fmt.Errorf("replaying step %s: %w", p.step.Name(), runErr)
 	}

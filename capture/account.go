@@ -100,6 +100,7 @@ func (p *Proxy) account(seg *segment, ex *exchange, call *llmCall, r *http.Reque
 		defer seg.inflight.Done()
 		defer p.streams.Put(ex.stream)
 		ex.stream.Fill(rec)
+		rec.ErrorKind, rec.ErrorMessage = ex.stream.Verdict()
 		for i := range rec.EventNs {
 			rec.EventNs[i] -= seg.origin
 		}

@@ -103,7 +103,7 @@ func TestProxyCloseLeavesNoGoroutines(t *testing.T) {
 	}
 
 	recs, _ := readRecordsT(t, ps.Proxy().Segments()[0].Recording)
-	kinds := map[string]int{}
+	kinds := map[trace.ErrorKind]int{}
 	for _, r := range recs {
 		kinds[r.ErrorKind]++
 	}

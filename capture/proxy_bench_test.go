@@ -46,11 +46,7 @@ func proxyOverhead(b *testing.B, streams int, gap time.Duration) {
 	cfg.Latency.DecodePerSeq = 0
 	cfg.Latency.JitterCV = 0.3 // desynchronise the streams, as real ones are
 	cfg.Latency.MaxNumSeqs = streams
-	up, err := mock.Start(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer up.Close()
+	up := mock.StartT(b, cfg)
 	ps, err := capture.StartProxy(capture.ProxyConfig{Upstream: up.URL(), OutDir: b.TempDir(), Tokenizer: tokenizer.Default(), Queue: 2 * streams}, "")
 	if err != nil {
 		b.Fatal(err)

@@ -44,11 +44,7 @@ func fastMock(t *testing.T) *mock.Server {
 	cfg.Latency.PrefillPerToken = 0
 	cfg.Latency.DecodeBase = mock.Duration(2 * time.Millisecond)
 	cfg.Latency.OutputMean = 6
-	srv, err := mock.Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := mock.StartT(t, cfg)
 	return srv
 }
 
@@ -366,11 +362,11 @@ func TestProxyFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	recs, _ := readRecordsT(t, ps.Proxy().Segments()[0].Recording)
-	kinds := map[string]string{}
+	kinds := map[string]trace.ErrorKind{}
 	for _, r := range recs {
 		kinds[r.RequestID] = r.ErrorKind
 	}
-	want := map[string]string{
+	want := map[string]trace.ErrorKind{
 		"f-status=503": trace.ErrHTTPStatus, "f-disconnect=2": trace.ErrStreamTruncated,
 		"f-malformed@2": trace.ErrMalformed, "f-nodone": trace.ErrStreamTruncated, "f-": "",
 	}

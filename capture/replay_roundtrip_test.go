@@ -28,11 +28,7 @@ func quickMock(t *testing.T) *mock.Server {
 	cfg.Latency.PrefillPerToken = 0
 	cfg.Latency.DecodeBase = mock.Duration(2 * time.Millisecond)
 	cfg.Latency.OutputMean = 5
-	srv, err := mock.Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := mock.StartT(t, cfg)
 	return srv
 }
 
@@ -96,7 +92,7 @@ func TestCapturedTraceReplays(t *testing.T) {
 
 	target := quickMock(t)
 	out := filepath.Join(t.TempDir(), "replayed.parquet")
-	r, err := replay.New(replay.Config{Trace: seg.Trace, Targets: []string{target.URL()}, Model: "tracekit-mock", ContinuousUsage: "off", MaxConcurrency: 64})
+	r, err := replay.New(replay.Config{Trace: seg.Trace, Targets: []string{target.URL()}, Model: "tracekit-mock", ContinuousUsage: "off", MaxConcurrency: 64}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +191,7 @@ func TestCapturedNonStreamingReplays(t *testing.T) {
 
 	target := quickMock(t)
 	out := filepath.Join(t.TempDir(), "replayed.parquet")
-	r, err := replay.New(replay.Config{Trace: seg.Trace, Targets: []string{target.URL()}, Model: "tracekit-mock", ContinuousUsage: "off"})
+	r, err := replay.New(replay.Config{Trace: seg.Trace, Targets: []string{target.URL()}, Model: "tracekit-mock", ContinuousUsage: "off"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,15 +29,7 @@ func startMock(t *testing.T, edit func(*Config)) *Server {
 	if edit != nil {
 		edit(&cfg)
 	}
-	srv, err := Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
+	srv := StartT(t, cfg)
 	return srv
 }
 

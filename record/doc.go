@@ -7,6 +7,7 @@
 //	network read ──> Stream.Feed / Stream.ReadBody    stamp first, then parse
 //	                      │ events, text, usage
 //	                 Stream.Fill(rec)                  one trace.Record per request
+//	                 Stream.Verdict()                  the parser's finding (the caller sets ErrorKind)
 //	                      │
 //	                 Sink.Submit(rec)                  copies, never waits on disk
 //	                      │

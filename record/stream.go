@@ -47,7 +47,7 @@ type Stream struct {
 	cached    int32
 	done      bool
 	events    int // data events parsed, of any kind
-	errKind   string
+	errKind   trace.ErrorKind
 	errMsg    string
 	lastStamp int64
 
@@ -242,7 +242,7 @@ func (s *Stream) dispatch(data []byte, stamp int64) {
 }
 
 // fail records the first error of the stream; later ones are consequences.
-func (s *Stream) fail(kind, msg string) {
+func (s *Stream) fail(kind trace.ErrorKind, msg string) {
 	if s.errKind == "" {
 		s.errKind, s.errMsg = kind, msg
 	}
@@ -309,11 +309,9 @@ func (s *Stream) Text() string { return string(s.content) }
 
 // Fill copies the parsed outcome into rec, reusing rec's slices:
 // EventNs/EventTokens, PromptTokens/CompletionTokens/CachedTokens (-1 when
-// not reported), TokensExact, and ErrorKind/ErrorMessage (malformed for a
-// bad event or an error object, stream_truncated when the body ended
-// without [DONE], empty otherwise). A caller whose request failed in
-// transport (timeout, idle timeout, canceled, HTTP status) sets its own
-// ErrorKind after Fill; ErrorMessage then still says what the body said.
+// not reported) and TokensExact. It leaves ErrorKind and ErrorMessage
+// alone: the parser's finding is Verdict's, and the caller, who also
+// knows how the transport fared, decides the record's error kind.
 func (s *Stream) Fill(rec *trace.Record) {
 	s.finish()
 	rec.EventNs = append(rec.EventNs[:0], s.evNs...)
@@ -332,11 +330,22 @@ func (s *Stream) Fill(rec *trace.Record) {
 		rec.EventTokens = append(rec.EventTokens, n)
 	}
 	rec.PromptTokens, rec.CompletionTokens, rec.CachedTokens = s.prompt, s.complete, s.cached
-	rec.ErrorKind, rec.ErrorMessage = s.errKind, s.errMsg
-	if rec.ErrorKind == "" && !s.done {
-		rec.ErrorKind = trace.ErrStreamTruncated
-		rec.ErrorMessage = fmt.Sprintf("the body ended after %d events without data: [DONE]", len(s.evNs))
+}
+
+// Verdict reports what the parser saw of the body, for the caller's
+// classification: trace.ErrMalformed with the first bad event or error
+// object, trace.ErrStreamTruncated when the body ended without data:
+// [DONE] (or, non-streaming, without a body that parsed), and
+// trace.ErrNone with an empty message for a complete answer.
+func (s *Stream) Verdict() (kind trace.ErrorKind, msg string) {
+	s.finish()
+	if s.errKind != "" {
+		return s.errKind, s.errMsg
 	}
+	if !s.done {
+		return trace.ErrStreamTruncated, fmt.Sprintf("the body ended after %d events without data: [DONE]", len(s.evNs))
+	}
+	return trace.ErrNone, ""
 }
 
 // count counts the tokens of one event's text without copying it.

@@ -62,9 +62,12 @@ func eventEnds(stream string) []int {
 	return ends
 }
 
+// fill returns the record Fill makes, with the parser's Verdict as its
+// error kind.
 func fill(s *Stream) trace.Record {
 	var r trace.Record
 	s.Fill(&r)
+	r.ErrorKind, r.ErrorMessage = s.Verdict()
 	return r
 }
 
@@ -128,7 +131,7 @@ func TestSSEVariants(t *testing.T) {
 		stream   string
 		events   int
 		text     string
-		kind     string
+		kind     trace.ErrorKind
 		msgHas   string
 		done     bool
 		tokens   []int32

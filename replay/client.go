@@ -255,6 +255,9 @@ type probeResult struct {
 	status int
 	body   []byte       // the start of a non-2xx body
 	rec    trace.Record // the parsed stream of a 2xx answer
+	// verdict and verdictMsg are the parser's finding on that stream.
+	verdict    trace.ErrorKind
+	verdictMsg string
 }
 
 // probe sends the run's kind of request, tiny (2 tokens), streamed, with
@@ -299,6 +302,7 @@ func (t *target) probe(model string, usage bool, timeout time.Duration) (probeRe
 	st := record.NewStream(nil)
 	err := st.ReadBody(body, make([]byte, 4<<10), func() int64 { return 0 })
 	st.Fill(&res.rec)
+	res.verdict, res.verdictMsg = st.Verdict()
 	if err != nil {
 		return res, fmt.Errorf("reading the answer to POST %s: %w", t.genURL, err)
 	}

@@ -23,7 +23,7 @@ func TestCloseReleasesConnections(t *testing.T) {
 	}
 	path := writeTrace(t, convs...)
 	before := openSockets(t)
-	r, err := New(Config{Trace: path, Targets: []string{srv.URL()}, IgnoreEOS: true})
+	r, err := New(Config{Trace: path, Targets: []string{srv.URL()}, IgnoreEOS: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,23 +10,76 @@ import (
 	"time"
 )
 
+// Timing is how a conversation's turns are scheduled.
+type Timing string
+
 // Timing modes.
 const (
-	TimingClosed = "closed" // turn k+1 leaves its think time after turn k ended
-	TimingTrace  = "trace"  // every turn leaves at its own arrival offset
+	TimingClosed Timing = "closed" // turn k+1 leaves its think time after turn k ended
+	TimingTrace  Timing = "trace"  // every turn leaves at its own arrival offset
 )
+
+// History is what a turn's history holds as the earlier answers.
+type History string
 
 // History modes.
 const (
-	HistoryActual    = "actual"    // the server's answers
-	HistoryReference = "reference" // the trace's reference answers
+	HistoryActual    History = "actual"    // the server's answers
+	HistoryReference History = "reference" // the trace's reference answers
 )
+
+// Policy is how requests are spread over several targets.
+type Policy string
 
 // Target policies.
 const (
-	PolicyRoundRobin   = "round-robin"  // each request to the next target
-	PolicyConversation = "conversation" // a conversation sticks to one target
+	PolicyRoundRobin   Policy = "round-robin"  // each request to the next target
+	PolicyConversation Policy = "conversation" // a conversation sticks to one target
 )
+
+// A FieldError says a Config field holds a value it does not take; the
+// command line maps Field to its flag.
+type FieldError struct {
+	Field   string   // the Config field, e.g. "Timing"
+	Value   string   // what it held
+	Allowed []string // what it takes
+}
+
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("%s %q: expected one of %s", e.Field, e.Value, strings.Join(e.Allowed, ", "))
+}
+
+// parseEnum returns s as one of allowed, or a *FieldError naming field.
+func parseEnum[T ~string](field, s string, allowed ...T) (T, error) {
+	names := make([]string, len(allowed))
+	for i, a := range allowed {
+		if s == string(a) {
+			return a, nil
+		}
+		names[i] = string(a)
+	}
+	return "", &FieldError{Field: field, Value: s, Allowed: names}
+}
+
+// ParseTiming parses a Timing ("closed" or "trace").
+func ParseTiming(s string) (Timing, error) {
+	return parseEnum("Timing", s, TimingClosed, TimingTrace)
+}
+
+// ParseHistory parses a History ("actual" or "reference").
+func ParseHistory(s string) (History, error) {
+	return parseEnum("History", s, HistoryActual, HistoryReference)
+}
+
+// ParsePolicy parses a Policy ("round-robin" or "conversation").
+func ParsePolicy(s string) (Policy, error) {
+	return parseEnum("Policy", s, PolicyRoundRobin, PolicyConversation)
+}
+
+// ParseEndpoint parses an Endpoint ("chat" or "completions").
+func ParseEndpoint(s string) (Endpoint, error) {
+	return parseEnum("Endpoint", s, EndpointChat, EndpointCompletions)
+}
 
 // DefaultIdleConnTimeout is Config.IdleConnTimeout's default. Servers
 // close idle keep-alive connections without a word: uvicorn (vLLM's and
@@ -40,11 +93,11 @@ const DefaultIdleConnTimeout = 3 * time.Second
 // Config is everything a run needs. The zero value of every limit means
 // "no limit"; New applies the documented defaults.
 type Config struct {
-	Trace   string   // trace file to replay
+	Trace   string   // trace file to replay when New is given no Source
 	Targets []string // base URLs, e.g. http://127.0.0.1:8000
-	Policy  string   // PolicyRoundRobin (default) or PolicyConversation
+	Policy  Policy   // PolicyRoundRobin (default) or PolicyConversation
 
-	Endpoint    string            // EndpointChat (default) or EndpointCompletions
+	Endpoint    Endpoint          // EndpointChat (default) or EndpointCompletions
 	Model       string            // empty: the first model of the target's /v1/models
 	APIKey      string            // sent as a Bearer token; never recorded
 	Headers     map[string]string // extra request headers
@@ -55,8 +108,8 @@ type Config struct {
 	// (default: probe the server once before the run), "on" or "off".
 	ContinuousUsage string
 
-	Timing  string  // TimingClosed (default) or TimingTrace
-	History string  // HistoryActual (default) or HistoryReference
+	Timing  Timing  // TimingClosed (default) or TimingTrace
+	History History // HistoryActual (default) or HistoryReference
 	Speed   float64 // time scale: 2 replays twice as fast; default 1
 	Seed    uint64  // seeds synthesized text for redacted messages
 	Shard   int     // this process replays conversations with hash % Shards == Shard
@@ -102,9 +155,9 @@ type Config struct {
 }
 
 // withDefaults returns c with defaults applied, or an error naming the first
-// invalid field.
-func (c Config) withDefaults() (Config, error) {
-	if c.Trace == "" {
+// invalid field; haveSource: the run has a Source, Trace may be empty.
+func (c Config) withDefaults(haveSource bool) (Config, error) {
+	if c.Trace == "" && !haveSource {
 		return c, fmt.Errorf("no trace file given")
 	}
 	if len(c.Targets) == 0 {
@@ -117,31 +170,25 @@ func (c Config) withDefaults() (Config, error) {
 		}
 		c.Targets[i] = strings.TrimSuffix(strings.TrimSuffix(t, "/"), "/v1")
 	}
-	def := func(s *string, d string, allowed ...string) error {
-		if *s == "" {
-			*s = d
-		}
-		for _, a := range allowed {
-			if *s == a {
-				return nil
-			}
-		}
-		return fmt.Errorf("%q: expected one of %s", *s, strings.Join(allowed, ", "))
+	var err error
+	if c.Policy, err = enumOrDefault(c.Policy, PolicyRoundRobin, ParsePolicy); err != nil {
+		return c, err
 	}
-	for _, f := range []struct {
-		name    string
-		v       *string
-		allowed []string
-	}{
-		{"--target-policy", &c.Policy, []string{PolicyRoundRobin, PolicyConversation}},
-		{"--endpoint", &c.Endpoint, []string{EndpointChat, EndpointCompletions}},
-		{"--timing", &c.Timing, []string{TimingClosed, TimingTrace}},
-		{"--history", &c.History, []string{HistoryActual, HistoryReference}},
-		{"--continuous-usage", &c.ContinuousUsage, []string{"auto", "on", "off"}},
-	} {
-		if err := def(f.v, f.allowed[0], f.allowed...); err != nil {
-			return c, fmt.Errorf("%s %w", f.name, err)
-		}
+	if c.Endpoint, err = enumOrDefault(c.Endpoint, EndpointChat, ParseEndpoint); err != nil {
+		return c, err
+	}
+	if c.Timing, err = enumOrDefault(c.Timing, TimingClosed, ParseTiming); err != nil {
+		return c, err
+	}
+	if c.History, err = enumOrDefault(c.History, HistoryActual, ParseHistory); err != nil {
+		return c, err
+	}
+	switch c.ContinuousUsage {
+	case "":
+		c.ContinuousUsage = "auto"
+	case "auto", "on", "off":
+	default:
+		return c, fmt.Errorf("--continuous-usage %q: expected one of auto, on, off", c.ContinuousUsage)
 	}
 	if c.Speed == 0 {
 		c.Speed = 1
@@ -185,6 +232,14 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// enumOrDefault checks v with parse; the zero value means def.
+func enumOrDefault[T ~string](v, def T, parse func(string) (T, error)) (T, error) {
+	if v == "" {
+		return def, nil
+	}
+	return parse(string(v))
 }
 
 // extraInner returns the inside of the --extra-body object, for appending

@@ -18,7 +18,7 @@ import (
 // closedLoop runs one conversation as a user would: turn k+1 is sent its
 // think time (scaled by --speed) after the response to turn k ended, with
 // the history so far (the server's answers, or the reference answers).
-func (r *Runner) closedLoop(runCtx, stopCtx context.Context, conv []trace.Turn, at int64) {
+func (r *runState) closedLoop(runCtx, stopCtx context.Context, conv []trace.Turn, at int64) {
 	ex := r.exPool.Get().(*exchange)
 	defer r.exPool.Put(ex)
 	var hist []trace.Message
@@ -48,7 +48,7 @@ func (r *Runner) closedLoop(runCtx, stopCtx context.Context, conv []trace.Turn, 
 // answer is what the next turn's history holds as the assistant's reply to
 // turn: the server's answer, or the trace's with --history reference (and
 // as a fallback when the server's answer failed empty).
-func (r *Runner) answer(ex *exchange, turn *trace.Turn) (string, int32) {
+func (r *runState) answer(ex *exchange, turn *trace.Turn) (string, int32) {
 	text := ex.stream.Text()
 	useRef := turn.ReferenceAnswer != "" &&
 		(r.cfg.History == HistoryReference || (text == "" && ex.rec.ErrorKind != ""))
@@ -64,7 +64,7 @@ func (r *Runner) answer(ex *exchange, turn *trace.Turn) (string, int32) {
 // openLoop sends every turn of conv at its own arrival offset, whether or
 // not the previous turn has finished, with the reference history (a
 // synthesized answer of OutputTokens tokens where the trace has none).
-func (r *Runner) openLoop(runCtx, stopCtx context.Context, conv []trace.Turn) {
+func (r *runState) openLoop(runCtx, stopCtx context.Context, conv []trace.Turn) {
 	done := make(chan struct{}, len(conv))
 	launched := 0
 	var hist []trace.Message
@@ -108,7 +108,7 @@ func (r *Runner) openLoop(runCtx, stopCtx context.Context, conv []trace.Turn) {
 // do sends one request and records it. It returns false when the request
 // was not sent because the run is stopping (limits, duration, canceled).
 // The outcome is left in ex.rec and ex.stream.
-func (r *Runner) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace.Turn,
+func (r *runState) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace.Turn,
 	hist, msgs []trace.Message, inputTokens int32, intended int64) bool {
 	if r.slots != nil {
 		select {
@@ -182,9 +182,18 @@ func (r *Runner) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace.T
 	return true
 }
 
-// exchange performs the HTTP exchange of ex.rec and reads its stream.
-func (r *Runner) exchange(runCtx context.Context, t *target, req *fasthttp.Request, resp *fasthttp.Response, ex *exchange, slot int64) {
-	rec := &ex.rec
+// exchange performs the HTTP exchange of ex.rec, reads its stream and
+// settles the record's error kind from what it saw.
+func (r *runState) exchange(runCtx context.Context, t *target, req *fasthttp.Request, resp *fasthttp.Response, ex *exchange, slot int64) {
+	o := &ex.out
+	*o = outcome{}
+	r.exchangeOnce(runCtx, t, req, resp, ex, slot)
+	r.settle(&ex.rec, o)
+}
+
+// exchangeOnce does the work of exchange, leaving what it saw in ex.out.
+func (r *runState) exchangeOnce(runCtx context.Context, t *target, req *fasthttp.Request, resp *fasthttp.Response, ex *exchange, slot int64) {
+	rec, o := &ex.rec, &ex.out
 	var deadline time.Time
 	if r.cfg.RequestTimeout > 0 {
 		deadline = time.Now().Add(r.cfg.RequestTimeout)
@@ -202,11 +211,7 @@ func (r *Runner) exchange(runCtx context.Context, t *target, req *fasthttp.Reque
 		}
 	}
 	if err != nil {
-		rec.ErrorKind = r.classify(runCtx, err, c, trace.ErrConnect)
-		rec.ErrorMessage = "sending: " + err.Error()
-		if rec.ErrorKind == trace.ErrHeadersTimeout {
-			rec.ErrorMessage = fmt.Sprintf("no response headers within %v (--idle-timeout)", r.cfg.IdleTimeout)
-		}
+		o.failed(stageSend, err, runCtx.Err() != nil, c, "sending: "+err.Error())
 		return
 	}
 	rec.HeadersNs = headers
@@ -217,8 +222,7 @@ func (r *Runner) exchange(runCtx context.Context, t *target, req *fasthttp.Reque
 	}
 	if rec.Status/100 != 2 {
 		b, _ := io.ReadAll(io.LimitReader(body, 4<<10))
-		rec.ErrorKind = trace.ErrHTTPStatus
-		rec.ErrorMessage = fmt.Sprintf("HTTP %d: %s", rec.Status, bytes.TrimSpace(b))
+		o.stage, o.msg = stageStatus, fmt.Sprintf("HTTP %d: %s", rec.Status, bytes.TrimSpace(b))
 		closeBody(resp, errors.New("discarding an error body"))
 		return
 	}
@@ -226,8 +230,7 @@ func (r *Runner) exchange(runCtx context.Context, t *target, req *fasthttp.Reque
 	if enc := resp.Header.ContentEncoding(); len(enc) > 0 && !bytes.EqualFold(enc, []byte("identity")) {
 		dec, err := ex.dec.decode(enc, body, r.now)
 		if err != nil {
-			rec.ErrorKind = r.classify(runCtx, err, c, trace.ErrMalformed)
-			rec.ErrorMessage = err.Error()
+			o.failed(stageDecode, err, runCtx.Err() != nil, c, err.Error())
 			closeBody(resp, err)
 			return
 		}
@@ -235,25 +238,26 @@ func (r *Runner) exchange(runCtx context.Context, t *target, req *fasthttp.Reque
 	}
 	if rec.NonStreaming {
 		rerr := r.readWhole(ex, body, now)
+		o.stage = stageBody
+		o.parsed, o.parsedMsg = ex.stream.Verdict()
 		if rerr != nil {
-			rec.ErrorKind = r.classify(runCtx, rerr, c, trace.ErrStreamTruncated)
-			rec.ErrorMessage = fmt.Sprintf("reading the response body after %d bytes: %v", len(ex.resp), rerr)
+			o.failed(stageBody, rerr, runCtx.Err() != nil, c, fmt.Sprintf("reading the response body after %d bytes: %v", len(ex.resp), rerr))
 		}
 		closeBody(resp, rerr)
 		return
 	}
 	if ct := resp.Header.ContentType(); bytes.HasPrefix(ct, []byte("application/json")) {
 		b, err := io.ReadAll(io.LimitReader(body, 4<<10))
-		rec.ErrorKind = trace.ErrNotStreaming
-		rec.ErrorMessage = fmt.Sprintf("server answered without streaming (Content-Type: %s): %s", ct, snippetOf(bytes.TrimSpace(b)))
+		o.stage, o.msg = stageNotStreaming, fmt.Sprintf("server answered without streaming (Content-Type: %s): %s", ct, snippetOf(bytes.TrimSpace(b)))
 		closeBody(resp, errors.Join(errors.New("discarding a JSON body"), err))
 		return
 	}
 	rerr := ex.stream.ReadBody(body, ex.buf, now)
 	ex.stream.Fill(rec)
+	o.stage = stageBody
+	o.parsed, o.parsedMsg = ex.stream.Verdict()
 	if rerr != nil {
-		rec.ErrorKind = r.classify(runCtx, rerr, c, trace.ErrStreamTruncated)
-		rec.ErrorMessage = fmt.Sprintf("reading the stream after %d events: %v", len(rec.EventNs), rerr)
+		o.failed(stageBody, rerr, runCtx.Err() != nil, c, fmt.Sprintf("reading the stream after %d events: %v", len(rec.EventNs), rerr))
 	}
 	closeBody(resp, rerr)
 }
@@ -292,24 +296,6 @@ func (r *Runner) readWhole(ex *exchange, body io.Reader, now func() int64) error
 	}
 	ex.stream.Fill(&ex.rec)
 	return err
-}
-
-// classify names the error kind of a transport error; def is the kind of
-// a plain connection failure at this stage.
-func (r *Runner) classify(runCtx context.Context, err error, c *conn, def string) string {
-	switch {
-	case runCtx.Err() != nil || errors.Is(err, errRunCanceled):
-		return trace.ErrCanceled
-	case isTimeout(err) || errors.Is(err, fasthttp.ErrTimeout):
-		if c != nil && c.set.idle > 0 && !c.pastRequestDeadline() {
-			if def == trace.ErrConnect {
-				return trace.ErrHeadersTimeout
-			}
-			return trace.ErrIdleTimeout
-		}
-		return trace.ErrTimeout
-	}
-	return def
 }
 
 // closeBody releases the response stream; after a failed read it closes

@@ -1,9 +1,15 @@
 // Package replay sends a trace to one or more OpenAI-compatible servers with
-// exact timing and hands every finished request to record.Recorder.
+// exact timing and hands every finished request to a record.Sink
+// (record.Recorder, record.Memory).
+//
+// Record(ctx, cfg, src, open) is a whole run: New (the clients), Prepare
+// (below), open (the sink, created only once the targets passed), Run. Each
+// Run keeps its clock, counters and sink in a run value of its own.
 //
 // Data flow:
 //
-//	trace.parquet ──> load: conversations in start order
+//	Source (FileSource: a trace file read a batch at a time, one
+//	conversation held at once; MemorySource) ──> conversations in start order
 //	                    │
 //	                    v
 //	schedule: each conversation starts at its offset (÷ --speed) from the run
@@ -18,8 +24,8 @@
 //	With --timing trace every turn is sent at its own arrival offset instead.
 //	                    │ one trace.Record per attempt
 //	                    v
-//	record.Recorder (one writer goroutine owns the file; Submit never
-//	blocks on disk)
+//	record.Sink (record.Recorder: one writer goroutine owns the file;
+//	Submit never blocks on disk)
 //
 // Client: one fasthttp.HostClient per target with streaming response bodies.
 // Every connection is wrapped (conn.go, above TLS, which dial does itself)
@@ -46,6 +52,10 @@
 // ProbeHeader. The probe fails the run when a target is unreachable or
 // refuses the request (wrong model), and settles continuous usage by
 // looking at the events it got (RunMeta.Usage).
+//
+// Error kinds: errorKind (outcome.go) alone classifies a request from what
+// its exchange saw (transport error, status, the parser's verdict, the
+// run's cancellation), in a documented precedence.
 //
 // Run lifetime: Run returns when every conversation has finished or the run
 // context ends; in the latter case every in-flight request is recorded as

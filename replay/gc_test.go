@@ -32,7 +32,7 @@ func TestRunSetsAndRestoresGC(t *testing.T) {
 	path := writeTrace(t, conv("c", 1, 0, 0, 2))
 	for _, c := range []struct{ cfg, want int }{{0, DefaultGCPercent}, {250, 250}, {-1, 77}} {
 		old := debug.SetGCPercent(77)
-		r, err := New(Config{Trace: path, Targets: []string{srv.URL()}, GCPercent: c.cfg})
+		r, err := New(Config{Trace: path, Targets: []string{srv.URL()}, GCPercent: c.cfg}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

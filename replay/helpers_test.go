@@ -88,18 +88,14 @@ func fastMock(t testing.TB, edit func(*mock.Config)) *mock.Server {
 	if edit != nil {
 		edit(&cfg)
 	}
-	srv, err := mock.Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := mock.StartT(t, cfg)
 	return srv
 }
 
 // run replays cfg into a memSink with a bounded context.
 func run(t testing.TB, cfg Config) (*memSink, *Result) {
 	t.Helper()
-	r, err := New(cfg)
+	r, err := New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ import (
 // runBounded replays cfg with a hang guard and returns what Run returned.
 func runBounded(t *testing.T, cfg Config) (*memSink, *Result, error) {
 	t.Helper()
-	r, err := New(cfg)
+	r, err := New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ func TestMooncakeWindowReplaysOnSourceTimestamps(t *testing.T) {
 	}
 
 	srv := fastMock(t, nil)
-	r, err := New(Config{Trace: path, Targets: []string{srv.URL()}, Timing: TimingTrace, IgnoreEOS: true, ContinuousUsage: "off"})
+	r, err := New(Config{Trace: path, Targets: []string{srv.URL()}, Timing: TimingTrace, IgnoreEOS: true, ContinuousUsage: "off"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

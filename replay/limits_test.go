@@ -20,7 +20,7 @@ func TestFaultsRecordedAndRunContinues(t *testing.T) {
 	for _, tc := range []struct {
 		fault          string
 		idle, request  time.Duration
-		kind           string
+		kind           trace.ErrorKind
 		status         int32
 		events, tokens int // events recorded (-1: don't check)
 	}{
@@ -175,7 +175,7 @@ func TestBenchmarkTimeoutCancelsInFlight(t *testing.T) {
 // the run at once, without sending the next turn.
 func TestContextCancelStopsWaiting(t *testing.T) {
 	srv := fastMock(t, nil)
-	r, err := New(Config{Trace: writeTrace(t, conv("w", 2, 0, time.Hour, 2)), Targets: []string{srv.URL()}})
+	r, err := New(Config{Trace: writeTrace(t, conv("w", 2, 0, time.Hour, 2)), Targets: []string{srv.URL()}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

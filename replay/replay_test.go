@@ -163,8 +163,8 @@ func (s *sseServer) messages(t *testing.T, id string) []string {
 func TestHistoryCarried(t *testing.T) {
 	c := conv("h", 3, 0, 0, 3)
 	sys, u := func(k int) string { return "user:" + c[k].Messages[len(c[k].Messages)-1].Content }, "system:You are terse."
-	for _, mode := range []string{HistoryActual, HistoryReference} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []History{HistoryActual, HistoryReference} {
+		t.Run(string(mode), func(t *testing.T) {
 			srv := newSSEServer(t)
 			run(t, Config{Trace: writeTrace(t, c), Targets: []string{srv.URL}, History: mode})
 			answer := func(k int) string {

@@ -8,15 +8,18 @@ import (
 	"github.com/tracekit/tracekit/trace"
 )
 
+// Endpoint is the generation API a run drives.
+type Endpoint string
+
 // Endpoints replay can drive.
 const (
-	EndpointChat        = "chat"        // /v1/chat/completions, messages
-	EndpointCompletions = "completions" // /v1/completions, history concatenated into prompt
+	EndpointChat        Endpoint = "chat"        // /v1/chat/completions, messages
+	EndpointCompletions Endpoint = "completions" // /v1/completions, history concatenated into prompt
 )
 
 // bodyOptions are the request fields that do not change within a run.
 type bodyOptions struct {
-	endpoint        string
+	endpoint        Endpoint
 	ignoreEOS       bool
 	temperature     *float64
 	continuousUsage bool

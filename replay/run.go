@@ -46,10 +46,14 @@ type Result struct {
 	Canceled string // why the run was cut short ("" if it ran to the end)
 }
 
-// Runner replays one trace. New validates and prepares; Run runs once.
+// Runner replays one Source. New validates and builds the clients;
+// Prepare settles what the run needs to know about the targets; Run runs
+// once. Record does all three.
 type Runner struct {
 	cfg     Config
-	tr      *trace.TraceReader
+	src     Source
+	ownSrc  *FileSource // opened from Config.Trace; closed by Close
+	meta    trace.TraceMeta
 	tok     tokenizer.Tokenizer
 	targets []*target
 	conns   *connSet
@@ -61,19 +65,25 @@ type Runner struct {
 	convSlots chan struct{} // conversation slots; nil: unlimited
 	exPool    sync.Pool     // *exchange
 
-	start    int64 // clock.Mono() at the run start
-	startAt  atomic.Int64
-	now      func() int64 // ns since start: the stamps of every record
-	stopped  atomic.Bool  // no new requests (limits, duration)
-	stop     context.CancelFunc
-	rr       atomic.Uint64 // round-robin cursor
-	seq      atomic.Int64  // requests started
-	mon      *monitor
-	sink     record.Sink
 	usage    *trace.UsageProbe // the probe's finding
 	prepared bool
+	total    int64                    // requests the source holds for this shard (an estimate under limits)
+	cur      atomic.Pointer[runState] // the run under way, once its clock started
+}
 
-	total                      int64
+// runState is the state of one run: its clock, its stop, its counters and its
+// sink. The Runner's clients and settings are shared through the embedding.
+type runState struct {
+	*Runner
+	start   int64        // clock.Mono() at the run start
+	now     func() int64 // ns since start: the stamps of every record
+	stopped atomic.Bool  // no new requests (limits, duration)
+	stop    context.CancelFunc
+	rr      atomic.Uint64 // round-robin cursor
+	seq     atomic.Int64  // requests started
+	mon     *monitor
+	sink    record.Sink
+
 	sent, done, errs, inflight atomic.Int64
 }
 
@@ -85,26 +95,43 @@ type exchange struct {
 	resp   []byte // a non-streaming response body
 	body   []byte
 	rec    trace.Record
+	out    outcome // what the last exchange saw
 }
 
-// New validates cfg, opens the trace and builds the clients.
-func New(cfg Config) (*Runner, error) {
-	cfg, err := cfg.withDefaults()
+// New validates cfg and builds the clients for a run of src; a nil src
+// means the trace file cfg.Trace, which New opens and Close closes.
+func New(cfg Config, src Source) (*Runner, error) {
+	cfg, err := cfg.withDefaults(src != nil)
 	if err != nil {
 		return nil, err
 	}
 	if err := checkFileLimit(cfg.MaxConcurrency); err != nil {
 		return nil, err
 	}
-	tr, err := trace.OpenTrace(cfg.Trace)
-	if err != nil {
-		return nil, fmt.Errorf("opening the trace: %w", err)
+	r := &Runner{cfg: cfg, src: src}
+	if src == nil {
+		f, err := OpenFile(cfg.Trace)
+		if err != nil {
+			return nil, err
+		}
+		r.src, r.ownSrc = f, f
 	}
-	tok, err := tokenizer.Open(tr.Meta.Tokenizer)
+	if err := r.build(); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// build sets up what New promises once the source is open.
+func (r *Runner) build() error {
+	cfg := r.cfg
+	r.meta = r.src.Meta()
+	tok, err := tokenizer.Open(r.meta.Tokenizer)
 	if err != nil {
 		tok = tokenizer.Default()
 	}
-	r := &Runner{cfg: cfg, tr: tr, tok: tok}
+	r.tok = tok
 	r.conns = newConnSet(&r.cfg)
 	r.bo = bodyOptions{endpoint: cfg.Endpoint, ignoreEOS: cfg.IgnoreEOS, temperature: cfg.Temperature,
 		continuousUsage: cfg.ContinuousUsage == "on", extra: cfg.extraInner()}
@@ -119,8 +146,7 @@ func New(cfg Config) (*Runner, error) {
 	for _, base := range cfg.Targets {
 		t, err := newTarget(base, &r.cfg, r.conns, maxConns, &r.bo)
 		if err != nil {
-			tr.Close()
-			return nil, err
+			return err
 		}
 		r.targets = append(r.targets, t)
 	}
@@ -128,23 +154,21 @@ func New(cfg Config) (*Runner, error) {
 	if r.disp == nil {
 		p, err := clock.NewPrecise(DefaultSpin)
 		if err != nil {
-			tr.Close()
-			return nil, err
+			return err
 		}
 		r.precise, r.disp = p, p
 	}
-	r.total = tr.NumRows() / int64(cfg.Shards)
+	r.total = r.src.Len() / int64(cfg.Shards)
 	if cfg.MaxRequests > 0 {
 		r.total = min(r.total, int64(cfg.MaxRequests+cfg.Warmup))
 	}
-	r.now = func() int64 { return clock.Mono() - r.start }
 	r.exPool.New = func() any {
 		return &exchange{stream: record.NewStream(r.tok), buf: make([]byte, 4<<10)}
 	}
-	return r, nil
+	return nil
 }
 
-// Close releases the trace, the dispatcher and every target's idle
+// Close releases the trace file New opened, the dispatcher and every target's idle
 // keep-alive connections. Without the last, fasthttp would keep them open
 // for MaxIdleConnDuration (Config.IdleConnTimeout): a process running one replay after
 // another (calibrate's ladder) would run out of file descriptors.
@@ -156,14 +180,18 @@ func (r *Runner) Close() error {
 	if r.precise != nil {
 		r.precise.Close()
 	}
-	return r.tr.Close()
+	if r.ownSrc != nil {
+		return r.ownSrc.Close()
+	}
+	return nil
 }
 
 // Stats returns the progress so far; safe to call during Run.
 func (r *Runner) Stats() Stats {
-	s := Stats{Total: r.total, Sent: r.sent.Load(), Done: r.done.Load(), Errors: r.errs.Load(), InFlight: r.inflight.Load()}
-	if st := r.startAt.Load(); st != 0 {
-		s.Elapsed = time.Duration(clock.Mono() - st)
+	s := Stats{Total: r.total}
+	if rn := r.cur.Load(); rn != nil {
+		s.Sent, s.Done, s.Errors, s.InFlight = rn.sent.Load(), rn.done.Load(), rn.errs.Load(), rn.inflight.Load()
+		s.Elapsed = time.Duration(clock.Mono() - rn.start)
 	}
 	return s
 }
@@ -176,17 +204,18 @@ func (r *Runner) Config() Config { return r.cfg }
 // conversation is done or ctx ends (or --benchmark-timeout passes): then
 // in-flight requests are recorded as canceled. sink's run metadata is set
 // at the start and again, with Health, at the end; the caller closes sink.
-func (r *Runner) Run(ctx context.Context, sink record.Sink) (*Result, error) {
-	r.sink = sink
-	if !r.prepared {
-		if err := r.Prepare(ctx); err != nil {
+func (rr *Runner) Run(ctx context.Context, sink record.Sink) (*Result, error) {
+	if !rr.prepared {
+		if err := rr.Prepare(ctx); err != nil {
 			return nil, err
 		}
 	}
+	r := &runState{Runner: rr, sink: sink}
+	r.now = func() int64 { return clock.Mono() - r.start }
 	host, _ := os.Hostname()
 	meta := trace.RunMeta{
 		TracekitVersion: trace.Version, Targets: r.cfg.Targets, Host: host,
-		Command: r.cfg.Command, Config: r.cfg.meta(), Trace: &r.tr.Meta, Usage: r.usage,
+		Command: r.cfg.Command, Config: r.cfg.meta(), Trace: &r.meta, Usage: r.usage,
 		Load: &trace.RunLoad{Model: r.cfg.Model, MaxConcurrency: r.cfg.MaxConcurrency},
 	}
 
@@ -194,7 +223,7 @@ func (r *Runner) Run(ctx context.Context, sink record.Sink) (*Result, error) {
 
 	r.start = clock.Mono()
 	meta.StartMonoNs, meta.StartWallNs = r.start, clock.Wall()
-	r.startAt.Store(r.start)
+	rr.cur.Store(r)
 	sink.SetRunMeta(meta)
 	r.mon = startMonitor()
 
@@ -328,8 +357,8 @@ func (r *Runner) probe() error {
 		if res.status/100 != 2 {
 			return fmt.Errorf("the probe request before the run: %s answered HTTP %d for model %q: %s", t.base, res.status, r.cfg.Model, snippetOf(bytes.TrimSpace(res.body)))
 		}
-		if res.rec.ErrorKind != "" {
-			r.logf("warning: the probe request to %s: %s: %s", t.base, res.rec.ErrorKind, res.rec.ErrorMessage)
+		if res.verdict != trace.ErrNone {
+			r.logf("warning: the probe request to %s: %s: %s", t.base, res.verdict, res.verdictMsg)
 		}
 		if ask && !res.rec.TokensExact {
 			u.Verified = false
@@ -361,39 +390,27 @@ func (r *Runner) logf(format string, args ...any) {
 	}
 }
 
-// feed reads the trace, one conversation at a time in start order, and
-// launches each shortly before its start. It stops at the end of the trace
-// or when stopCtx ends.
-func (r *Runner) feed(runCtx, stopCtx context.Context, wg *sync.WaitGroup) error {
-	var conv []trace.Turn
+// feed takes the source's conversations one at a time, in start order,
+// and launches each shortly before its start. It stops at the end of the
+// source or when stopCtx ends.
+func (r *runState) feed(runCtx, stopCtx context.Context, wg *sync.WaitGroup) error {
 	for {
-		batch := make([]trace.Turn, 256)
-		n, err := r.tr.Read(batch)
-		for _, t := range batch[:n] {
-			if len(conv) > 0 && t.ConversationID != conv[0].ConversationID {
-				if !r.launch(runCtx, stopCtx, conv, wg) {
-					return nil
-				}
-				conv = nil
-			}
-			conv = append(conv, t)
-		}
+		conv, err := r.src.Next()
 		if errors.Is(err, io.EOF) {
-			break
+			return nil
 		}
 		if err != nil {
 			return err
 		}
+		if len(conv) > 0 && !r.launch(runCtx, stopCtx, conv, wg) {
+			return nil
+		}
 	}
-	if len(conv) > 0 {
-		r.launch(runCtx, stopCtx, conv, wg)
-	}
-	return nil
 }
 
 // launch starts conv's goroutine once its start is near and a
 // conversation slot is free; false means the run is stopping.
-func (r *Runner) launch(runCtx, stopCtx context.Context, conv []trace.Turn, wg *sync.WaitGroup) bool {
+func (r *runState) launch(runCtx, stopCtx context.Context, conv []trace.Turn, wg *sync.WaitGroup) bool {
 	if r.cfg.Shards > 1 && int(hash(conv[0].ConversationID)%uint64(r.cfg.Shards)) != r.cfg.Shard {
 		return true
 	}
@@ -428,7 +445,7 @@ func (r *Runner) scale(ns int64) int64 { return int64(float64(ns) / r.cfg.Speed)
 
 // waitUntil waits for the absolute instant at and records the dispatch lag
 // of real waits; false means the run is stopping.
-func (r *Runner) waitUntil(stopCtx context.Context, at int64) bool {
+func (r *runState) waitUntil(stopCtx context.Context, at int64) bool {
 	if at-clock.Mono() <= 0 {
 		return stopCtx.Err() == nil
 	}
@@ -441,7 +458,7 @@ func (r *Runner) waitUntil(stopCtx context.Context, at int64) bool {
 }
 
 // pick returns the target of a request of conversation conv.
-func (r *Runner) pick(conv string) *target {
+func (r *runState) pick(conv string) *target {
 	if len(r.targets) == 1 {
 		return r.targets[0]
 	}

@@ -49,7 +49,7 @@ func TestLongConversationsNoDeadlock(t *testing.T) {
 				c.Latency.DecodeBase = mock.Duration(200 * time.Microsecond)
 				c.KeepBodies = false
 			})
-			r, err := New(Config{Trace: path, Targets: []string{srv.URL()}, MaxConcurrency: conc, IgnoreEOS: true, IdleTimeout: 10 * time.Second})
+			r, err := New(Config{Trace: path, Targets: []string{srv.URL()}, MaxConcurrency: conc, IgnoreEOS: true, IdleTimeout: 10 * time.Second}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -66,8 +66,8 @@ func TestLongConversationsNoDeadlock(t *testing.T) {
 				t.Fatalf("not finished in bounded time: %s after %v, %d sent", res.Canceled, time.Since(began), res.Sent)
 			}
 			recs := sink.byID()
-			if int64(len(recs)) != r.tr.NumRows() || res.Errors != 0 {
-				t.Fatalf("%d records of %d, %d errors", len(recs), r.tr.NumRows(), res.Errors)
+			if int64(len(recs)) != r.src.Len() || res.Errors != 0 {
+				t.Fatalf("%d records of %d, %d errors", len(recs), r.src.Len(), res.Errors)
 			}
 			var maxPrompt int32
 			for _, rec := range recs {
@@ -86,7 +86,7 @@ func TestLongConversationsNoDeadlock(t *testing.T) {
 func TestDeadServer(t *testing.T) {
 	srv := fastMock(t, nil)
 	path := writeTrace(t, conv("a", 4, 0, 30*time.Millisecond, 3), conv("b", 4, 0, 30*time.Millisecond, 3))
-	r, err := New(Config{Trace: path, Targets: []string{srv.URL()}, Model: "m", ContinuousUsage: "off"})
+	r, err := New(Config{Trace: path, Targets: []string{srv.URL()}, Model: "m", ContinuousUsage: "off"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

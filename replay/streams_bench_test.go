@@ -91,7 +91,7 @@ func benchStreams(b *testing.B, streams int) {
 		convs = append(convs, conv("s"+strconv.Itoa(i), 1, time.Duration(i)*time.Second/time.Duration(streams), 0, tokens))
 	}
 	sink := &memSink{}
-	r, err := New(Config{Trace: writeTrace(b, convs...), Targets: []string{url[:len(url)-1]}, IgnoreEOS: true, Model: "m", ContinuousUsage: "on"})
+	r, err := New(Config{Trace: writeTrace(b, convs...), Targets: []string{url[:len(url)-1]}, IgnoreEOS: true, Model: "m", ContinuousUsage: "on"}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func TestHTTPSTarget(t *testing.T) {
 	// Without --insecure the probe request fails before the clock starts,
 	// naming the certificate problem, and nothing is recorded.
 	cfg.Insecure = false
-	r, err := New(cfg)
+	r, err := New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@
 // Data flow:
 //
 //	Plan (axis + ladder or search) ──> Run ──> Stepper.Step(load) per step
-//	                                              │ ReplayStepper: a fresh replay.Runner per step
+//	                                              │ ReplayStepper: a fresh replay.Record per step
 //	                                              │ ──> Watch (early stop) ──> record.Recorder
 //	                                              │ ──> DIR/step-NN-<axis>-<value>.parquet
 //	                                              │ ──> drain ──> analyze.Files ──> Measure ──> .html

@@ -49,11 +49,7 @@ func (m capacityMock) start(t *testing.T) *mock.Server {
 		TokensPerEvent: 1, MaxNumSeqs: m.seqs, OutputMean: m.outTokens, MaxModelLen: 1 << 16,
 	}
 	c.KeepLog = true
-	srv, err := mock.Start(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := mock.StartT(t, c)
 	return srv
 }
 

@@ -233,32 +233,44 @@ func (s *ReplayStepper) Step(ctx context.Context, spec StepSpec) (StepResult, er
 	if cfg.Speed == flatOut {
 		res.Speed = 0
 	}
-	r, err := replay.New(cfg)
-	if err != nil {
-		return res, fmt.Errorf("preparing the replay: %w", err)
-	}
-	defer r.Close()
-	rec, err := record.NewRecorder(recPath, trace.RunMeta{TracekitVersion: trace.Version, Targets: cfg.Targets, Command: cfg.Command},
-		record.RecorderOptions{Queue: max(1024, 2*cfg.MaxConcurrency)})
-	if err != nil {
-		return res, err
-	}
 	stepCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	var sink record.Sink = rec
+	var rec *record.Recorder
 	var watch *Watch
-	if s.o.EarlyStop {
-		watch = NewWatch(rec, s.o.Criteria, s.o.StepRequests, s.o.StepDuration, func(reason string) {
-			cancel(errors.New("stopped early: " + reason))
-		})
-		sink = watch
+	stopProgress := func() {}
+	open := func(r *replay.Runner) (record.Sink, error) {
+		var err error
+		rec, err = record.NewRecorder(recPath, trace.RunMeta{TracekitVersion: trace.Version, Targets: cfg.Targets, Command: cfg.Command},
+			record.RecorderOptions{Queue: max(1024, 2*cfg.MaxConcurrency)})
+		if err != nil {
+			return nil, err
+		}
+		var sink record.Sink = rec
+		if s.o.EarlyStop {
+			watch = NewWatch(rec, s.o.Criteria, s.o.StepRequests, s.o.StepDuration, func(reason string) {
+				cancel(errors.New("stopped early: " + reason))
+			})
+			sink = watch
+		}
+		stopProgress = s.progress(spec, r)
+		return sink, nil
 	}
 	s.logf("step %d (%s): %s%s", spec.Index, spec.Phase, spec.Load, offeredNote(offered, spec.Load.Axis))
-	stopProgress := s.progress(spec, r)
 	began := time.Now()
-	out, runErr := r.Run(stepCtx, sink)
+	out, runErr := replay.Record(stepCtx, cfg, nil, open)
 	stopProgress()
-	closeErr := rec.Close()
+	var cfgErr *replay.ConfigError
+	var prepErr *replay.PrepareError
+	switch {
+	case errors.As(runErr, &cfgErr):
+		return res, fmt.Errorf("preparing the replay: %w", cfgErr.Err)
+	case rec == nil && !errors.As(runErr, &prepErr):
+		return res, runErr // the recording could not be created
+	}
+	var closeErr error
+	if rec != nil {
+		closeErr = rec.Close()
+	}
 	res.WallS = time.Since(began).Seconds()
 	if out == nil { // the run did not start: nothing was sent
 		os.Remove(recPath)

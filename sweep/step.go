@@ -171,7 +171,7 @@ func Measure(r *StepResult, s *analyze.Summary, slo SLO, h *trace.Health, exclud
 	r.Requests, r.Completed, r.Failed = s.Requests, s.Completed, s.Failed
 	r.Canceled = 0
 	for _, e := range s.Errors {
-		if e.Kind == trace.ErrCanceled {
+		if e.Kind == string(trace.ErrCanceled) {
 			r.Canceled = e.Count
 		}
 	}

@@ -87,11 +87,7 @@ func completion(t *testing.T, base string) {
 }
 
 func TestScrapeMock(t *testing.T) {
-	srv, err := mock.Start(mock.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := mock.StartT(t, mock.DefaultConfig())
 	start := clock.Mono()
 	runClock := func() int64 { return clock.Mono() - start }
 	dir := t.TempDir()

@@ -59,7 +59,7 @@ func AppendRunMetaPayload(dst []byte, meta RunMeta) ([]byte, error) {
 // strings, event times as deltas.
 func AppendRecordPayload(dst []byte, r *Record) []byte {
 	dst = append(dst, frameRecord)
-	for _, s := range [...]string{r.RequestID, r.ConversationID, r.Target, r.ErrorKind, r.ErrorMessage} {
+	for _, s := range [...]string{r.RequestID, r.ConversationID, r.Target, string(r.ErrorKind), r.ErrorMessage} {
 		dst = binary.AppendUvarint(dst, uint64(len(s)))
 		dst = append(dst, s...)
 	}
@@ -132,7 +132,7 @@ func (d *decoder) str() string {
 
 func decodeRecord(body []byte, r *Record, v1 bool) error {
 	d := decoder{b: body}
-	r.RequestID, r.ConversationID, r.Target, r.ErrorKind, r.ErrorMessage = d.str(), d.str(), d.str(), d.str(), d.str()
+	r.RequestID, r.ConversationID, r.Target, r.ErrorKind, r.ErrorMessage = d.str(), d.str(), d.str(), ErrorKind(d.str()), d.str()
 	r.Turn, r.Shard, r.Attempt, r.Warmup = int32(d.varint()), int32(d.varint()), int32(d.varint()), d.varint() != 0
 	r.IntendedNs, r.SlotNs, r.SentNs, r.HeadersNs, r.DoneNs = d.varint(), d.varint(), d.varint(), d.varint(), d.varint()
 	r.Status, r.InputTokens, r.MaxTokens = int32(d.varint()), int32(d.varint()), int32(d.varint())

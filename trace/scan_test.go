@@ -21,7 +21,7 @@ func randomRecords(r *rand.Rand, n int) []Record {
 		rec := Record{RequestID: fmt.Sprint("r", i), ConversationID: fmt.Sprint("c", r.IntN(50)), Turn: int32(r.IntN(5)),
 			Shard: int32(r.IntN(3)), Attempt: int32(r.IntN(2)), Warmup: r.IntN(5) == 0, Target: "http://t" + fmt.Sprint(r.IntN(2)),
 			IntendedNs: r.Int64N(1e10), SlotNs: r.Int64N(1e10), SentNs: r.Int64N(1e10), DoneNs: r.Int64N(1e10),
-			Status: int32(200 + r.IntN(2)*303), ErrorKind: []string{"", ErrTimeout, ErrHTTPStatus}[r.IntN(3)],
+			Status: int32(200 + r.IntN(2)*303), ErrorKind: []ErrorKind{"", ErrTimeout, ErrHTTPStatus}[r.IntN(3)],
 			ErrorMessage: strings.Repeat("x", r.IntN(4)), InputTokens: r.Int32N(999), MaxTokens: r.Int32N(999),
 			PromptTokens: r.Int32N(999) - 1, CompletionTokens: r.Int32N(999) - 1, CachedTokens: r.Int32N(9) - 1,
 			TokensExact: r.IntN(2) == 0, NonStreaming: r.IntN(4) == 0, EventNs: []int64{}, EventTokens: []int32{}}
@@ -179,7 +179,7 @@ func TestScanOtherEncodings(t *testing.T) {
 	for _, x := range recs {
 		dict = append(dict, dictRecord{RequestID: x.RequestID, ConversationID: x.ConversationID, Turn: x.Turn, Warmup: x.Warmup,
 			IntendedNs: x.IntendedNs, SlotNs: x.SlotNs, SentNs: x.SentNs, DoneNs: x.DoneNs, Status: x.Status,
-			ErrorKind: x.ErrorKind, InputTokens: x.InputTokens, PromptTokens: x.PromptTokens,
+			ErrorKind: string(x.ErrorKind), InputTokens: x.InputTokens, PromptTokens: x.PromptTokens,
 			CompletionTokens: x.CompletionTokens, CachedTokens: x.CachedTokens, EventNs: x.EventNs, EventTokens: x.EventTokens})
 		opt = append(opt, optionalTarget{RequestID: x.RequestID, Target: &x.Target, SentNs: x.SentNs, EventNs: x.EventNs, EventTokens: x.EventTokens})
 	}

@@ -206,7 +206,7 @@ func SummarizeRecording(path string) (RecordingSummary, error) {
 			if rec.ErrorKind == ErrNone {
 				s.OK++
 			} else {
-				s.Errors[rec.ErrorKind]++
+				s.Errors[string(rec.ErrorKind)]++
 			}
 			if rec.Warmup {
 				s.Warmup++

@@ -74,18 +74,22 @@ type TraceMeta struct {
 	Options         map[string]string `json:"options,omitempty"`
 }
 
-// Error kinds of a Record. The empty string means success.
+// ErrorKind names what failed in a Record; ErrNone (the empty string)
+// means success. The values are the strings the error_kind column holds.
+type ErrorKind string
+
+// Error kinds of a Record.
 const (
-	ErrNone            = ""
-	ErrTimeout         = "timeout"          // --request-timeout elapsed
-	ErrIdleTimeout     = "idle_timeout"     // no event within --idle-timeout
-	ErrConnect         = "connect"          // dial, TLS or write failure before a response
-	ErrHTTPStatus      = "http_status"      // non-2xx status
-	ErrStreamTruncated = "stream_truncated" // connection ended before [DONE]
-	ErrMalformed       = "malformed"        // an event that is not valid JSON, or an error object mid-stream
-	ErrCanceled        = "canceled"         // the run ended (signal, --benchmark-timeout) while in flight
-	ErrHeadersTimeout  = "headers_timeout"  // no response headers within --idle-timeout of the send
-	ErrNotStreaming    = "not_streaming"    // a stream was asked for and the server answered one JSON body
+	ErrNone            ErrorKind = ""
+	ErrTimeout         ErrorKind = "timeout"          // --request-timeout elapsed
+	ErrIdleTimeout     ErrorKind = "idle_timeout"     // no event within --idle-timeout
+	ErrConnect         ErrorKind = "connect"          // dial, TLS or write failure before a response
+	ErrHTTPStatus      ErrorKind = "http_status"      // non-2xx status
+	ErrStreamTruncated ErrorKind = "stream_truncated" // connection ended before [DONE]
+	ErrMalformed       ErrorKind = "malformed"        // an event that is not valid JSON, or an error object mid-stream
+	ErrCanceled        ErrorKind = "canceled"         // the run ended (signal, --benchmark-timeout) while in flight
+	ErrHeadersTimeout  ErrorKind = "headers_timeout"  // no response headers within --idle-timeout of the send
+	ErrNotStreaming    ErrorKind = "not_streaming"    // a stream was asked for and the server answered one JSON body
 )
 
 // Record is one row of a recording: one request attempt.
@@ -114,9 +118,9 @@ type Record struct {
 	HeadersNs  int64 `parquet:"headers_ns" json:"headers_ns" unset:"0"` // response headers read; 0 if none
 	DoneNs     int64 `parquet:"done_ns" json:"done_ns"`                 // stream ended, failed or was canceled
 
-	Status       int32  `parquet:"status" json:"status"` // HTTP status, 0 if none
-	ErrorKind    string `parquet:"error_kind" json:"error_kind"`
-	ErrorMessage string `parquet:"error_message" json:"error_message"`
+	Status       int32     `parquet:"status" json:"status"` // HTTP status, 0 if none
+	ErrorKind    ErrorKind `parquet:"error_kind" json:"error_kind"`
+	ErrorMessage string    `parquet:"error_message" json:"error_message"`
 
 	InputTokens      int32 `parquet:"input_tokens" json:"input_tokens"`           // prompt tokens by the trace's tokenizer (history included)
 	MaxTokens        int32 `parquet:"max_tokens" json:"max_tokens"`               // max_tokens sent

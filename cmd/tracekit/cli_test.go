@@ -28,6 +28,9 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"inspect", "a", "b"}, "arg"},
 		{[]string{"no-such-command"}, "unknown command"},
 		{[]string{"mock", "--max-num-seqs", "many"}, "--max-num-seqs"},
+		{[]string{"replay", "x.parquet", "--target", "http://127.0.0.1:1", "--timing", "often"}, `--timing "often": expected one of closed, trace`},
+		{[]string{"replay", "x.parquet", "--target", "http://127.0.0.1:1", "--target-policy", "random"}, `--target-policy "random": expected one of round-robin, conversation`},
+		{[]string{"sweep", "x.parquet", "--target", "http://127.0.0.1:1", "--out", "d", "--history", "mine"}, `--history "mine": expected one of actual, reference`},
 	} {
 		_, stderr, code := runCLI(t, c.args...)
 		if code != ExitUsage || !strings.Contains(stderr, c.want) {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,17 +12,6 @@ import (
 
 	"github.com/tracekit/tracekit/trace"
 )
-
-// buildTracekit compiles this command once per test into dir.
-func buildTracekit(t *testing.T, dir string) string {
-	t.Helper()
-	bin := filepath.Join(dir, "tracekit")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 func writeRun(t *testing.T, path string, ttftMs int64) {
 	t.Helper()
@@ -44,9 +32,6 @@ func writeRun(t *testing.T, path string, ttftMs int64) {
 }
 
 func TestAnalyzeAndCompareCLI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: builds the binary")
-	}
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "a.parquet"), filepath.Join(dir, "b.parquet")
 	writeRun(t, a, 100)
@@ -86,9 +71,6 @@ func TestAnalyzeAndCompareCLI(t *testing.T) {
 }
 
 func TestAnalyzeBadInputExits2(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: builds the binary")
-	}
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.parquet")
 	writeRun(t, good, 100)

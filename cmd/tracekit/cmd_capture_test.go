@@ -49,20 +49,13 @@ func TestCaptureExitCodes(t *testing.T) {
 // after SIGTERM 0, each time with its trace and recording complete (read
 // back) and no journal or partial file left.
 func TestCaptureSignals(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: builds the binary")
-	}
 	cfg := mock.DefaultConfig()
 	cfg.Latency.PrefillBase = mock.Duration(3 * time.Millisecond)
 	cfg.Latency.PrefillPerToken = 0
 	cfg.Latency.DecodeBase = mock.Duration(2 * time.Millisecond)
 	cfg.Latency.OutputMean = 5
-	up, err := mock.Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer up.Close()
-	bin := buildTracekit(t, t.TempDir())
+	up := mock.StartT(t, cfg)
+	bin := tracekitBinary(t)
 	for _, c := range []struct {
 		sig  syscall.Signal
 		code int
@@ -108,6 +101,7 @@ func TestCaptureSignals(t *testing.T) {
 		cmd.Process.Signal(c.sig)
 		done := make(chan error, 1)
 		go func() { <-logDone; done <- cmd.Wait() }()
+		var err error
 		select {
 		case err = <-done:
 		case <-time.After(30 * time.Second):

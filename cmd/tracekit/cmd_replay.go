@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -30,6 +31,7 @@ func newReplayCmd() *cobra.Command {
 		headers          []string
 		temperature      float64
 		dispatcher       string
+		enums            replayEnums
 	)
 	cmd := &cobra.Command{
 		Use:   "replay TRACE.parquet --target URL [flags]",
@@ -62,6 +64,9 @@ The API key is read from the environment (--api-key-env) and never written.`,
 			if cmd.Flags().Changed("temperature") {
 				c.Temperature = &temperature
 			}
+			if err := enums.parse(&c); err != nil {
+				return err
+			}
 			switch dispatcher {
 			case "precise":
 			case "sleep":
@@ -88,8 +93,8 @@ The API key is read from the environment (--api-key-env) and never written.`,
 	f.BoolVar(&o.force, "force", false, "replace an existing recording (once the new one is complete)")
 	f.Float64Var(&o.maxErrorRate, "max-error-rate", 0, "exit 1 when more than this fraction of requests failed (default: only when all did)")
 	f.StringArrayVar(&c.Targets, "target", nil, "base URL of an OpenAI-compatible server (repeat for several)")
-	f.StringVar(&c.Policy, "target-policy", replay.PolicyRoundRobin, "with several targets: round-robin (per request) or conversation (sticky)")
-	f.StringVar(&c.Endpoint, "endpoint", replay.EndpointChat, "chat (/v1/chat/completions) or completions (/v1/completions, history concatenated)")
+	f.StringVar(&enums.policy, "target-policy", string(replay.PolicyRoundRobin), "with several targets: round-robin (per request) or conversation (sticky)")
+	f.StringVar(&enums.endpoint, "endpoint", string(replay.EndpointChat), "chat (/v1/chat/completions) or completions (/v1/completions, history concatenated)")
 	f.StringVar(&c.Model, "model", "", "model name (default: the first of the target's /v1/models)")
 	f.StringVar(&apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key (sent as a Bearer token, never recorded)")
 	f.StringArrayVar(&headers, "header", nil, "extra request header K:V (repeatable)")
@@ -97,8 +102,8 @@ The API key is read from the environment (--api-key-env) and never written.`,
 	f.Float64Var(&temperature, "temperature", 0, "sampling temperature (default: the server's)")
 	f.StringVar(&c.ExtraBody, "extra-body", "", `JSON object merged into every request body, e.g. '{"top_p":0.9}'`)
 	f.StringVar(&c.ContinuousUsage, "continuous-usage", "auto", "ask for continuous_usage_stats (exact tokens per event): auto (probe), on, off")
-	f.StringVar(&c.Timing, "timing", replay.TimingClosed, "closed (think time after each answer) or trace (every turn at its arrival time)")
-	f.StringVar(&c.History, "history", replay.HistoryActual, "history carried between turns: actual (server answers) or reference (trace answers)")
+	f.StringVar(&enums.timing, "timing", string(replay.TimingClosed), "closed (think time after each answer) or trace (every turn at its arrival time)")
+	f.StringVar(&enums.history, "history", string(replay.HistoryActual), "history carried between turns: actual (server answers) or reference (trace answers)")
 	f.Float64Var(&c.Speed, "speed", 1, "time scale of start offsets and think times: 2 replays twice as fast")
 	f.Uint64Var(&c.Seed, "seed", 0, "seed of the text synthesized for redacted messages")
 	f.StringVar(&shard, "shard", "0/1", "replay shard i of n (conversations hashed by id): for distributed runs")
@@ -146,12 +151,6 @@ func runReplay(cmd *cobra.Command, c replay.Config, o replayOpts) error {
 	if _, err := os.Stat(o.out); err == nil && !o.force {
 		return badInput(fmt.Errorf("%s exists: pass --force to replace it (the new recording replaces it only once complete)", o.out))
 	}
-	r, err := replay.New(c)
-	if err != nil {
-		return badInput(err)
-	}
-	defer r.Close()
-
 	// The first SIGINT/SIGTERM ends the run cleanly; once it has, signals
 	// get their default action again, so a second one kills at once.
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -168,24 +167,37 @@ func runReplay(cmd *cobra.Command, c replay.Config, o replayOpts) error {
 		}
 	}()
 
-	if err := r.Prepare(ctx); err != nil {
+	// The recording is created only once the targets passed Prepare.
+	var rec *record.Recorder
+	stopProgress := func() {}
+	open := func(r *replay.Runner) (record.Sink, error) {
+		var err error
+		rec, err = record.NewRecorder(o.out, trace.RunMeta{TracekitVersion: trace.Version, Targets: c.Targets, Command: c.Command},
+			record.RecorderOptions{Queue: max(1024, 2*c.MaxConcurrency)})
+		if err != nil {
+			return nil, err
+		}
+		if rv := rec.Recovered(); rv != nil {
+			fmt.Fprintf(stderr, "a killed earlier run left %s: its %d records are rescued in %s\n", rv.Journal, rv.Records, rv.Out)
+		}
+		stopProgress = startProgress(stderr, r, o.progress)
+		return rec, nil
+	}
+	res, runErr := replay.Record(ctx, c, nil, open)
+	stopProgress()
+	var cfgErr *replay.ConfigError
+	var prepErr *replay.PrepareError
+	switch {
+	case errors.As(runErr, &cfgErr):
+		return badInput(cfgErr.Err)
+	case errors.As(runErr, &prepErr):
 		if ctx.Err() != nil {
 			return interrupted(fmt.Errorf("before the run started: %w", context.Cause(ctx)))
 		}
-		return runFailed(fmt.Errorf("preparing the replay of %s (nothing was sent, %s untouched): %w", c.Trace, o.out, err))
+		return runFailed(fmt.Errorf("preparing the replay of %s (nothing was sent, %s untouched): %w", c.Trace, o.out, prepErr.Err))
+	case rec == nil:
+		return runErr // the recording could not be created
 	}
-	rec, err := record.NewRecorder(o.out, trace.RunMeta{TracekitVersion: trace.Version, Targets: c.Targets, Command: c.Command},
-		record.RecorderOptions{Queue: max(1024, 2*c.MaxConcurrency)})
-	if err != nil {
-		return err
-	}
-	if rv := rec.Recovered(); rv != nil {
-		fmt.Fprintf(stderr, "a killed earlier run left %s: its %d records are rescued in %s\n", rv.Journal, rv.Records, rv.Out)
-	}
-
-	stopProgress := startProgress(stderr, r, o.progress)
-	res, runErr := r.Run(ctx, rec)
-	stopProgress()
 	closeErr := rec.Close()
 	if runErr != nil {
 		return fmt.Errorf("replaying %s: %w", c.Trace, runErr)
@@ -285,6 +297,37 @@ func progressLine(s replay.Stats, width int) string {
 func isTerminal(f *os.File) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
+}
+
+// replayEnums are the flags that name a replay enum value (empty: the
+// flag is not offered, the Config default applies).
+type replayEnums struct{ policy, endpoint, timing, history string }
+
+// parse sets c's enum fields from the flags; a bad value is bad input
+// named by its flag.
+func (e replayEnums) parse(c *replay.Config) error {
+	var err error
+	set := func(flag, v string, parse func(string) error) {
+		if err == nil && v != "" {
+			if perr := parse(v); perr != nil {
+				err = badInput(fieldFlagError(flag, perr))
+			}
+		}
+	}
+	set("--target-policy", e.policy, func(v string) (err error) { c.Policy, err = replay.ParsePolicy(v); return })
+	set("--endpoint", e.endpoint, func(v string) (err error) { c.Endpoint, err = replay.ParseEndpoint(v); return })
+	set("--timing", e.timing, func(v string) (err error) { c.Timing, err = replay.ParseTiming(v); return })
+	set("--history", e.history, func(v string) (err error) { c.History, err = replay.ParseHistory(v); return })
+	return err
+}
+
+// fieldFlagError names a replay.FieldError after the flag that set the field.
+func fieldFlagError(flag string, err error) error {
+	var fe *replay.FieldError
+	if errors.As(err, &fe) {
+		return fmt.Errorf("%s %q: expected one of %s", flag, fe.Value, strings.Join(fe.Allowed, ", "))
+	}
+	return err
 }
 
 // parseHeaders turns K:V flags into a map.

@@ -20,11 +20,7 @@ func replayFixture(t *testing.T) (tracePath, target string) {
 	cfg.Latency.DecodeBase = mock.Duration(time.Millisecond)
 	cfg.Latency.PrefillPerToken, cfg.Latency.DecodePerSeq, cfg.Latency.JitterCV = 0, 0, 0
 	cfg.StrictModel = true
-	srv, err := mock.Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := mock.StartT(t, cfg)
 	tracePath = filepath.Join(t.TempDir(), "trace.parquet")
 	var turns []trace.Turn
 	for _, id := range []string{"a", "b"} {

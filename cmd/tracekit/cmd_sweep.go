@@ -41,8 +41,9 @@ type sweepFlags struct {
 // newSweepCmd builds the sweep command and its compare subcommand.
 func newSweepCmd() *cobra.Command {
 	var (
-		f sweepFlags
-		c replay.Config
+		f     sweepFlags
+		c     replay.Config
+		enums replayEnums
 	)
 	cmd := &cobra.Command{
 		Use:   "sweep TRACE.parquet --target URL --out DIR [flags]",
@@ -81,6 +82,9 @@ Exit codes: 0 done, 1 target unreachable or no step passed, 2 bad flags, 130 int
 			if cmd.Flags().Changed("temperature") {
 				c.Temperature = &f.temperature
 			}
+			if err := enums.parse(&c); err != nil {
+				return err
+			}
 			c.Command = replay.RedactCommand(os.Args)
 			return runSweep(cmd, f, c)
 		},
@@ -110,15 +114,15 @@ Exit codes: 0 done, 1 target unreachable or no step passed, 2 bad flags, 130 int
 	fl.Uint64Var(&c.Seed, "seed", 0, "seed of the synthesized text, the same for every step")
 	fl.BoolVar(&c.ResetPrefixCache, "reset-prefix-cache", false, "POST /reset_prefix_cache to every target before every step")
 	fl.StringVar(&c.Model, "model", "", "model name (default: the first of the target's /v1/models)")
-	fl.StringVar(&c.Endpoint, "endpoint", replay.EndpointChat, "chat or completions")
+	fl.StringVar(&enums.endpoint, "endpoint", string(replay.EndpointChat), "chat or completions")
 	fl.StringVar(&f.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key (never recorded)")
 	fl.StringArrayVar(&f.headers, "header", nil, "extra request header K:V (repeatable)")
 	fl.BoolVar(&c.IgnoreEOS, "ignore-eos", false, "ask the server to generate exactly max_tokens")
 	fl.Float64Var(&f.temperature, "temperature", 0, "sampling temperature (default: the server's)")
 	fl.StringVar(&c.ExtraBody, "extra-body", "", "JSON object merged into every request body")
 	fl.StringVar(&c.ContinuousUsage, "continuous-usage", "auto", "ask for continuous_usage_stats: auto, on, off")
-	fl.StringVar(&c.Timing, "timing", replay.TimingClosed, "closed or trace (see replay)")
-	fl.StringVar(&c.History, "history", replay.HistoryActual, "actual or reference (see replay)")
+	fl.StringVar(&enums.timing, "timing", string(replay.TimingClosed), "closed or trace (see replay)")
+	fl.StringVar(&enums.history, "history", string(replay.HistoryActual), "actual or reference (see replay)")
 	fl.DurationVar(&c.RequestTimeout, "request-timeout", 0, "per-request limit (0: none)")
 	fl.DurationVar(&c.IdleTimeout, "idle-timeout", 60*time.Second, "longest silence between two stream reads (0: none)")
 	fl.DurationVar(&c.ReadyTimeout, "ready-timeout", 0, "wait up to this long for the targets to be ready before each step")

@@ -24,11 +24,7 @@ func sweepMock(t *testing.T) *mock.Server {
 	c := mock.DefaultConfig()
 	c.Latency = mock.Latency{PrefillBase: mock.Duration(2 * time.Millisecond), DecodeBase: mock.Duration(2 * time.Millisecond),
 		TokensPerEvent: 1, MaxNumSeqs: 4, OutputMean: 10, MaxModelLen: 1 << 16}
-	srv, err := mock.Start(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := mock.StartT(t, c)
 	return srv
 }
 
@@ -218,9 +214,9 @@ func TestSweepDistortedStepsAreMarked(t *testing.T) {
 // finished step kept and valid, the summary written with the steps so far.
 func TestSweepInterruptKeepsFinishedSteps(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: builds the binary")
+		t.Skip("-short: runs sweep steps of seconds")
 	}
-	bin := buildTracekit(t, t.TempDir())
+	bin := tracekitBinary(t)
 	srv := sweepMock(t)
 	out := filepath.Join(t.TempDir(), "sweep")
 	cmd := exec.Command(bin, "sweep", sweepTrace(t, 400, 20), "--target", srv.URL(), "--out", out, "--speed", "0.5,1,2,4",

@@ -21,9 +21,6 @@ import (
 // Every bad input to synth exits with code 2 and a message that names the
 // file, line or flag and what was expected; no output file is left behind.
 func TestSynthBadInputExits2(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: builds the binary")
-	}
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.jsonl")
 	os.WriteFile(bad, []byte(`{"id":"a","conversations":[{"from":"human","value":"hi"},{"from":"gpt","value":"yo"}]}`+"\n"+`{"id":"b", "conversations": [}`+"\n"), 0o644)
@@ -72,9 +69,6 @@ func checkSynthRefuses(t *testing.T, out string, cases []synthRefusal) {
 
 // Same seed and inputs give a byte-identical trace; inspect reads it back.
 func TestSynthDeterministicAndInspectable(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: builds the binary")
-	}
 	dir := t.TempDir()
 	t.Setenv("SOURCE_DATE_EPOCH", "1790000000")
 	// The same command twice (the command line is part of the metadata).

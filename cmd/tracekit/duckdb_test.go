@@ -39,7 +39,7 @@ func TestFilesOpenInDuckDB(t *testing.T) {
 		t.Skip("TRACEKIT_DUCKDB_NODE not set: run make notebook-check")
 	}
 	dir := t.TempDir()
-	bin := buildTracekit(t, dir)
+	bin := tracekitBinary(t)
 	tr, rec, req := filepath.Join(dir, "trace.parquet"), filepath.Join(dir, "rec.parquet"), filepath.Join(dir, "req.parquet")
 	if _, stderr, code := runCLI(t, "synth", "--conversations", "6", "--turns", "2-3", "--output-tokens", "5-10", "--rate", "0", "-o", tr); code != 0 {
 		t.Fatalf("synth: %s", stderr)

@@ -108,10 +108,10 @@ func startMock(t *testing.T, bin string, args ...string) (string, func()) {
 // the same order with the same tokens, stamped after the mock wrote it.
 func TestPipelineAgainstMockGroundTruth(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: builds the binary and runs a replay")
+		t.Skip("-short: runs a replay")
 	}
 	dir := t.TempDir()
-	bin := buildTracekit(t, dir)
+	bin := tracekitBinary(t)
 	tr, rec, truth, js := filepath.Join(dir, "trace.parquet"), filepath.Join(dir, "rec.parquet"),
 		filepath.Join(dir, "truth.parquet"), filepath.Join(dir, "result.json")
 

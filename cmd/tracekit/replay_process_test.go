@@ -1,10 +1,9 @@
-package replay
+package main
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,51 +16,63 @@ import (
 	"github.com/tracekit/tracekit/trace"
 )
 
-// buildTracekit builds the tracekit binary into a temp dir.
-func buildTracekit(t *testing.T) string {
+// The tests here run `tracekit replay` as a real process (the test binary
+// as main, see TestMain): real signals, real exit codes, real limits.
+
+// processMock starts an in-process mock with millisecond latencies (decode
+// as given) that keeps its log.
+func processMock(t *testing.T, decode time.Duration) *mock.Server {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "tracekit")
-	out, err := exec.Command("go", "build", "-o", bin, "../cmd/tracekit").CombinedOutput()
-	if err != nil {
-		t.Fatalf("building tracekit: %v\n%s", err, out)
-	}
-	return bin
+	cfg := mock.DefaultConfig()
+	cfg.Latency.PrefillBase = mock.Duration(2 * time.Millisecond)
+	cfg.Latency.DecodeBase = mock.Duration(decode)
+	cfg.Latency.PrefillPerToken, cfg.Latency.DecodePerSeq, cfg.Latency.JitterCV = 0, 0, 0
+	cfg.KeepLog = true
+	return mock.StartT(t, cfg)
 }
 
-// readRecording reads every record of a recording.
-func readRecording(t *testing.T, path string) ([]trace.Record, trace.RunMeta) {
+// processTrace writes conversations id0..id<n-1> of turns turns each, the
+// i-th starting at i*spacing, asking for out tokens per turn.
+func processTrace(t *testing.T, prefix string, n, turns int, spacing time.Duration, think time.Duration, out int32) string {
 	t.Helper()
-	rr, err := trace.OpenRecording(path)
-	if err != nil {
-		t.Fatalf("the recording is not valid: %v", err)
+	var all []trace.Turn
+	for i := range n {
+		id := fmt.Sprintf("%s%d", prefix, i)
+		for k := range turns {
+			all = append(all, trace.Turn{ConversationID: id, Turn: int32(k), StartOffsetNs: int64(i) * int64(spacing),
+				ThinkTimeNs: int64(think), InputTokens: 10, OutputTokens: out,
+				Messages: []trace.Message{{Role: "user", Content: fmt.Sprintf("question %d of %s", k, id), Tokens: 10}}})
+		}
 	}
-	defer rr.Close()
-	recs := make([]trace.Record, rr.NumRows())
-	n, err := rr.Read(recs)
-	if err != nil && !errors.Is(err, io.EOF) {
+	path := filepath.Join(t.TempDir(), "trace.parquet")
+	if err := trace.WriteTrace(path, trace.TraceMeta{Tokenizer: "o200k_base", Source: "test"}, all); err != nil {
 		t.Fatal(err)
 	}
-	return recs[:n], rr.Meta
+	return path
 }
 
-// TestSignalsLeaveValidRecording sends SIGINT and SIGTERM to a real
-// `tracekit replay` process mid-run: the recording must be valid, hold every
-// request the mock finished, mark the in-flight ones canceled, and contain
-// no trace of the API key.
-func TestSignalsLeaveValidRecording(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
+// waitFor polls cond until it holds or the timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in time")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	bin := buildTracekit(t)
+}
+
+// SIGINT and SIGTERM to a real `tracekit replay` process mid-run: exit
+// 130, and the recording is valid, holds every request the mock finished,
+// marks the in-flight ones canceled, and contains no trace of the API key.
+func TestReplaySignalsLeaveValidRecording(t *testing.T) {
+	bin := tracekitBinary(t)
 	const secret = "sk-tracekit-test-SECRET-9f8e7d"
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
-			srv := fastMock(t, func(c *mock.Config) { c.Latency.DecodeBase = mock.Duration(20 * time.Millisecond) })
-			var convs [][]trace.Turn
-			for i := range 6 {
-				convs = append(convs, conv(fmt.Sprintf("g%d", i), 5, time.Duration(i)*10*time.Millisecond, 0, 10))
-			}
-			path := writeTrace(t, convs...)
+			srv := processMock(t, 20*time.Millisecond)
+			path := processTrace(t, "g", 6, 5, 10*time.Millisecond, 0, 10)
 			out := filepath.Join(t.TempDir(), "rec.parquet")
 			cmd := exec.Command(bin, "replay", path, "--target", srv.URL(), "-o", out, "--ignore-eos",
 				"--progress", "none", "--no-analyze", "--api-key-env", "TK_TEST_KEY",
@@ -81,14 +92,17 @@ func TestSignalsLeaveValidRecording(t *testing.T) {
 			select {
 			case err := <-exited:
 				var ee *exec.ExitError
-				if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+				if !errors.As(err, &ee) || ee.ExitCode() != ExitInterrupted {
 					t.Errorf("after %v: %v, want exit code 130 (interrupted, recording complete)\n%s", sig, err, stderr.String())
 				}
 			case <-time.After(20 * time.Second):
 				cmd.Process.Kill()
 				t.Fatalf("tracekit did not exit 20 s after %v; output:\n%s", sig, stderr.String())
 			}
-			recs, meta := readRecording(t, out)
+			recs, meta, err := trace.ReadRecords(out)
+			if err != nil {
+				t.Fatalf("the recording is not valid: %v", err)
+			}
 			byID := map[string]trace.Record{}
 			canceled := 0
 			for _, r := range recs {
@@ -129,28 +143,13 @@ func TestSignalsLeaveValidRecording(t *testing.T) {
 	}
 }
 
-// waitFor polls cond until it holds or the timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in time")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// TestReplayCommandCompletes runs `tracekit replay` to the end: exit 0, the
-// analysis and the recording path on stdout, a valid recording with every
-// request, and bad input exiting with code 2.
-func TestReplayCommandCompletes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin := buildTracekit(t)
-	srv := fastMock(t, nil)
-	path := writeTrace(t, conv("e", 3, 0, 10*time.Millisecond, 4), conv("f", 2, 5*time.Millisecond, 0, 4))
+// `tracekit replay` as a process, to the end: exit 0, the analysis and the
+// recording path on stdout, a valid recording with every request; bad
+// input exits with code 2.
+func TestReplayProcessCompletes(t *testing.T) {
+	bin := tracekitBinary(t)
+	srv := processMock(t, time.Millisecond)
+	path := processTrace(t, "e", 2, 3, 5*time.Millisecond, 10*time.Millisecond, 4)
 	out := filepath.Join(t.TempDir(), "rec.parquet")
 	cmd := exec.Command(bin, "replay", path, "--target", srv.URL(), "-o", out, "--progress", "plain",
 		"--ready-timeout", "5s", "--reset-prefix-cache", "--warmup", "1")
@@ -159,43 +158,39 @@ func TestReplayCommandCompletes(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("tracekit replay: %v\n%s%s", err, stdout.String(), stderr.String())
 	}
-	if !strings.Contains(stdout.String(), "recording: "+out) {
-		t.Errorf("stdout lacks the recording path:\n%s", stdout.String())
+	if !strings.Contains(stdout.String(), "recording: "+out) || !strings.Contains(stdout.String(), "Successful requests:") {
+		t.Errorf("stdout lacks the analysis or the recording path:\n%s", stdout.String())
 	}
-	recs, meta := readRecording(t, out)
-	if len(recs) != 5 || meta.Config["warmup"] != float64(1) || meta.Trace == nil {
-		t.Errorf("%d records, meta %+v", len(recs), meta)
+	recs, meta, err := trace.ReadRecords(out)
+	if err != nil || len(recs) != 6 || meta.Config["warmup"] != float64(1) || meta.Trace == nil {
+		t.Errorf("%v: %d records, meta %+v", err, len(recs), meta)
 	}
-	t.Logf("output:\n%s", stdout.String())
 
 	bad := exec.Command(bin, "replay", path, "--target", "ftp://nowhere", "-o", out)
-	err := bad.Run()
+	err = bad.Run()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+	if !errors.As(err, &ee) || ee.ExitCode() != ExitUsage {
 		t.Errorf("bad --target: %v, want exit code 2", err)
 	}
 }
 
-// The file-descriptor limit: a child whose hard limit is too low for
+// The file-descriptor limit: a process whose hard limit is too low for
 // --max-concurrency exits 2 before sending anything, naming ulimit -n;
 // one whose soft limit is low but hard limit high raises it and runs
 // (here into a dead target: exit 1, not 2).
-func TestFileLimitChecked(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
+func TestReplayFileLimitChecked(t *testing.T) {
 	if _, err := exec.LookPath("sh"); err != nil {
 		t.Skip("no sh")
 	}
-	bin := buildTracekit(t)
-	path := writeTrace(t, conv("a", 1, 0, 0, 3))
+	bin := tracekitBinary(t)
+	path := processTrace(t, "a", 1, 1, 0, 0, 3)
 	for _, c := range []struct {
 		name, ulimit string
 		code         int
 		want         string
 	}{
-		{"hard too low", "ulimit -S -n 100 && ulimit -H -n 100", 2, "ulimit -n"},
-		{"soft raised", "ulimit -S -n 100", 1, "connection refused"},
+		{"hard too low", "ulimit -S -n 100 && ulimit -H -n 100", ExitUsage, "ulimit -n"},
+		{"soft raised", "ulimit -S -n 100", ExitFailed, "connection refused"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "rec.parquet")

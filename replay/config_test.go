@@ -1,0 +1,43 @@
+package replay
+
+import (
+	"errors"
+	"testing"
+)
+
+// Each enum parses its own values, refuses others with a FieldError naming
+// the Config field, and New refuses a bad value the same way.
+func TestParseEnums(t *testing.T) {
+	if v, err := ParseTiming("trace"); v != TimingTrace || err != nil {
+		t.Errorf("ParseTiming(trace) = %q, %v", v, err)
+	}
+	if v, err := ParseHistory("reference"); v != HistoryReference || err != nil {
+		t.Errorf("ParseHistory(reference) = %q, %v", v, err)
+	}
+	if v, err := ParsePolicy("conversation"); v != PolicyConversation || err != nil {
+		t.Errorf("ParsePolicy(conversation) = %q, %v", v, err)
+	}
+	if v, err := ParseEndpoint("completions"); v != EndpointCompletions || err != nil {
+		t.Errorf("ParseEndpoint(completions) = %q, %v", v, err)
+	}
+	for _, c := range []struct {
+		parse func(string) error
+		field string
+		msg   string
+	}{
+		{func(s string) error { _, err := ParseTiming(s); return err }, "Timing", `Timing "x": expected one of closed, trace`},
+		{func(s string) error { _, err := ParseHistory(s); return err }, "History", `History "x": expected one of actual, reference`},
+		{func(s string) error { _, err := ParsePolicy(s); return err }, "Policy", `Policy "x": expected one of round-robin, conversation`},
+		{func(s string) error { _, err := ParseEndpoint(s); return err }, "Endpoint", `Endpoint "x": expected one of chat, completions`},
+	} {
+		var fe *FieldError
+		if err := c.parse("x"); !errors.As(err, &fe) || fe.Field != c.field || fe.Value != "x" || err.Error() != c.msg {
+			t.Errorf("%s: %v", c.field, err)
+		}
+	}
+	_, err := New(Config{Trace: "t.parquet", Targets: []string{"http://127.0.0.1:1"}, Timing: "sometimes"}, nil)
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "Timing" {
+		t.Errorf("New with a bad Timing: %v", err)
+	}
+}
