@@ -76,7 +76,7 @@ func TestHandComputed(t *testing.T) {
 	dir := t.TempDir()
 	p := writeRecording(t, dir, "run.parquet", trace.RunMeta{StartWallNs: 1_700_000_000e9}, handRecords())
 	s, err := Files([]string{p}, Options{Percentiles: []float64{50, 99}, Metrics: []string{"ttft", "tpot", "itl", "e2el"},
-		Goodput: SLO{TTFTms: 200, TPOTms: 100}})
+		Goodput: SLO{TTFTms: Limit(200), TPOTms: Limit(100)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,10 +133,14 @@ func TestHandComputed(t *testing.T) {
 	}
 	near(t, "turn 1 ttft", s.Turns[1].MeanTTFTms, 300)
 	near(t, "turn 0 hit", s.Turns[0].CacheHitRatio, 0.4)
-	// Multi-turn describe: ttft_ms std with ddof=1.
-	near(t, "multi-turn ttft std", s.MultiTurn.Rows[0].Std, math.Sqrt((2*(400.0/3)*(400.0/3)+(800.0/3)*(800.0/3))/2))
-	if s.MultiTurn.Rows[6].Max != 4 {
-		t.Errorf("output_num_chunks max %v, want 4", s.MultiTurn.Rows[6].Max)
+	// Multi-turn describe (TestMultiTurnScriptInputs has the details):
+	// ttft_ms 150, 500, 0.1 (r6's first content chunk carried 2 tokens),
+	// std with ddof=1.
+	mtTTFT := []float64{150, 500, 0.1}
+	m := (150 + 500 + 0.1) / 3
+	near(t, "multi-turn ttft std", s.MultiTurn.Rows[0].Std, math.Sqrt(((mtTTFT[0]-m)*(mtTTFT[0]-m)+(mtTTFT[1]-m)*(mtTTFT[1]-m)+(mtTTFT[2]-m)*(mtTTFT[2]-m))/2))
+	if s.MultiTurn.Rows[6].Max != 2 {
+		t.Errorf("output_num_chunks max %v, want 2 (r1: 3 content chunks - 1)", s.MultiTurn.Rows[6].Max)
 	}
 	// Series: r1's 5 tokens and r6's 2 at 1.7 s fall in bin 1; r2's token and r6's last 2 in bin 2.
 	if got := s.Series.OutputTokens[:3]; got[0] != 0 || got[1] != 7 || got[2] != 3 {
@@ -348,5 +352,180 @@ func TestBadInput(t *testing.T) {
 		if err != nil && !errorsIsBad(err) {
 			t.Errorf("%s: %v does not wrap ErrBadInput", name, err)
 		}
+	}
+}
+
+// analyze prints the client's health verdicts once per cause: the v1
+// recording's stored scheduler-latency warning used to be repeated in
+// other words by analyze's own check.
+func TestHealthWarnsOncePerCause(t *testing.T) {
+	s, err := Files([]string{"../testdata/recording-v1.parquet"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, w := range s.Warnings {
+		if strings.Contains(strings.ToLower(w), "scheduler latency") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d scheduler-latency warnings, want 1: %q", n, s.Warnings)
+	}
+}
+
+// inspect (trace.SummarizeRecording) and analyze use one quantile
+// definition, numpy's linear: on the same file their medians agree (the
+// v1 recording has 8 requests, where nearest rank and linear differ).
+func TestInspectAndAnalyzeMediansAgree(t *testing.T) {
+	const p = "../testdata/recording-v1.parquet"
+	rs, err := trace.SummarizeRecording(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Files([]string{p}, Options{Metrics: allMetrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs.TTFTms.N != s.TTFT.Count || rs.TTFTms.N != 8 {
+		t.Fatalf("inspect counts %d TTFTs, analyze %d", rs.TTFTms.N, s.TTFT.Count)
+	}
+	near(t, "median TTFT", rs.TTFTms.P50, s.TTFT.Median)
+	near(t, "median E2EL", rs.E2ELms.P50, s.E2EL.Median)
+	near(t, "mean E2EL", rs.E2ELms.Mean, s.E2EL.Mean)
+}
+
+// A non-streaming request (its one event is the body) counts as completed
+// in vLLM's block with its E2EL and tokens, and adds no TTFT, TPOT or ITL.
+func TestNonStreaming(t *testing.T) {
+	stream := rec("s", 0, 0, 0, 0, 400, 200, "", 10, 10, 3, -1, [2]int64{100, 1}, [2]int64{200, 1}, [2]int64{300, 1})
+	whole := rec("n", 0, 0, 0, 50, 600, 200, "", 20, 20, 7, -1, [2]int64{550, 7})
+	whole.NonStreaming, whole.TokensExact = true, true
+	p := writeRecording(t, t.TempDir(), "ns.parquet", trace.RunMeta{}, []trace.Record{stream, whole})
+	s, err := Files([]string{p}, Options{Metrics: allMetrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Completed != 2 || s.Failed != 0 || s.NonStreaming != 1 || s.TotalOutput != 10 || s.TotalInput != 30 {
+		t.Fatalf("completed %d (non-streaming %d) failed %d output %d input %d", s.Completed, s.NonStreaming, s.Failed, s.TotalOutput, s.TotalInput)
+	}
+	if s.TTFT.Count != 1 || s.TPOT.Count != 1 || s.ITL.Count != 2 || s.E2EL.Count != 2 || s.ITLRequestMean.Count != 1 || s.CorrectedTTFT.Count != 1 {
+		t.Errorf("counts ttft %d tpot %d itl %d e2el %d", s.TTFT.Count, s.TPOT.Count, s.ITL.Count, s.E2EL.Count)
+	}
+	near(t, "mean ttft", s.TTFT.Mean, 100)
+	near(t, "mean e2el", s.E2EL.Mean, (300+500)/2.0)
+	near(t, "peak output (stream messages only)", s.MaxOutputTokensPerS, 3)
+	if s.MaxConcurrentRequests != 2 {
+		t.Errorf("peak concurrency %d, want 2", s.MaxConcurrentRequests)
+	}
+	if got := s.Series.OutputTokens[0]; got != 10 {
+		t.Errorf("tokens in the first second %v, want 10", got)
+	}
+	// vLLM multi-turn's client gives a one-chunk answer its latency as TTFT.
+	if s.Turns[0].Completed != 2 || s.Turns[0].MeanTTFTms != 100 || s.MultiTurn.Rows[0].Count != 2 || s.MultiTurn.Rows[0].Max != 550 || s.MultiTurn.Rows[2].Count != 2 {
+		t.Errorf("per turn %+v, multi-turn ttft count %d latency count %d", s.Turns[0], s.MultiTurn.Rows[0].Count, s.MultiTurn.Rows[2].Count)
+	}
+	q := s.Reqs[1]
+	if !q.NonStreaming || !q.Success || q.TTFTNs != 0 || q.TPOTNs != 0 || q.E2ELNs != 500*ms || q.OutputTokens != 7 {
+		t.Errorf("derived %+v", q)
+	}
+	var js bytes.Buffer
+	if err := s.WriteJSON(&js, true); err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	json.Unmarshal(js.Bytes(), &got)
+	if itls := got["itls"].([]any); len(itls[1].([]any)) != 0 {
+		t.Errorf("non-streaming itls %v", itls[1])
+	}
+	var text bytes.Buffer
+	s.WriteText(&text)
+	if !strings.Contains(text.String(), "Non-streaming completed:                 1") {
+		t.Errorf("text does not count the non-streaming request:\n%s", text.String())
+	}
+	dir := t.TempDir()
+	if err := s.WritePerRequest(filepath.Join(dir, "r.parquet")); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := ReadPerRequest(filepath.Join(dir, "r.parquet"))
+	if err != nil || !rows[1].NonStreaming || rows[0].NonStreaming || rows[1].TTFTms != 0 || rows[1].E2ELms != 500 {
+		t.Errorf("per-request rows %+v, %v", rows, err)
+	}
+}
+
+// --start slot measures TTFT and E2EL from slot_ns (vLLM's st: before the
+// request is built and sent) instead of sent_ns.
+func TestStartSlot(t *testing.T) {
+	p := writeRecording(t, t.TempDir(), "run.parquet", trace.RunMeta{}, handRecords())
+	sent, err := Files([]string{p}, Options{Metrics: allMetrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot, err := Files([]string{p}, Options{Metrics: allMetrics, Start: StartSlot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// r1 got its slot at 950 ms and was sent at 1000 ms; r2 and r6 at once.
+	near(t, "mean ttft from sent", sent.TTFT.Mean, (100+500+100)/3.0)
+	near(t, "mean ttft from slot", slot.TTFT.Mean, (150+500+100)/3.0)
+	near(t, "mean e2el from slot", slot.E2EL.Mean, (350+500+1100)/3.0)
+	if q := slot.Reqs[0]; q.StartNs != 950*ms || q.TTFTNs != 150*ms || q.SendDelayNs != 50*ms {
+		t.Errorf("r1 from slot: %+v", q)
+	}
+	var b bytes.Buffer
+	slot.WriteText(&b)
+	if !strings.Contains(b.String(), "slot_ns (vLLM's st") {
+		t.Error("the text does not say which start was used")
+	}
+}
+
+// A goodput SLO of 0 is a limit, as in vLLM: only requests at or below 0
+// meet it (a TPOT of 0: one-token answers), and the goodput row is printed.
+func TestGoodputZeroSLO(t *testing.T) {
+	slo, err := ParseGoodput([]string{"tpot:0"})
+	if err != nil || slo.TPOTms == nil || *slo.TPOTms != 0 {
+		t.Fatalf("tpot:0 parsed as %+v, %v", slo, err)
+	}
+	if _, err := ParseGoodput([]string{"ttft:-1"}); err == nil {
+		t.Error("a negative SLO must be refused")
+	}
+	p := writeRecording(t, t.TempDir(), "run.parquet", trace.RunMeta{}, handRecords())
+	s, err := Files([]string{p}, Options{Goodput: slo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Of r1, r2, r6 only r2 (one output token, TPOT 0) meets tpot <= 0.
+	if s.GoodCompleted != 1 {
+		t.Errorf("good %d, want 1", s.GoodCompleted)
+	}
+	var b bytes.Buffer
+	s.WriteText(&b)
+	if !strings.Contains(b.String(), "Request goodput (req/s):") || jsonOf(t, s, false)["request_goodput"] == nil {
+		t.Error("a zero SLO must still report goodput")
+	}
+}
+
+// Each ITL definition is labelled with the tool that uses it; guidellm's
+// starts at the first content chunk, so it differs from AIPerf's request
+// mean when a role-only chunk comes first.
+func TestITLDefinitionsLabelled(t *testing.T) {
+	p := writeRecording(t, t.TempDir(), "run.parquet", trace.RunMeta{}, handRecords())
+	s, err := Files([]string{p}, Options{ITL: ITLFirstContent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	near(t, "AIPerf request mean", s.ITLRequestMean.Mean, (200.0/4+1000.0/3)/2)
+	near(t, "guidellm first-content mean", s.ITLFirstContent.Mean, (150.0/4+900.0/3)/2)
+	near(t, "headline ITL", s.ITL.Mean, s.ITLFirstContent.Mean)
+	var b bytes.Buffer
+	s.WriteText(&b)
+	for _, want := range []string{"per-event gap (vLLM bench serve)", "per-token gap/tokens (GenAI-Perf)", "request mean (AIPerf 0.8)",
+		"first-content mean (guidellm)", "ITL definition in the block above:       first-content: first-content mean (guidellm)"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("text lacks %q", want)
+		}
+	}
+	if m, err := ParseITLMode("first-content"); err != nil || m != ITLFirstContent {
+		t.Errorf("parse: %v %v", m, err)
 	}
 }

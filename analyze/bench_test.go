@@ -70,22 +70,20 @@ func BenchmarkDecode(b *testing.B) {
 	reportEvents(b, events)
 }
 
-// BenchmarkReadColumns measures analyze's own column decoding alone
-// (what Files uses instead of BenchmarkDecode's generic reader).
+// BenchmarkReadColumns measures the column decoding alone (trace's
+// RecordScanner with analyze's columns, what Files uses instead of
+// BenchmarkDecode's generic reader).
 func BenchmarkReadColumns(b *testing.B) {
 	recs, events := benchRecords(5000)
 	p := writeRecording(b, b.TempDir(), "bench.parquet", trace.RunMeta{}, recs)
 	b.ResetTimer()
 	for range b.N {
 		in, err := openInput(p, true)
-		if err != nil || in.pf == nil {
+		if err != nil || in.events() == 0 {
 			b.Fatal(err, "no column path")
 		}
-		var g rowGroup
-		for _, rg := range in.pf.RowGroups() {
-			if err := g.read(rg, &in.l); err != nil {
-				b.Fatal(err)
-			}
+		if err := in.r.Scan(func(int64, *trace.Record) error { return nil }); err != nil {
+			b.Fatal(err)
 		}
 		in.close()
 	}

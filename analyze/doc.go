@@ -1,10 +1,10 @@
 // Package analyze turns recordings into serving metrics, offline.
 //
 // Data flow: Files opens one or more recordings (shards of one run are
-// aligned on RunMeta.StartWallNs), decodes them column by column, one row
-// group at a time, into reused flat buffers (columns.go: only the columns
-// the metrics need, event lists straight from the pages; files of another
-// schema go through parquet-go's generic row reader), streams the rows once
+// aligned on RunMeta.StartWallNs), reads them through trace's column
+// scanner (trace.OpenScanner: only the columns the metrics need, one row
+// group at a time into reused buffers; analyze knows nothing of the Parquet
+// layout), aligns each record (trace.Record.Shift), streams the rows once
 // through an accumulator that derives each request's metrics (Derive) and
 // feeds the distributions, bins and per-request table, then finish freezes
 // everything into one Summary (the per-event statistics on their own
@@ -12,16 +12,29 @@
 // (WritePerRequest) and the HTML report (WriteHTML) are renderers of that one
 // Summary, so they never disagree; Compare diffs two Summaries.
 //
+// Files by concern: read.go (opening, validating, aligning), accumulate.go
+// (the single pass), summary.go (Summary and finish), throughput.go
+// (goodput, peak output and concurrency), stats.go and selectk.go
+// (distributions), series.go (1 s bins), turns.go (per turn and cached
+// tokens), multiturn.go (vLLM multi-turn's table), errorkinds.go,
+// health.go (client health), then the renderers text.go, json.go, html.go,
+// perrequest.go and compare.go.
+//
 // Definitions are vLLM `bench serve`'s by default (see Derive and Summary):
-// TTFT = first event - sent, ITL = successive event gaps pooled over
-// successful requests, E2EL = last event - sent, TPOT = (E2EL - TTFT) /
-// (output_len - 1), statistics with numpy's linear percentile.
+// success is vLLM's client's (HTTP 200, an event, no transport error: a
+// stream that ended cleanly without [DONE] counts; Options.Success), TTFT
+// = first event - start (sent_ns, or slot_ns for vLLM's st:
+// Options.Start), ITL = successive event gaps pooled over successful
+// requests (Options.ITL names the other tools' definitions), E2EL = last
+// event - start, TPOT = (E2EL - TTFT) / (output_len - 1), statistics with
+// numpy's linear percentile. The multi-turn table uses vLLM multi-turn's
+// client's definitions instead (multiturn.go).
 //
 // Memory: exact percentiles need every sample, 8 bytes per request for each
 // per-request distribution and 8 bytes per token event for each per-event
 // one (per-event ITL, per-token ITL, event times for the peak-throughput
 // bins: 24 bytes per event in all, sized up front from the files' footers),
-// plus one Request (~200 bytes) per request, plus one decoded row group. When a distribution passes Options.MaxExactSamples it switches to
+// plus one Request (~320 bytes) per request, plus one decoded row group. When a distribution passes Options.MaxExactSamples it switches to
 // a log-bucket histogram with relative error HistRelErr (0.1%), and the
 // peak-throughput bins switch to 1 ms resolution; Summary.Approximate says
 // so.

@@ -6,6 +6,7 @@ import (
 	"html"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 )
 
@@ -22,9 +23,9 @@ type chart struct {
 }
 
 const (
-	chartW, chartH         = 600, 320
-	padL, padR, padT, padB = 64, 16, 34, 44
-	plotW, plotH           = chartW - padL - padR, chartH - padT - padB
+	chartW, chartH         = 600, 340
+	padL, padR, padT, padB = 64, 24, 34, 44 // padT: the title; legend rows go below it
+	plotW                  = chartW - padL - padR
 	colorA, colorB, colorC = "#1f77b4", "#d62728", "#2ca02c"
 	cdfSteps               = 200 // points per CDF
 )
@@ -45,7 +46,7 @@ func (s *Summary) WriteHTML(w io.Writer) error {
 body{font-family:system-ui,sans-serif;margin:24px;background:#fff;color:#222}
 h1{font-size:20px} .grid{display:flex;flex-wrap:wrap;gap:16px}
 svg.chart{border:1px solid #ddd;background:#fcfcfc} .t{font-size:14px;font-weight:600} .a{font-size:11px;fill:#444}
-pre{font-size:12px;background:#f6f6f6;padding:12px;overflow-x:auto} .warn{color:#b00;font-weight:600}
+pre{font-size:12px;background:#f6f6f6;padding:12px;overflow-x:auto} .warn{color:#b00;font-weight:600} .note{color:#555}
 .tiles{display:flex;flex-wrap:wrap;gap:12px;margin:12px 0 20px} .tile{border:1px solid #ddd;border-radius:6px;padding:10px 14px;min-width:130px;background:#fafafa}
 .tile b{display:block;font-size:22px} .tile span{font-size:12px;color:#555}
 </style></head><body>
@@ -55,6 +56,9 @@ pre{font-size:12px;background:#f6f6f6;padding:12px;overflow-x:auto} .warn{color:
 		fmt.Fprintf(&b, "<p class=\"warn\">WARNING: %s</p>\n", html.EscapeString(wn))
 	}
 	s.writeTiles(&b)
+	if n := s.PeakNote(); n != "" {
+		fmt.Fprintf(&b, "<p class=\"note\">NOTE: %s</p>\n", html.EscapeString(n))
+	}
 	b.WriteString("<div class=\"grid\">\n")
 	for _, c := range s.charts() {
 		c.render(&b)
@@ -115,6 +119,18 @@ func (s *Summary) cdf(name, color string, d *Dist) chartSeries {
 	return c
 }
 
+// perSecondWhere is perSecond with a gap (NaN, which render skips) in
+// every bin where count is 0: no sample, not a value of 0.
+func perSecondWhere(name, color string, ys, count []float64) chartSeries {
+	c := perSecond(name, color, ys)
+	for i := range c.pts {
+		if i >= len(count) || count[i] == 0 {
+			c.pts[i][1] = math.NaN()
+		}
+	}
+	return c
+}
+
 func perSecond(name, color string, ys []float64) chartSeries {
 	c := chartSeries{name: name, color: color}
 	for i, y := range ys {
@@ -139,16 +155,17 @@ func (s *Summary) charts() []chart {
 			s.cdf("TTFT from send", colorA, s.dists["ttft"]),
 			s.cdf("TTFT from intended", colorB, s.dists["corrected_ttft"])}},
 		{"itl-cdf", "ITL distribution (CDF)", "ITL (ms)", "fraction", []chartSeries{
-			s.cdf("per event (vLLM)", colorA, s.dists["itl"]),
-			s.cdf("per token (GenAI-Perf)", colorB, s.dists["itl_per_token"])}},
-		{"latency-time", "Latency over time (by send second)", "time (s)", "ms", []chartSeries{
-			perSecond("TTFT mean", colorA, se.TTFTMeanMs),
-			perSecond("E2EL mean", colorC, se.E2ELMeanMs),
-			perSecond("E2EL max", colorB, se.E2ELMaxMs)}},
-		{"throughput-time", "Output throughput over time", "time (s)", "tokens/s", []chartSeries{
-			perSecond("output tokens/s", colorA, se.OutputTokens),
-			perSecond("completed req/s", colorC, se.Completed),
-			perSecond("errors/s", colorB, se.Errors)}},
+			s.cdf(itlLabels[ITLPerEvent], colorA, s.dists["itl"]),
+			s.cdf(itlLabels[ITLPerToken], colorB, s.dists["itl_per_token"])}},
+		{"latency-time", "Latency over time (by send second; gaps: no request sent)", "time (s)", "ms", []chartSeries{
+			perSecondWhere("TTFT mean", colorA, se.TTFTMeanMs, se.SentTTFT),
+			perSecondWhere("E2EL mean", colorC, se.E2ELMeanMs, se.SentOK),
+			perSecondWhere("E2EL max", colorB, se.E2ELMaxMs, se.SentOK)}},
+		{"throughput-time", "Output tokens per second", "time (s)", "tokens/s", []chartSeries{
+			perSecond("output tokens/s", colorA, se.OutputTokens)}},
+		{"requests-time", "Requests ended per second", "time (s)", "requests/s", []chartSeries{
+			perSecond("completed/s", colorC, se.Completed),
+			perSecond("failed/s", colorB, se.Errors)}},
 		{"concurrency-time", "Requests in flight over time", "time (s)", "requests", []chartSeries{
 			perSecond("time-averaged concurrency", colorA, se.Concurrency)}},
 		{"ttft-turn", "TTFT by turn", "turn", "ms", []chartSeries{
@@ -175,16 +192,40 @@ func niceStep(span float64, n int) float64 {
 	return 10 * mag
 }
 
+// legendRowH is the height of one row of legend entries, drawn between the
+// title and the plot so that no entry covers a curve.
+const legendRowH = 14
+
+// legendLayout places the legend entries left to right in rows above the
+// plot; it returns each entry's position and the plot's top.
+func (c chart) legendLayout() (pos [][2]int, top int) {
+	x, row := padL, 0
+	for _, s := range c.series {
+		w := 24 + 6*len(s.name) // swatch, gap, about 6 px per character of the 11 px font
+		if x+w > chartW-padR && x > padL {
+			x, row = padL, row+1
+		}
+		pos = append(pos, [2]int{x, 36 + legendRowH*row})
+		x += w + 12
+	}
+	return pos, padT + legendRowH*(row+1)
+}
+
 func (c chart) render(b *strings.Builder) {
 	xmin, xmax, ymin, ymax := math.Inf(1), math.Inf(-1), 0.0, math.Inf(-1)
 	n := 0
 	for _, s := range c.series {
 		for _, p := range s.pts {
+			if math.IsNaN(p[1]) {
+				continue
+			}
 			xmin, xmax = min(xmin, p[0]), max(xmax, p[0])
 			ymin, ymax = min(ymin, p[1]), max(ymax, p[1])
 			n++
 		}
 	}
+	legend, top := c.legendLayout()
+	plotH := chartH - top - padB
 	fmt.Fprintf(b, `<svg class="chart" id="%s" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d">`+"\n",
 		c.id, chartW, chartH, chartW, chartH)
 	fmt.Fprintf(b, `<text class="t" x="%d" y="20">%s</text>`+"\n", padL, html.EscapeString(c.title))
@@ -201,41 +242,57 @@ func (c chart) render(b *strings.Builder) {
 	ys := niceStep(ymax-ymin, 5)
 	ymax = math.Ceil(ymax/ys) * ys
 	X := func(x float64) float64 { return padL + (x-xmin)/(xmax-xmin)*plotW }
-	Y := func(y float64) float64 { return padT + plotH - (y-ymin)/(ymax-ymin)*plotH }
+	Y := func(y float64) float64 { return float64(top) + float64(plotH) - (y-ymin)/(ymax-ymin)*float64(plotH) }
 	// Axes, grid and ticks.
-	fmt.Fprintf(b, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>`+"\n", padL, padT, plotW, plotH)
+	fmt.Fprintf(b, `<rect class="plot" x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>`+"\n", padL, top, plotW, plotH)
 	for y := ymin; y <= ymax+ys/2; y += ys {
 		fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#eee"/><text class="a" x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n",
-			padL, padL+plotW, Y(y), Y(y), padL-4, Y(y)+4, tick(y))
+			padL, padL+plotW, Y(y), Y(y), padL-4, Y(y)+4, tick(y, ys))
 	}
 	xs := niceStep(xmax-xmin, 6)
 	for x := math.Ceil(xmin/xs) * xs; x <= xmax; x += xs {
-		fmt.Fprintf(b, `<text class="a" x="%.1f" y="%d" text-anchor="middle">%s</text>`+"\n", X(x), padT+plotH+14, tick(x))
+		fmt.Fprintf(b, `<text class="a" x="%.1f" y="%d" text-anchor="middle">%s</text>`+"\n", X(x), top+plotH+14, tick(x, xs))
 	}
 	fmt.Fprintf(b, `<text class="a" x="%d" y="%d" text-anchor="middle">%s</text>`+"\n", padL+plotW/2, chartH-8, html.EscapeString(c.xlabel))
-	fmt.Fprintf(b, `<text class="a" transform="translate(14,%d) rotate(-90)" text-anchor="middle">%s</text>`+"\n", padT+plotH/2, html.EscapeString(c.ylabel))
+	fmt.Fprintf(b, `<text class="a" transform="translate(14,%d) rotate(-90)" text-anchor="middle">%s</text>`+"\n", top+plotH/2, html.EscapeString(c.ylabel))
 	for i, s := range c.series {
-		if len(s.pts) == 0 {
-			continue
+		// One polyline per run of points; a NaN ends a run (a gap).
+		var run [][2]float64
+		flush := func() {
+			if len(run) == 0 {
+				return
+			}
+			b.WriteString(`<polyline class="series" data-series="` + html.EscapeString(s.name) + `" fill="none" stroke-width="1.6" stroke="` + s.color + `" points="`)
+			for _, p := range run {
+				fmt.Fprintf(b, "%.1f,%.1f ", X(p[0]), Y(p[1]))
+			}
+			b.WriteString("\"/>\n")
+			if len(run) == 1 {
+				fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>`+"\n", X(run[0][0]), Y(run[0][1]), s.color)
+			}
+			run = run[:0]
 		}
-		b.WriteString(`<polyline class="series" fill="none" stroke-width="1.6" stroke="` + s.color + `" points="`)
 		for _, p := range s.pts {
-			fmt.Fprintf(b, "%.1f,%.1f ", X(p[0]), Y(p[1]))
+			if math.IsNaN(p[1]) {
+				flush()
+				continue
+			}
+			run = append(run, p)
 		}
-		b.WriteString("\"/>\n")
-		if len(s.pts) == 1 {
-			fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>`+"\n", X(s.pts[0][0]), Y(s.pts[0][1]), s.color)
-		}
-		ly := padT + 12 + 14*i
-		fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="3"/><text class="a" x="%d" y="%d">%s</text>`+"\n",
-			chartW-padR-190, chartW-padR-174, ly-4, ly-4, s.color, chartW-padR-170, ly, html.EscapeString(s.name))
+		flush()
+		lx, ly := legend[i][0], legend[i][1]
+		fmt.Fprintf(b, `<g class="legend"><line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="3"/><text class="a" x="%d" y="%d">%s</text></g>`+"\n",
+			lx, lx+16, ly-4, ly-4, s.color, lx+20, ly, html.EscapeString(s.name))
 	}
 	b.WriteString("</svg>\n")
 }
 
-func tick(v float64) string {
-	if v == math.Trunc(v) && math.Abs(v) < 1e9 {
-		return fmt.Sprintf("%.0f", v)
+// tick formats an axis value with as many decimals as the tick step
+// needs, so that neighbouring ticks never print alike.
+func tick(v, step float64) string {
+	if math.Abs(v) >= 1e9 {
+		return fmt.Sprintf("%.3g", v)
 	}
-	return fmt.Sprintf("%.3g", v)
+	dec := max(0, int(math.Ceil(-math.Log10(step)-1e-9)))
+	return strconv.FormatFloat(v, 'f', dec, 64)
 }

@@ -11,9 +11,9 @@ import (
 const vllmEndpointType = "openai-chat"
 
 // JSON returns the result as vLLM's --save-result writes it, plus
-// tracekit's figures under the key "tracekit". With detailed, it adds
-// vLLM's --save-detailed lists (input_lens, output_lens, ttfts, itls,
-// latencies, errors; times in seconds; failed requests give 0 and []).
+// tracekit's figures under the key "tracekit": the per-request lists vLLM
+// always saves, and with detailed those of its --save-detailed (see
+// addLists).
 func (s *Summary) JSON(detailed bool) map[string]any {
 	r := map[string]any{
 		"date":                    time.Unix(0, s.StartWallNs).Format("20060102-150405"),
@@ -59,9 +59,7 @@ func (s *Summary) JSON(detailed bool) map[string]any {
 			r["p"+pWord(p.P)+"_"+m.key+"_ms"] = p.Value
 		}
 	}
-	if detailed {
-		s.addDetail(r)
-	}
+	s.addLists(r, detailed)
 	r["tracekit"] = struct {
 		*Summary
 		Selection map[string]any `json:"selection"`
@@ -69,6 +67,8 @@ func (s *Summary) JSON(detailed bool) map[string]any {
 		"window":         s.Options.Window.String(),
 		"include_warmup": s.Options.IncludeWarmup,
 		"itl":            s.Options.ITL.String(),
+		"success":        s.Options.Success.String(),
+		"start":          s.Options.Start.String(),
 		"percentiles":    s.Options.Percentiles,
 		"metrics":        s.Options.Metrics,
 		"goodput":        s.Options.Goodput,
@@ -77,34 +77,69 @@ func (s *Summary) JSON(detailed bool) map[string]any {
 	return r
 }
 
-func (s *Summary) addDetail(r map[string]any) {
+// addLists adds vLLM's per-request lists, one entry per analyzed request
+// in file order, times in seconds. Always (vLLM saves them without
+// --save-detailed): latencies (E2EL of a success, 0 for a failure: vLLM's
+// client never sets it), queue_times (start - intended: vLLM's wait for
+// its concurrency semaphore, here also the schedule's dispatch lag) and
+// rtfx (0: no audio). With detailed: input_lens (usage.prompt_tokens, else
+// the client's count, as vLLM's prompt_len), output_lens (0 for a
+// failure), start_times (seconds from the run start; vLLM's are
+// perf_counter() readings with an arbitrary origin), ttfts and itls (a
+// failed request that got HTTP 200 keeps what it streamed before failing,
+// as vLLM's does; others give 0 and []), errors ("" for a success, else the
+// recorded message). vLLM's generated_texts are not recorded.
+func (s *Summary) addLists(r map[string]any, detailed bool) {
 	n := len(s.Reqs)
+	lats, queues := make([]float64, n), make([]float64, n)
+	for i := range s.Reqs {
+		q := &s.Reqs[i]
+		queues[i] = float64(q.StartNs-q.IntendedNs) / 1e9
+		if q.Success {
+			lats[i] = float64(q.E2ELNs) / 1e9
+		}
+	}
+	r["latencies"], r["queue_times"], r["rtfx"] = lats, queues, 0.0
+	if !detailed {
+		return
+	}
 	in, out := make([]int32, n), make([]int32, n)
-	ttfts, lats := make([]float64, n), make([]float64, n)
+	ttfts, starts := make([]float64, n), make([]float64, n)
 	itls, errs := make([][]float64, n), make([]string, n)
 	for i := range s.Reqs {
 		q := &s.Reqs[i]
 		in[i] = q.PromptTokens
+		starts[i] = float64(q.StartNs) / 1e9
 		itls[i] = []float64{}
-		if !q.Success {
-			errs[i] = q.ErrorKind
+		if q.Success {
+			out[i] = q.OutputTokens
+		} else {
+			errs[i] = q.ErrorMessage
+			if errs[i] == "" {
+				errs[i] = q.ErrorKind
+			}
+		}
+		if q.NonStreaming || q.Events == 0 || (!q.Success && q.Status != 200) {
 			continue
 		}
-		out[i] = q.OutputTokens
-		ttfts[i], lats[i] = float64(q.TTFTNs)/1e9, float64(q.E2ELNs)/1e9
+		ttfts[i] = float64(q.FirstNs-q.StartNs) / 1e9
 		itls[i] = s.requestGaps(q)
 	}
-	r["input_lens"], r["output_lens"], r["ttfts"] = in, out, ttfts
-	r["itls"], r["latencies"], r["errors"] = itls, lats, errs
+	r["input_lens"], r["output_lens"], r["start_times"] = in, out, starts
+	r["ttfts"], r["itls"], r["errors"] = ttfts, itls, errs
 }
 
-// requestGaps returns a successful request's event gaps in seconds, or
-// none when the run was too large to keep event times.
+// requestGaps returns a request's event gaps in seconds, or none when the
+// run was too large to keep its event times.
 func (s *Summary) requestGaps(q *Request) []float64 {
-	if s.eventTimes == nil || q.evOff+int(q.Events) > len(s.eventTimes) {
+	times := s.eventTimes
+	if !q.Success {
+		times = s.failTimes
+	}
+	if q.evOff < 0 || times == nil || q.evOff+int(q.Events) > len(times) {
 		return []float64{}
 	}
-	ts := s.eventTimes[q.evOff : q.evOff+int(q.Events)]
+	ts := times[q.evOff : q.evOff+int(q.Events)]
 	g := make([]float64, 0, max(len(ts)-1, 0))
 	for i := 1; i < len(ts); i++ {
 		g = append(g, float64(ts[i]-ts[i-1])/1e9)

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tracekit/tracekit/trace"
 )
 
 // ITLMode selects the definition of inter-token latency used for the
@@ -13,17 +15,26 @@ import (
 type ITLMode int
 
 const (
-	// ITLPerEvent is vLLM's: one sample per event gap, pooled.
+	// ITLPerEvent is vLLM bench serve's: one sample per event gap, pooled.
 	ITLPerEvent ITLMode = iota
 	// ITLPerToken is NVIDIA GenAI-Perf's: each gap divided by the tokens
 	// of the later event, one sample per event.
 	ITLPerToken
-	// ITLRequestMean is guidellm's: (last event - first event) /
-	// (output_len - 1), one sample per request with output_len > 1.
+	// ITLRequestMean is NVIDIA AIPerf's (0.8, GenAI-Perf's successor):
+	// (request latency - TTFT) / (output_len - 1) = (last event - first
+	// event) / (output_len - 1), one sample per request with output_len > 1.
 	ITLRequestMean
+	// ITLFirstContent is guidellm's: the same mean from the first to the
+	// last event that carried content tokens (a role-only first chunk does
+	// not start it), (last content - first content) / (output_len - 1).
+	ITLFirstContent
 )
 
-var itlModeNames = [...]string{"per-event", "per-token", "request-mean"}
+var itlModeNames = [...]string{"per-event", "per-token", "request-mean", "first-content"}
+
+// itlLabels name each definition with the tool that uses it.
+var itlLabels = [...]string{"per-event gap (vLLM bench serve)", "per-token gap/tokens (GenAI-Perf)",
+	"request mean (AIPerf 0.8)", "first-content mean (guidellm)"}
 
 func (m ITLMode) String() string {
 	if int(m) < len(itlModeNames) {
@@ -32,14 +43,86 @@ func (m ITLMode) String() string {
 	return fmt.Sprintf("ITLMode(%d)", int(m))
 }
 
-// ParseITLMode parses per-event, per-token or request-mean.
+// ParseITLMode parses per-event, per-token, request-mean or first-content.
 func ParseITLMode(s string) (ITLMode, error) {
 	for i, n := range itlModeNames {
 		if s == n {
 			return ITLMode(i), nil
 		}
 	}
-	return 0, fmt.Errorf("--itl %q: expected per-event, per-token or request-mean", s)
+	return 0, fmt.Errorf("--itl %q: expected per-event, per-token, request-mean or first-content", s)
+}
+
+// SuccessRule decides which requests count as completed.
+type SuccessRule int
+
+const (
+	// SuccessVLLM is vLLM bench serve's rule: HTTP 200, at least one event
+	// with choices, and no exception in its client; a stream that ended
+	// cleanly without data: [DONE] is a success.
+	SuccessVLLM SuccessRule = iota
+	// SuccessStrict also requires data: [DONE] (and takes any 2xx).
+	SuccessStrict
+)
+
+var successNames = [...]string{"vllm", "strict"}
+
+func (r SuccessRule) String() string {
+	if int(r) < len(successNames) {
+		return successNames[r]
+	}
+	return fmt.Sprintf("SuccessRule(%d)", int(r))
+}
+
+// ParseSuccessRule parses vllm or strict.
+func ParseSuccessRule(s string) (SuccessRule, error) {
+	for i, n := range successNames {
+		if s == n {
+			return SuccessRule(i), nil
+		}
+	}
+	return 0, fmt.Errorf("--success %q: expected vllm or strict", s)
+}
+
+// StartMode is the start a request's latencies are measured from.
+type StartMode int
+
+const (
+	// StartSent is sent_ns: when replay's write of the request's bytes
+	// completed (the body built, the connection set up).
+	StartSent StartMode = iota
+	// StartSlot is slot_ns: when the request got its concurrency slot,
+	// before its body was built and sent: the stamp closest to vLLM's st
+	// (time.perf_counter() taken just before its client builds and posts
+	// the request).
+	StartSlot
+)
+
+var startNames = [...]string{"sent", "slot"}
+
+func (m StartMode) String() string {
+	if int(m) < len(startNames) {
+		return startNames[m]
+	}
+	return fmt.Sprintf("StartMode(%d)", int(m))
+}
+
+// of returns a record's start under m.
+func (m StartMode) of(r *trace.Record) int64 {
+	if m == StartSlot {
+		return r.SlotNs
+	}
+	return r.SentNs
+}
+
+// ParseStartMode parses sent or slot.
+func ParseStartMode(s string) (StartMode, error) {
+	for i, n := range startNames {
+		if s == n {
+			return StartMode(i), nil
+		}
+	}
+	return 0, fmt.Errorf("--start %q: expected sent or slot", s)
 }
 
 // Metric names accepted by Options.Metrics, in vLLM's print order.
@@ -101,15 +184,19 @@ func ParseWindow(s string) (Window, error) {
 }
 
 // SLO is vLLM's goodput configuration: a request is good when every set
-// limit holds (value <= limit). Zero means not set.
+// limit holds (value <= limit). Nil means not set; 0 is a limit (as in
+// vLLM, which accepts any non-negative value: only a value <= 0 meets it).
 type SLO struct {
-	TTFTms float64 `json:"ttft,omitempty"`
-	TPOTms float64 `json:"tpot,omitempty"`
-	E2ELms float64 `json:"e2el,omitempty"`
+	TTFTms *float64 `json:"ttft,omitempty"`
+	TPOTms *float64 `json:"tpot,omitempty"`
+	E2ELms *float64 `json:"e2el,omitempty"`
 }
 
+// Limit returns ms as an SLO limit.
+func Limit(ms float64) *float64 { return &ms }
+
 // IsZero reports whether no SLO is set.
-func (s SLO) IsZero() bool { return s == SLO{} }
+func (s SLO) IsZero() bool { return s.TTFTms == nil && s.TPOTms == nil && s.E2ELms == nil }
 
 // ParseGoodput parses vLLM's "KEY:MS" pairs (ttft, tpot, e2el), each item
 // possibly holding several pairs separated by spaces or commas.
@@ -122,16 +209,16 @@ func ParseGoodput(items []string) (SLO, error) {
 				return SLO{}, fmt.Errorf("--goodput %q: expected KEY:MS (ttft, tpot or e2el)", kv)
 			}
 			ms, err := strconv.ParseFloat(v, 64)
-			if err != nil || ms <= 0 || math.IsInf(ms, 0) {
-				return SLO{}, fmt.Errorf("--goodput %q: %q is not a positive number of milliseconds", kv, v)
+			if err != nil || ms < 0 || math.IsInf(ms, 0) || math.IsNaN(ms) {
+				return SLO{}, fmt.Errorf("--goodput %q: %q is not a non-negative number of milliseconds", kv, v)
 			}
 			switch k {
 			case "ttft":
-				slo.TTFTms = ms
+				slo.TTFTms = Limit(ms)
 			case "tpot":
-				slo.TPOTms = ms
+				slo.TPOTms = Limit(ms)
 			case "e2el":
-				slo.E2ELms = ms
+				slo.E2ELms = Limit(ms)
 			default:
 				return SLO{}, fmt.Errorf("--goodput %q: unknown metric %q, expected ttft, tpot or e2el", kv, k)
 			}
@@ -190,6 +277,8 @@ type Options struct {
 	Percentiles   []float64 // default [99]
 	Metrics       []string  // default ttft, tpot, itl
 	ITL           ITLMode
+	Success       SuccessRule
+	Start         StartMode
 	// MaxExactSamples bounds each distribution before it switches to a
 	// histogram; 0 means DefaultMaxExactSamples.
 	MaxExactSamples int

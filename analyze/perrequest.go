@@ -9,8 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/compress/zstd"
+	"github.com/tracekit/tracekit/trace"
 )
 
 // RequestRow is one row of the per-request file: every derived metric of
@@ -39,11 +38,14 @@ type RequestRow struct {
 	TTFTms          float64 `parquet:"ttft_ms"`
 	TPOTms          float64 `parquet:"tpot_ms"`
 	ITLMeanms       float64 `parquet:"itl_request_mean_ms"`
+	ITLContentms    float64 `parquet:"itl_first_content_ms"`
 	E2ELms          float64 `parquet:"e2el_ms"`
 	QueueMs         float64 `parquet:"queue_ms"`
 	SendDelayMs     float64 `parquet:"send_delay_ms"`
 	CorrectedTTFTms float64 `parquet:"corrected_ttft_ms"`
 	CorrectedE2ELms float64 `parquet:"corrected_e2el_ms"`
+	NonStreaming    bool    `parquet:"non_streaming"` // sent with "stream": false: no TTFT, TPOT or ITL (0)
+	Truncated       bool    `parquet:"truncated"`     // the stream ended without data: [DONE] (success says what the rule made of it)
 }
 
 func (s *Summary) row(q *Request) RequestRow {
@@ -54,9 +56,10 @@ func (s *Summary) row(q *Request) RequestRow {
 		Success: q.Success, Status: q.Status, ErrorKind: q.ErrorKind,
 		IntendedNs: q.IntendedNs, SlotNs: q.SlotNs, SentNs: q.SentNs, DoneNs: q.DoneNs,
 		Events: q.Events, PromptTokens: q.PromptTokens, OutputTokens: q.OutputTokens, CachedTokens: q.CachedTokens,
-		TTFTms: f(q.TTFTNs), TPOTms: q.TPOTNs / 1e6, ITLMeanms: q.ITLMeanNs / 1e6, E2ELms: f(q.E2ELNs),
+		TTFTms: f(q.TTFTNs), TPOTms: q.TPOTNs / 1e6, ITLMeanms: q.ITLMeanNs / 1e6, ITLContentms: q.ITLContentNs / 1e6, E2ELms: f(q.E2ELNs),
 		QueueMs: f(q.QueueNs), SendDelayMs: f(q.SendDelayNs),
-		CorrectedTTFTms: f(q.CorrectedTTFTNs), CorrectedE2ELms: f(q.CorrectedE2ELNs),
+		CorrectedTTFTms: f(q.CorrectedTTFTNs), CorrectedE2ELms: f(q.CorrectedE2ELNs), NonStreaming: q.NonStreaming,
+		Truncated: q.Truncated,
 	}
 }
 
@@ -72,31 +75,39 @@ func (s *Summary) WritePerRequest(path string) error {
 	return fmt.Errorf("--per-request %s: expected a .parquet or .csv file name: %w", path, ErrBadInput)
 }
 
+// RequestsFormat is the per-request Parquet file's format name and schema
+// version (trace.MetaFormat, trace.MetaSchemaVersion).
+var RequestsFormat = trace.FileFormat{Name: "tracekit.requests", Version: 1}
+
 func (s *Summary) writePerRequestParquet(path string) error {
-	f, err := os.Create(path)
+	return writeRowsParquet(path, len(s.Reqs), func(i int) RequestRow { return s.row(&s.Reqs[i]) })
+}
+
+// writeRowsParquet writes rows 0..n-1 of row to path, a row group at a
+// time.
+func writeRowsParquet(path string, n int, row func(int) RequestRow) error {
+	w, err := trace.CreateParquet[RequestRow](path, RequestsFormat)
 	if err != nil {
 		return fmt.Errorf("writing per-request file: %w", err)
 	}
-	w := parquet.NewGenericWriter[RequestRow](f, parquet.Compression(&zstd.Codec{Level: zstd.SpeedDefault}))
-	batch := make([]RequestRow, 0, 4096)
-	for i := range s.Reqs {
-		batch = append(batch, s.row(&s.Reqs[i]))
-		if len(batch) == cap(batch) || i == len(s.Reqs)-1 {
-			if _, err := w.Write(batch); err != nil {
-				f.Close()
-				return fmt.Errorf("writing %s: %w", path, err)
+	batch := make([]RequestRow, 0, trace.RowGroupRows)
+	for i := range n {
+		batch = append(batch, row(i))
+		if len(batch) == cap(batch) || i == n-1 {
+			if err := w.Write(batch...); err != nil {
+				w.Abort()
+				return err
 			}
 			batch = batch[:0]
 		}
 	}
-	if err := w.Close(); err != nil {
-		f.Close()
-		return fmt.Errorf("finishing %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("closing %s: %w", path, err)
-	}
-	return nil
+	return w.Close()
+}
+
+// ReadPerRequest reads a per-request Parquet file written by
+// WritePerRequest.
+func ReadPerRequest(path string) ([]RequestRow, error) {
+	return trace.ReadParquet[RequestRow](path, RequestsFormat, "", nil)
 }
 
 // csvHeader is the parquet column names of RequestRow, in field order.
@@ -110,6 +121,11 @@ func csvHeader() []string {
 }
 
 func (s *Summary) writePerRequestCSV(path string) error {
+	return writeRowsCSV(path, len(s.Reqs), func(i int) RequestRow { return s.row(&s.Reqs[i]) })
+}
+
+// writeRowsCSV writes a header and rows 0..n-1 of row to path.
+func writeRowsCSV(path string, n int, row func(int) RequestRow) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("writing per-request file: %w", err)
@@ -117,8 +133,8 @@ func (s *Summary) writePerRequestCSV(path string) error {
 	w := csv.NewWriter(f)
 	w.Write(csvHeader())
 	rec := make([]string, len(csvHeader()))
-	for i := range s.Reqs {
-		v := reflect.ValueOf(s.row(&s.Reqs[i]))
+	for i := range n {
+		v := reflect.ValueOf(row(i))
 		for j := range rec {
 			switch x := v.Field(j).Interface().(type) {
 			case float64:

@@ -3,12 +3,9 @@ package analyze
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 
-	"github.com/parquet-go/parquet-go"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -112,90 +109,40 @@ func files(paths []string, opts Options, columns bool) (*Summary, error) {
 	return s, nil
 }
 
-// input is one recording opened for reading: validated by trace, and when
-// its schema is trace.Record's also opened for column reading (see
-// columns.go); otherwise rows go through parquet-go's generic reader.
+// columns are the recording columns the metrics read (trace.ScanOptions).
+var scanColumns = []string{"request_id", "conversation_id", "target", "error_kind", "error_message",
+	"turn", "shard", "attempt", "status", "input_tokens", "prompt_tokens", "completion_tokens", "cached_tokens",
+	"intended_ns", "slot_ns", "sent_ns", "headers_ns", "done_ns", "warmup", "event_ns", "event_tokens", "non_streaming"}
+
+// input is one recording opened for one pass by trace's column scanner.
 type input struct {
-	r  *trace.RecordReader
-	fh *os.File      // nil: read rows
-	pf *parquet.File // with fh
-	l  layout
+	r *trace.RecordScanner
 }
 
 func openInput(path string, columns bool) (input, error) {
-	r, err := trace.OpenRecording(path)
+	r, err := trace.OpenScanner(path, trace.ScanOptions{Columns: scanColumns, Rows: !columns})
 	if err != nil {
 		return input{}, err
 	}
-	in := input{r: r}
-	if !columns {
-		return in, nil
-	}
-	fh, pf, err := openColumns(path)
-	if err != nil {
-		r.Close()
-		return input{}, err
-	}
-	l, ok := newLayout(pf.Schema())
-	if !ok {
-		fh.Close()
-		return in, nil
-	}
-	in.fh, in.pf, in.l = fh, pf, l
-	return in, nil
+	return input{r: r}, nil
 }
 
-func (in input) close() {
-	in.r.Close()
-	if in.fh != nil {
-		in.fh.Close()
-	}
-}
+func (in input) close() { in.r.Close() }
 
-// events is the footer's count of event_ns levels (events, plus one per
-// empty list), 0 when unknown.
-func (in input) events() int {
-	if in.pf == nil {
-		return 0
-	}
-	n := 0
-	for _, rg := range in.pf.RowGroups() {
-		n += int(rg.ColumnChunks()[in.l.evNs].NumValues())
-	}
-	return n
-}
+// events is the footer's count of event_ns levels, 0 when unknown.
+func (in input) events() int { return in.r.Events() }
 
 // read streams the file's rows into acc, validating each.
 func (in input) read(f FileInfo, file int, acc *accumulator) (int64, error) {
-	if in.pf == nil {
-		return readRows(in.r, f, file, make([]trace.Record, readBatch), acc)
+	var n int64
+	err := in.r.Scan(func(row int64, rec *trace.Record) error {
+		n++
+		return accept(rec, f, file, row, acc)
+	})
+	if err != nil && !errors.Is(err, ErrBadInput) {
+		err = fmt.Errorf("%w: %w", err, ErrBadInput)
 	}
-	return readColumns(in.pf, &in.l, f, file, acc)
-}
-
-// readColumns is input.read's column path.
-func readColumns(pf *parquet.File, l *layout, f FileInfo, file int, acc *accumulator) (int64, error) {
-	var (
-		g   rowGroup
-		rec trace.Record
-		row int64
-	)
-	for k, rg := range pf.RowGroups() {
-		if err := g.read(rg, l); err != nil {
-			return row, fmt.Errorf("%s: row group %d (rows %d-%d): %w: %w", f.Path, k, row, row+rg.NumRows()-1, err, ErrBadInput)
-		}
-		for i := range g.rows {
-			g.record(i, &rec)
-			if err := accept(&rec, f, file, row, acc); err != nil {
-				return row, err
-			}
-			row++
-		}
-	}
-	if row != f.Rows {
-		return row, fmt.Errorf("%s: read %d rows, footer says %d (truncated?): %w", f.Path, row, f.Rows, ErrBadInput)
-	}
-	return row, nil
+	return n, err
 }
 
 // accept validates, aligns and adds row number row of file f.
@@ -203,33 +150,9 @@ func accept(rec *trace.Record, f FileInfo, file int, row int64, acc *accumulator
 	if err := validate(rec); err != nil {
 		return fmt.Errorf("%s: row %d (request %q): %w: %w", f.Path, row, rec.RequestID, err, ErrBadInput)
 	}
-	shift(rec, f.OffsetNs)
+	rec.Shift(f.OffsetNs)
 	acc.add(rec, file)
 	return nil
-}
-
-// readRows streams one file's rows into acc through parquet-go's generic
-// reader.
-func readRows(r *trace.RecordReader, f FileInfo, file int, rows []trace.Record, acc *accumulator) (int64, error) {
-	var row int64
-	for {
-		n, err := r.Read(rows)
-		for k := range rows[:n] {
-			if err := accept(&rows[k], f, file, row, acc); err != nil {
-				return row, err
-			}
-			row++
-		}
-		if errors.Is(err, io.EOF) {
-			if row != f.Rows {
-				return row, fmt.Errorf("%s: read %d rows, footer says %d (truncated?): %w", f.Path, row, f.Rows, ErrBadInput)
-			}
-			return row, nil
-		}
-		if err != nil {
-			return row, fmt.Errorf("analyzing %s after row %d: %w: %w", f.Path, row, err, ErrBadInput)
-		}
-	}
 }
 
 // validate checks what the metrics rely on.
@@ -243,23 +166,6 @@ func validate(r *trace.Record) error {
 		}
 	}
 	return nil
-}
-
-// shift moves a record's times by off (aligning shards).
-func shift(r *trace.Record, off int64) {
-	if off == 0 {
-		return
-	}
-	r.IntendedNs += off
-	r.SlotNs += off
-	r.SentNs += off
-	r.DoneNs += off
-	if r.HeadersNs != 0 {
-		r.HeadersNs += off
-	}
-	for i := range r.EventNs {
-		r.EventNs[i] += off
-	}
 }
 
 // Records analyzes in-memory records (already aligned) with meta as the
@@ -276,8 +182,8 @@ func Records(recs []trace.Record, meta trace.RunMeta, opts Options) *Summary {
 }
 
 // describeRun reads the model, tokenizer and load settings from the first
-// file's metadata. Replay's config keys are matched loosely, since only the
-// printed vLLM rows depend on them.
+// file's metadata (typed, or an older recording's config map: see
+// trace.RunMeta.LoadSettings).
 func (s *Summary) describeRun() {
 	if len(s.Files) == 0 {
 		return
@@ -286,44 +192,11 @@ func (s *Summary) describeRun() {
 	if m.Trace != nil {
 		s.Tokenizer = m.Trace.Tokenizer
 	}
-	s.Model = configString(m.Config, "model", "served_model_name")
-	if v, ok := configNumber(m.Config, "max_concurrency", "concurrency", "max-concurrency"); ok && v > 0 {
-		s.MaxConcurrency = int(v)
+	l := m.LoadSettings()
+	s.Model, s.MaxConcurrency, s.RequestRate, s.Burstiness = l.Model, l.MaxConcurrency, l.RequestRate, l.Burstiness
+	if s.Burstiness <= 0 {
+		s.Burstiness = 1
 	}
-	if v, ok := configNumber(m.Config, "request_rate", "rate", "request-rate"); ok && v > 0 {
-		s.RequestRate = v
-	}
-	s.Burstiness = 1
-	if v, ok := configNumber(m.Config, "burstiness"); ok && v > 0 {
-		s.Burstiness = v
-	}
-}
-
-func configString(c map[string]any, keys ...string) string {
-	for _, k := range keys {
-		if v, ok := c[k].(string); ok && v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
-func configNumber(c map[string]any, keys ...string) (float64, bool) {
-	for _, k := range keys {
-		switch v := c[k].(type) {
-		case float64:
-			return v, true
-		case int:
-			return float64(v), true
-		case int64:
-			return float64(v), true
-		case string:
-			if f, err := strconv.ParseFloat(v, 64); err == nil {
-				return f, true
-			}
-		}
-	}
-	return 0, false
 }
 
 func fmtMs(ns int64) string { return strconv.FormatFloat(float64(ns)/1e6, 'f', 2, 64) + " ms" }

@@ -1,6 +1,8 @@
 package analyze
 
 import (
+	"strings"
+
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -22,14 +24,32 @@ type Request struct {
 	Target         string
 	File           int // index into Summary.Files
 
-	// Success is vLLM's: no error, a 2xx status and at least one event.
-	Success   bool
+	// Success follows Options.Success. vLLM's rule (the default): HTTP 200,
+	// at least one event, and the request ended without what vLLM's client
+	// sees as an exception, so a stream that ended cleanly without
+	// data: [DONE] succeeds. The strict rule also fails that stream.
+	Success bool
+	// Truncated marks a stream that ended without data: [DONE] (error kind
+	// stream_truncated), whatever the rule made of it.
+	Truncated bool
 	Status    int32
-	ErrorKind string // "" on success; ErrNoEvents or http_status when the record had none
+	// ErrorKind is the record's ("" when it had none; ErrNoEvents or
+	// http_status when it had none but failed). A truncated stream counted
+	// as a success keeps stream_truncated here.
+	ErrorKind    string
+	ErrorMessage string
+
+	// NonStreaming marks a request sent with "stream": false: its one event
+	// is the whole body, so it has E2EL and output tokens but no TTFT, ITL
+	// or TPOT (all 0 here, and left out of those distributions).
+	NonStreaming bool
 
 	IntendedNs, SlotNs, SentNs, DoneNs int64
-	FirstNs, LastNs                    int64 // first and last event; 0 without events
-	Events                             int32
+	// StartNs is the start latencies are measured from (Options.Start):
+	// SentNs by default, SlotNs for vLLM's st.
+	StartNs         int64
+	FirstNs, LastNs int64 // first and last event; 0 without events
+	Events          int32
 
 	// PromptTokens is usage.prompt_tokens, else the trace's input_tokens.
 	PromptTokens int32
@@ -38,29 +58,44 @@ type Request struct {
 	OutputTokens int32
 	CachedTokens int32 // -1 when not reported
 
-	TTFTNs int64   // FirstNs - SentNs
-	E2ELNs int64   // LastNs - SentNs
+	TTFTNs int64   // FirstNs - StartNs
+	E2ELNs int64   // LastNs - StartNs
 	TPOTNs float64 // (E2EL - TTFT) / (OutputTokens - 1); 0 when OutputTokens <= 1
-	// ITLMeanNs is guidellm's request ITL: (LastNs - FirstNs) /
-	// (OutputTokens - 1); 0 when OutputTokens <= 1.
-	ITLMeanNs float64
+	// ITLMeanNs is AIPerf's request ITL: (LastNs - FirstNs) /
+	// (OutputTokens - 1); ITLContentNs guidellm's, from the first to the last
+	// event with content tokens. 0 when OutputTokens <= 1.
+	ITLMeanNs, ITLContentNs float64
 
 	QueueNs         int64 // SlotNs - IntendedNs: waiting for a concurrency slot
 	SendDelayNs     int64 // SentNs - SlotNs: the client's own delay in sending (body building, connection set-up, write)
 	CorrectedTTFTNs int64 // FirstNs - IntendedNs (coordinated omission corrected)
 	CorrectedE2ELNs int64 // LastNs - IntendedNs
 
-	evOff int // index of its first event in accumulator.eventTimes
+	// The inputs of vLLM multi-turn's statistics (its client's view): the
+	// first event carrying content tokens and its tokens, the events that
+	// carried content, the tokens of all events (the client's count, unless
+	// tokens_exact) and the trace's count of the prompt (history included).
+	// MultiTurnValid is that client's success: HTTP 200, no transport
+	// error, and (streaming) a content chunk.
+	FirstContentNs     int64
+	LastContentNs      int64
+	FirstContentTokens int32
+	ContentEvents      int32
+	ClientOutputTokens int32
+	InputTokens        int32
+	MultiTurnValid     bool
+
+	evOff int // index of its first event in accumulator.eventTimes (success) or failTimes (-1: not kept)
 }
 
-// Derive computes the metrics of one record. Its times must already be
-// aligned; file is recorded as Request.File.
-func Derive(r *trace.Record, file int) Request {
-	q := Request{
+// Derive computes the metrics of one record under opts' definitions. Its
+// times must already be aligned; file is recorded as Request.File.
+func Derive(r *trace.Record, file int, opts Options) Request {
+	q := Request{ErrorMessage: r.ErrorMessage, Truncated: r.ErrorKind == trace.ErrStreamTruncated,
 		RequestID: r.RequestID, ConversationID: r.ConversationID, Turn: r.Turn,
 		Shard: r.Shard, Attempt: r.Attempt, Warmup: r.Warmup, Target: r.Target, File: file,
-		Status: r.Status, ErrorKind: r.ErrorKind,
-		IntendedNs: r.IntendedNs, SlotNs: r.SlotNs, SentNs: r.SentNs, DoneNs: r.DoneNs,
+		Status: r.Status, ErrorKind: r.ErrorKind, NonStreaming: r.NonStreaming,
+		IntendedNs: r.IntendedNs, SlotNs: r.SlotNs, SentNs: r.SentNs, DoneNs: r.DoneNs, StartNs: opts.Start.of(r),
 		Events:       int32(len(r.EventNs)),
 		PromptTokens: r.PromptTokens,
 		OutputTokens: r.CompletionTokens,
@@ -68,6 +103,18 @@ func Derive(r *trace.Record, file int) Request {
 		QueueNs:      r.SlotNs - r.IntendedNs,
 		SendDelayNs:  r.SentNs - r.SlotNs,
 	}
+	q.InputTokens = r.InputTokens
+	for i, n := range r.EventTokens {
+		q.ClientOutputTokens += n
+		if n > 0 {
+			if q.ContentEvents == 0 {
+				q.FirstContentNs, q.FirstContentTokens = r.EventNs[i], n
+			}
+			q.LastContentNs = r.EventNs[i]
+			q.ContentEvents++
+		}
+	}
+	q.MultiTurnValid = r.Status == 200 && (r.ErrorKind == "" || EndedCleanly(r)) && (r.NonStreaming || q.ContentEvents > 0)
 	if q.PromptTokens < 0 {
 		q.PromptTokens = r.InputTokens
 	}
@@ -80,26 +127,52 @@ func Derive(r *trace.Record, file int) Request {
 	}
 	if n := len(r.EventNs); n > 0 {
 		q.FirstNs, q.LastNs = r.EventNs[0], r.EventNs[n-1]
-		q.TTFTNs = q.FirstNs - q.SentNs
-		q.E2ELNs = q.LastNs - q.SentNs
+		q.TTFTNs = q.FirstNs - q.StartNs
+		q.E2ELNs = q.LastNs - q.StartNs
 		q.CorrectedTTFTNs = q.FirstNs - q.IntendedNs
 		q.CorrectedE2ELNs = q.LastNs - q.IntendedNs
-		if q.OutputTokens > 1 {
+		if r.NonStreaming {
+			q.TTFTNs, q.CorrectedTTFTNs = 0, 0
+		} else if q.OutputTokens > 1 {
 			q.TPOTNs = float64(q.E2ELNs-q.TTFTNs) / float64(q.OutputTokens-1)
 			q.ITLMeanNs = float64(q.LastNs-q.FirstNs) / float64(q.OutputTokens-1)
+			q.ITLContentNs = float64(q.LastContentNs-q.FirstContentNs) / float64(q.OutputTokens-1)
 		}
 	}
-	ok2xx := r.Status >= 200 && r.Status < 300
-	switch {
-	case q.ErrorKind != "":
-	case !ok2xx:
-		q.ErrorKind = trace.ErrHTTPStatus
-	case len(r.EventNs) == 0:
-		q.ErrorKind = ErrNoEvents
-	default:
-		q.Success = true
+	q.Success = opts.Success.succeeded(r)
+	if !q.Success && q.ErrorKind == "" {
+		if r.Status/100 != 2 || (opts.Success == SuccessVLLM && r.Status != 200) {
+			q.ErrorKind = trace.ErrHTTPStatus
+		} else {
+			q.ErrorKind = ErrNoEvents
+		}
 	}
 	return q
+}
+
+// succeeded applies the rule to a record.
+func (rule SuccessRule) succeeded(r *trace.Record) bool {
+	if len(r.EventNs) == 0 {
+		return false
+	}
+	if rule == SuccessStrict {
+		return r.ErrorKind == "" && r.Status/100 == 2
+	}
+	return r.Status == 200 && (r.ErrorKind == "" || EndedCleanly(r))
+}
+
+// cleanEndPrefix starts the message record.Stream.Fill gives a stream whose
+// body ended without data: [DONE] and without a read error; a broken
+// connection is recorded as "reading the stream after N events: ...".
+const cleanEndPrefix = "the body ended after "
+
+// EndedCleanly reports whether a stream_truncated record's body ended
+// without an error (the server closed the response properly, only
+// data: [DONE] was missing): vLLM's client raises no exception there and
+// counts the request as a success. A connection broken mid-body is an
+// exception (aiohttp's payload error), so a failure under both rules.
+func EndedCleanly(r *trace.Record) bool {
+	return r.ErrorKind == trace.ErrStreamTruncated && strings.HasPrefix(r.ErrorMessage, cleanEndPrefix)
 }
 
 // endNs is when the request stopped occupying the client: DoneNs, or its

@@ -3,6 +3,8 @@ package analyze
 import (
 	"math"
 	"slices"
+
+	"github.com/tracekit/tracekit/trace"
 )
 
 // Stats are the statistics vLLM reports for one metric, in milliseconds.
@@ -23,34 +25,11 @@ type Pct struct {
 	Value float64 `json:"value_ms"`
 }
 
-// Percentile returns numpy.percentile(sorted, p) with the default linear
-// method: h = (n-1)*p/100, value = x[floor h] + (h - floor h) * (x[ceil h] -
-// x[floor h]), using numpy's two-sided lerp so results match bit for bit.
-// sorted must be ascending; an empty slice gives 0 (vLLM's `x or 0`).
-func Percentile(sorted []float64, p float64) float64 {
-	n := len(sorted)
-	if n == 0 {
-		return 0
-	}
-	h := float64(n-1) * p / 100
-	lo := int(math.Floor(h))
-	if lo < 0 {
-		return sorted[0]
-	}
-	if lo >= n-1 {
-		return sorted[n-1]
-	}
-	return lerp(sorted[lo], sorted[lo+1], h-float64(lo))
-}
+// Percentile is trace.Percentile, numpy's linear percentile, which inspect
+// uses too.
+func Percentile(sorted []float64, p float64) float64 { return trace.Percentile(sorted, p) }
 
-// lerp is numpy's _lerp: exact at both ends.
-func lerp(a, b, t float64) float64 {
-	d := b - a
-	if t >= 0.5 {
-		return b - d*(1-t)
-	}
-	return a + d*t
-}
+func lerp(a, b, t float64) float64 { return trace.Lerp(a, b, t) }
 
 // HistRelErr is the relative error of a percentile read from a Dist that
 // switched to its histogram.

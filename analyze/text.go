@@ -122,7 +122,19 @@ func (s *Summary) writeExtras(b *bufio.Writer) {
 		fmt.Fprintf(b, "%-40s %d (window %s)\n", "Excluded (outside window):", s.ExcludedByWindow, s.Options.Window)
 	}
 	fmt.Fprintf(b, "%-40s %d\n", "Recordings:", len(s.Files))
-	fmt.Fprintf(b, "%-40s %s\n", "ITL definition in the block above:", s.Options.ITL)
+	if s.NonStreaming > 0 {
+		fmt.Fprintf(b, "%-40s %d (E2EL and tokens only: no TTFT, TPOT or ITL)\n", "Non-streaming completed:", s.NonStreaming)
+	}
+	fmt.Fprintf(b, "%-40s %s: %s\n", "ITL definition in the block above:", s.Options.ITL, itlLabels[s.Options.ITL])
+	fmt.Fprintf(b, "%-40s %s\n", "Success rule:", s.Options.Success)
+	fmt.Fprintf(b, "%-40s %s\n", "Latencies measured from:", map[StartMode]string{StartSent: "sent_ns (request written)", StartSlot: "slot_ns (vLLM's st: before the request is built and sent)"}[s.Options.Start])
+	if s.Truncated > 0 {
+		fmt.Fprintf(b, "%-40s %d (%d counted as completed: %s)\n", "Streams ended without [DONE]:", s.Truncated, s.TruncatedCompleted,
+			map[bool]string{true: "vLLM's rule; --success strict fails them", false: "none ended cleanly"}[s.TruncatedCompleted > 0 && s.Options.Success == SuccessVLLM])
+	}
+	if n := s.PeakNote(); n != "" {
+		fmt.Fprintln(b, "NOTE: "+n)
+	}
 	if s.Approximate {
 		fmt.Fprintf(b, "NOTE: more than %d samples in a distribution: its percentiles come from a histogram (relative error <= %.1f%%)\n",
 			s.Options.MaxExactSamples, HistRelErr*100)
@@ -130,9 +142,9 @@ func (s *Summary) writeExtras(b *bufio.Writer) {
 
 	fmt.Fprintln(b, center("ITL by definition (ms)", '-', 50))
 	s.statsHeader(b, "definition")
-	statsRow(b, "per-event gap (vLLM)", s.ITLPerEvent)
-	statsRow(b, "per-token gap/tokens (GenAI-Perf)", s.ITLPerToken)
-	statsRow(b, "request mean (guidellm)", s.ITLRequestMean)
+	for i, st := range []Stats{s.ITLPerEvent, s.ITLPerToken, s.ITLRequestMean, s.ITLFirstContent} {
+		statsRow(b, itlLabels[i], st)
+	}
 
 	fmt.Fprintln(b, center("Latency from intended send (ms)", '-', 50))
 	s.statsHeader(b, "metric")

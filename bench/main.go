@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -55,6 +56,7 @@ func main() {
 	bin := flag.String("bin", "bin/tracekit", "tracekit binary to measure (make build)")
 	convs := flag.Int("deadlock-conversations", 2000, "conversations of the deadlock scenario (2000 is the full size)")
 	only := flag.String("only", "", "run only the stage of this name (for debugging; BENCHMARKS.md is then partial)")
+	soakFor := flag.Duration("soak", 0, "run only the soak for this long (make soak) and rewrite its part of the -o file")
 	flag.Parse()
 	began := time.Now()
 	work, err := os.MkdirTemp("", "tracekit-bench-")
@@ -74,6 +76,10 @@ func main() {
 			fmt.Fprintf(os.Stderr, "[%s] %s\n", time.Since(began).Round(time.Second), fmt.Sprintf(f, a...))
 		}}
 
+	if *soakFor > 0 {
+		runSoak(e, *out, *soakFor, began)
+		return
+	}
 	var figs []figure
 	var failures []string
 	for _, s := range stages() {
@@ -94,7 +100,13 @@ func main() {
 		e.logf("%s done in %v", s.name, time.Since(t0).Round(time.Second))
 	}
 	total := time.Since(began)
-	if err := os.WriteFile(*out, []byte(render(machine(), figs, failures, total)), 0o644); err != nil {
+	doc := render(machine(), figs, failures, total)
+	if old, err := os.ReadFile(*out); err == nil {
+		if kept := keptSoak(string(old)); kept != "" {
+			doc = strings.TrimRight(doc, "\n") + "\n\n" + kept + "\n"
+		}
+	}
+	if err := writeAtomic(*out, doc); err != nil {
 		fatal(err)
 	}
 	e.logf("wrote %s (%d figures, %d stage failures) in %v", *out, len(figs), len(failures), total.Round(time.Second))
@@ -115,6 +127,38 @@ func stages() []stage {
 		{"calibrate", 4 * time.Minute, calibrateBench},
 		{"deadlock", 6 * time.Minute, deadlockBench},
 	}
+}
+
+// runSoak is make soak: the soak alone, its section spliced into out.
+func runSoak(e *env, out string, d time.Duration, began time.Time) {
+	ctx, cancel := context.WithTimeout(context.Background(), d+5*time.Minute)
+	defer cancel()
+	figs, err := soak(ctx, e, d)
+	if err != nil {
+		fatal(fmt.Errorf("soak: %w", err))
+	}
+	old, _ := os.ReadFile(out)
+	section := fmt.Sprintf("## %s\n\nOn %s; the run took %s.\n\n", figs[0].Section, strings.Join(machine(), "; "), time.Since(began).Round(time.Second)) +
+		renderFigures(figs)
+	if err := writeAtomic(out, spliceSoak(string(old), section)); err != nil {
+		fatal(err)
+	}
+	for _, f := range figs {
+		if strings.Contains(f.Verdict, "missed") {
+			e.logf("soak: %s: %s", f.Name, f.Verdict)
+			os.Exit(1)
+		}
+	}
+	e.logf("soak: every goal met; wrote its section of %s", out)
+}
+
+// writeAtomic writes path through a temporary file in its directory.
+func writeAtomic(path, doc string) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(doc), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 func fatal(err error) {

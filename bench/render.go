@@ -121,6 +121,27 @@ func render(mach []string, figs []figure, failures []string, total time.Duration
 	return b.String()
 }
 
+// renderFigures is one section's table and its commands and notes.
+func renderFigures(figs []figure) string {
+	var b strings.Builder
+	b.WriteString("| figure | value | goal | verdict |\n|---|---|---|---|\n")
+	for _, f := range figs {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", cell(f.Name), cell(f.Value), cell(or(f.Goal, "-")), cell(or(f.Verdict, "-")))
+	}
+	seen := map[string]bool{}
+	b.WriteString("\n")
+	for _, f := range figs {
+		if f.Command != "" && !seen[f.Command] {
+			seen[f.Command] = true
+			fmt.Fprintf(&b, "```\n%s\n```\n\n", f.Command)
+		}
+		if f.Note != "" {
+			fmt.Fprintf(&b, "- %s: %s\n", f.Name, f.Note)
+		}
+	}
+	return b.String()
+}
+
 func cell(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "|", "\\|"), "\n", " ") }
 func or(s, d string) string {
 	if s == "" {

@@ -29,13 +29,14 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// serveChild mirrors cmd_mock's protocol: URL line on stdout, SIGTERM
-// completes the log and exits.
+// serveChild mirrors cmd_mock's protocol: URL line on stdout and the
+// --ready-file, SIGTERM completes the log and exits.
 func serveChild(args []string) int {
 	fs := flag.NewFlagSet("mock", flag.ContinueOnError)
 	listen := fs.String("listen", "", "")
 	cfgPath := fs.String("config", "", "")
 	logPath := fs.String("emit-log", "", "")
+	readyPath := fs.String("ready-file", "", "")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -49,6 +50,10 @@ func serveChild(args []string) int {
 	signal.Notify(sig, syscall.SIGTERM)
 	srv, err := mock.Start(cfg)
 	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := mock.WriteReadyFile(*readyPath, srv.Ready()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -176,7 +181,14 @@ func checkAgainstFiles(t *testing.T, r Result, offset int64, logPath string) {
 	// The steady window by hand: from the latest first write to the
 	// earliest last write; the events strictly inside it.
 	from, to, first := int64(0), int64(1<<63-1), int64(1<<63-1)
+	inRecording := map[string]bool{}
+	for _, rec := range recs {
+		inRecording[rec.RequestID] = true
+	}
 	for _, e := range log {
+		if !inRecording[e.RequestID] {
+			continue // replay's pre-run probe request
+		}
 		from, to, first = max(from, e.EventMonoNs[0]), min(to, e.EventMonoNs[len(e.EventMonoNs)-1]), min(first, e.EventMonoNs[0])
 	}
 	var steady []int64

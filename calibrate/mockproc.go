@@ -1,12 +1,12 @@
 package calibrate
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"strings"
@@ -51,22 +51,26 @@ func (m inProcessMock) Stop() ([]mock.LogEntry, mock.Stats, float64, error) {
 }
 
 // childMock is a `tracekit mock` child process. Its protocol is the mock
-// command's: it prints "... on http://ADDR" on stdout once serving, and on
-// SIGTERM completes its --emit-log file and exits.
+// command's: once serving it writes its --ready-file (JSON with its URL,
+// atomically), and on SIGTERM completes its --emit-log file and exits.
 type childMock struct {
 	cmd     *exec.Cmd
 	url     string
 	logPath string
 	stderr  *tailBuffer
-	drained chan struct{} // closed when stdout hits EOF
+	drained chan struct{} // closed when stdout hits EOF: the child is exiting
 }
 
 var _ runningMock = (*childMock)(nil)
 
+// readyPoll is how often startChild looks for the child's ready file.
+const readyPoll = 10 * time.Millisecond
+
 // startChild writes cfg as the child's --config next to logPath and starts
-// command with it, waiting (bounded) for the URL line.
+// command with it, waiting (bounded) for its ready file.
 func startChild(command, env []string, cfg mock.Config, logPath string) (runningMock, error) {
-	cfgPath := strings.TrimSuffix(logPath, ".parquet") + ".json"
+	base := strings.TrimSuffix(logPath, ".parquet")
+	cfgPath, readyPath := base+".json", base+".ready.json"
 	b, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("encoding the mock config: %w", err)
@@ -74,7 +78,10 @@ func startChild(command, env []string, cfg mock.Config, logPath string) (running
 	if err := os.WriteFile(cfgPath, b, 0o644); err != nil {
 		return nil, fmt.Errorf("writing the mock config: %w", err)
 	}
-	args := append(append([]string(nil), command[1:]...), "--listen", "127.0.0.1:0", "--config", cfgPath, "--emit-log", logPath)
+	if err := os.Remove(readyPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("removing a stale mock ready file: %w", err)
+	}
+	args := append(append([]string(nil), command[1:]...), "--listen", "127.0.0.1:0", "--config", cfgPath, "--emit-log", logPath, "--ready-file", readyPath)
 	c := exec.Command(command[0], args...)
 	c.Env = append(os.Environ(), env...)
 	m := &childMock{cmd: c, logPath: logPath, stderr: &tailBuffer{max: 4096}, drained: make(chan struct{})}
@@ -86,30 +93,37 @@ func startChild(command, env []string, cfg mock.Config, logPath string) (running
 	if err := c.Start(); err != nil {
 		return nil, fmt.Errorf("starting the mock child %s: %w", command[0], err)
 	}
-	urls := make(chan string, 1)
 	go func() { // owned by m: ends at the child's stdout EOF
 		defer close(m.drained)
-		sc := bufio.NewScanner(out)
-		sent := false
-		for sc.Scan() {
-			if i := strings.Index(sc.Text(), "http://"); i >= 0 && !sent {
-				urls <- strings.TrimSpace(sc.Text()[i:])
-				sent = true
-			}
-		}
 		io.Copy(io.Discard, out)
 	}()
-	select {
-	case m.url = <-urls:
-		return m, nil
-	case <-m.drained:
-		c.Wait()
-		return nil, fmt.Errorf("the mock child exited before serving: %s", m.stderr)
-	case <-time.After(mockTimeout):
-		c.Process.Kill()
-		<-m.drained
-		c.Wait()
-		return nil, fmt.Errorf("the mock child printed no URL within %v: %s", mockTimeout, m.stderr)
+	deadline := time.NewTimer(mockTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(readyPoll)
+	defer tick.Stop()
+	for {
+		r, err := mock.ReadReadyFile(readyPath)
+		if err == nil {
+			m.url = r.URL
+			return m, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) { // written atomically: never seen half-written
+			c.Process.Kill()
+			<-m.drained
+			c.Wait()
+			return nil, fmt.Errorf("the mock child's ready file: %w", err)
+		}
+		select {
+		case <-m.drained:
+			c.Wait()
+			return nil, fmt.Errorf("the mock child exited before serving: %s", m.stderr)
+		case <-deadline.C:
+			c.Process.Kill()
+			<-m.drained
+			c.Wait()
+			return nil, fmt.Errorf("the mock child wrote no ready file %s within %v: %s", readyPath, mockTimeout, m.stderr)
+		case <-tick.C:
+		}
 	}
 }
 

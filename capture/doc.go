@@ -2,17 +2,43 @@
 // http.Handler in front of a real server that forwards traffic untouched
 // and records it as a replayable trace plus a recording.
 //
-//	client ──> Proxy.ServeHTTP ──> upstream
+//	client ──> Proxy.ServeHTTP (proxy.go) ──> forward (forward.go) ──> upstream
 //	              │ each upstream read: written and flushed to the client first,
 //	              │ then stamped and parsed by a record.Stream
+//	              │ request body ──> parseLLMCall (llmcall.go)
 //	              v
-//	          segment (rotated by age or buffered size)
+//	          account (account.go): conversation, trace turn, recording row
+//	              v
+//	          segment (segment.go; opened and rotated by age or size in rotate.go)
 //	              ├─> record.Recorder ──> *.recording.parquet (as requests finish)
 //	              └─> trace journal ──> *.trace.parquet (sorted, written when the segment closes)
 //
+// In: HTTP requests. Recorded: POSTs to .../chat/completions and
+// .../completions, except those carrying ProbeHeader (tracekit's own
+// probes, forwarded only). A request without "stream": true is a
+// non-streaming turn and record: one event, the body completely read,
+// carrying every completion token. Known LLM endpoints it cannot parse
+// (Ollama's /api/chat, ...) are forwarded and warned about once per path.
+// Everything else is forwarded only. A gzip or deflate response (sent
+// whatever the client asked) is forwarded compressed and decoded for
+// parsing on a goroutine in lock step with the reads (decode.go), so each
+// event keeps the stamp of the read that completed it; another encoding is
+// recorded as malformed, saying so.
+//
+// Out: per segment, a trace and a recording named
+// capture-<start>-<segment>; a taken name (an earlier run's file or
+// journal) is never replaced: the segment takes the next free name
+// (-2, -3...). Files are written under a .partial name and renamed into
+// place. A trace's rows are sorted, so its file is written when the
+// segment closes; until then its turns go to a journal fsync'd every
+// SyncEvery, which record.Recover also converts.
+//
 // Requests are grouped into conversations by message history
-// (conversations.go) or a session header. A trace's rows are sorted, so its
-// file is written when the segment closes; until then its turns go to a
-// journal fsync'd every SyncEvery, which record.Recover also converts.
-// StartProxy runs the proxy on a listener, like httptest.Server.
+// (conversations.go) or a session header. Goroutines: one rotation ticker
+// (stopped by Close), one accounting goroutine per finished LLM call (at
+// most Queue; more make the handler wait), one decoder per compressed
+// response in flight (ended by its forward), one closer per retired segment;
+// Close waits for all of them and for every handler, and closes the idle
+// upstream connections of the transport it made. StartProxy runs the proxy
+// on a listener, like httptest.Server (server.go).
 package capture

@@ -165,6 +165,64 @@ func TestCapturedTraceReplays(t *testing.T) {
 	}
 }
 
+// TestCapturedNonStreamingReplays captures a conversation whose second turn
+// asks for one JSON body: the trace marks that turn non-streaming, and the
+// captured trace still replays, both turns, in one conversation.
+func TestCapturedNonStreamingReplays(t *testing.T) {
+	up := quickMock(t)
+	ps, err := capture.StartProxy(capture.ProxyConfig{Upstream: up.URL(), OutDir: t.TempDir(), Tokenizer: tokenizer.Default()}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := []map[string]string{{"role": "user", "content": "first, streamed"}}
+	ans := chatTurn(t, ps.URL(), msgs)
+	msgs = append(msgs, map[string]string{"role": "assistant", "content": ans}, map[string]string{"role": "user", "content": "second, one body"})
+	b, _ := json.Marshal(map[string]any{"model": "tracekit-mock", "messages": msgs, "stream": false, "max_tokens": 6})
+	resp, err := http.Post(ps.URL()+"/v1/chat/completions", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if err := ps.Close(); err != nil {
+		t.Fatal(err)
+	}
+	seg := ps.Proxy().Segments()[0]
+	rows := readTurns(t, seg.Trace)
+	if len(rows) != 2 || rows[0].NonStreaming || !rows[1].NonStreaming || rows[1].Turn != 1 || rows[1].ConversationID != rows[0].ConversationID {
+		t.Fatalf("captured rows %+v; want turn 0 streaming and turn 1 non-streaming in one conversation", rows)
+	}
+
+	target := quickMock(t)
+	out := filepath.Join(t.TempDir(), "replayed.parquet")
+	r, err := replay.New(replay.Config{Trace: seg.Trace, Targets: []string{target.URL()}, Model: "tracekit-mock", ContinuousUsage: "off"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rec, err := record.NewRecorder(out, trace.RunMeta{}, record.RecorderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := r.Run(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := readRecs(t, out)
+	if len(got) != 2 {
+		t.Fatalf("replayed %d requests, want 2", len(got))
+	}
+	for _, g := range got {
+		if g.ErrorKind != "" || g.ConversationID != rows[0].ConversationID {
+			t.Fatalf("replayed %+v", g)
+		}
+	}
+}
+
 func readTurns(t *testing.T, path string) []trace.Turn {
 	rows, _, err := trace.ReadTurns(path)
 	if err != nil {

@@ -15,8 +15,8 @@
 // stream_options.continuous_usage_stats (cumulative usage in every chunk).
 // GET /v1/models, GET /health, POST /reset_prefix_cache, GET /metrics
 // (Prometheus text: vllm:num_requests_running/waiting, prompt and generation
-// token counters, prefix cache queries/hits, and the mock's own event
-// lateness quantiles). A chat stream is: a role-only chunk
+// token counters, prefix cache queries/hits, the latency histograms below,
+// and the mock's own event lateness quantiles). A chat stream is: a role-only chunk
 // {"role":"assistant","content":""}, content chunks, the last of which
 // carries finish_reason, the usage chunk when asked, then data: [DONE].
 // Bad bodies get vLLM's error JSON
@@ -157,6 +157,24 @@
 // proxies do. Connections idle for 2 minutes are always reaped.
 // tracekit_mock_idle_closes_total and
 // tracekit_mock_closed_after_response_total count both kinds of close.
+//
+// # Metrics
+//
+// vLLM's latency histograms, with its bucket bounds and the model_name
+// label, are observed as each request goes, from the stamps its log entry
+// records, so counts derived from the log equal them:
+//
+//	vllm:time_to_first_token_seconds     first event with tokens - arrival
+//	                                     (a non-streamed body: the planned TTFT)
+//	vllm:inter_token_latency_seconds     each later event with tokens - the one
+//	                                     before (streams only; a body has none)
+//	vllm:time_per_output_token_seconds   vLLM's older name, the same observations
+//	vllm:e2e_request_latency_seconds     done - arrival     } requests that got
+//	vllm:request_queue_time_seconds      admission - arrival } a batch slot
+//
+// vllm:kv_cache_usage_perc is a model: the tokens held by the admitted
+// requests (prompt plus output so far) over PrefixCacheTokens, at most 1
+// (0 without a cache). vllm:num_preemptions_total is always 0.
 //
 // # Ground-truth log
 //

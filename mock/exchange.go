@@ -33,6 +33,7 @@ type exchange struct {
 	timer    *time.Timer
 	e        LogEntry
 	admitted bool
+	kvHeld   int64 // tokens counted in metrics.kvTokens for this request
 
 	// Stream encoding: head opens every chunk up to the inside of
 	// choices[0]; buf is reused for every event.
@@ -48,6 +49,7 @@ type exchange struct {
 	role         bool  // the prepared event is chat's role chunk
 	cached       bool  // the prompt is in the prefix cache
 	pendingEvent bool  // the last write attempted was an event, not a malformed one
+	lastTokNs    int64 // when the last event with tokens was written
 	conn         net.Conn
 	gz           *gzip.Writer   // non-nil when the stream is gzipped (the gzip fault)
 	raw          *rawWriter     // non-nil while a scheduler writes the stream
@@ -72,6 +74,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 		x.timer.Stop()
 	}
 	if x.admitted {
+		s.m.kvTokens.Add(-x.kvHeld)
 		<-s.slots
 		s.m.running.Add(-1)
 	}
@@ -218,7 +221,14 @@ func (x *exchange) admit() bool {
 	s.m.running.Add(1)
 	x.admitted = true
 	x.e.AdmitMonoNs = clock.Mono()
+	x.holdKV(x.p.tokens)
 	return true
+}
+
+// holdKV counts n more tokens of this request in the KV-cache usage model.
+func (x *exchange) holdKV(n int) {
+	x.kvHeld += int64(n)
+	x.s.m.kvTokens.Add(int64(n))
 }
 
 // prefill looks the prompt up in the prefix cache and returns when the
@@ -265,10 +275,16 @@ func (x *exchange) interrupted() {
 	x.finish(OutcomeClientGone)
 }
 
-// finish stamps and records the entry.
+// finish stamps and records the entry; a request that got a batch slot
+// counts in the end-to-end and queue time histograms, as a finished or
+// aborted request does in vLLM.
 func (x *exchange) finish(outcome string) {
 	x.e.Outcome = outcome
 	x.e.DoneMonoNs = clock.Mono()
+	if x.admitted {
+		x.s.m.e2e.observe(x.e.DoneMonoNs - x.e.ArrivalMonoNs)
+		x.s.m.queue.observe(x.e.AdmitMonoNs - x.e.ArrivalMonoNs)
+	}
 	x.s.record(&x.e)
 }
 

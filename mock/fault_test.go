@@ -178,8 +178,8 @@ func TestDrawnFaults(t *testing.T) {
 	}
 	srv = startMock(t, func(c *Config) { c.Faults.Disconnect, c.Faults.NoDone = 0.5, 0.5 })
 	kinds := map[string]int{}
-	for range 20 {
-		resp := post(t, srv, "/v1/chat/completions", chatBody(4, true, "user", "x"), nil)
+	for i := range 20 { // fixed ids: the draws are deterministic
+		resp := post(t, srv, "/v1/chat/completions", chatBody(4, true, "user", "x"), map[string]string{"X-Request-Id": fmt.Sprint("df", i)})
 		sse(resp)
 	}
 	for _, e := range srv.Log() {

@@ -21,6 +21,28 @@ type metrics struct {
 	idleCloses              atomic.Int64   // connections closed by Config.IdleClose or an idleclose fault
 	closedAfterResponse     atomic.Int64   // connections closed by CloseAfterResponse or a closeafter fault
 	lateness                clock.Lateness // event write lateness vs schedule, ns
+
+	// vLLM's request latency histograms, observed as each request goes
+	// from the same stamps its log entry records (see the package doc).
+	ttft, itl, e2e, queue *histogram
+	kvTokens              atomic.Int64 // prompt + generated tokens of the admitted requests
+	kvCapacity            int64        // Latency.PrefixCacheTokens
+}
+
+func (m *metrics) init(cfg Config) {
+	m.ttft, m.itl = newHistogram(ttftBuckets), newHistogram(itlBuckets)
+	m.e2e, m.queue = newHistogram(requestLatencyBuckets), newHistogram(requestLatencyBuckets)
+	m.kvCapacity = int64(cfg.Latency.PrefixCacheTokens)
+}
+
+// kvUsage models vllm:kv_cache_usage_perc: the tokens the admitted
+// requests hold (prompt and output so far) over the prefix cache's
+// capacity, at most 1; 0 without a cache.
+func (m *metrics) kvUsage() float64 {
+	if m.kvCapacity <= 0 {
+		return 0
+	}
+	return min(1, float64(m.kvTokens.Load())/float64(m.kvCapacity))
 }
 
 // Stats is a snapshot of the server's own health.
@@ -60,10 +82,17 @@ func (m *metrics) writePrometheus(w io.Writer, model string) {
 	}
 	gauge("vllm:num_requests_running", "Requests in the batch.", m.running.Load())
 	gauge("vllm:num_requests_waiting", "Requests waiting for a batch slot.", m.waiting.Load())
+	fmt.Fprintf(w, "# HELP vllm:kv_cache_usage_perc KV-cache usage, 1 means 100 percent: the mock's model is the admitted requests' prompt and output tokens over prefix_cache_tokens.\n# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc%s %g\n", l, m.kvUsage())
+	counter("vllm:num_preemptions_total", "Preemptions; the mock never preempts.", 0)
 	counter("vllm:prompt_tokens_total", "Prompt tokens received.", m.promptTokens.Load())
 	counter("vllm:generation_tokens_total", "Tokens generated.", m.genTokens.Load())
 	counter("vllm:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.", m.cacheQueries.Load())
 	counter("vllm:prefix_cache_hits_total", "Prompt tokens found in the prefix cache.", m.cacheHits.Load())
+	m.ttft.write(w, "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", model)
+	m.itl.write(w, "vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", model)
+	m.itl.write(w, "vllm:time_per_output_token_seconds", "Histogram of time per output token in seconds (vLLM's older name of vllm:inter_token_latency_seconds, the same observations).", model)
+	m.e2e.write(w, "vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", model)
+	m.queue.write(w, "vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", model)
 	counter("tracekit_mock_requests_total", "Completion requests received.", m.requests.Load())
 	counter("tracekit_mock_requests_ok_total", "Completion requests answered in full.", m.okRequests.Load())
 	counter("tracekit_mock_faults_total", "Requests given an injected fault.", m.faults.Load())

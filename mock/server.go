@@ -22,6 +22,7 @@ type Server struct {
 	cfg      Config
 	tokens   TokenCounter
 	url      string
+	addr     string // host:port of url
 	idPrefix string
 	meta     LogMeta
 
@@ -65,10 +66,12 @@ func Start(cfg Config) (*Server, error) {
 		cfg:      cfg,
 		tokens:   cfg.Tokens,
 		url:      "http://" + ln.Addr().String(),
+		addr:     ln.Addr().String(),
 		serveErr: make(chan error, 1),
 		slots:    make(chan struct{}, cfg.Latency.MaxNumSeqs),
 		cache:    newPrefixCache(cfg.Latency.PrefixCacheTokens),
 	}
+	s.m.init(cfg)
 	if s.tokens == nil {
 		s.tokens = ApproxTokens
 	}

@@ -97,8 +97,19 @@ func (x *exchange) write(b []byte) (streamEnd, bool) {
 	return 0, true
 }
 
-// logEvent records the prepared event as written at now and moves on.
+// logEvent records the prepared event as written at now and moves on. The
+// first token's event gives the request's TTFT (now - arrival); each later
+// token event an inter-token latency (now - the previous token event).
 func (x *exchange) logEvent(now int64) {
+	if x.take > 0 {
+		if x.tok == 0 {
+			x.s.m.ttft.observe(now - x.e.ArrivalMonoNs)
+		} else {
+			x.s.m.itl.observe(now - x.lastTokNs)
+		}
+		x.lastTokNs = now
+		x.holdKV(x.take)
+	}
 	late := max(now-x.sched, 0)
 	x.e.EventMonoNs = append(x.e.EventMonoNs, now)
 	x.e.EventTokens = append(x.e.EventTokens, int32(x.take))

@@ -24,6 +24,7 @@ func (x *exchange) unary() {
 		x.interrupted()
 		return
 	}
+	x.s.m.ttft.observe(x.e.PlannedTTFTNs) // no event shows it: the model's time
 	x.s.cache.insert(x.p.segs)
 	end := first
 	for range int(x.e.CompletionTokens) - 1 {
@@ -37,6 +38,7 @@ func (x *exchange) unary() {
 		return
 	}
 	x.s.m.genTokens.Add(int64(x.e.CompletionTokens))
+	x.holdKV(int(x.e.CompletionTokens))
 	if x.eff.disconnectAt >= 0 {
 		x.finish(OutcomeFault)
 		x.abort(false)

@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/tracekit/tracekit/trace"
 )
@@ -26,6 +29,11 @@ type RecorderOptions struct {
 	SyncEvery time.Duration
 	// Journal is the journal's path. Default JournalPath(path).
 	Journal string
+	// NoReplace refuses to start when path or its journal's path is taken
+	// and, at Close, never renames over a file that appeared at path
+	// meanwhile (the finished recording then stays at its partial path and
+	// Close says where). Without it an existing file at path is replaced.
+	NoReplace bool
 }
 
 // JournalPath is where a Recorder writing path keeps its journal.
@@ -98,6 +106,13 @@ func NewRecorder(path string, meta trace.RunMeta, opts RecorderOptions) (*Record
 		done: make(chan struct{}),
 	}
 	r.pool.New = func() any { return new(trace.Record) }
+	if opts.NoReplace {
+		for _, p := range []string{path, opts.Journal, partialPath(path)} {
+			if _, err := os.Lstat(p); err == nil {
+				return nil, fmt.Errorf("creating recording %s: %s already exists and is never replaced (a journal left by a killed run: 'tracekit recover' it): %w", path, p, fs.ErrExist)
+			}
+		}
+	}
 	if err := r.recoverLeftover(); err != nil {
 		return nil, err
 	}
@@ -130,7 +145,11 @@ func (r *Recorder) recoverLeftover() error {
 func (r *Recorder) Recovered() *RecoverResult { return r.recovered }
 
 func (r *Recorder) open(meta trace.RunMeta) error {
-	jf, err := os.OpenFile(r.journal, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	flags := os.O_CREATE | os.O_TRUNC | os.O_WRONLY
+	if r.opts.NoReplace {
+		flags = os.O_CREATE | os.O_EXCL | os.O_WRONLY // another writer may have taken the name since the check
+	}
+	jf, err := os.OpenFile(r.journal, flags, 0o644)
 	if err != nil {
 		return fmt.Errorf("creating journal: %w", err)
 	}
@@ -350,8 +369,12 @@ func (r *Recorder) finish() {
 		r.setErr(fmt.Errorf("%w (run 'tracekit recover %s')", err, r.journal))
 		return
 	}
-	if err := os.Rename(partialPath(r.path), r.path); err != nil {
-		r.setErr(fmt.Errorf("moving the recording into place: %w", err))
+	rename := os.Rename
+	if r.opts.NoReplace {
+		rename = RenameNoReplace
+	}
+	if err := rename(partialPath(r.path), r.path); err != nil {
+		r.setErr(fmt.Errorf("moving the recording into place (it is complete at %s; the journal %s is kept): %w", partialPath(r.path), r.journal, err))
 		return
 	}
 	trace.SyncDir(filepath.Dir(r.path))
@@ -362,4 +385,29 @@ func (r *Recorder) finish() {
 	if err := os.Remove(r.journal); err != nil {
 		r.setErr(fmt.Errorf("removing journal: %w", err))
 	}
+}
+
+// RenameNoReplace renames oldpath to newpath unless newpath exists: then it
+// fails with an error wrapping fs.ErrExist and leaves both files alone. It
+// is atomic (renameat2 RENAME_NOREPLACE) where the file system supports
+// it, else a hard link and unlink, else a check before the rename.
+func RenameNoReplace(oldpath, newpath string) error {
+	err := unix.Renameat2(unix.AT_FDCWD, oldpath, unix.AT_FDCWD, newpath, unix.RENAME_NOREPLACE)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, unix.EEXIST):
+		return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: fs.ErrExist}
+	case !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOSYS) && !errors.Is(err, unix.EOPNOTSUPP):
+		return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: err}
+	}
+	if err := os.Link(oldpath, newpath); err == nil {
+		return os.Remove(oldpath)
+	} else if errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	if _, err := os.Lstat(newpath); err == nil {
+		return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: fs.ErrExist}
+	}
+	return os.Rename(oldpath, newpath)
 }

@@ -2,7 +2,9 @@ package record
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -339,5 +341,81 @@ func TestRecoverBadInput(t *testing.T) {
 	}
 	if _, err := Recover(t.TempDir(), ""); err == nil || !strings.Contains(err.Error(), "no *.journal") {
 		t.Fatalf("empty dir: %v", err)
+	}
+}
+
+// TestRecorderNoReplace: with NoReplace a taken path refuses to start, a
+// file appearing at the path meanwhile is not replaced (the recording stays
+// complete at its partial path), and without it the old behaviour holds.
+func TestRecorderNoReplace(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "taken.parquet")
+	os.WriteFile(path, []byte("earlier run"), 0o644)
+	if _, err := NewRecorder(path, trace.RunMeta{}, RecorderOptions{NoReplace: true}); !errors.Is(err, fs.ErrExist) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("NewRecorder over an existing file: %v; want an error naming it, wrapping fs.ErrExist", err)
+	}
+	os.WriteFile(JournalPath(filepath.Join(dir, "j.parquet")), []byte("x"), 0o644)
+	if _, err := NewRecorder(filepath.Join(dir, "j.parquet"), trace.RunMeta{}, RecorderOptions{NoReplace: true}); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("NewRecorder over a leftover journal: %v", err)
+	}
+
+	late := filepath.Join(dir, "late.parquet")
+	r, err := NewRecorder(late, trace.RunMeta{}, RecorderOptions{NoReplace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := testRecord(1)
+	r.Submit(&rec)
+	os.WriteFile(late, []byte("appeared meanwhile"), 0o644)
+	if err := r.Close(); !errors.Is(err, fs.ErrExist) || !strings.Contains(err.Error(), partialPath(late)) {
+		t.Fatalf("Close with the path taken meanwhile: %v", err)
+	}
+	if b, _ := os.ReadFile(late); string(b) != "appeared meanwhile" {
+		t.Fatalf("the file that appeared was replaced: %q", b)
+	}
+	if got, _ := readAll(t, partialPath(late)); len(got) != 1 {
+		t.Fatalf("partial holds %d records", len(got))
+	}
+
+	r, err = NewRecorder(path, trace.RunMeta{}, RecorderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := readAll(t, path); len(got) != 0 {
+		t.Fatalf("%d records", len(got))
+	}
+}
+
+// TestRecoverNeverReplaces: recovering a journal whose output name is
+// taken writes <name>.recovered.parquet, then .recovered-2, and leaves the
+// existing files as they were.
+func TestRecoverNeverReplaces(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "run.parquet")
+	os.WriteFile(out, []byte("finished before the crash"), 0o644)
+	payload, _ := trace.AppendRunMetaPayload(nil, trace.RunMeta{Command: "crashed"})
+	j := trace.AppendJournalFrame([]byte(trace.JournalMagic), payload)
+	for i := range 2 {
+		rec := testRecord(i)
+		j = trace.AppendJournalFrame(j, trace.AppendRecordPayload(nil, &rec))
+	}
+	for _, want := range []string{"run.recovered.parquet", "run.recovered-2.parquet"} {
+		os.WriteFile(JournalPath(out), j, 0o644)
+		res, err := RecoverAll(JournalPath(out), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res) != 1 || res[0].Out != filepath.Join(dir, want) || res[0].Records != 2 {
+			t.Fatalf("results %+v, want 2 records in %s", res, want)
+		}
+		if got, _ := readAll(t, res[0].Out); len(got) != 2 {
+			t.Fatalf("%s holds %d records", want, len(got))
+		}
+	}
+	if b, _ := os.ReadFile(out); string(b) != "finished before the crash" {
+		t.Fatalf("recover replaced %s: %q", out, b)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -141,15 +142,38 @@ func recoverJournal(journal, outPath string) (RecoverResult, error) {
 		return res, fmt.Errorf("recovering %s: %w", journal, err)
 	}
 	res.TornBytes = tornBytes(jr, journal)
-	if err := os.Rename(tmp, outPath); err != nil {
+	if res.Out, err = moveToFreeName(tmp, outPath); err != nil {
+		os.Remove(tmp)
 		return res, fmt.Errorf("recovering %s: moving the recording into place: %w", journal, err)
 	}
+	outPath = res.Out
 	trace.SyncDir(filepath.Dir(outPath))
 	os.Remove(partialPath(strings.TrimSuffix(journal, ".journal")))
 	if err := os.Remove(journal); err != nil {
 		return res, fmt.Errorf("recovered %d records into %s but could not remove the journal: %w", res.Records, outPath, err)
 	}
 	return res, nil
+}
+
+// moveToFreeName renames tmp to want, or, when a file is already there
+// (the run finished it before dying, or an earlier recovery did), to the
+// first free "<name>.recovered[-k]<ext>" next to it: recovery never replaces
+// a file. It returns the name used.
+func moveToFreeName(tmp, want string) (string, error) {
+	ext := filepath.Ext(want)
+	stem := strings.TrimSuffix(want, ext)
+	name := want
+	for k := 1; k <= 1000; k++ {
+		err := RenameNoReplace(tmp, name)
+		if !errors.Is(err, fs.ErrExist) {
+			return name, err
+		}
+		name = fmt.Sprintf("%s.recovered%s", stem, ext)
+		if k > 1 {
+			name = fmt.Sprintf("%s.recovered-%d%s", stem, k, ext)
+		}
+	}
+	return "", fmt.Errorf("%s and 1000 recovered names next to it exist: %w", want, fs.ErrExist)
 }
 
 // tornBytes is how much of the journal's tail was dropped.
@@ -181,9 +205,11 @@ func recoverTraceJournal(r io.Reader, journal, outPath string) (RecoverResult, e
 		os.Remove(tmp)
 		return res, fmt.Errorf("recovering %s: %w", journal, err)
 	}
-	if err := os.Rename(tmp, outPath); err != nil {
+	if res.Out, err = moveToFreeName(tmp, outPath); err != nil {
+		os.Remove(tmp)
 		return res, fmt.Errorf("recovering %s: moving the trace into place: %w", journal, err)
 	}
+	outPath = res.Out
 	trace.SyncDir(filepath.Dir(outPath))
 	res.Records, res.TornBytes = len(turns), tornBytes(jr, journal)
 	if err := os.Remove(journal); err != nil {

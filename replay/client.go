@@ -1,31 +1,40 @@
 package replay
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/url"
+	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/tracekit/tracekit/clock"
+	"github.com/tracekit/tracekit/record"
+	"github.com/tracekit/tracekit/trace"
 )
 
-// target is one server: its base URL and its fasthttp client.
+// target is one server: its base URL and its fasthttp clients.
 type target struct {
-	base     string // as given, without a trailing "/" or "/v1"
-	genURL   string // the generation endpoint
-	hc       *fasthttp.HostClient
+	base   string // as given, without a trailing "/" or "/v1"
+	genURL string // the generation endpoint
+	hc     *fasthttp.HostClient
+	// fresh sends the one retry of a request whose reused keep-alive
+	// connection the server had closed. Its requests carry Connection:
+	// close, so its pool stays empty and every retry dials anew.
+	fresh    *fasthttp.HostClient
 	auth     string // "Bearer <key>" or empty; never logged
 	headers  map[string]string
 	bodyOpts *bodyOptions
 }
 
-// newTarget builds the client for base. Its pool holds maxConns
+// newTarget builds the clients for base. Its pool holds maxConns
 // connections (fasthttp's default of 512 would queue requests silently
 // beyond it).
 func newTarget(base string, c *Config, conns *connSet, maxConns int, bo *bodyOptions) (*target, error) {
@@ -45,26 +54,38 @@ func newTarget(base string, c *Config, conns *connSet, maxConns int, bo *bodyOpt
 	if c.Endpoint == EndpointCompletions {
 		path = "/v1/completions"
 	}
-	t := &target{
-		base:    base,
-		genURL:  base + path,
-		headers: c.Headers,
-		hc: &fasthttp.HostClient{
-			Addr:                host,
-			Name:                "tracekit",
-			IsTLS:               u.Scheme == "https",
-			Dial:                conns.dial,
-			MaxConns:            maxConns,
-			MaxConnWaitTimeout:  0, // never reached: the run's own semaphore bounds requests
-			StreamResponseBody:  true,
-			MaxIdleConnDuration: 60 * time.Second,
-			ReadBufferSize:      4 << 10, // response headers; 4 KiB per stream matters at 10,000 streams
-			WriteBufferSize:     32 << 10,
-		},
-		bodyOpts: bo,
+	var tlsCfg *tls.Config
+	if u.Scheme == "https" {
+		tlsCfg = &tls.Config{ServerName: u.Hostname(), InsecureSkipVerify: c.Insecure, NextProtos: []string{"http/1.1"}}
 	}
-	if c.Insecure {
-		t.hc.TLSConfig = &tls.Config{InsecureSkipVerify: true}
+	client := func() *fasthttp.HostClient {
+		return &fasthttp.HostClient{
+			Addr:               host,
+			Name:               "tracekit",
+			IsTLS:              tlsCfg != nil,
+			Dial:               conns.dialer(tlsCfg),
+			MaxConns:           maxConns,
+			MaxConnWaitTimeout: 0, // never reached: the run's own semaphore bounds requests
+			StreamResponseBody: true,
+			// The cleaner closes idle connections after this; conn.Write
+			// checks it again when a request takes one, which the cleaner
+			// alone cannot guarantee.
+			MaxIdleConnDuration: c.IdleConnTimeout,
+			// Every rejected stale connection is one attempt; retryIfErr
+			// retries nothing else.
+			MaxIdemponentCallAttempts: math.MaxInt32,
+			RetryIfErr:                retryIfErr,
+			ReadBufferSize:            4 << 10, // response headers; 4 KiB per stream matters at 10,000 streams
+			WriteBufferSize:           32 << 10,
+		}
+	}
+	t := &target{
+		base:     base,
+		genURL:   base + path,
+		headers:  c.Headers,
+		hc:       client(),
+		fresh:    client(),
+		bodyOpts: bo,
 	}
 	if c.APIKey != "" {
 		t.auth = "Bearer " + c.APIKey
@@ -72,7 +93,54 @@ func newTarget(base string, c *Config, conns *connSet, maxConns int, bo *bodyOpt
 	return t, nil
 }
 
-// prepare fills req with a request to uri with t's headers.
+// retryIfErr is fasthttp's retry policy: only a request refused by
+// conn.Write for a stale connection (nothing was sent) takes another
+// connection; every other failure is the caller's to judge.
+func retryIfErr(_ *fasthttp.Request, _ int, err error) (resetTimeout, retry bool) {
+	return false, errors.Is(err, errStaleConn)
+}
+
+// do sends req through t and reads the response headers (the body is
+// streamed), with deadline bounding the whole exchange when not zero. A
+// request that went out on a reused keep-alive connection and got EOF or a
+// reset before any response byte (the server had closed the connection
+// while it sat idle: uvicorn does after 5 s) is sent once more, at once,
+// on a fresh connection, with X-Request-Id retryID when not empty;
+// retried reports it. A failure after a response byte is never retried,
+// nor is one on a fresh connection.
+func (t *target) do(req *fasthttp.Request, resp *fasthttp.Response, deadline time.Time, retryID string) (retried bool, err error) {
+	send := func(hc *fasthttp.HostClient) error {
+		if deadline.IsZero() {
+			return hc.Do(req, resp)
+		}
+		return hc.DoDeadline(req, resp, deadline)
+	}
+	err = send(t.hc)
+	if err == nil || !closedBeforeAnswer(err) {
+		return false, err
+	}
+	if c := connOf(resp.LocalAddr()); c == nil || !c.reusedWithoutAnswer() || c.set.canceled.Load() {
+		return false, err
+	}
+	if retryID != "" {
+		req.Header.Set("X-Request-Id", retryID)
+	}
+	req.SetConnectionClose()
+	err = send(t.fresh)
+	req.Header.ResetConnectionClose()
+	return true, err
+}
+
+// closedBeforeAnswer reports whether err is the peer closing or resetting
+// the connection (fasthttp reports EOF before the first response byte as
+// ErrConnectionClosed).
+func closedBeforeAnswer(err error) bool {
+	return errors.Is(err, fasthttp.ErrConnectionClosed) || errors.Is(err, io.EOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED)
+}
+
+// prepare fills req with a request to uri with t's headers. A request
+// without a requestID is not traffic and carries ProbeHeader.
 func (t *target) prepare(req *fasthttp.Request, method, uri, requestID string) {
 	req.Reset()
 	req.SetRequestURI(uri)
@@ -82,6 +150,8 @@ func (t *target) prepare(req *fasthttp.Request, method, uri, requestID string) {
 	}
 	if requestID != "" {
 		req.Header.Set("X-Request-Id", requestID)
+	} else {
+		req.Header.Set(ProbeHeader, "1")
 	}
 	for k, v := range t.headers {
 		req.Header.Set(k, v)
@@ -99,7 +169,7 @@ func (t *target) simple(method, path string, body []byte, timeout time.Duration)
 		req.Header.SetContentType("application/json")
 		req.SetBody(body)
 	}
-	if err := t.hc.DoTimeout(req, resp, timeout); err != nil {
+	if _, err := t.do(req, resp, time.Now().Add(timeout), ""); err != nil {
 		return 0, nil, fmt.Errorf("%s %s%s: %w", method, t.base, path, err)
 	}
 	var out []byte
@@ -175,15 +245,64 @@ func (t *target) resetPrefixCache() error {
 	return nil
 }
 
-// probeContinuousUsage sends one 1-token request asking for
-// continuous_usage_stats and reports whether the server accepted it.
-func (t *target) probeContinuousUsage(model string) bool {
+// ProbeHeader marks every request replay sends that is not traffic (the
+// pre-run probe, /v1/models, ready checks, the prefix-cache reset): the
+// capture proxy forwards such requests but never records them.
+const ProbeHeader = "X-Tracekit-Probe"
+
+// probeResult is what one pre-run probe request saw.
+type probeResult struct {
+	status int
+	body   []byte       // the start of a non-2xx body
+	rec    trace.Record // the parsed stream of a 2xx answer
+}
+
+// probe sends the run's kind of request, tiny (2 tokens), streamed, with
+// or without continuous_usage_stats, and parses the answer.
+func (t *target) probe(model string, usage bool, timeout time.Duration) (probeResult, error) {
+	var res probeResult
 	bo := *t.bodyOpts
-	bo.continuousUsage = true
-	bo.ignoreEOS = false
-	body := bo.appendBody(nil, model, nil, probeMessages, 1)
-	status, _, err := t.simple("POST", t.genURL[len(t.base):], body, 30*time.Second)
-	return err == nil && status/100 == 2
+	bo.continuousUsage, bo.ignoreEOS = usage, false
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	t.prepare(req, "POST", t.genURL, "")
+	req.Header.SetContentType("application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Accept-Encoding", "identity")
+	req.SetBody(bo.appendBody(nil, model, nil, probeMessages, 2, false))
+	if _, err := t.do(req, resp, time.Now().Add(timeout), ""); err != nil {
+		return res, fmt.Errorf("POST %s: %w", t.genURL, err)
+	}
+	res.status = resp.StatusCode()
+	var body io.Reader = bytes.NewReader(resp.Body())
+	if s := resp.BodyStream(); s != nil {
+		body = s
+	}
+	defer resp.CloseBodyStream()
+	if res.status/100 != 2 {
+		res.body, _ = io.ReadAll(io.LimitReader(body, 4<<10))
+		return res, nil
+	}
+	if ct := resp.Header.ContentType(); bytes.HasPrefix(ct, []byte("application/json")) {
+		b, _ := io.ReadAll(io.LimitReader(body, 4<<10))
+		return res, fmt.Errorf("POST %s: the server answered without streaming (Content-Type: %s): %s", t.genURL, ct, snippetOf(bytes.TrimSpace(b)))
+	}
+	if enc := resp.Header.ContentEncoding(); len(enc) > 0 && !bytes.EqualFold(enc, []byte("identity")) {
+		var d decoders
+		dec, err := d.decode(enc, body, func() int64 { return 0 })
+		if err != nil {
+			return res, fmt.Errorf("POST %s: %w", t.genURL, err)
+		}
+		body = dec
+	}
+	st := record.NewStream(nil)
+	err := st.ReadBody(body, make([]byte, 4<<10), func() int64 { return 0 })
+	st.Fill(&res.rec)
+	if err != nil {
+		return res, fmt.Errorf("reading the answer to POST %s: %w", t.genURL, err)
+	}
+	return res, nil
 }
 
 // snippetOf quotes the start of a body for an error message.

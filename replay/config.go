@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/url"
 	"strings"
 	"time"
@@ -26,6 +27,15 @@ const (
 	PolicyRoundRobin   = "round-robin"  // each request to the next target
 	PolicyConversation = "conversation" // a conversation sticks to one target
 )
+
+// DefaultIdleConnTimeout is Config.IdleConnTimeout's default. Servers
+// close idle keep-alive connections without a word: uvicorn (vLLM's and
+// SGLang's HTTP server) after 5 s (timeout_keep_alive), many proxies and
+// load balancers likewise. A request written on such a connection fails
+// before its first response byte although the server is healthy. Staying
+// well below 5 s leaves room for the request's trip and for the server's
+// timer firing early; a connection not reused costs one dial.
+const DefaultIdleConnTimeout = 3 * time.Second
 
 // Config is everything a run needs. The zero value of every limit means
 // "no limit"; New applies the documented defaults.
@@ -63,11 +73,19 @@ type Config struct {
 	BenchmarkTimeout time.Duration // whole run; in-flight requests are then canceled
 	ReadyTimeout     time.Duration // wait for /health or /v1/models before the clock starts
 	DialTimeout      time.Duration // default 10 s
+	// IdleConnTimeout is the longest a keep-alive connection may sit idle
+	// in the pool and still be given to a request; default
+	// DefaultIdleConnTimeout.
+	IdleConnTimeout time.Duration
 	// Insecure accepts any TLS certificate from an https:// target (a
 	// self-signed test deployment); the default verifies it.
 	Insecure bool
 
 	ResetPrefixCache bool // POST /reset_prefix_cache to every target first
+	// NoProbe skips the pre-run probe request (which fails a run whose
+	// target is unreachable or refuses the model before the clock starts,
+	// and verifies continuous usage); "auto" continuous usage is then off.
+	NoProbe bool
 
 	// GCPercent is the garbage collector's target (as GOGC) while Run runs;
 	// the previous setting is restored after. 0 means DefaultGCPercent, a
@@ -128,7 +146,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Speed == 0 {
 		c.Speed = 1
 	}
-	if c.Speed < 0 {
+	if c.Speed < 0 || math.IsNaN(c.Speed) || math.IsInf(c.Speed, 0) {
 		return c, fmt.Errorf("--speed %g: expected a positive factor", c.Speed)
 	}
 	if c.Shards == 0 {
@@ -142,8 +160,18 @@ func (c Config) withDefaults() (Config, error) {
 			return c, fmt.Errorf("%s %d: expected 0 (no limit) or more", name, v)
 		}
 	}
-	if c.DialTimeout <= 0 {
+	for name, d := range map[string]time.Duration{"--duration": c.Duration, "--request-timeout": c.RequestTimeout,
+		"--idle-timeout": c.IdleTimeout, "--benchmark-timeout": c.BenchmarkTimeout, "--ready-timeout": c.ReadyTimeout,
+		"--dial-timeout": c.DialTimeout, "--idle-conn-timeout": c.IdleConnTimeout} {
+		if d < 0 {
+			return c, fmt.Errorf("%s %v: expected 0 (the default) or a positive duration", name, d)
+		}
+	}
+	if c.DialTimeout == 0 {
 		c.DialTimeout = 10 * time.Second
+	}
+	if c.IdleConnTimeout == 0 {
+		c.IdleConnTimeout = DefaultIdleConnTimeout
 	}
 	if c.ExtraBody != "" {
 		var m map[string]json.RawMessage
@@ -202,7 +230,8 @@ func (c Config) meta() map[string]any {
 		"duration": c.Duration.String(), "request_timeout": c.RequestTimeout.String(),
 		"idle_timeout": c.IdleTimeout.String(), "benchmark_timeout": c.BenchmarkTimeout.String(),
 		"ready_timeout": c.ReadyTimeout.String(), "dial_timeout": c.DialTimeout.String(),
-		"reset_prefix_cache": c.ResetPrefixCache, "insecure": c.Insecure,
+		"idle_conn_timeout":  c.IdleConnTimeout.String(),
+		"reset_prefix_cache": c.ResetPrefixCache, "no_probe": c.NoProbe, "insecure": c.Insecure,
 	}
 	if c.Temperature != nil {
 		m["temperature"] = *c.Temperature
@@ -226,4 +255,26 @@ func RedactCommand(args []string) string {
 		}
 	}
 	return strings.Join(out, " ")
+}
+
+// fdMargin is the file descriptors a run needs besides its sockets: the
+// trace, the recording, its journal, stdio, the poller, the dispatcher's
+// timerfd and the like, with room to spare.
+const fdMargin = 64
+
+// checkFileLimit raises the soft file-descriptor limit to the hard one and
+// fails when maxConcurrency streams (one socket each) and fdMargin still
+// do not fit: otherwise the excess requests would fail one by one with
+// "too many open files". Without a concurrency limit the need is unknown
+// and nothing is checked.
+func checkFileLimit(maxConcurrency int) error {
+	soft, hard, ok := raiseFileLimit()
+	if !ok || maxConcurrency <= 0 {
+		return nil
+	}
+	if need := uint64(maxConcurrency) + fdMargin; need > soft {
+		return fmt.Errorf("--max-concurrency %d needs about %d file descriptors (a socket per stream and %d more), the limit is %d (hard limit %d): raise it with ulimit -n or lower --max-concurrency",
+			maxConcurrency, need, fdMargin, soft, hard)
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"sync"
@@ -15,14 +16,28 @@ import (
 // canceled: every in-flight stream ends at once.
 var errRunCanceled = errors.New("the run was canceled")
 
-// conn wraps every connection fasthttp dials. It exists for three reasons
-// fasthttp gives no hook for:
+// errStaleConn is what the first Write of a request returns, without
+// writing anything, on a pooled connection idle longer than
+// Config.IdleConnTimeout: the server may already have closed it.
+// target.retryIfErr lets fasthttp take another connection at once.
+var errStaleConn = errors.New("the pooled connection was idle too long to trust")
+
+// conn wraps every connection fasthttp dials (above TLS, so it sees the
+// plain HTTP exchange). It exists for what fasthttp gives no hook for:
 //   - wroteNs: when a request's bytes were last written (its actual send time);
-//   - idle: a per-event idle timeout. fasthttp's own read deadline covers the
-//     whole streamed body, so before each Read we set the deadline to
-//     min(request deadline, now + idle);
-//   - cancel: the run can interrupt every blocked Read.
+//   - idle: a per-read idle timeout. fasthttp's own read deadline covers the
+//     whole streamed body, so before each Read (response headers included)
+//     we set the deadline to min(request deadline, now + idle);
+//   - cancel: the run can interrupt every blocked Read;
+//   - reuse: the first Write of a request on a connection that served one
+//     before checks how long it sat idle (errStaleConn past
+//     Config.IdleConnTimeout), and the request goroutine learns whether a
+//     failed request went out on a reused connection and got no response
+//     byte: the signature of a keep-alive connection the server had closed,
+//     which replay sends again on a fresh connection.
 //
+// A conn is used by one request at a time (fasthttp's pool hands it over
+// under a mutex); the atomics keep the race detector and Close honest.
 // The request goroutine finds its conn after Do returns through
 // Response.LocalAddr, which returns the conn's own addr (connAddr).
 type conn struct {
@@ -31,8 +46,12 @@ type conn struct {
 	addr connAddr
 
 	wroteNs     atomic.Int64 // clock.Mono() after the last Write returned
-	idle        atomic.Int64 // ns between reads allowed; 0: off
+	readNs      atomic.Int64 // clock.Mono() after the last Read that returned bytes (or the dial)
 	reqDeadline atomic.Int64 // unix ns of the read deadline fasthttp set; 0: none
+
+	requests atomic.Int32 // requests started on this connection
+	writing  atomic.Bool  // the current request is being written or awaits its first response byte
+	gotByte  atomic.Bool  // the current request received a response byte
 }
 
 // connAddr is the conn's local address with a way back to the conn.
@@ -43,7 +62,22 @@ type connAddr struct {
 
 func (c *conn) LocalAddr() net.Addr { return &c.addr }
 
+// Handshake tells fasthttp that the conn is a TLS connection already (we
+// do the handshake in dial) so that it does not wrap it again.
+func (c *conn) Handshake() error { return nil }
+
 func (c *conn) Write(p []byte) (int, error) {
+	if !c.writing.Load() {
+		// The first write of a request: HTTP/1.1 without pipelining sends
+		// a request only after the previous response was read.
+		n := c.requests.Add(1)
+		if to := c.set.idleConnTimeout; n > 1 && to > 0 && clock.Mono()-c.readNs.Load() > int64(to) {
+			c.Conn.Close() // fasthttp closes it too; nothing was written
+			return 0, errStaleConn
+		}
+		c.writing.Store(true)
+		c.gotByte.Store(false)
+	}
 	n, err := c.Conn.Write(p)
 	c.wroteNs.Store(clock.Mono())
 	return n, err
@@ -53,8 +87,8 @@ func (c *conn) Read(p []byte) (int, error) {
 	if c.set.canceled.Load() {
 		return 0, errRunCanceled
 	}
-	if idle := c.idle.Load(); idle > 0 {
-		d := time.Now().UnixNano() + idle
+	if idle := c.set.idle; idle > 0 {
+		d := time.Now().UnixNano() + int64(idle)
 		if rd := c.reqDeadline.Load(); rd != 0 && rd < d {
 			d = rd
 		}
@@ -63,10 +97,24 @@ func (c *conn) Read(p []byte) (int, error) {
 		}
 	}
 	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.readNs.Store(clock.Mono())
+		if c.writing.Load() {
+			c.writing.Store(false)
+			c.gotByte.Store(true)
+		}
+	}
 	if err != nil && c.set.canceled.Load() {
 		err = errRunCanceled
 	}
 	return n, err
+}
+
+// reusedWithoutAnswer reports whether the request that last used c went
+// out on a connection that had served a request before and has not
+// received a byte of its response.
+func (c *conn) reusedWithoutAnswer() bool {
+	return c.requests.Load() > 1 && !c.gotByte.Load()
 }
 
 func (c *conn) SetReadDeadline(t time.Time) error {
@@ -99,41 +147,60 @@ func (c *conn) Close() error {
 	return c.Conn.Close()
 }
 
-// connSet tracks the live connections of a run so Cancel can reach them.
-// It is touched on dial and close only, never per request.
+// connSet dials and tracks the live connections of a run so cancel can
+// reach them. It is touched on dial and close only, never per request.
 type connSet struct {
-	dialTimeout time.Duration
-	canceled    atomic.Bool
-	mu          sync.Mutex
-	conns       map[*conn]struct{}
+	dialTimeout     time.Duration
+	idle            time.Duration // Config.IdleTimeout: per read, 0 none
+	idleConnTimeout time.Duration // Config.IdleConnTimeout: pooled connections older are not reused
+	tls             *tls.Config   // for https:// targets; nil for http://
+	canceled        atomic.Bool
+	mu              sync.Mutex
+	conns           map[*conn]struct{}
 }
 
-func newConnSet(dialTimeout time.Duration) *connSet {
-	return &connSet{dialTimeout: dialTimeout, conns: make(map[*conn]struct{})}
+func newConnSet(cfg *Config) *connSet {
+	return &connSet{
+		dialTimeout: cfg.DialTimeout, idle: cfg.IdleTimeout, idleConnTimeout: cfg.IdleConnTimeout,
+		conns: make(map[*conn]struct{}),
+	}
 }
 
-// dial is fasthttp's Dial: TCP with the run's dial timeout, wrapped.
-func (s *connSet) dial(addr string) (net.Conn, error) {
-	if s.canceled.Load() {
-		return nil, errRunCanceled
+// dialer returns fasthttp's Dial for one target: TCP with the run's dial
+// timeout, then TLS when tlsCfg is not nil (so that the wrapper sees plain
+// HTTP), wrapped.
+func (s *connSet) dialer(tlsCfg *tls.Config) func(addr string) (net.Conn, error) {
+	return func(addr string) (net.Conn, error) {
+		if s.canceled.Load() {
+			return nil, errRunCanceled
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.dialTimeout)
+		defer cancel()
+		var d net.Dialer
+		nc, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		if tlsCfg != nil {
+			tc := tls.Client(nc, tlsCfg)
+			if err := tc.HandshakeContext(ctx); err != nil {
+				nc.Close()
+				return nil, err
+			}
+			nc = tc
+		}
+		c := &conn{Conn: nc, set: s}
+		c.addr = connAddr{Addr: nc.LocalAddr(), c: c}
+		c.readNs.Store(clock.Mono())
+		s.mu.Lock()
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
+		if s.canceled.Load() { // canceled while dialing
+			c.Close()
+			return nil, errRunCanceled
+		}
+		return c, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.dialTimeout)
-	defer cancel()
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	c := &conn{Conn: nc, set: s}
-	c.addr = connAddr{Addr: nc.LocalAddr(), c: c}
-	s.mu.Lock()
-	s.conns[c] = struct{}{}
-	s.mu.Unlock()
-	if s.canceled.Load() { // canceled while dialing
-		c.Close()
-		return nil, errRunCanceled
-	}
-	return c, nil
 }
 
 func (s *connSet) remove(c *conn) {
@@ -154,8 +221,7 @@ func (s *connSet) cancel() {
 }
 
 // connOf returns the run's conn behind a response's local address, nil if
-// the address is not one of ours (TLS wraps the conn but keeps its
-// LocalAddr, so this works for https too).
+// the address is not one of ours.
 func connOf(a net.Addr) *conn {
 	if ca, ok := a.(*connAddr); ok {
 		return ca.c

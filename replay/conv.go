@@ -153,14 +153,20 @@ func (r *Runner) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace.T
 	if turn.Model != "" {
 		model = turn.Model
 	}
-	ex.body = r.bo.appendBody(ex.body[:0], model, hist, msgs, turn.OutputTokens)
+	rec.NonStreaming = turn.NonStreaming
+	ex.body = r.bo.appendBody(ex.body[:0], model, hist, msgs, turn.OutputTokens, turn.NonStreaming)
 
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
 	t.prepare(req, "POST", t.genURL, rec.RequestID)
 	req.Header.SetContentType("application/json")
-	req.Header.Set("Accept", "text/event-stream")
+	if turn.NonStreaming {
+		req.Header.Set("Accept", "application/json")
+	} else {
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	req.Header.Set("Accept-Encoding", "identity")
 	req.SetBodyRaw(ex.body)
 
 	r.sent.Add(1)
@@ -179,11 +185,14 @@ func (r *Runner) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace.T
 // exchange performs the HTTP exchange of ex.rec and reads its stream.
 func (r *Runner) exchange(runCtx context.Context, t *target, req *fasthttp.Request, resp *fasthttp.Response, ex *exchange, slot int64) {
 	rec := &ex.rec
-	var err error
+	var deadline time.Time
 	if r.cfg.RequestTimeout > 0 {
-		err = t.hc.DoDeadline(req, resp, time.Now().Add(r.cfg.RequestTimeout))
-	} else {
-		err = t.hc.Do(req, resp)
+		deadline = time.Now().Add(r.cfg.RequestTimeout)
+	}
+	retryID := rec.ConversationID + "-" + strconv.Itoa(int(rec.Turn)) + "-1"
+	retried, err := t.do(req, resp, deadline, retryID)
+	if retried {
+		rec.Attempt, rec.RequestID = 1, retryID
 	}
 	headers := r.now()
 	c := connOf(resp.LocalAddr())
@@ -195,6 +204,9 @@ func (r *Runner) exchange(runCtx context.Context, t *target, req *fasthttp.Reque
 	if err != nil {
 		rec.ErrorKind = r.classify(runCtx, err, c, trace.ErrConnect)
 		rec.ErrorMessage = "sending: " + err.Error()
+		if rec.ErrorKind == trace.ErrHeadersTimeout {
+			rec.ErrorMessage = fmt.Sprintf("no response headers within %v (--idle-timeout)", r.cfg.IdleTimeout)
+		}
 		return
 	}
 	rec.HeadersNs = headers
@@ -210,22 +222,76 @@ func (r *Runner) exchange(runCtx context.Context, t *target, req *fasthttp.Reque
 		closeBody(resp, errors.New("discarding an error body"))
 		return
 	}
-	idle := int64(r.cfg.IdleTimeout)
-	if c != nil && idle > 0 {
-		c.idle.Store(idle)
+	now := r.now
+	if enc := resp.Header.ContentEncoding(); len(enc) > 0 && !bytes.EqualFold(enc, []byte("identity")) {
+		dec, err := ex.dec.decode(enc, body, r.now)
+		if err != nil {
+			rec.ErrorKind = r.classify(runCtx, err, c, trace.ErrMalformed)
+			rec.ErrorMessage = err.Error()
+			closeBody(resp, err)
+			return
+		}
+		body, now = dec, ex.dec.net.stamp
 	}
-	rerr := ex.stream.ReadBody(body, ex.buf, r.now)
+	if rec.NonStreaming {
+		rerr := r.readWhole(ex, body, now)
+		if rerr != nil {
+			rec.ErrorKind = r.classify(runCtx, rerr, c, trace.ErrStreamTruncated)
+			rec.ErrorMessage = fmt.Sprintf("reading the response body after %d bytes: %v", len(ex.resp), rerr)
+		}
+		closeBody(resp, rerr)
+		return
+	}
+	if ct := resp.Header.ContentType(); bytes.HasPrefix(ct, []byte("application/json")) {
+		b, err := io.ReadAll(io.LimitReader(body, 4<<10))
+		rec.ErrorKind = trace.ErrNotStreaming
+		rec.ErrorMessage = fmt.Sprintf("server answered without streaming (Content-Type: %s): %s", ct, snippetOf(bytes.TrimSpace(b)))
+		closeBody(resp, errors.Join(errors.New("discarding a JSON body"), err))
+		return
+	}
+	rerr := ex.stream.ReadBody(body, ex.buf, now)
 	ex.stream.Fill(rec)
 	if rerr != nil {
 		rec.ErrorKind = r.classify(runCtx, rerr, c, trace.ErrStreamTruncated)
 		rec.ErrorMessage = fmt.Sprintf("reading the stream after %d events: %v", len(rec.EventNs), rerr)
 	}
-	if c != nil && idle > 0 {
-		// Leave no idle deadline behind for the conn's next request.
-		c.idle.Store(0)
-		c.Conn.SetReadDeadline(time.Time{})
-	}
 	closeBody(resp, rerr)
+}
+
+// maxJSONBody bounds a non-streaming response body.
+const maxJSONBody = 64 << 20
+
+// readWhole reads a non-streaming response body into ex.resp and parses it
+// as one event stamped when the body was completely read: the record's
+// EventNs is that instant, its EventTokens the completion tokens (usage,
+// exact, or counted from the text). A read error leaves the record as
+// Fill makes it from what arrived.
+func (r *Runner) readWhole(ex *exchange, body io.Reader, now func() int64) error {
+	ex.resp = ex.resp[:0]
+	var err error
+	for {
+		if len(ex.resp) == cap(ex.resp) {
+			ex.resp = append(ex.resp, 0)[:len(ex.resp)]
+		}
+		var n int
+		n, err = body.Read(ex.resp[len(ex.resp):cap(ex.resp)])
+		ex.resp = ex.resp[:len(ex.resp)+n]
+		if err != nil || len(ex.resp) > maxJSONBody {
+			break
+		}
+	}
+	done := now()
+	if err == io.EOF {
+		err = nil
+	}
+	if err == nil && len(ex.resp) > maxJSONBody {
+		err = fmt.Errorf("the body is larger than %d bytes", maxJSONBody)
+	}
+	if err == nil {
+		ex.stream.FeedJSON(bytes.TrimSpace(ex.resp), done)
+	}
+	ex.stream.Fill(&ex.rec)
+	return err
 }
 
 // classify names the error kind of a transport error; def is the kind of
@@ -235,7 +301,10 @@ func (r *Runner) classify(runCtx context.Context, err error, c *conn, def string
 	case runCtx.Err() != nil || errors.Is(err, errRunCanceled):
 		return trace.ErrCanceled
 	case isTimeout(err) || errors.Is(err, fasthttp.ErrTimeout):
-		if c != nil && c.idle.Load() > 0 && !c.pastRequestDeadline() {
+		if c != nil && c.set.idle > 0 && !c.pastRequestDeadline() {
+			if def == trace.ErrConnect {
+				return trace.ErrHeadersTimeout
+			}
 			return trace.ErrIdleTimeout
 		}
 		return trace.ErrTimeout

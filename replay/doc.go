@@ -22,11 +22,30 @@
 //	blocks on disk)
 //
 // Client: one fasthttp.HostClient per target with streaming response bodies.
-// Every connection is wrapped (conn.go) so that the run can stamp when a
-// request's bytes were written, apply the per-event idle timeout as a read
-// deadline before each Read, and interrupt every in-flight read when the run
-// is canceled (signal, --benchmark-timeout). --duration and --max-requests
+// Every connection is wrapped (conn.go, above TLS, which dial does itself)
+// so that the run can stamp when a request's bytes were written, apply the
+// idle timeout as a read deadline before each Read, and interrupt every
+// in-flight read when the run is canceled (signal, --benchmark-timeout).
+//
+// Keep-alive: servers close idle connections silently (uvicorn after 5 s).
+// The first Write of a request on a pooled connection idle longer than
+// Config.IdleConnTimeout writes nothing and fails with errStaleConn, which
+// fasthttp's RetryIfErr turns into another connection at once. A request
+// that went out on a reused connection and got EOF or a reset before any
+// response byte is sent once more on a fresh connection (a second client
+// whose requests carry Connection: close): Record.Attempt 1, request id
+// "-1", no error. Nothing is retried after a response byte. --duration and --max-requests
 // only stop new requests: those in flight finish.
+//
+// Non-streaming turns (trace.Turn.NonStreaming) are sent with "stream":
+// false; the body is read whole and parsed as one event stamped when the
+// read completed (Record.NonStreaming, EventTokens = the completion tokens).
+//
+// Before the clock (Prepare, which Run calls unless the caller did): the ready checks, the model lookup, the prefix-cache
+// reset and one tiny probe request per target, all marked with
+// ProbeHeader. The probe fails the run when a target is unreachable or
+// refuses the request (wrong model), and settles continuous usage by
+// looking at the events it got (RunMeta.Usage).
 //
 // Run lifetime: Run returns when every conversation has finished or the run
 // context ends; in the latter case every in-flight request is recorded as

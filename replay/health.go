@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"fmt"
 	"math"
 	"runtime"
 	"runtime/metrics"
@@ -38,17 +37,9 @@ func (m *monitor) finish() *trace.Health {
 		CPUSeconds:       float64(cpuTime()-m.startCPU) / 1e9,
 		WallSeconds:      time.Since(m.startWall).Seconds(),
 		MaxRSSBytes:      maxRSS(),
+		Cores:            runtime.GOMAXPROCS(0),
 	}
-	const ms = int64(time.Millisecond)
-	if h.DispatchLagP99Ns > ms {
-		h.Warnings = append(h.Warnings, fmt.Sprintf("dispatch lag p99 %.2f ms: requests left later than scheduled", float64(h.DispatchLagP99Ns)/1e6))
-	}
-	if h.SchedLatP99Ns > ms {
-		h.Warnings = append(h.Warnings, fmt.Sprintf("Go scheduler latency p99 %.2f ms: event timestamps may be late by up to that", float64(h.SchedLatP99Ns)/1e6))
-	}
-	if h.WallSeconds > 1 && h.CPUSeconds/h.WallSeconds > 0.8*float64(runtime.GOMAXPROCS(0)) {
-		h.Warnings = append(h.Warnings, fmt.Sprintf("the client used %.1f of %d cores: it was CPU-bound and its timings are suspect", h.CPUSeconds/h.WallSeconds, runtime.GOMAXPROCS(0)))
-	}
+	h.Warnings = h.Assess()
 	return h
 }
 

@@ -41,7 +41,7 @@ func TestMooncakeWindowReplaysOnSourceTimestamps(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "mooncake.parquet")
-	if err := synth.Write(path, trace.TraceMeta{Source: "mooncake", Tokenizer: "o200k_base"}, convs); err != nil {
+	if err := synth.Write(context.Background(), path, trace.TraceMeta{Source: "mooncake", Tokenizer: "o200k_base"}, convs); err != nil {
 		t.Fatal(err)
 	}
 

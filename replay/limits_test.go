@@ -37,6 +37,7 @@ func TestFaultsRecordedAndRunContinues(t *testing.T) {
 		t.Run(fmt.Sprintf("%s/idle=%v/request=%v", tc.fault, tc.idle, tc.request), func(t *testing.T) {
 			sink, res := run(t, Config{
 				Trace: path, Targets: []string{srv.URL()}, Model: "m", ContinuousUsage: "on", IgnoreEOS: true,
+				NoProbe:     true, // the fault header would fail the probe
 				Headers:     map[string]string{mock.FaultHeader: tc.fault},
 				IdleTimeout: tc.idle, RequestTimeout: tc.request,
 			})

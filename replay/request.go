@@ -27,8 +27,9 @@ type bodyOptions struct {
 }
 
 // appendBody appends the JSON request body for model, the conversation so
-// far (history, then this turn's messages) and maxTokens to dst.
-func (o *bodyOptions) appendBody(dst []byte, model string, history, msgs []trace.Message, maxTokens int32) []byte {
+// far (history, then this turn's messages) and maxTokens to dst, streamed
+// with usage unless nonStreaming ("stream": false).
+func (o *bodyOptions) appendBody(dst []byte, model string, history, msgs []trace.Message, maxTokens int32, nonStreaming bool) []byte {
 	dst = append(dst, `{"model":`...)
 	dst = appendJSONString(dst, model)
 	if o.endpoint == EndpointCompletions {
@@ -66,11 +67,15 @@ func (o *bodyOptions) appendBody(dst []byte, model string, history, msgs []trace
 		dst = append(dst, `,"max_tokens":`...)
 		dst = strconv.AppendInt(dst, int64(maxTokens), 10)
 	}
-	dst = append(dst, `,"stream":true,"stream_options":{"include_usage":true`...)
-	if o.continuousUsage {
-		dst = append(dst, `,"continuous_usage_stats":true`...)
+	if nonStreaming {
+		dst = append(dst, `,"stream":false`...)
+	} else {
+		dst = append(dst, `,"stream":true,"stream_options":{"include_usage":true`...)
+		if o.continuousUsage {
+			dst = append(dst, `,"continuous_usage_stats":true`...)
+		}
+		dst = append(dst, '}')
 	}
-	dst = append(dst, '}')
 	if o.ignoreEOS {
 		dst = append(dst, `,"ignore_eos":true`...)
 	}

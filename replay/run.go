@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -60,15 +61,17 @@ type Runner struct {
 	convSlots chan struct{} // conversation slots; nil: unlimited
 	exPool    sync.Pool     // *exchange
 
-	start   int64 // clock.Mono() at the run start
-	startAt atomic.Int64
-	now     func() int64 // ns since start: the stamps of every record
-	stopped atomic.Bool  // no new requests (limits, duration)
-	stop    context.CancelFunc
-	rr      atomic.Uint64 // round-robin cursor
-	seq     atomic.Int64  // requests started
-	mon     *monitor
-	sink    record.Sink
+	start    int64 // clock.Mono() at the run start
+	startAt  atomic.Int64
+	now      func() int64 // ns since start: the stamps of every record
+	stopped  atomic.Bool  // no new requests (limits, duration)
+	stop     context.CancelFunc
+	rr       atomic.Uint64 // round-robin cursor
+	seq      atomic.Int64  // requests started
+	mon      *monitor
+	sink     record.Sink
+	usage    *trace.UsageProbe // the probe's finding
+	prepared bool
 
 	total                      int64
 	sent, done, errs, inflight atomic.Int64
@@ -77,7 +80,9 @@ type Runner struct {
 // exchange is one request goroutine's reusable scratch.
 type exchange struct {
 	stream *record.Stream
+	dec    decoders
 	buf    []byte
+	resp   []byte // a non-streaming response body
 	body   []byte
 	rec    trace.Record
 }
@@ -88,6 +93,9 @@ func New(cfg Config) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkFileLimit(cfg.MaxConcurrency); err != nil {
+		return nil, err
+	}
 	tr, err := trace.OpenTrace(cfg.Trace)
 	if err != nil {
 		return nil, fmt.Errorf("opening the trace: %w", err)
@@ -96,7 +104,8 @@ func New(cfg Config) (*Runner, error) {
 	if err != nil {
 		tok = tokenizer.Default()
 	}
-	r := &Runner{cfg: cfg, tr: tr, tok: tok, conns: newConnSet(cfg.DialTimeout)}
+	r := &Runner{cfg: cfg, tr: tr, tok: tok}
+	r.conns = newConnSet(&r.cfg)
 	r.bo = bodyOptions{endpoint: cfg.Endpoint, ignoreEOS: cfg.IgnoreEOS, temperature: cfg.Temperature,
 		continuousUsage: cfg.ContinuousUsage == "on", extra: cfg.extraInner()}
 	maxConns := math.MaxInt32
@@ -137,11 +146,12 @@ func New(cfg Config) (*Runner, error) {
 
 // Close releases the trace, the dispatcher and every target's idle
 // keep-alive connections. Without the last, fasthttp would keep them open
-// for MaxIdleConnDuration (60 s): a process running one replay after
+// for MaxIdleConnDuration (Config.IdleConnTimeout): a process running one replay after
 // another (calibrate's ladder) would run out of file descriptors.
 func (r *Runner) Close() error {
 	for _, t := range r.targets {
 		t.hc.CloseIdleConnections()
+		t.fresh.CloseIdleConnections()
 	}
 	if r.precise != nil {
 		r.precise.Close()
@@ -168,13 +178,16 @@ func (r *Runner) Config() Config { return r.cfg }
 // at the start and again, with Health, at the end; the caller closes sink.
 func (r *Runner) Run(ctx context.Context, sink record.Sink) (*Result, error) {
 	r.sink = sink
-	if err := r.prepare(ctx); err != nil {
-		return nil, err
+	if !r.prepared {
+		if err := r.Prepare(ctx); err != nil {
+			return nil, err
+		}
 	}
 	host, _ := os.Hostname()
 	meta := trace.RunMeta{
 		TracekitVersion: trace.Version, Targets: r.cfg.Targets, Host: host,
-		Command: r.cfg.Command, Config: r.cfg.meta(), Trace: &r.tr.Meta,
+		Command: r.cfg.Command, Config: r.cfg.meta(), Trace: &r.tr.Meta, Usage: r.usage,
+		Load: &trace.RunLoad{Model: r.cfg.Model, MaxConcurrency: r.cfg.MaxConcurrency},
 	}
 
 	defer r.setGC()()
@@ -240,8 +253,19 @@ func (r *Runner) setGC() (restore func()) {
 	return func() { debug.SetGCPercent(old) }
 }
 
-// prepare waits for the targets and settles what the run needs to know
-// about them before the clock starts.
+// Prepare waits for the targets and settles what the run needs to know
+// about them before the clock starts (ready checks, the model, the
+// prefix-cache reset, the probe). Run calls it unless it already
+// succeeded; calling it first lets a caller fail before it creates its
+// outputs. Its error means no traffic was sent.
+func (r *Runner) Prepare(ctx context.Context) error {
+	if err := r.prepare(ctx); err != nil {
+		return err
+	}
+	r.prepared = true
+	return nil
+}
+
 func (r *Runner) prepare(ctx context.Context) error {
 	for _, t := range r.targets {
 		if r.cfg.ReadyTimeout > 0 {
@@ -264,16 +288,70 @@ func (r *Runner) prepare(ctx context.Context) error {
 			}
 		}
 	}
-	if r.cfg.ContinuousUsage == "auto" {
-		r.bo.continuousUsage = true
-		for _, t := range r.targets {
-			if !t.probeContinuousUsage(r.cfg.Model) {
-				r.bo.continuousUsage = false
-				r.logf("note: %s does not accept continuous_usage_stats; tokens per event are counted with %s", t.base, r.tok.Name())
-				break
+	return r.probe()
+}
+
+// probeTimeout bounds each pre-run probe request.
+const probeTimeout = 60 * time.Second
+
+// probe sends one tiny request of the run's kind to every target before
+// the clock starts. A target that cannot be reached or refuses it (a
+// wrong model: 404) fails the run here, with the real cause. It also
+// settles continuous usage: with "auto" the run asks for
+// continuous_usage_stats only when every target's probe events carried
+// cumulative usage (Ollama accepts the field and ignores it; a strict
+// server refuses it, and the probe is then repeated without it). The
+// finding goes to RunMeta.Usage.
+func (r *Runner) probe() error {
+	mode := r.cfg.ContinuousUsage
+	ask := mode != "off"
+	u := &trace.UsageProbe{Mode: mode, Verified: ask}
+	var reasons []string
+	if r.cfg.NoProbe {
+		ask = mode == "on"
+		u.Requested, u.Verified, u.Reason = ask, false, "no probe (--no-probe)"
+		r.bo.continuousUsage, r.usage = ask, u
+		return nil
+	}
+	for _, t := range r.targets {
+		res, err := t.probe(r.cfg.Model, ask, probeTimeout)
+		if err == nil && res.status/100 != 2 && ask && mode == "auto" {
+			refused := res
+			if res2, err2 := t.probe(r.cfg.Model, false, probeTimeout); err2 == nil && res2.status/100 == 2 {
+				ask, res, u.Verified = false, res2, false
+				reasons = append(reasons, fmt.Sprintf("%s refused continuous_usage_stats (HTTP %d: %s)", t.base, refused.status, snippetOf(bytes.TrimSpace(refused.body))))
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("the probe request before the run (model %q): %w", r.cfg.Model, err)
+		}
+		if res.status/100 != 2 {
+			return fmt.Errorf("the probe request before the run: %s answered HTTP %d for model %q: %s", t.base, res.status, r.cfg.Model, snippetOf(bytes.TrimSpace(res.body)))
+		}
+		if res.rec.ErrorKind != "" {
+			r.logf("warning: the probe request to %s: %s: %s", t.base, res.rec.ErrorKind, res.rec.ErrorMessage)
+		}
+		if ask && !res.rec.TokensExact {
+			u.Verified = false
+			reasons = append(reasons, fmt.Sprintf("%s accepted continuous_usage_stats but its events carried no cumulative usage", t.base))
+			if mode == "auto" {
+				ask = false
 			}
 		}
 	}
+	switch {
+	case mode == "off":
+		reasons = append(reasons, "--continuous-usage off")
+	case u.Verified:
+		reasons = append(reasons, "every target's probe events carried cumulative usage")
+	}
+	u.Requested = ask
+	u.Reason = strings.Join(reasons, "; ")
+	if !u.Verified {
+		r.logf("note: %s; tokens per event are counted with %s", u.Reason, r.tok.Name())
+	}
+	r.bo.continuousUsage = ask
+	r.usage = u
 	return nil
 }
 

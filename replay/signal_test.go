@@ -79,7 +79,11 @@ func TestSignalsLeaveValidRecording(t *testing.T) {
 			exited := make(chan error, 1)
 			go func() { exited <- cmd.Wait() }()
 			select {
-			case <-exited:
+			case err := <-exited:
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+					t.Errorf("after %v: %v, want exit code 130 (interrupted, recording complete)\n%s", sig, err, stderr.String())
+				}
 			case <-time.After(20 * time.Second):
 				cmd.Process.Kill()
 				t.Fatalf("tracekit did not exit 20 s after %v; output:\n%s", sig, stderr.String())
@@ -169,5 +173,39 @@ func TestReplayCommandCompletes(t *testing.T) {
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
 		t.Errorf("bad --target: %v, want exit code 2", err)
+	}
+}
+
+// The file-descriptor limit: a child whose hard limit is too low for
+// --max-concurrency exits 2 before sending anything, naming ulimit -n;
+// one whose soft limit is low but hard limit high raises it and runs
+// (here into a dead target: exit 1, not 2).
+func TestFileLimitChecked(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	bin := buildTracekit(t)
+	path := writeTrace(t, conv("a", 1, 0, 0, 3))
+	for _, c := range []struct {
+		name, ulimit string
+		code         int
+		want         string
+	}{
+		{"hard too low", "ulimit -S -n 100 && ulimit -H -n 100", 2, "ulimit -n"},
+		{"soft raised", "ulimit -S -n 100", 1, "connection refused"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "rec.parquet")
+			cmd := exec.Command("sh", "-c", c.ulimit+` && exec "$0" "$@"`, bin, "replay", path, "--target", "http://127.0.0.1:1",
+				"--max-concurrency", "1000", "-o", out, "--progress", "none")
+			b, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != c.code || !strings.Contains(string(b), c.want) {
+				t.Errorf("%v: %s; want exit %d naming %q", err, b, c.code, c.want)
+			}
+		})
 	}
 }

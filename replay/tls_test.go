@@ -9,14 +9,12 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/tracekit/tracekit/trace"
 )
 
 // An https:// target: the mock behind a TLS reverse proxy with a
 // self-signed certificate. With --insecure the run records every event;
-// without it every request fails as a connect error that names the
-// certificate problem, and the run still ends with a record per request.
+// without it the run fails before its clock starts, naming the certificate
+// problem.
 func TestHTTPSTarget(t *testing.T) {
 	srv := fastMock(t, nil)
 	up, _ := url.Parse(srv.URL())
@@ -42,14 +40,17 @@ func TestHTTPSTarget(t *testing.T) {
 		t.Errorf("config does not record insecure: %v", sink.RunMeta().Config["insecure"])
 	}
 
+	// Without --insecure the probe request fails before the clock starts,
+	// naming the certificate problem, and nothing is recorded.
 	cfg.Insecure = false
-	sink, _ = run(t, cfg)
-	if len(sink.Records()) == 0 {
-		t.Fatal("no record of the refused requests")
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, r := range sink.Records() {
-		if r.ErrorKind != trace.ErrConnect || !strings.Contains(r.ErrorMessage, "certificate") {
-			t.Errorf("%s without --insecure: %s %q", r.RequestID, r.ErrorKind, r.ErrorMessage)
-		}
+	defer r.Close()
+	sink = &memSink{}
+	res, err = r.Run(t.Context(), sink)
+	if err == nil || !strings.Contains(err.Error(), "certificate") || res != nil || len(sink.Records()) != 0 {
+		t.Errorf("without --insecure: err %v, result %+v, %d records; want a certificate error before the run", err, res, len(sink.Records()))
 	}
 }

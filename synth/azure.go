@@ -28,6 +28,14 @@ var _ Source = (*Azure)(nil)
 // Name is "azure".
 func (*Azure) Name() string { return "azure" }
 
+// NewAzure checks o and returns the source.
+func NewAzure(o ImportOptions) (*Azure, error) {
+	if _, err := o.validate(MooncakeBlockSize); err != nil {
+		return nil, err
+	}
+	return &Azure{Opts: o}, nil
+}
+
 // Conversations reads the CSV and builds one conversation per row.
 func (a *Azure) Conversations(ctx context.Context) ([]Conversation, error) {
 	o, err := a.Opts.validate(MooncakeBlockSize)
@@ -35,11 +43,11 @@ func (a *Azure) Conversations(ctx context.Context) ([]Conversation, error) {
 		return nil, fmt.Errorf("azure: %w", err)
 	}
 	a.Opts, a.stats = o, ImportStats{}
-	rows, bad, err := readAzure(ctx, o.Path, o.SkipBad)
+	rows, bad, invalid, err := readAzure(ctx, o.Path, o.SkipBad)
 	if err != nil {
 		return nil, fmt.Errorf("azure: %w", err)
 	}
-	a.stats.Rows, a.stats.BadRows, a.stats.BadExamples = len(rows), bad.count, bad.first
+	a.stats.Rows, a.stats.BadRows, a.stats.BadExamples, a.stats.InvalidUTF8 = len(rows), bad.count, bad.first, invalid
 	var origin int64
 	if len(rows) > 0 {
 		origin = rows[0].at
@@ -50,38 +58,38 @@ func (a *Azure) Conversations(ctx context.Context) ([]Conversation, error) {
 	return o.assemble("azure", origin, rows, nil, &a.stats)
 }
 
-func readAzure(ctx context.Context, path string, skip bool) ([]importRow, badRows, error) {
+func readAzure(ctx context.Context, path string, skip bool) ([]importRow, badRows, int64, error) {
 	bad := badRows{skip: skip}
 	t, err := openCSV(path)
 	if err != nil {
-		return nil, bad, err
+		return nil, bad, 0, err
 	}
 	defer t.Close()
 	var cols [3]int
 	for i, name := range []string{"TIMESTAMP", "ContextTokens", "GeneratedTokens"} {
 		if cols[i], err = t.need(name); err != nil {
-			return nil, bad, err
+			return nil, bad, 0, err
 		}
 	}
 	names := [3]string{"TIMESTAMP", "ContextTokens", "GeneratedTokens"}
 	var rows []importRow
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, bad, err
+			return nil, bad, 0, err
 		}
 		rec, line, err := t.next()
 		if errors.Is(err, io.EOF) {
-			return rows, bad, nil
+			return rows, bad, t.invalidUTF8(), nil
 		}
 		var rerr *RowError
 		if errors.As(err, &rerr) {
 			if err := bad.add(rerr); err != nil {
-				return nil, bad, err
+				return nil, bad, 0, err
 			}
 			continue
 		}
 		if err != nil {
-			return nil, bad, err
+			return nil, bad, 0, err
 		}
 		r := importRow{line: line}
 		var ferr error
@@ -95,7 +103,7 @@ func readAzure(ctx context.Context, path string, skip bool) ([]importRow, badRow
 		}
 		if ferr != nil {
 			if err := bad.add(&RowError{File: path, Line: line, Field: names[field], Err: ferr}); err != nil {
-				return nil, bad, err
+				return nil, bad, 0, err
 			}
 			continue
 		}
@@ -110,8 +118,3 @@ func (a *Azure) Stats() ImportStats { return a.stats }
 func (a *Azure) Report() map[string]string { return a.Opts.metaOptions(a.stats) }
 
 var _ Reporter = (*Azure)(nil)
-
-func init() {
-	registerImporter("azure", "Azure LLM inference CSV trace, 2023 or 2024 (--input): real arrivals and lengths", nil,
-		func(o ImportOptions, _ Env) (Source, error) { return &Azure{Opts: o}, nil })
-}

@@ -19,7 +19,7 @@ func TestAzure2023Quirks(t *testing.T) {
 		"2023-11-16 18:15:46.6805901,396,109\r\n" +
 		"2023-11-16 18:15:50.9951690,879,55\r\n" +
 		"2023-11-16 18:16:00.0000000,0,0"
-	p := writeImportFile(t, "AzureLLMInferenceTrace_conv.csv", body)
+	p := writeFile(t, "AzureLLMInferenceTrace_conv.csv", body)
 	a := &Azure{Opts: ImportOptions{Path: p, Corpus: importCorpus(t)}}
 	convs, err := a.Conversations(context.Background())
 	if err != nil {
@@ -52,7 +52,7 @@ func TestAzure2024Quirks(t *testing.T) {
 		"2024-05-10 00:00:00.010419+00:00,2048,8\n" +
 		"2024-05-10 00:00:01+00:00,100,3\n" +
 		"2024-05-10 00:00:01.5+00:00,100,3\n"
-	p := writeImportFile(t, "AzureLLMInferenceTrace_code_1week.csv", body)
+	p := writeFile(t, "AzureLLMInferenceTrace_code_1week.csv", body)
 	a := &Azure{Opts: ImportOptions{Path: p, Corpus: importCorpus(t)}}
 	convs, err := a.Conversations(context.Background())
 	if err != nil {
@@ -80,7 +80,7 @@ func TestAzureBadInput(t *testing.T) {
 		{`"2023-11-16 18:15:47.1,12,4`, `line 3:`},
 	}
 	for _, c := range cases {
-		p := writeImportFile(t, "bad.csv", head+c.row+"\r\n2023-11-16 18:15:48.0000000,5,5")
+		p := writeFile(t, "bad.csv", head+c.row+"\r\n2023-11-16 18:15:48.0000000,5,5")
 		_, err := (&Azure{Opts: ImportOptions{Path: p, Corpus: importCorpus(t)}}).Conversations(context.Background())
 		var re *RowError
 		if err == nil || !errors.As(err, &re) || !strings.Contains(err.Error(), p+" "+c.want) {
@@ -94,7 +94,7 @@ func TestAzureBadInput(t *testing.T) {
 			t.Errorf("skip-bad %q: %d convs, stats %+v, %v", c.row, len(convs), a.Stats(), err)
 		}
 	}
-	p := writeImportFile(t, "nohead.csv", "time,in,out\n1,2,3\n")
+	p := writeFile(t, "nohead.csv", "time,in,out\n1,2,3\n")
 	if _, err := (&Azure{Opts: ImportOptions{Path: p}}).Conversations(context.Background()); err == nil || !strings.Contains(err.Error(), `missing column "TIMESTAMP"`) {
 		t.Errorf("wrong header: %v", err)
 	}

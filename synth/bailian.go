@@ -1,9 +1,7 @@
 package synth
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -45,15 +43,20 @@ var _ Source = (*Bailian)(nil)
 // Name is "bailian".
 func (*Bailian) Name() string { return "bailian" }
 
+// NewBailian checks o and returns the source.
+func NewBailian(o ImportOptions) (*Bailian, error) {
+	if _, err := o.validate(BailianBlockSize); err != nil {
+		return nil, err
+	}
+	return &Bailian{Opts: o}, nil
+}
+
 type bailianLine struct {
-	ChatID       *int64          `json:"chat_id"`
-	ParentChatID *int64          `json:"parent_chat_id"`
-	Timestamp    json.RawMessage `json:"timestamp"`
-	InputLength  *int            `json:"input_length"`
-	OutputLength *int            `json:"output_length"`
-	Type         string          `json:"type"`
-	Turn         int             `json:"turn"`
-	HashIDs      []int64         `json:"hash_ids"`
+	jsonlLengths
+	ChatID       *int64 `json:"chat_id"`
+	ParentChatID *int64 `json:"parent_chat_id"`
+	Type         string `json:"type"`
+	Turn         int    `json:"turn"`
 }
 
 // bailianRow is a row with its chat links.
@@ -69,41 +72,34 @@ func (b *Bailian) Conversations(ctx context.Context) ([]Conversation, error) {
 		return nil, fmt.Errorf("bailian: %w", err)
 	}
 	b.Opts, b.stats = o, ImportStats{}
-	bad := badRows{skip: o.SkipBad}
-	links := map[int]bailianRow{} // line -> links, read by the grouper
-	seen := map[int64]int{}       // chat_id -> line
-	var rows []importRow
-	err = eachLine(o.Path, func(line int, text []byte) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+	seen := map[int64]int{} // chat_id -> line
+	read, err := readJSONL(ctx, o, &b.stats, func(line int, text []byte) (bailianRow, *RowError) {
 		r, rerr := parseBailianLine(o.Path, line, text)
-		if rerr == nil {
-			if prev, dup := seen[r.chat]; dup {
-				rerr = &RowError{File: o.Path, Line: line, Field: "chat_id", Err: fmt.Errorf("%d repeats the chat_id of line %d", r.chat, prev)}
-			}
-		}
 		if rerr != nil {
-			return bad.add(rerr)
+			return r, rerr
+		}
+		if prev, dup := seen[r.chat]; dup {
+			return r, &RowError{File: o.Path, Line: line, Field: "chat_id", Err: fmt.Errorf("%d repeats the chat_id of line %d", r.chat, prev)}
 		}
 		seen[r.chat] = line
-		links[line] = r
-		rows = append(rows, r.importRow)
-		return nil
+		return r, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("bailian: %w", err)
 	}
-	b.stats.Rows, b.stats.BadRows, b.stats.BadExamples = len(rows), bad.count, bad.first
+	links := make(map[int]bailianRow, len(read)) // line -> links, read by the grouper
+	rows := make([]importRow, len(read))
+	for i, r := range read {
+		links[r.line] = r
+		rows[i] = r.importRow
+	}
 	return o.assemble("bailian", 0, rows, func(kept []importRow) []convGroup { return chainChats(kept, links) }, &b.stats)
 }
 
 func parseBailianLine(path string, line int, text []byte) (bailianRow, *RowError) {
 	var l bailianLine
-	d := json.NewDecoder(bytes.NewReader(text))
-	d.UseNumber()
-	if err := d.Decode(&l); err != nil {
-		return bailianRow{}, jsonRowError(path, line, err)
+	if err := decodeJSONLine(path, line, text, &l); err != nil {
+		return bailianRow{}, err
 	}
 	e := func(field string, err error) (bailianRow, *RowError) {
 		return bailianRow{}, &RowError{File: path, Line: line, Field: field, Err: err}
@@ -113,36 +109,15 @@ func parseBailianLine(path string, line int, text []byte) (bailianRow, *RowError
 		return e("chat_id", errors.New("missing"))
 	case l.ParentChatID == nil:
 		return e("parent_chat_id", errors.New("missing (-1 for a first turn)"))
-	case l.Timestamp == nil || string(l.Timestamp) == "null":
-		return e("timestamp", errors.New("missing"))
-	case l.InputLength == nil:
-		return e("input_length", errors.New("missing"))
-	case l.OutputLength == nil:
-		return e("output_length", errors.New("missing"))
-	case *l.InputLength < 0:
-		return e("input_length", fmt.Errorf("%d is negative", *l.InputLength))
-	case *l.OutputLength < 0:
-		return e("output_length", fmt.Errorf("%d is negative", *l.OutputLength))
-	case *l.ParentChatID == *l.ChatID:
+	}
+	r, rerr := l.row(path, line, 1e9, "seconds")
+	if rerr != nil {
+		return bailianRow{}, rerr
+	}
+	if *l.ParentChatID == *l.ChatID {
 		return e("parent_chat_id", fmt.Errorf("%d is the row's own chat_id", *l.ChatID))
 	}
-	at, err := parseDecimalNs(string(l.Timestamp), 1e9)
-	if err != nil {
-		return e("timestamp", fmt.Errorf("%w (seconds)", err))
-	}
-	if at < 0 {
-		return e("timestamp", fmt.Errorf("%s is negative", string(l.Timestamp)))
-	}
-	for i, h := range l.HashIDs {
-		if h < 0 {
-			return e("hash_ids", fmt.Errorf("element %d is negative (%d)", i, h))
-		}
-	}
-	return bailianRow{
-		importRow: importRow{line: line, at: at, input: *l.InputLength, output: *l.OutputLength, hashes: l.HashIDs},
-		chat:      *l.ChatID,
-		parent:    *l.ParentChatID,
-	}, nil
+	return bailianRow{importRow: r, chat: *l.ChatID, parent: *l.ParentChatID}, nil
 }
 
 // chainChats follows parent links among the kept rows, in time order: a
@@ -180,8 +155,3 @@ func (b *Bailian) Stats() ImportStats { return b.stats }
 func (b *Bailian) Report() map[string]string { return b.Opts.metaOptions(b.stats) }
 
 var _ Reporter = (*Bailian)(nil)
-
-func init() {
-	registerImporter("bailian", "Qwen-Bailian JSONL trace (--input): real multi-turn conversations and timing", nil,
-		func(o ImportOptions, _ Env) (Source, error) { return &Bailian{Opts: o}, nil })
-}

@@ -24,7 +24,7 @@ const bailianQuirks = `{"chat_id": 1, "parent_chat_id": -1, "timestamp": 0.5, "i
 `
 
 func TestBailianChains(t *testing.T) {
-	p := writeImportFile(t, "qwen_traceA_blksz_16.jsonl", bailianQuirks)
+	p := writeFile(t, "qwen_traceA_blksz_16.jsonl", bailianQuirks)
 	b := &Bailian{Opts: ImportOptions{Path: p, Corpus: importCorpus(t)}}
 	convs, err := b.Conversations(context.Background())
 	if err != nil {
@@ -72,7 +72,7 @@ func TestBailianChains(t *testing.T) {
 }
 
 func TestBailianWindowSplitsChains(t *testing.T) {
-	p := writeImportFile(t, "b.jsonl", bailianQuirks)
+	p := writeFile(t, "b.jsonl", bailianQuirks)
 	b := &Bailian{Opts: ImportOptions{Path: p, Corpus: importCorpus(t), Start: 4 * time.Second, Duration: 6 * time.Second}}
 	convs, err := b.Conversations(context.Background())
 	if err != nil {
@@ -99,11 +99,11 @@ func TestBailianBadInput(t *testing.T) {
 		{`{"chat_id": 2, "timestamp": 1, "input_length": 4, "output_length": 1}`, `line 2: field "parent_chat_id"`},
 		{`{"chat_id": 1, "parent_chat_id": -1, "timestamp": 1, "input_length": 4, "output_length": 1}`, `line 2: field "chat_id": 1 repeats the chat_id of line 1`},
 		{`{"chat_id": 2, "parent_chat_id": -1, "timestamp": "soon", "input_length": 4, "output_length": 1}`, `line 2: field "timestamp"`},
-		{`{"chat_id": 2, "parent_chat_id": -1, "timestamp": 1, "input_length": 4.5, "output_length": 1}`, `line 2: field "input_length"`},
+		{`{"chat_id": 2, "parent_chat_id": -1, "timestamp": 1, "input_length": 4.5, "output_length": 1}`, `line 2, column 73: field "input_length": want int, found JSON number 4.5`},
 		{`{"chat_id": 2, "parent_chat_id": 2, "timestamp": 1, "input_length": 4, "output_length": 1}`, `line 2: field "parent_chat_id"`},
-		{`not json`, `line 2: invalid JSON`},
+		{`not json`, `line 2, column 2: malformed JSON`},
 	} {
-		p := writeImportFile(t, "bad.jsonl", good+c.line+"\n")
+		p := writeFile(t, "bad.jsonl", good+c.line+"\n")
 		_, err := (&Bailian{Opts: ImportOptions{Path: p, Corpus: importCorpus(t)}}).Conversations(context.Background())
 		var re *RowError
 		if err == nil || !errors.As(err, &re) || !strings.Contains(err.Error(), p+" "+c.want) {

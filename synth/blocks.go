@@ -145,6 +145,10 @@ func checkWordRun(tok tokenizer.Tokenizer, words []string, ids []uint) error {
 	return nil
 }
 
+// BytesPerToken is the mean length in bytes of the words (tokens) blocks
+// are made of.
+func (b *Blocks) BytesPerToken() float64 { return float64(len(b.stream)) / float64(len(b.at)-1) }
+
 // Size is the block size in tokens.
 func (b *Blocks) Size() int { return b.size }
 

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-
-	"github.com/spf13/pflag"
 )
 
 // What BurstGPT.Failed does with failed requests (zero response tokens).
@@ -29,18 +27,48 @@ const (
 // into a think time). Rows with zero response tokens are failed requests,
 // handled by Failed. Rows carry no prefix hashes: prompts are private text.
 type BurstGPT struct {
-	Opts        ImportOptions
+	Opts   BurstGPTOptions
+	stats  ImportStats
+	failed int
+}
+
+// BurstGPTOptions are the import options and BurstGPT's filters.
+type BurstGPTOptions struct {
+	ImportOptions
 	FilterModel string // keep only rows whose Model is this (case-insensitive); empty keeps all
 	LogType     string // keep only rows whose Log Type is this or starts with it ("conversation", "api"); empty keeps all
 	Failed      string // FailedDrop (default), FailedKeep or FailedFlag
-	stats       ImportStats
-	failed      int
 }
 
 var _ Source = (*BurstGPT)(nil)
 
 // Name is "burstgpt".
 func (*BurstGPT) Name() string { return "burstgpt" }
+
+// NewBurstGPT checks o and returns the source.
+func NewBurstGPT(o BurstGPTOptions) (*BurstGPT, error) {
+	if _, err := o.validate(); err != nil {
+		return nil, err
+	}
+	return &BurstGPT{Opts: o}, nil
+}
+
+// validate checks the options and fills the defaults.
+func (o BurstGPTOptions) validate() (BurstGPTOptions, error) {
+	imp, err := o.ImportOptions.validate(MooncakeBlockSize)
+	if err != nil {
+		return o, err
+	}
+	o.ImportOptions = imp
+	switch o.Failed {
+	case "":
+		o.Failed = FailedDrop
+	case FailedDrop, FailedKeep, FailedFlag:
+	default:
+		return o, fieldErr("BurstGPTOptions", "Failed", "failed-request mode %q: expected drop, keep or flag", o.Failed)
+	}
+	return o, nil
+}
 
 // burstCols are the column indexes of a BurstGPT file; -1 when absent.
 type burstCols struct {
@@ -49,16 +77,9 @@ type burstCols struct {
 
 // Conversations reads the CSV, filters it and groups sessions.
 func (b *BurstGPT) Conversations(ctx context.Context) ([]Conversation, error) {
-	o, err := b.Opts.validate(MooncakeBlockSize)
+	o, err := b.Opts.validate()
 	if err != nil {
 		return nil, fmt.Errorf("burstgpt: %w", err)
-	}
-	switch b.Failed {
-	case "":
-		b.Failed = FailedDrop
-	case FailedDrop, FailedKeep, FailedFlag:
-	default:
-		return nil, fmt.Errorf("burstgpt: failed-request mode %q: expected drop, keep or flag", b.Failed)
 	}
 	b.Opts, b.stats, b.failed = o, ImportStats{}, 0
 	rows, span, err := b.read(ctx)
@@ -88,11 +109,11 @@ func (b *BurstGPT) read(ctx context.Context) ([]importRow, int64, error) {
 			return nil, 0, err
 		}
 	}
-	if b.FilterModel != "" && c.model < 0 {
-		return nil, 0, fmt.Errorf("%s line 1: filtering by model %q needs a Model column", path, b.FilterModel)
+	if b.Opts.FilterModel != "" && c.model < 0 {
+		return nil, 0, fmt.Errorf("%s line 1: filtering by model %q needs a Model column", path, b.Opts.FilterModel)
 	}
-	if b.LogType != "" && c.logType < 0 {
-		return nil, 0, fmt.Errorf("%s line 1: filtering by log type %q needs a Log Type column", path, b.LogType)
+	if b.Opts.LogType != "" && c.logType < 0 {
+		return nil, 0, fmt.Errorf("%s line 1: filtering by log type %q needs a Log Type column", path, b.Opts.LogType)
 	}
 	var rows []importRow
 	lo, hi := int64(-1), int64(0)
@@ -135,7 +156,7 @@ func (b *BurstGPT) read(ctx context.Context) ([]importRow, int64, error) {
 		}
 		rows = append(rows, r)
 	}
-	b.stats.BadRows, b.stats.BadExamples = bad.count, bad.first
+	b.stats.BadRows, b.stats.BadExamples, b.stats.InvalidUTF8 = bad.count, bad.first, t.invalidUTF8()
 	return rows, max(hi-lo, 0), nil
 }
 
@@ -165,7 +186,7 @@ func parseBurstRow(path string, line int, rec []string, c burstCols) (importRow,
 	}
 	if c.session >= 0 {
 		if s := strings.TrimSpace(rec[c.session]); s != "" {
-			r.group = "s" + s
+			r.group = "s" + strings.ToValidUTF8(s, "\uFFFD") // it becomes the conversation id
 		}
 	}
 	return r, nil
@@ -174,19 +195,19 @@ func parseBurstRow(path string, line int, rec []string, c burstCols) (importRow,
 // keep applies the model, log-type and failed-request filters; a kept
 // flagged row gets its conversation key marked.
 func (b *BurstGPT) keep(rec []string, c burstCols, r *importRow) bool {
-	if b.FilterModel != "" && !strings.EqualFold(strings.TrimSpace(rec[c.model]), b.FilterModel) {
+	if b.Opts.FilterModel != "" && !strings.EqualFold(strings.TrimSpace(rec[c.model]), b.Opts.FilterModel) {
 		return false
 	}
-	if b.LogType != "" {
+	if b.Opts.LogType != "" {
 		lt := strings.ToLower(strings.TrimSpace(rec[c.logType]))
-		if !strings.HasPrefix(lt, strings.ToLower(b.LogType)) {
+		if !strings.HasPrefix(lt, strings.ToLower(b.Opts.LogType)) {
 			return false
 		}
 	}
 	if !r.failed {
 		return true
 	}
-	switch b.Failed {
+	switch b.Opts.Failed {
 	case FailedDrop:
 		return false
 	case FailedFlag:
@@ -234,32 +255,12 @@ func (b *BurstGPT) Stats() ImportStats { return b.stats }
 
 // Report is the source's window, options and counts, for the trace metadata (Reporter).
 func (b *BurstGPT) Report() map[string]string {
-	m := b.Opts.metaOptions(b.stats)
-	m["filter_model"] = b.FilterModel
-	m["log_type"] = b.LogType
-	m["failed"] = b.Failed
+	m := b.Opts.ImportOptions.metaOptions(b.stats)
+	m["filter_model"] = b.Opts.FilterModel
+	m["log_type"] = b.Opts.LogType
+	m["failed"] = b.Opts.Failed
 	m["failed_rows"] = fmt.Sprint(b.failed) // in the whole file, before the filters
 	return m
 }
 
 var _ Reporter = (*BurstGPT)(nil)
-
-func init() {
-	registerImporter("burstgpt", "BurstGPT CSV trace (--input): real arrivals, lengths and sessions",
-		func(fs *pflag.FlagSet) {
-			fs.String("filter-model", "", "burstgpt: keep only rows of this Model (ChatGPT, GPT-4)")
-			fs.String("log-type", "", "burstgpt: keep only rows of this Log Type (conversation, api)")
-			fs.String("failed", FailedDrop, "burstgpt: failed requests (0 response tokens): drop, keep or flag")
-		},
-		func(o ImportOptions, env Env) (Source, error) {
-			b := &BurstGPT{Opts: o}
-			var e1, e2, e3 error
-			b.FilterModel, e1 = env.Flags.GetString("filter-model")
-			b.LogType, e2 = env.Flags.GetString("log-type")
-			b.Failed, e3 = env.Flags.GetString("failed")
-			if err := errors.Join(e1, e2, e3); err != nil {
-				return nil, fmt.Errorf("reading burstgpt flags: %w", err)
-			}
-			return b, nil
-		})
-}

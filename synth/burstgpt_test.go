@@ -25,29 +25,33 @@ const burstNew = `Session ID,Timestamp,Elapsed time,Model,Request tokens,Respons
 7,30,1,ChatGPT,290,10,300,Conversation log
 `
 
-func burstImport(t *testing.T, body string, b BurstGPT) ([]Conversation, *BurstGPT) {
+func burstImport(t *testing.T, body string, o BurstGPTOptions) ([]Conversation, *BurstGPT) {
 	t.Helper()
-	b.Opts.Path = writeImportFile(t, "burst.csv", body)
-	b.Opts.Corpus = importCorpus(t)
+	o.Path = writeFile(t, "burst.csv", body)
+	o.Corpus = importCorpus(t)
+	b, err := NewBurstGPT(o)
+	if err != nil {
+		t.Fatal(err)
+	}
 	convs, err := b.Conversations(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return convs, &b
+	return convs, b
 }
 
 func TestBurstGPTFiltersAndFailed(t *testing.T) {
 	cases := []struct {
 		name string
-		b    BurstGPT
+		b    BurstGPTOptions
 		ids  []string
 		at   []int64
 	}{
-		{"default drops failed", BurstGPT{}, []string{"burstgpt-l000000002", "burstgpt-l000000004", "burstgpt-l000000005"}, []int64{5e9, 118e9, 118.5e9}},
-		{"keep", BurstGPT{Failed: FailedKeep}, []string{"burstgpt-l000000002", "burstgpt-l000000003", "burstgpt-l000000004", "burstgpt-l000000005"}, []int64{5e9, 45e9, 118e9, 118.5e9}},
-		{"flag", BurstGPT{Failed: FailedFlag}, []string{"burstgpt-l000000002", "burstgpt-l000000003-failed", "burstgpt-l000000004", "burstgpt-l000000005"}, []int64{5e9, 45e9, 118e9, 118.5e9}},
-		{"model", BurstGPT{FilterModel: "gpt-4"}, []string{"burstgpt-l000000004", "burstgpt-l000000005"}, []int64{118e9, 118.5e9}},
-		{"log type", BurstGPT{LogType: "conversation", FilterModel: "GPT-4"}, []string{"burstgpt-l000000005"}, []int64{118.5e9}},
+		{"default drops failed", BurstGPTOptions{}, []string{"burstgpt-l000000002", "burstgpt-l000000004", "burstgpt-l000000005"}, []int64{5e9, 118e9, 118.5e9}},
+		{"keep", BurstGPTOptions{Failed: FailedKeep}, []string{"burstgpt-l000000002", "burstgpt-l000000003", "burstgpt-l000000004", "burstgpt-l000000005"}, []int64{5e9, 45e9, 118e9, 118.5e9}},
+		{"flag", BurstGPTOptions{Failed: FailedFlag}, []string{"burstgpt-l000000002", "burstgpt-l000000003-failed", "burstgpt-l000000004", "burstgpt-l000000005"}, []int64{5e9, 45e9, 118e9, 118.5e9}},
+		{"model", BurstGPTOptions{FilterModel: "gpt-4"}, []string{"burstgpt-l000000004", "burstgpt-l000000005"}, []int64{118e9, 118.5e9}},
+		{"log type", BurstGPTOptions{LogType: "conversation", FilterModel: "GPT-4"}, []string{"burstgpt-l000000005"}, []int64{118.5e9}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -73,7 +77,7 @@ func TestBurstGPTFiltersAndFailed(t *testing.T) {
 }
 
 func TestBurstGPTSessions(t *testing.T) {
-	convs, _ := burstImport(t, burstNew, BurstGPT{Failed: FailedFlag})
+	convs, _ := burstImport(t, burstNew, BurstGPTOptions{Failed: FailedFlag})
 	if len(convs) != 3 {
 		t.Fatalf("%d conversations, want session 7, session 9 (flagged) and one unkeyed row", len(convs))
 	}
@@ -100,22 +104,22 @@ func TestBurstGPTBadInput(t *testing.T) {
 		{"6,ChatGPT,4,-5,9,API log", `line 3: field "Response tokens"`},
 		{"6,ChatGPT,4,5", `line 3: 4 fields, the header has 6`},
 	} {
-		p := writeImportFile(t, "b.csv", strings.Join(strings.Split(burstOld, "\n")[:2], "\n")+"\n"+c.row+"\n")
-		_, err := (&BurstGPT{Opts: ImportOptions{Path: p, Corpus: importCorpus(t)}}).Conversations(context.Background())
+		p := writeFile(t, "b.csv", strings.Join(strings.Split(burstOld, "\n")[:2], "\n")+"\n"+c.row+"\n")
+		_, err := (&BurstGPT{Opts: BurstGPTOptions{ImportOptions: ImportOptions{Path: p, Corpus: importCorpus(t)}}}).Conversations(context.Background())
 		var re *RowError
 		if err == nil || !errors.As(err, &re) || !strings.Contains(err.Error(), p+" "+c.want) {
 			t.Errorf("row %q: error %v, want %q", c.row, err, c.want)
 		}
-		b := &BurstGPT{Opts: ImportOptions{Path: p, Corpus: importCorpus(t), SkipBad: true}}
+		b := &BurstGPT{Opts: BurstGPTOptions{ImportOptions: ImportOptions{Path: p, Corpus: importCorpus(t), SkipBad: true}}}
 		if convs, err := b.Conversations(context.Background()); err != nil || len(convs) != 1 || b.Stats().BadRows != 1 {
 			t.Errorf("skip-bad %q: %d convs, %+v, %v", c.row, len(convs), b.Stats(), err)
 		}
 	}
-	p := writeImportFile(t, "b.csv", "Timestamp,Request tokens,Response tokens\n1,2,3\n")
-	if _, err := (&BurstGPT{Opts: ImportOptions{Path: p}, FilterModel: "GPT-4"}).Conversations(context.Background()); err == nil || !strings.Contains(err.Error(), "Model column") {
+	p := writeFile(t, "b.csv", "Timestamp,Request tokens,Response tokens\n1,2,3\n")
+	if _, err := (&BurstGPT{Opts: BurstGPTOptions{ImportOptions: ImportOptions{Path: p}, FilterModel: "GPT-4"}}).Conversations(context.Background()); err == nil || !strings.Contains(err.Error(), "Model column") {
 		t.Errorf("model filter without a Model column: %v", err)
 	}
-	if _, err := (&BurstGPT{Opts: ImportOptions{Path: p}, Failed: "maybe"}).Conversations(context.Background()); err == nil {
+	if _, err := (&BurstGPT{Opts: BurstGPTOptions{ImportOptions: ImportOptions{Path: p}, Failed: "maybe"}}).Conversations(context.Background()); err == nil {
 		t.Error("failed mode maybe accepted")
 	}
 }

@@ -34,6 +34,9 @@ type Corpus struct {
 	// cut[i] caches whether the boundary before token i is joinable:
 	// 0 unknown, 1 yes, 2 no.
 	cut []atomic.Uint32
+	// invalidUTF8 counts the bytes of the given text that were not UTF-8
+	// (dropped).
+	invalidUTF8 int64
 }
 
 // windowTokens is how many tokens on each side of a cut are re-encoded to
@@ -47,7 +50,10 @@ const minCorpusTokens = 64
 
 // NewCorpus encodes text with tok. The text is treated as circular: Text
 // wraps from its end to its start, joined by a newline.
+//
+// Bytes of text that are not UTF-8 are dropped and counted (InvalidUTF8).
 func NewCorpus(text string, tok tokenizer.Tokenizer) (*Corpus, error) {
+	invalid := countInvalidUTF8(text)
 	text = strings.TrimSpace(strings.ToValidUTF8(text, "")) + "\n"
 	ids := tok.Encode(text)
 	if len(ids) < minCorpusTokens {
@@ -69,7 +75,7 @@ func NewCorpus(text string, tok tokenizer.Tokenizer) (*Corpus, error) {
 		return nil, fmt.Errorf("building corpus: tokenizer %s decodes %d of %d bytes", tok.Name(), pos, len(text))
 	}
 	off[len(ids)] = pos
-	c := &Corpus{tok: tok, text: text, ids: ids, off: off, cut: make([]atomic.Uint32, len(ids))}
+	c := &Corpus{tok: tok, text: text, ids: ids, off: off, cut: make([]atomic.Uint32, len(ids)), invalidUTF8: invalid}
 	if k := min(windowTokens, len(ids)/2); !c.sameTokens(c.span(len(ids)-k, 2*k), len(ids)-k, 2*k) {
 		return nil, fmt.Errorf("building corpus: under %s the end of the text merges with its start when wrapped; end the text with a sentence", tok.Name())
 	}
@@ -87,6 +93,13 @@ func NewCorpus(text string, tok tokenizer.Tokenizer) (*Corpus, error) {
 
 // Tokens is the corpus length in tokens.
 func (c *Corpus) Tokens() int { return len(c.ids) }
+
+// InvalidUTF8 is the count of bytes of the text given to NewCorpus that
+// were not UTF-8 and were left out.
+func (c *Corpus) InvalidUTF8() int64 { return c.invalidUTF8 }
+
+// BytesPerToken is the corpus's mean token length in bytes.
+func (c *Corpus) BytesPerToken() float64 { return float64(len(c.text)) / float64(len(c.ids)) }
 
 // Tokenizer is the tokenizer the corpus counts with.
 func (c *Corpus) Tokenizer() tokenizer.Tokenizer { return c.tok }

@@ -230,7 +230,9 @@ func (d UserTurns) Sample(r *rand.Rand) float64 {
 func (d UserTurns) Mean() float64  { return math.Ceil(max(d.Messages.Mean(), 2) / 2) }
 func (d UserTurns) String() string { return "user turns of " + d.Messages.String() }
 
-// sampleInt draws from d and rounds to a non-negative integer.
+// sampleInt draws from d and rounds to an integer in [0, maxTokens] (the
+// upper clamp only catches the far tail of an unbounded law: a trace
+// stores counts as int32).
 func sampleInt(d Dist, r *rand.Rand) int {
-	return int(max(math.Round(d.Sample(r)), 0))
+	return int(min(max(math.Round(d.Sample(r)), 0), maxTokens))
 }

@@ -26,7 +26,7 @@ func (e *OutputError) Unwrap() error { return e.Err }
 type Job struct {
 	Source Source
 	// Schedule sets start and arrival offsets; nil for sources that set
-	// their own (Registration.Timed).
+	// their own (the production-trace imports).
 	Schedule *Schedule
 	Meta     trace.TraceMeta // Source is filled from Source.Name()
 	Output   string
@@ -40,8 +40,10 @@ type Result struct {
 	Report        map[string]string // the source's Reporter output, if any
 }
 
-// Generate runs the source, schedules and writes the trace. The source's
-// report, when it has one, is stored in Meta.Options under "report.<key>".
+// Generate runs the source, schedules and writes the trace (replacing
+// Output atomically: a failed or interrupted Generate leaves it as it was).
+// The source's report, when it has one, is stored in Meta.Options under
+// "report.<key>". When ctx ends first the error is ctx's.
 func Generate(ctx context.Context, job Job) (Result, error) {
 	convs, err := job.Source.Conversations(ctx)
 	if err != nil {
@@ -79,7 +81,10 @@ func Generate(ctx context.Context, job Job) (Result, error) {
 		}
 		meta.Options = opts
 	}
-	if err := Write(job.Output, meta, convs); err != nil {
+	if err := Write(ctx, job.Output, meta, convs); err != nil {
+		if ctx.Err() != nil {
+			return res, err
+		}
 		return res, &OutputError{Err: err}
 	}
 	if st, err := os.Stat(job.Output); err == nil {

@@ -64,7 +64,7 @@ func TestGenerateByteIdentical(t *testing.T) {
 func TestGenerateReportsAndErrors(t *testing.T) {
 	path := writeFile(t, "q.json", quirky)
 	out := filepath.Join(t.TempDir(), "s.parquet")
-	s := &ShareGPT{Path: path, Tokenizer: defaultCorpus(t).Tokenizer()}
+	s := &ShareGPT{Opts: ShareGPTOptions{Path: path, Tokenizer: defaultCorpus(t).Tokenizer()}}
 	res, err := Generate(context.Background(), Job{Source: s, Schedule: &Schedule{}, Output: out})
 	if err != nil {
 		t.Fatal(err)
@@ -79,12 +79,12 @@ func TestGenerateReportsAndErrors(t *testing.T) {
 	if sum.WithReference != res.Turns || sum.Starts.SpanNs != 0 {
 		t.Fatalf("summary %+v", sum)
 	}
-	s = &ShareGPT{Path: path, Tokenizer: s.Tokenizer, TurnsMin: 99}
+	s = &ShareGPT{Opts: ShareGPTOptions{Path: path, Tokenizer: s.Opts.Tokenizer, TurnsMin: 99}}
 	if _, err := Generate(context.Background(), Job{Source: s, Output: out}); !errors.Is(err, ErrNoConversations) {
 		t.Fatalf("all filtered: %v", err)
 	}
 	var oe *OutputError
-	_, err = Generate(context.Background(), Job{Source: &ShareGPT{Path: path, Tokenizer: s.Tokenizer}, Output: filepath.Join(t.TempDir(), "no", "such", "dir.parquet")})
+	_, err = Generate(context.Background(), Job{Source: &ShareGPT{Opts: ShareGPTOptions{Path: path, Tokenizer: s.Opts.Tokenizer}}, Output: filepath.Join(t.TempDir(), "no", "such", "dir.parquet")})
 	if !errors.As(err, &oe) {
 		t.Fatalf("unwritable output: %v", err)
 	}
@@ -94,7 +94,7 @@ func TestSummarizeTraceStats(t *testing.T) {
 	c := defaultCorpus(t)
 	out := filepath.Join(t.TempDir(), "t.parquet")
 	src := testSynthetic(t, c, 400, 3)
-	src.Turns = Constant{V: 1}
+	src.Opts.Turns = Constant{V: 1}
 	if _, err := Generate(context.Background(), Job{Source: src, Schedule: &Schedule{Rate: 4, Burstiness: 1}, Output: out}); err != nil {
 		t.Fatal(err)
 	}
@@ -129,16 +129,70 @@ func BenchmarkSynth2000x30to40(b *testing.B) {
 	c := defaultCorpus(b)
 	dir := b.TempDir()
 	for i := 0; b.Loop(); i++ {
-		src := &Synthetic{
+		src := &Synthetic{Opts: SyntheticOptions{
 			Corpus: c, Count: 2000, Seed: int64(i),
 			Turns: mustDist(b, "30-40", Count), InputTokens: mustDist(b, "200-400", Count),
 			OutputTokens: mustDist(b, "100-200", Count), ThinkTime: mustDist(b, "0s", Seconds),
-		}
+		}}
 		res, err := Generate(context.Background(), Job{Source: src, Schedule: &Schedule{Rate: 5, Burstiness: 1}, Output: filepath.Join(dir, "t.parquet")})
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.ReportMetric(float64(res.Bytes)/float64(res.Turns), "bytes/turn")
 		b.ReportMetric(float64(res.Turns), "turns")
+	}
+}
+
+// cancelingSource yields its conversations and then ends the run's
+// context, as a SIGINT arriving while the trace is written does.
+type cancelingSource struct {
+	convs  []Conversation
+	cancel context.CancelFunc
+}
+
+func (s cancelingSource) Name() string { return "canceling" }
+func (s cancelingSource) Conversations(context.Context) ([]Conversation, error) {
+	s.cancel()
+	return s.convs, nil
+}
+
+// A Generate stopped while it writes leaves the existing trace byte for
+// byte as it was and no temporary file; an unstopped one replaces it.
+func TestGenerateReplacesAtomically(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "trace.parquet")
+	c := defaultCorpus(t)
+	if _, err := Generate(context.Background(), Job{Source: testSynthetic(t, c, 5, 1), Schedule: &Schedule{}, Output: out}); err != nil {
+		t.Fatal(err)
+	}
+	old, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	convs, err := testSynthetic(t, c, 50, 2).Conversations(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err = Generate(ctx, Job{Source: cancelingSource{convs, cancel}, Schedule: &Schedule{}, Output: out})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted write: %v", err)
+	}
+	if now, _ := os.ReadFile(out); !bytes.Equal(now, old) {
+		t.Fatal("an interrupted write changed the existing trace")
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("left behind: %v", ents)
+	}
+	// Uninterrupted, the same conversations replace it.
+	if _, err := Generate(context.Background(), Job{Source: cancelingSource{convs, func() {}}, Schedule: &Schedule{}, Output: out}); err != nil {
+		t.Fatal(err)
+	}
+	if sum, err := trace.SummarizeTrace(out); err != nil || sum.Conversations != 50 {
+		t.Fatalf("replaced trace: %d conversations, %v", sum.Conversations, err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("left behind: %v", ents)
 	}
 }

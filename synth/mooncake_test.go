@@ -22,7 +22,7 @@ const mooncakeQuirks = `{"timestamp": 0, "input_length": 80, "output_length": 7,
 `
 
 func TestMooncakeQuirks(t *testing.T) {
-	p := writeImportFile(t, "m.jsonl", mooncakeQuirks)
+	p := writeFile(t, "m.jsonl", mooncakeQuirks)
 	m := &Mooncake{Opts: ImportOptions{Path: p, Corpus: importCorpus(t), BlockSize: 32}}
 	convs, err := m.Conversations(context.Background())
 	if err != nil {
@@ -66,15 +66,15 @@ func TestMooncakeQuirks(t *testing.T) {
 func TestMooncakeBadInput(t *testing.T) {
 	good := `{"timestamp": 0, "input_length": 10, "output_length": 5, "hash_ids": [0]}` + "\n"
 	cases := []struct{ line, want string }{
-		{`{"timestamp": 1, "input_length": "ten", "output_length": 5}`, `line 2: field "input_length"`},
+		{`{"timestamp": 1, "input_length": "ten", "output_length": 5}`, `line 2, column 39: field "input_length": want int, found JSON string`},
 		{`{"timestamp": 1, "output_length": 5}`, `line 2: field "input_length": missing`},
 		{`{"timestamp": 1, "input_length": 3, "output_length": 5, "hash_ids": [1, -2]}`, `line 2: field "hash_ids"`},
 		{`{"timestamp": "1e3", "input_length": 3, "output_length": 5}`, `line 2: field "timestamp"`},
-		{`{"timestamp": 1, "input_length": 3,`, `line 2: invalid JSON`},
+		{`{"timestamp": 1, "input_length": 3,`, `line 2: malformed JSON: unexpected end of file`},
 		{`{"timestamp": -5, "input_length": 3, "output_length": 5}`, `line 2: field "timestamp"`},
 	}
 	for _, c := range cases {
-		p := writeImportFile(t, "bad.jsonl", good+c.line+"\n"+good)
+		p := writeFile(t, "bad.jsonl", good+c.line+"\n"+good)
 		_, err := (&Mooncake{Opts: ImportOptions{Path: p, Corpus: importCorpus(t)}}).Conversations(context.Background())
 		var re *RowError
 		if err == nil || !errors.As(err, &re) || !strings.Contains(err.Error(), p+" "+c.want) {

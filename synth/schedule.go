@@ -1,7 +1,6 @@
 package synth
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -35,16 +34,16 @@ type Schedule struct {
 // tokens/s, a typical single-stream decode speed).
 const DefaultTokenTime = 20 * time.Millisecond
 
-// Validate reports a bad rate or burstiness.
+// Validate reports a bad rate, burstiness or token time as a *FieldError.
 func (s Schedule) Validate() error {
 	if s.Rate < 0 || math.IsNaN(s.Rate) {
-		return fmt.Errorf("rate %g must be >= 0 (0 or inf: all conversations at once)", s.Rate)
+		return fieldErr("Schedule", "Rate", "rate %g must be >= 0 (0 or inf: all conversations at once)", s.Rate)
 	}
 	if s.Burstiness < 0 || math.IsNaN(s.Burstiness) || math.IsInf(s.Burstiness, 0) {
-		return fmt.Errorf("burstiness %g must be positive", s.Burstiness)
+		return fieldErr("Schedule", "Burstiness", "burstiness %g must be positive", s.Burstiness)
 	}
 	if s.TokenTime < 0 {
-		return fmt.Errorf("token time %v must not be negative", s.TokenTime)
+		return fieldErr("Schedule", "TokenTime", "token time %v must not be negative", s.TokenTime)
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -15,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/spf13/pflag"
 	"github.com/tracekit/tracekit/tokenizer"
 	"github.com/tracekit/tracekit/trace"
 )
@@ -39,7 +37,9 @@ import (
 //     line (merged_messages);
 //   - a final user message without an answer is dropped (trailing_user);
 //   - a record with no user+answer pair left is dropped (no_turns), as is
-//     a record without a message list (no_messages).
+//     a record without a message list (no_messages);
+//   - bytes that are not UTF-8 are replaced by U+FFFD, as JSON decoding
+//     does, and counted (invalid_utf8_bytes).
 //
 // Each remaining user message and its answer form a turn: the answer is
 // the reference answer and its token count is max_tokens. Conversations
@@ -47,25 +47,67 @@ import (
 // input and answer tokens, and Count of them are sampled with Seed (all
 // when Count is 0), keeping file order.
 type ShareGPT struct {
+	Opts ShareGPTOptions
+
+	report  map[string]int
+	skipped int64 // bytes before the JSON array, for error positions
+}
+
+// ShareGPTOptions configure a ShareGPT source.
+type ShareGPTOptions struct {
 	Path      string
 	Tokenizer tokenizer.Tokenizer
-	Count     int
+	Count     int // conversations to sample; 0 keeps all
 	Seed      int64
 	// Filters; a zero maximum means no limit.
 	TurnsMin, TurnsMax   int
 	InputMin, InputMax   int  // tokens of each turn's new messages
 	OutputMin, OutputMax int  // tokens of each reference answer
 	ThinkTime            Dist // seconds before turns k > 0; nil means 0
-	Progress             func(done, total int64)
-
-	report  map[string]int
-	skipped int64 // bytes before the JSON array, for error positions
+	// MaxBytes refuses an input file larger than it (the trace holds the
+	// file's text); 0 means no limit.
+	MaxBytes int64
+	Progress func(done, total int64)
 }
 
 var (
 	_ Source   = (*ShareGPT)(nil)
 	_ Reporter = (*ShareGPT)(nil)
 )
+
+// NewShareGPT checks o and returns the source.
+func NewShareGPT(o ShareGPTOptions) (*ShareGPT, error) {
+	s := &ShareGPT{Opts: o}
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *ShareGPT) validate() error {
+	o := s.Opts
+	const st = "ShareGPTOptions"
+	switch {
+	case o.Path == "":
+		return fieldErr(st, "Path", "no input file")
+	case o.Tokenizer == nil:
+		return fieldErr(st, "Tokenizer", "no tokenizer")
+	case o.Count < 0:
+		return fieldErr(st, "Count", "%d is negative", o.Count)
+	}
+	for _, r := range []struct {
+		lo, hi   string
+		min, max int
+	}{{"TurnsMin", "TurnsMax", o.TurnsMin, o.TurnsMax}, {"InputMin", "InputMax", o.InputMin, o.InputMax}, {"OutputMin", "OutputMax", o.OutputMin, o.OutputMax}} {
+		if r.min < 0 {
+			return fieldErr(st, r.lo, "%d is negative", r.min)
+		}
+		if r.max < 0 || (r.max > 0 && r.max < r.min) {
+			return fieldErr(st, r.hi, "%d is below the minimum %d", r.max, r.min)
+		}
+	}
+	return nil
+}
 
 func (s *ShareGPT) Name() string { return "sharegpt" }
 
@@ -102,6 +144,9 @@ type sharegptConv struct {
 }
 
 func (s *ShareGPT) Conversations(ctx context.Context) ([]Conversation, error) {
+	if err := s.validate(); err != nil {
+		return nil, fmt.Errorf("sharegpt source: %w", err)
+	}
 	s.report = map[string]int{}
 	var convs []sharegptConv
 	ids := map[string]bool{}
@@ -112,7 +157,7 @@ func (s *ShareGPT) Conversations(ctx context.Context) ([]Conversation, error) {
 			return
 		}
 		c.id = s.recordID(rec.ID, index, ids)
-		if n := len(c.turns); n < s.TurnsMin || (s.TurnsMax > 0 && n > s.TurnsMax) {
+		if n := len(c.turns); n < s.Opts.TurnsMin || (s.Opts.TurnsMax > 0 && n > s.Opts.TurnsMax) {
 			s.report["filtered_turns"]++
 			return
 		}
@@ -131,7 +176,7 @@ func (s *ShareGPT) Conversations(ctx context.Context) ([]Conversation, error) {
 		out = append(out, conv)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: %w after cleaning and filtering (%s)", s.Path, ErrNoConversations, s.summary())
+		return nil, fmt.Errorf("%s: %w after cleaning and filtering (%s)", s.Opts.Path, ErrNoConversations, s.summary())
 	}
 	out = s.sample(out)
 	s.report["kept"] = len(out)
@@ -256,14 +301,14 @@ func (s *ShareGPT) build(c sharegptConv) (Conversation, bool) {
 		row.ConversationID = c.id
 		row.Turn = int32(k)
 		if t.system != "" {
-			row.Messages = append(row.Messages, trace.Message{Role: "system", Content: t.system, Tokens: int32(s.Tokenizer.Count(t.system))})
+			row.Messages = append(row.Messages, trace.Message{Role: "system", Content: t.system, Tokens: int32(s.Opts.Tokenizer.Count(t.system))})
 		}
-		row.Messages = append(row.Messages, trace.Message{Role: "user", Content: t.user, Tokens: int32(s.Tokenizer.Count(t.user))})
+		row.Messages = append(row.Messages, trace.Message{Role: "user", Content: t.user, Tokens: int32(s.Opts.Tokenizer.Count(t.user))})
 		for _, m := range row.Messages {
 			row.InputTokens += m.Tokens
 		}
-		out := s.Tokenizer.Count(t.answer)
-		if !within(int(row.InputTokens), s.InputMin, s.InputMax) || !within(out, s.OutputMin, s.OutputMax) {
+		out := s.Opts.Tokenizer.Count(t.answer)
+		if !within(int(row.InputTokens), s.Opts.InputMin, s.Opts.InputMax) || !within(out, s.Opts.OutputMin, s.Opts.OutputMax) {
 			return nil, false
 		}
 		row.ReferenceAnswer = t.answer
@@ -276,11 +321,11 @@ func within(v, lo, hi int) bool { return v >= lo && (hi == 0 || v <= hi) }
 
 // sample keeps Count conversations chosen with Seed, in file order.
 func (s *ShareGPT) sample(convs []Conversation) []Conversation {
-	if s.Count <= 0 || s.Count >= len(convs) {
+	if s.Opts.Count <= 0 || s.Opts.Count >= len(convs) {
 		return convs
 	}
-	r := rand.New(rand.NewPCG(uint64(s.Seed), 0x5a6e))
-	idx := r.Perm(len(convs))[:s.Count]
+	r := rand.New(rand.NewPCG(uint64(s.Opts.Seed), 0x5a6e))
+	idx := r.Perm(len(convs))[:s.Opts.Count]
 	sort.Ints(idx)
 	out := make([]Conversation, len(idx))
 	for i, j := range idx {
@@ -290,20 +335,20 @@ func (s *ShareGPT) sample(convs []Conversation) []Conversation {
 }
 
 func (s *ShareGPT) applyThinkTime(convs []Conversation) {
-	if s.ThinkTime == nil {
+	if s.Opts.ThinkTime == nil {
 		return
 	}
-	r := rand.New(rand.NewPCG(uint64(s.Seed), 0x7417))
+	r := rand.New(rand.NewPCG(uint64(s.Opts.Seed), 0x7417))
 	for _, c := range convs {
 		for k := 1; k < len(c); k++ {
-			c[k].ThinkTimeNs = int64(math.Round(max(s.ThinkTime.Sample(r), 0) * 1e9))
+			c[k].ThinkTimeNs = int64(math.Round(max(s.Opts.ThinkTime.Sample(r), 0) * 1e9))
 		}
 	}
 }
 
 // eachRecord streams the file's records to fn with their 0-based index.
 func (s *ShareGPT) eachRecord(ctx context.Context, fn func(int, *sharegptRecord)) error {
-	f, err := os.Open(s.Path)
+	f, err := os.Open(s.Opts.Path)
 	if err != nil {
 		return fmt.Errorf("opening ShareGPT input: %w", err)
 	}
@@ -312,12 +357,21 @@ func (s *ShareGPT) eachRecord(ctx context.Context, fn func(int, *sharegptRecord)
 	if st, err := f.Stat(); err == nil {
 		size = st.Size()
 	}
-	cr := &countingReader{r: f, progress: s.Progress, total: size}
+	if err := checkSize("ShareGPTOptions", float64(size), s.Opts.MaxBytes, "a trace of "+s.Opts.Path); err != nil {
+		return err
+	}
+	u := &utf8Counter{r: f}
+	defer func() {
+		if n := u.Invalid(); n > 0 {
+			s.report[reportInvalidUTF8] = int(n)
+		}
+	}()
+	cr := &countingReader{r: u, progress: s.Opts.Progress, total: size}
 	br := bufio.NewReaderSize(cr, 1<<20)
 	first, skipped, err := firstNonSpace(br)
 	s.skipped = skipped
 	if err != nil {
-		return fmt.Errorf("%s: empty file, want a ShareGPT JSON array or JSON Lines", s.Path)
+		return fmt.Errorf("%s: empty file, want a ShareGPT JSON array or JSON Lines", s.Opts.Path)
 	}
 	if first == '[' {
 		return s.eachArrayRecord(ctx, br, fn)
@@ -342,7 +396,7 @@ func firstNonSpace(br *bufio.Reader) (byte, int64, error) {
 func (s *ShareGPT) eachArrayRecord(ctx context.Context, br *bufio.Reader, fn func(int, *sharegptRecord)) error {
 	dec := json.NewDecoder(br)
 	if _, err := dec.Token(); err != nil { // '['
-		return s.posError(dec.InputOffset(), "reading the array", err)
+		return s.posError(dec.InputOffset(), -1, "reading the array", err)
 	}
 	for i := 0; dec.More(); i++ {
 		if i%1024 == 0 && ctx.Err() != nil {
@@ -351,21 +405,12 @@ func (s *ShareGPT) eachArrayRecord(ctx context.Context, br *bufio.Reader, fn fun
 		start := dec.InputOffset()
 		var rec sharegptRecord
 		if err := dec.Decode(&rec); err != nil {
-			var te *json.UnmarshalTypeError
-			if errors.As(err, &te) {
-				return s.posError(start, fmt.Sprintf("record %d: field %q", i, te.Field), fmt.Errorf("want %s, found JSON %s", te.Type, te.Value))
-			}
-			off := dec.InputOffset()
-			var se *json.SyntaxError
-			if errors.As(err, &se) {
-				off = se.Offset // the decoder counts from the start of the stream
-			}
-			return s.posError(off, fmt.Sprintf("record %d", i), err)
+			return s.posError(dec.InputOffset(), start, fmt.Sprintf("record %d", i), err)
 		}
 		fn(i, &rec)
 	}
 	if _, err := dec.Token(); err != nil { // ']'
-		return s.posError(dec.InputOffset(), "end of the array", err)
+		return s.posError(dec.InputOffset(), -1, "end of the array", err)
 	}
 	return nil
 }
@@ -376,7 +421,8 @@ func (s *ShareGPT) eachLineRecord(ctx context.Context, br *bufio.Reader, fn func
 	line, i := 0, 0
 	for sc.Scan() {
 		line++
-		b := bytes.TrimSpace(sc.Bytes())
+		raw := sc.Bytes()
+		b := bytes.TrimSpace(raw)
 		if len(b) == 0 {
 			continue
 		}
@@ -385,31 +431,43 @@ func (s *ShareGPT) eachLineRecord(ctx context.Context, br *bufio.Reader, fn func
 		}
 		var rec sharegptRecord
 		if err := json.Unmarshal(b, &rec); err != nil {
-			var te *json.UnmarshalTypeError
-			if errors.As(err, &te) {
-				return fmt.Errorf("%s line %d: field %q: want %s, found JSON %s", s.Path, line, te.Field, te.Type, te.Value)
+			f := jsonFaultOf(err)
+			if !f.relative {
+				f.err = fmt.Errorf("%w (want one ShareGPT record per line)", f.err)
 			}
-			return fmt.Errorf("%s line %d: malformed JSON (want one ShareGPT record per line): %w", s.Path, line, err)
+			off := f.off // Unmarshal counts both kinds of offset from the trimmed line
+			if off >= 0 {
+				off += int64(bytes.Index(raw, b))
+			}
+			return f.rowError(s.Opts.Path, raw, line, off, "")
 		}
 		fn(i, &rec)
 		i++
 	}
 	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%s line %d: %w", s.Path, line+1, err)
+		return fmt.Errorf("%s line %d: %w", s.Opts.Path, line+1, err)
 	}
 	return nil
 }
 
-// posError names the line and column of byte offset off of the file.
-func (s *ShareGPT) posError(off int64, what string, err error) error {
-	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		err = errors.New("unexpected end of file")
+// posError places a decoding error of the array in the file: off is the
+// decoder's offset when it failed and start that of the record it was
+// decoding (-1 outside a record), both counted after the bytes skipped
+// before the array.
+func (s *ShareGPT) posError(off, start int64, what string, err error) error {
+	f := jsonFaultOf(err)
+	switch {
+	case f.relative && start >= 0:
+		off = start + f.off // approximately: start precedes the record's separator
+		what = ""           // the field says where
+	case f.off >= 0:
+		off = f.off // syntax errors count from the start of the stream
 	}
-	line, col := 0, 0
-	if b, rerr := os.ReadFile(s.Path); rerr == nil {
-		line, col = lineCol(b, off+s.skipped)
+	b, rerr := os.ReadFile(s.Opts.Path)
+	if rerr != nil {
+		b = nil
 	}
-	return fmt.Errorf("%s line %d, column %d: %s: malformed JSON: %w", s.Path, line, col, what, err)
+	return f.rowError(s.Opts.Path, b, 1, off+s.skipped, what)
 }
 
 // countingReader reports bytes read for a progress line.
@@ -428,58 +486,10 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func init() {
-	Register(Registration{
-		Name:    "sharegpt",
-		Summary: "ShareGPT JSON or JSONL conversations (--input), with reference answers; --turns/--input-tokens/--output-tokens filter",
-		Flags: func(fs *pflag.FlagSet) {
-			// --turns, --input-tokens, --output-tokens and --think-time
-			// are declared by the synthetic source; sharegpt reads them
-			// as MIN-MAX filters when given.
-		},
-		New: newShareGPTFromEnv,
-	})
-}
-
-func newShareGPTFromEnv(env Env) (Source, error) {
-	if env.Input == "" {
-		return nil, errors.New("--source sharegpt needs --input FILE")
-	}
-	s := &ShareGPT{Path: env.Input, Tokenizer: env.Tokenizer, Count: env.Conversations, Seed: env.Seed, Progress: env.Progress}
-	fs := env.Flags
-	ranges := []struct {
-		flag   string
-		lo, hi *int
-	}{
-		{"turns", &s.TurnsMin, &s.TurnsMax},
-		{"input-tokens", &s.InputMin, &s.InputMax},
-		{"output-tokens", &s.OutputMin, &s.OutputMax},
-	}
-	for _, r := range ranges {
-		if fs.Lookup(r.flag) == nil || !fs.Changed(r.flag) {
-			continue
-		}
-		spec, _ := fs.GetString(r.flag)
-		lo, hi, err := parseRange(spec)
-		if err != nil {
-			return nil, fmt.Errorf("--%s: %w", r.flag, err)
-		}
-		*r.lo, *r.hi = lo, hi
-	}
-	if fs.Lookup("think-time") != nil {
-		spec, _ := fs.GetString("think-time")
-		d, err := ParseDist(spec, Seconds)
-		if err != nil {
-			return nil, fmt.Errorf("--think-time: %w", err)
-		}
-		s.ThinkTime = d
-	}
-	return s, nil
-}
-
-// parseRange reads a filter "MIN-MAX", "MIN-" (no maximum) or "N"
-// (exactly N); a distribution spec is accepted for its bounds.
-func parseRange(spec string) (int, int, error) {
+// ParseRange reads a filter "MIN-MAX", "MIN-" (no maximum) or "N"
+// (exactly N); a distribution spec is accepted for its bounds. The maximum
+// comes back 0 for "no maximum", so a range whose maximum is 0 is refused.
+func ParseRange(spec string) (int, int, error) {
 	spec = strings.TrimSpace(spec)
 	if a, ok := strings.CutSuffix(spec, "-"); ok {
 		lo, err := strconv.Atoi(a)
@@ -492,13 +502,19 @@ func parseRange(spec string) (int, int, error) {
 	if err != nil {
 		return 0, 0, err
 	}
+	var lo, hi int
 	switch d := d.(type) {
 	case Constant:
-		return int(d.V), int(d.V), nil
+		lo, hi = int(d.V), int(d.V)
 	case Uniform:
-		return int(math.Ceil(d.Min)), int(d.Max), nil
+		lo, hi = int(math.Ceil(d.Min)), int(d.Max)
 	case Bounded:
 		return int(math.Ceil(d.Min)), int(d.Max), nil
+	default:
+		return 0, 0, fmt.Errorf("%q: a filter is a range MIN-MAX, not a distribution", spec)
 	}
-	return 0, 0, fmt.Errorf("%q: a filter is a range MIN-MAX, not a distribution", spec)
+	if hi < 1 || hi < lo {
+		return 0, 0, fmt.Errorf("%q: nothing is in this range (a maximum of at least 1 and the minimum, or MIN- for none)", spec)
+	}
+	return lo, hi, nil
 }

@@ -73,7 +73,7 @@ func TestShareGPTQuirks(t *testing.T) {
 	jsonl := strings.Join(lines, "\n") + "\n"
 	for name, text := range map[string]string{"array.json": quirky, "lines.json": jsonl} {
 		t.Run(name, func(t *testing.T) {
-			s := &ShareGPT{Path: writeFile(t, name, text), Tokenizer: tok}
+			s := &ShareGPT{Opts: ShareGPTOptions{Path: writeFile(t, name, text), Tokenizer: tok}}
 			convs, err := s.Conversations(context.Background())
 			if err != nil {
 				t.Fatal(err)
@@ -133,7 +133,7 @@ func TestShareGPTQuirks(t *testing.T) {
 func TestShareGPTFiltersAndSampling(t *testing.T) {
 	tok := tokenizer.Default()
 	path := writeFile(t, "q.json", quirky)
-	s := &ShareGPT{Path: path, Tokenizer: tok, TurnsMin: 2, TurnsMax: 5}
+	s := &ShareGPT{Opts: ShareGPTOptions{Path: path, Tokenizer: tok, TurnsMin: 2, TurnsMax: 5}}
 	convs, err := s.Conversations(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +141,7 @@ func TestShareGPTFiltersAndSampling(t *testing.T) {
 	if len(convs) != 2 || s.Report()["filtered_turns"] != "6" {
 		t.Fatalf("turn filter kept %d, report %v", len(convs), s.Report())
 	}
-	s = &ShareGPT{Path: path, Tokenizer: tok, OutputMin: 4}
+	s = &ShareGPT{Opts: ShareGPTOptions{Path: path, Tokenizer: tok, OutputMin: 4}}
 	convs, _ = s.Conversations(context.Background())
 	for _, c := range convs {
 		for _, turn := range c {
@@ -154,7 +154,7 @@ func TestShareGPTFiltersAndSampling(t *testing.T) {
 		t.Fatalf("no conversation filtered by tokens: %v", s.Report())
 	}
 	pick := func(seed int64) []string {
-		s := &ShareGPT{Path: path, Tokenizer: tok, Count: 3, Seed: seed}
+		s := &ShareGPT{Opts: ShareGPTOptions{Path: path, Tokenizer: tok, Count: 3, Seed: seed}}
 		convs, err := s.Conversations(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -172,7 +172,7 @@ func TestShareGPTFiltersAndSampling(t *testing.T) {
 	if !differ {
 		t.Fatal("the seed does not change the sample")
 	}
-	s = &ShareGPT{Path: path, Tokenizer: tok, TurnsMin: 50}
+	s = &ShareGPT{Opts: ShareGPTOptions{Path: path, Tokenizer: tok, TurnsMin: 50}}
 	if _, err := s.Conversations(context.Background()); !errors.Is(err, ErrNoConversations) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("everything filtered: %v", err)
 	}
@@ -184,9 +184,10 @@ func TestShareGPTBadInput(t *testing.T) {
 		"missing":            {"", "", "no such file"},
 		"empty":              {"e.json", "  \n", "empty file"},
 		"jsonl line":         {"l.jsonl", `{"id": "a", "conversations": []}` + "\n\n" + `{"id": "b", "conversations": [}` + "\n", "line 3"},
-		"jsonl field type":   {"t.jsonl", `{"id": "a", "conversations": "nope"}`, `line 1: field "conversations"`},
+		"jsonl field type":   {"t.jsonl", `{"id": "a", "conversations": "nope"}`, `line 1, column 36: field "conversations": want []synth.sharegptMessage, found JSON string`},
 		"array syntax":       {"a.json", "[\n {\"id\": \"a\"},\n {\"id\": \"b\",, }\n]", "line 3"},
 		"array after blanks": {"b.json", "\n\n  [\n {\"id\": 5 \"x\"}]", "line 4"},
+		"array field type":   {"ft.json", "[\n {\"id\": \"a\"},\n {\"id\": \"b\", \"conversations\": 7}\n]", `line 3, column 31: field "conversations": want`},
 		"array truncated":    {"tr.json", "[\n {\"id\": \"a\", \"conversations\": [\n", "unexpected end"},
 	}
 	for name, c := range cases {
@@ -195,7 +196,7 @@ func TestShareGPTBadInput(t *testing.T) {
 			if c.name != "" {
 				path = writeFile(t, c.name, c.text)
 			}
-			_, err := (&ShareGPT{Path: path, Tokenizer: tok}).Conversations(context.Background())
+			_, err := (&ShareGPT{Opts: ShareGPTOptions{Path: path, Tokenizer: tok}}).Conversations(context.Background())
 			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), filepath.Base(path)) {
 				t.Fatalf("error %v, want one naming %s and %q", err, filepath.Base(path), c.want)
 			}
@@ -211,7 +212,7 @@ func TestShareGPTSharedData(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			// a turn filter keeps token counting (the slow part) short
-			s := &ShareGPT{Path: path, Tokenizer: tokenizer.Default(), Count: 200, Seed: 1, TurnsMin: 4}
+			s := &ShareGPT{Opts: ShareGPTOptions{Path: path, Tokenizer: tokenizer.Default(), Count: 200, Seed: 1, TurnsMin: 4}}
 			convs, err := s.Conversations(context.Background())
 			if err != nil {
 				t.Fatal(err)

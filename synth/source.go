@@ -3,6 +3,9 @@ package synth
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"sort"
 
 	"github.com/tracekit/tracekit/trace"
@@ -21,9 +24,19 @@ type Source interface {
 	Conversations(ctx context.Context) ([]Conversation, error)
 }
 
+// Reporter is implemented by sources that say what they did (rows read,
+// records dropped and why). The command prints the report and Generate
+// stores it in the trace's metadata options.
+type Reporter interface {
+	Report() map[string]string
+}
+
 // Write sorts convs into the trace's row order (start offset, then
-// conversation id) and writes them to path with meta.
-func Write(path string, meta trace.TraceMeta, convs []Conversation) error {
+// conversation id) and writes them to path with meta, atomically: the rows
+// go to a temporary file in path's directory, which replaces path only
+// once it is complete and synced. On any failure, or when ctx ends first,
+// path is left as it was and the temporary file is removed.
+func Write(ctx context.Context, path string, meta trace.TraceMeta, convs []Conversation) (err error) {
 	sort.SliceStable(convs, func(i, j int) bool {
 		a, b := convs[i][0], convs[j][0]
 		if a.StartOffsetNs != b.StartOffsetNs {
@@ -31,15 +44,37 @@ func Write(path string, meta trace.TraceMeta, convs []Conversation) error {
 		}
 		return a.ConversationID < b.ConversationID
 	})
-	w, err := trace.NewTraceWriter(path, meta)
-	if err != nil {
-		return err
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
 	}
+	// Not os.CreateTemp: the trace gets the mode a plain create gives it.
+	tmp := filepath.Join(dir, fmt.Sprintf(".%s.tmp-%d-%x", base, os.Getpid(), rand.Uint64()))
+	w, err := trace.NewTraceWriter(tmp, meta)
+	if err != nil {
+		return fmt.Errorf("writing trace %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			os.Remove(tmp)
+		}
+	}()
 	for _, c := range convs {
 		if err := w.Write(c...); err != nil {
 			w.Close()
-			return fmt.Errorf("writing conversation %s: %w", c[0].ConversationID, err)
+			return fmt.Errorf("writing conversation %s of trace %s: %w", c[0].ConversationID, path, err)
+		}
+		if err := ctx.Err(); err != nil {
+			w.Close()
+			return err
 		}
 	}
-	return w.Close()
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("writing trace %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("replacing %s: %w", path, err)
+	}
+	trace.SyncDir(dir)
+	return nil
 }

@@ -10,10 +10,27 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/spf13/pflag"
-
+	"github.com/tracekit/tracekit/tokenizer"
 	"github.com/tracekit/tracekit/trace"
 )
+
+// SyntheticOptions configure a Synthetic source.
+type SyntheticOptions struct {
+	Corpus             *Corpus
+	Count              int  // conversations to make, >= 1
+	Turns              Dist // user turns (requests) per conversation; must reach 1
+	InputTokens        Dist // tokens per user message; must reach 1
+	OutputTokens       Dist // max_tokens per turn; must reach 1
+	PrefixTokens       Dist // per-conversation prefix (system message), drawn per conversation; nil means none
+	CommonPrefixTokens Dist // prefix shared by all conversations, drawn once; nil means none
+	ThinkTime          Dist // seconds before turns k > 0; nil means 0
+	Seed               int64
+	// MaxBytes refuses a trace whose text is estimated above it (see
+	// Synthetic.EstimatedBytes); 0 means no limit.
+	MaxBytes int64
+	// Progress is called with conversations done of Count; may be nil.
+	Progress func(done, total int64)
+}
 
 // Synthetic builds conversations from a Corpus with token-exact lengths,
 // like vLLM's multi-turn generator.
@@ -34,69 +51,122 @@ import (
 // Each conversation draws from its own generator seeded by (Seed, i), so
 // conversation i does not change when Count grows.
 type Synthetic struct {
-	Corpus             *Corpus
-	Count              int  // conversations to make
-	Turns              Dist // user turns (requests) per conversation, >= 1
-	InputTokens        Dist // tokens per user message, >= 1
-	OutputTokens       Dist // max_tokens per turn, >= 1
-	PrefixTokens       Dist // per-conversation prefix (system message), drawn per conversation
-	CommonPrefixTokens Dist // prefix shared by all conversations, drawn once
-	ThinkTime          Dist // seconds before turns k > 0; nil means 0
-	Seed               int64
-	// Progress is called with conversations done of Conversations; may
-	// be nil.
-	Progress func(done, total int64)
+	Opts SyntheticOptions
 }
 
-var _ Source = (*Synthetic)(nil)
+var (
+	_ Source   = (*Synthetic)(nil)
+	_ Reporter = (*Synthetic)(nil)
+)
+
+// NewSynthetic checks o and returns the source.
+func NewSynthetic(o SyntheticOptions) (*Synthetic, error) {
+	s := &Synthetic{Opts: o}
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
 
 func (s *Synthetic) Name() string { return "synthetic" }
+
+// Report names the corpus's quirks: its text's bytes that were not UTF-8
+// and were dropped ("text_invalid_utf8_bytes", only when there were some).
+func (s *Synthetic) Report() map[string]string {
+	m := map[string]string{}
+	if s.Opts.Corpus != nil {
+		addUTF8Report(m, reportTextInvalidUTF8, s.Opts.Corpus.InvalidUTF8())
+	}
+	return m
+}
+
+func (s *Synthetic) validate() error {
+	o := s.Opts
+	if o.Corpus == nil {
+		return fieldErr("SyntheticOptions", "Corpus", "no corpus")
+	}
+	if o.Count <= 0 {
+		return fieldErr("SyntheticOptions", "Count", "%d conversations, want at least 1", o.Count)
+	}
+	for _, c := range []struct {
+		field string
+		d     Dist
+		lo    float64
+	}{{"Turns", o.Turns, 1}, {"InputTokens", o.InputTokens, 1}, {"OutputTokens", o.OutputTokens, 1}} {
+		if err := checkCount("SyntheticOptions", c.field, c.d, c.lo); err != nil {
+			return err
+		}
+	}
+	for _, c := range []struct {
+		field string
+		d     Dist
+	}{{"PrefixTokens", o.PrefixTokens}, {"CommonPrefixTokens", o.CommonPrefixTokens}} {
+		if c.d != nil {
+			if err := checkCount("SyntheticOptions", c.field, c.d, 0); err != nil {
+				return err
+			}
+		}
+	}
+	return checkSize("SyntheticOptions", s.EstimatedBytes(), o.MaxBytes,
+		fmt.Sprintf("%d conversations x %.3g turns x (%.4g input + %.4g output tokens)",
+			o.Count, distMean(o.Turns), distMean(o.InputTokens), distMean(o.OutputTokens)))
+}
+
+// EstimatedBytes is the expected size of the text the trace holds, from
+// the distributions' means m and the corpus's bytes per token b:
+//
+//	Count * (m(Turns) * (m(InputTokens) + m(OutputTokens)) + m(PrefixTokens) + m(CommonPrefixTokens)) * b
+//
+// (the output tokens are the reference answers' length).
+func (s *Synthetic) EstimatedBytes() float64 {
+	o := s.Opts
+	if o.Corpus == nil {
+		return 0
+	}
+	perTurn := max(distMean(o.InputTokens), 1) + max(distMean(o.OutputTokens), 1)
+	perConv := max(distMean(o.Turns), 1)*perTurn + distMean(o.PrefixTokens) + distMean(o.CommonPrefixTokens)
+	return float64(max(o.Count, 0)) * perConv * o.Corpus.BytesPerToken()
+}
 
 // Conversations generates the conversations; start offsets are left zero
 // for a Schedule.
 func (s *Synthetic) Conversations(ctx context.Context) ([]Conversation, error) {
-	if s.Corpus == nil {
-		return nil, fmt.Errorf("synthetic source: no corpus")
+	if err := s.validate(); err != nil {
+		return nil, fmt.Errorf("synthetic source: %w", err)
 	}
-	if s.Count <= 0 {
-		return nil, fmt.Errorf("synthetic source: %d conversations, want at least 1", s.Count)
-	}
-	for name, d := range map[string]Dist{"turns": s.Turns, "input tokens": s.InputTokens, "output tokens": s.OutputTokens} {
-		if d == nil {
-			return nil, fmt.Errorf("synthetic source: no %s distribution", name)
-		}
-	}
-	r := rand.New(rand.NewPCG(uint64(s.Seed), math.MaxUint64))
+	o := s.Opts
+	r := rand.New(rand.NewPCG(uint64(o.Seed), math.MaxUint64))
 	common := ""
 	commonTokens := 0
-	if s.CommonPrefixTokens != nil {
-		commonTokens = sampleInt(s.CommonPrefixTokens, r)
-		common = s.Corpus.Text(r.IntN(s.Corpus.Tokens()), commonTokens)
+	if o.CommonPrefixTokens != nil {
+		commonTokens = sampleInt(o.CommonPrefixTokens, r)
+		common = o.Corpus.Text(r.IntN(o.Corpus.Tokens()), commonTokens)
 	}
-	width := len(strconv.Itoa(s.Count - 1))
-	convs := make([]Conversation, s.Count)
+	width := len(strconv.Itoa(o.Count - 1))
+	convs := make([]Conversation, o.Count)
 	for i := range convs {
 		if i%256 == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			if s.Progress != nil {
-				s.Progress(int64(i), int64(s.Count))
+			if o.Progress != nil {
+				o.Progress(int64(i), int64(o.Count))
 			}
 		}
 		convs[i] = s.conversation(i, width, common, commonTokens)
 	}
-	if s.Progress != nil {
-		s.Progress(int64(s.Count), int64(s.Count))
+	if o.Progress != nil {
+		o.Progress(int64(o.Count), int64(o.Count))
 	}
 	return convs, nil
 }
 
 func (s *Synthetic) conversation(i, width int, common string, commonTokens int) Conversation {
-	r := rand.New(rand.NewPCG(uint64(s.Seed), uint64(i)))
-	c := s.Corpus
+	o := &s.Opts
+	r := rand.New(rand.NewPCG(uint64(o.Seed), uint64(i)))
+	c := o.Corpus
 	id := fmt.Sprintf("conv-%0*d", width, i)
-	turns := max(sampleInt(s.Turns, r), 1)
+	turns := max(sampleInt(o.Turns, r), 1)
 	pos := r.IntN(c.Tokens()) // where this conversation reads the corpus
 	take := func(n int) string {
 		t := c.Text(pos, n)
@@ -111,17 +181,17 @@ func (s *Synthetic) conversation(i, width int, common string, commonTokens int) 
 		t := &conv[k]
 		t.ConversationID = id
 		t.Turn = int32(k)
-		if k > 0 && s.ThinkTime != nil {
-			t.ThinkTimeNs = int64(math.Round(max(s.ThinkTime.Sample(r), 0) * 1e9))
+		if k > 0 && o.ThinkTime != nil {
+			t.ThinkTimeNs = int64(math.Round(max(o.ThinkTime.Sample(r), 0) * 1e9))
 		}
-		userTokens := max(sampleInt(s.InputTokens, r), 1)
-		outTokens := max(sampleInt(s.OutputTokens, r), 1)
+		userTokens := max(sampleInt(o.InputTokens, r), 1)
+		outTokens := max(sampleInt(o.OutputTokens, r), 1)
 		msgs := make([]trace.Message, 0, 2)
 		markerPlaced := false
 		if k == 0 {
 			prefix := 0
-			if s.PrefixTokens != nil {
-				prefix = sampleInt(s.PrefixTokens, r)
+			if o.PrefixTokens != nil {
+				prefix = sampleInt(o.PrefixTokens, r)
 			}
 			if commonTokens+prefix > 0 {
 				sys, n := common, commonTokens
@@ -163,81 +233,6 @@ const (
 	DefaultOutputTokens  = "80-120"
 )
 
-func init() {
-	Register(Registration{
-		Name:    "synthetic",
-		Summary: "conversations of corpus text with token-exact lengths drawn from distributions",
-		Flags: func(fs *pflag.FlagSet) {
-			fs.String("turns", DefaultTurns, "user turns (requests) per conversation: a distribution; for sharegpt a MIN-MAX filter")
-			fs.String("input-tokens", DefaultInputTokens, "tokens per user message: a distribution; for sharegpt a MIN-MAX filter")
-			fs.String("output-tokens", DefaultOutputTokens, "max_tokens per turn (reference answer length): a distribution; for sharegpt a MIN-MAX filter")
-			fs.String("prefix-tokens", "0", "per-conversation prefix tokens (system message of turn 0): a distribution")
-			fs.String("common-prefix-tokens", "0", "prefix tokens shared by all conversations: a distribution drawn once")
-			fs.String("think-time", "0s", "user think time before turns 2..n: a distribution of durations, e.g. lognormal:average=5s")
-			fs.String("config", "", "vLLM multi-turn generation config JSON (generate_multi_turn.json); flags given explicitly override it")
-		},
-		New: newSyntheticFromEnv,
-	})
-}
-
-// newSyntheticFromEnv builds a Synthetic from the command's flags and an
-// optional vLLM config.
-func newSyntheticFromEnv(env Env) (Source, error) {
-	fs := env.Flags
-	s := &Synthetic{Count: DefaultConversations, Seed: env.Seed, Progress: env.Progress}
-	dists := []struct {
-		flag string
-		unit Unit
-		dst  *Dist
-	}{
-		{"turns", Count, &s.Turns},
-		{"input-tokens", Count, &s.InputTokens},
-		{"output-tokens", Count, &s.OutputTokens},
-		{"prefix-tokens", Count, &s.PrefixTokens},
-		{"common-prefix-tokens", Count, &s.CommonPrefixTokens},
-		{"think-time", Seconds, &s.ThinkTime},
-	}
-	var textFiles []string
-	if path, _ := fs.GetString("config"); path != "" {
-		cfg, err := ReadVLLMConfig(path)
-		if err != nil {
-			return nil, err
-		}
-		if cfg.Conversations > 0 {
-			s.Count = cfg.Conversations
-		}
-		s.Turns, s.InputTokens, s.OutputTokens = cfg.Turns, cfg.InputTokens, cfg.OutputTokens
-		s.PrefixTokens, s.CommonPrefixTokens = cfg.PrefixTokens, cfg.CommonPrefixTokens
-		for _, f := range cfg.TextFiles {
-			textFiles = append(textFiles, resolveNear(path, f))
-		}
-	}
-	for _, d := range dists {
-		if *d.dst != nil && !fs.Changed(d.flag) {
-			continue // from --config
-		}
-		spec, _ := fs.GetString(d.flag)
-		v, err := ParseDist(spec, d.unit)
-		if err != nil {
-			return nil, fmt.Errorf("--%s: %w", d.flag, err)
-		}
-		*d.dst = v
-	}
-	if env.Conversations > 0 {
-		s.Count = env.Conversations
-	}
-	var err error
-	if len(textFiles) > 0 && !fs.Changed("text-file") {
-		s.Corpus, err = corpusFromFiles(textFiles, env)
-	} else {
-		s.Corpus, err = env.Corpus()
-	}
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
 // resolveNear resolves a path named in a config file: as given when it
 // exists, else relative to the config file's folder (vLLM resolves
 // against the working directory; the second chance helps when the config
@@ -252,7 +247,9 @@ func resolveNear(config, p string) string {
 	return filepath.Join(filepath.Dir(config), p)
 }
 
-func corpusFromFiles(paths []string, env Env) (*Corpus, error) {
+// CorpusFromFiles builds a corpus of the files' texts, each followed by a
+// newline (vLLM's text_files).
+func CorpusFromFiles(paths []string, tok tokenizer.Tokenizer) (*Corpus, error) {
 	var b strings.Builder
 	for _, p := range paths {
 		data, err := os.ReadFile(p)
@@ -262,7 +259,7 @@ func corpusFromFiles(paths []string, env Env) (*Corpus, error) {
 		b.Write(data)
 		b.WriteString("\n")
 	}
-	c, err := NewCorpus(b.String(), env.Tokenizer)
+	c, err := NewCorpus(b.String(), tok)
 	if err != nil {
 		return nil, fmt.Errorf("text files %s: %w", strings.Join(paths, ", "), err)
 	}

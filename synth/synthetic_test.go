@@ -2,6 +2,7 @@ package synth
 
 import (
 	"context"
+	"errors"
 	"io"
 	"math"
 	"path/filepath"
@@ -33,7 +34,7 @@ func mustDist(t testing.TB, spec string, unit Unit) Dist {
 }
 
 func testSynthetic(t testing.TB, c *Corpus, n int, seed int64) *Synthetic {
-	return &Synthetic{
+	return &Synthetic{Opts: SyntheticOptions{
 		Corpus: c, Count: n, Seed: seed,
 		Turns:              mustDist(t, "3-6", Count),
 		InputTokens:        mustDist(t, "20-60", Count),
@@ -41,7 +42,7 @@ func testSynthetic(t testing.TB, c *Corpus, n int, seed int64) *Synthetic {
 		PrefixTokens:       mustDist(t, "lognormal:average=80,max=200", Count),
 		CommonPrefixTokens: mustDist(t, "50", Count),
 		ThinkTime:          mustDist(t, "1s-3s", Seconds),
-	}
+	}}
 }
 
 // TestSyntheticTokenExact re-encodes every message and reference answer
@@ -150,8 +151,8 @@ func TestSyntheticRejectsBadConfig(t *testing.T) {
 		t.Fatal("0 conversations accepted")
 	}
 	s = testSynthetic(t, c, 3, 1)
-	s.Turns = nil
-	if _, err := s.Conversations(context.Background()); err == nil || !strings.Contains(err.Error(), "turns") {
+	s.Opts.Turns = nil
+	if _, err := s.Conversations(context.Background()); err == nil || !strings.Contains(err.Error(), "Turns") {
 		t.Fatalf("missing turns: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -224,7 +225,7 @@ func TestSyntheticWriteReadBack(t *testing.T) {
 		want += len(conv)
 	}
 	path := filepath.Join(t.TempDir(), "t.parquet")
-	if err := Write(path, trace.TraceMeta{Seed: 5, Source: "synthetic"}, convs); err != nil {
+	if err := Write(context.Background(), path, trace.TraceMeta{Seed: 5, Source: "synthetic"}, convs); err != nil {
 		t.Fatal(err)
 	}
 	r, err := trace.OpenTrace(path)
@@ -255,5 +256,40 @@ func TestSyntheticWriteReadBack(t *testing.T) {
 	}
 	if got[0].Messages[0].Role != "system" || got[0].ReferenceAnswer == "" {
 		t.Fatalf("first row lost its content: %+v", got[0])
+	}
+}
+
+// EstimatedBytes, which MaxBytes is held to, is close to the text the
+// trace really holds; a limit below it refuses the source before any text
+// is made, naming MaxBytes.
+func TestSyntheticEstimatedBytes(t *testing.T) {
+	c := defaultCorpus(t)
+	s := testSynthetic(t, c, 300, 5)
+	convs, err := s.Conversations(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text int
+	for _, conv := range convs {
+		for _, turn := range conv {
+			for _, m := range turn.Messages {
+				text += len(m.Content)
+			}
+			text += len(turn.ReferenceAnswer)
+		}
+	}
+	est := s.EstimatedBytes()
+	if r := est / float64(text); r < 0.85 || r > 1.15 {
+		t.Fatalf("estimate %.0f bytes, the trace holds %d (ratio %.2f)", est, text, r)
+	}
+	s.Opts.MaxBytes = int64(est) - 1
+	_, err = NewSynthetic(s.Opts)
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "MaxBytes" || !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("limit below the estimate: %v", err)
+	}
+	s.Opts.MaxBytes = int64(est) + 1
+	if _, err := NewSynthetic(s.Opts); err != nil {
+		t.Fatal(err)
 	}
 }

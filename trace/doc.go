@@ -19,6 +19,8 @@
 // order, and closes; a consumer calls OpenTrace / OpenRecording and reads rows
 // in batches. Writers flush a row group every RowGroupRows rows, so memory is
 // bounded whatever the file size. ReadTurns and ReadRecords read a whole
-// (small) file at once; SummarizeTrace and SummarizeRecording are what
+// (small) file at once; OpenScanner reads a recording once, decoding only
+// the columns asked for, column by column (what analyze uses, fast);
+// Record.Shift aligns the shards of one run; SummarizeTrace and SummarizeRecording are what
 // `tracekit inspect` prints.
 package trace

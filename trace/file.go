@@ -26,28 +26,72 @@ var (
 	ErrNewerVersion = errors.New("schema version newer than this tracekit reads")
 )
 
-// writer is the shared machinery of TraceWriter and RecordWriter.
-type writer[T any] struct {
+// FileFormat names one kind of tracekit Parquet file: Name is stored under
+// MetaFormat, Version under MetaSchemaVersion; a reader refuses a file of
+// another name or of a newer version.
+type FileFormat struct {
+	Name    string
+	Version int
+}
+
+// The formats of this package's two files.
+var (
+	TraceFormat     = FileFormat{FormatTrace, TraceSchemaVersion}
+	RecordingFormat = FileFormat{FormatRecording, RecordingSchemaVersion}
+)
+
+// ParquetWriter streams rows of T into a zstd Parquet file of one
+// FileFormat (the trace, the recording, analyze's per-request file, the
+// mock's log): a row group every RowGroupRows rows, so memory is bounded;
+// JSON metadata set before Close goes into the footer.
+type ParquetWriter[T any] struct {
 	f        *os.File
 	w        *parquet.GenericWriter[T]
 	buffered int
 	rows     int64
 }
 
-func newWriter[T any](path, format string, version int) (*writer[T], error) {
+// CreateParquet creates path (replacing a file there) for rows of T.
+func CreateParquet[T any](path string, format FileFormat) (*ParquetWriter[T], error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("creating %s: %w", path, err)
 	}
 	w := parquet.NewGenericWriter[T](f,
 		parquet.Compression(&zstd.Codec{Level: zstd.SpeedDefault}),
-		parquet.KeyValueMetadata(MetaFormat, format),
-		parquet.KeyValueMetadata(MetaSchemaVersion, strconv.Itoa(version)),
+		parquet.KeyValueMetadata(MetaFormat, format.Name),
+		parquet.KeyValueMetadata(MetaSchemaVersion, strconv.Itoa(format.Version)),
 	)
-	return &writer[T]{f: f, w: w}, nil
+	return &ParquetWriter[T]{f: f, w: w}, nil
 }
 
-func (w *writer[T]) write(rows []T) error {
+// Write appends rows.
+func (w *ParquetWriter[T]) Write(rows ...T) error { return w.write(rows) }
+
+// Rows is the number of rows written so far.
+func (w *ParquetWriter[T]) Rows() int64 { return w.rows }
+
+// SetMeta stores v as JSON under key in the footer (the last value set
+// before Close wins).
+func (w *ParquetWriter[T]) SetMeta(key string, v any) error { return w.setJSON(key, v) }
+
+// Flush ends the current row group early (the file is still unreadable
+// until Close: Parquet's footer is written last).
+func (w *ParquetWriter[T]) Flush() error {
+	if err := w.w.Flush(); err != nil {
+		return fmt.Errorf("flushing row group to %s: %w", w.f.Name(), err)
+	}
+	w.buffered = 0
+	return nil
+}
+
+// Close writes the footer, syncs and closes the file.
+func (w *ParquetWriter[T]) Close() error { return w.close() }
+
+// Abort closes the file without finishing it (after an error).
+func (w *ParquetWriter[T]) Abort() { w.f.Close() }
+
+func (w *ParquetWriter[T]) write(rows []T) error {
 	for len(rows) > 0 {
 		n := min(len(rows), RowGroupRows-w.buffered)
 		if _, err := w.w.Write(rows[:n]); err != nil {
@@ -66,7 +110,7 @@ func (w *writer[T]) write(rows []T) error {
 	return nil
 }
 
-func (w *writer[T]) setJSON(key string, v any) error {
+func (w *ParquetWriter[T]) setJSON(key string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encoding %s metadata: %w", key, err)
@@ -76,7 +120,7 @@ func (w *writer[T]) setJSON(key string, v any) error {
 }
 
 // close writes the footer, syncs and closes the file.
-func (w *writer[T]) close() error {
+func (w *ParquetWriter[T]) close() error {
 	if err := w.w.Close(); err != nil {
 		w.f.Close()
 		return fmt.Errorf("finishing %s: %w", w.f.Name(), err)
@@ -93,11 +137,11 @@ func (w *writer[T]) close() error {
 
 // TraceWriter streams Turn rows into a trace file. Callers write rows in the
 // documented sort order; the writer does not sort.
-type TraceWriter struct{ w *writer[Turn] }
+type TraceWriter struct{ w *ParquetWriter[Turn] }
 
 // NewTraceWriter creates path and writes meta into its footer on Close.
 func NewTraceWriter(path string, meta TraceMeta) (*TraceWriter, error) {
-	w, err := newWriter[Turn](path, FormatTrace, TraceSchemaVersion)
+	w, err := CreateParquet[Turn](path, TraceFormat)
 	if err != nil {
 		return nil, err
 	}
@@ -118,12 +162,12 @@ func (t *TraceWriter) Rows() int64 { return t.w.rows }
 func (t *TraceWriter) Close() error { return t.w.close() }
 
 // RecordWriter streams Record rows into a recording file.
-type RecordWriter struct{ w *writer[Record] }
+type RecordWriter struct{ w *ParquetWriter[Record] }
 
 // NewRecordWriter creates path. meta is written on Close, so fields known
 // only at the end (Health) can be set with SetRunMeta before then.
 func NewRecordWriter(path string, meta RunMeta) (*RecordWriter, error) {
-	w, err := newWriter[Record](path, FormatRecording, RecordingSchemaVersion)
+	w, err := CreateParquet[Record](path, RecordingFormat)
 	if err != nil {
 		return nil, err
 	}
@@ -146,28 +190,23 @@ func (r *RecordWriter) Rows() int64 { return r.w.rows }
 
 // Flush ends the current row group early (the file is still unreadable
 // until Close: Parquet's footer is written last).
-func (r *RecordWriter) Flush() error {
-	if err := r.w.w.Flush(); err != nil {
-		return fmt.Errorf("flushing row group to %s: %w", r.w.f.Name(), err)
-	}
-	r.w.buffered = 0
-	return nil
-}
+func (r *RecordWriter) Flush() error { return r.w.Flush() }
 
 // Close finishes the file.
 func (r *RecordWriter) Close() error { return r.w.close() }
 
-// reader is the shared machinery of TraceReader and RecordReader.
-type reader[T any] struct {
+// ParquetReader reads rows of T from a file of one FileFormat, in row
+// order.
+type ParquetReader[T any] struct {
 	path string
 	f    *os.File
 	pf   *parquet.File
 	r    *parquet.GenericReader[T]
 }
 
-// openReader opens path, checks its format name and schema version and
-// returns the reader.
-func openReader[T any](path, format string, version int) (*reader[T], error) {
+// OpenParquet opens path, checks its format name and schema version (up
+// to format.Version) and returns the reader.
+func OpenParquet[T any](path string, format FileFormat) (*ParquetReader[T], error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
@@ -183,12 +222,12 @@ func openReader[T any](path, format string, version int) (*reader[T], error) {
 		return nil, fmt.Errorf("%s is not a readable Parquet file (empty, truncated, or another format; a recording cut short by SIGKILL can be recovered with 'tracekit recover'): %w", path, err)
 	}
 	got, _ := pf.Lookup(MetaFormat)
-	if got != format {
+	if got != format.Name {
 		f.Close()
 		if got == "" {
 			got = "no tracekit format key"
 		}
-		return nil, fmt.Errorf("%s: expected a %s file, found %s: %w", path, format, got, ErrWrongFormat)
+		return nil, fmt.Errorf("%s: expected a %s file, found %s: %w", path, format.Name, got, ErrWrongFormat)
 	}
 	vs, _ := pf.Lookup(MetaSchemaVersion)
 	v, err := strconv.Atoi(vs)
@@ -196,14 +235,49 @@ func openReader[T any](path, format string, version int) (*reader[T], error) {
 		f.Close()
 		return nil, fmt.Errorf("%s: schema version %q is not an integer: %w", path, vs, ErrWrongFormat)
 	}
-	if v > version {
+	if v > format.Version {
 		f.Close()
-		return nil, fmt.Errorf("%s: schema version %d, this tracekit reads up to %d (upgrade tracekit): %w", path, v, version, ErrNewerVersion)
+		return nil, fmt.Errorf("%s: schema version %d, this tracekit reads up to %d (upgrade tracekit): %w", path, v, format.Version, ErrNewerVersion)
 	}
-	return &reader[T]{path: path, f: f, pf: pf, r: parquet.NewGenericReader[T](pf)}, nil
+	return &ParquetReader[T]{path: path, f: f, pf: pf, r: parquet.NewGenericReader[T](pf)}, nil
 }
 
-func (r *reader[T]) read(rows []T) (int, error) {
+// NumRows is the number of rows in the file.
+func (r *ParquetReader[T]) NumRows() int64 { return r.pf.NumRows() }
+
+// Read fills rows and returns how many it read; io.EOF at the end. The
+// reader may reuse the slices already in rows: copy a row's lists before
+// handing the same rows to Read again.
+func (r *ParquetReader[T]) Read(rows []T) (int, error) { return r.read(rows) }
+
+// Meta decodes the JSON stored under key into v; a missing key leaves v
+// as it is.
+func (r *ParquetReader[T]) Meta(key string, v any) error { return r.json(key, v) }
+
+// Close releases the file.
+func (r *ParquetReader[T]) Close() error { return r.close() }
+
+// ReadAll reads every remaining row into a fresh slice (no row shares list
+// storage with another).
+func (r *ParquetReader[T]) ReadAll() ([]T, error) { return readAll(r) }
+
+// ReadParquet reads a whole file of format into memory, with the JSON
+// metadata under metaKey decoded into meta (when both are given).
+func ReadParquet[T any](path string, format FileFormat, metaKey string, meta any) ([]T, error) {
+	r, err := OpenParquet[T](path, format)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	if metaKey != "" && meta != nil {
+		if err := r.Meta(metaKey, meta); err != nil {
+			return nil, err
+		}
+	}
+	return readAll(r)
+}
+
+func (r *ParquetReader[T]) read(rows []T) (int, error) {
 	n, err := r.r.Read(rows)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return n, fmt.Errorf("reading %s: %w", r.path, err)
@@ -211,7 +285,7 @@ func (r *reader[T]) read(rows []T) (int, error) {
 	return n, err
 }
 
-func (r *reader[T]) json(key string, v any) error {
+func (r *ParquetReader[T]) json(key string, v any) error {
 	s, ok := r.pf.Lookup(key)
 	if !ok {
 		return nil
@@ -222,20 +296,20 @@ func (r *reader[T]) json(key string, v any) error {
 	return nil
 }
 
-func (r *reader[T]) close() error {
+func (r *ParquetReader[T]) close() error {
 	r.r.Close()
 	return r.f.Close()
 }
 
 // TraceReader reads a trace file in row order.
 type TraceReader struct {
-	r    *reader[Turn]
+	r    *ParquetReader[Turn]
 	Meta TraceMeta
 }
 
 // OpenTrace opens and validates a trace file.
 func OpenTrace(path string) (*TraceReader, error) {
-	r, err := openReader[Turn](path, FormatTrace, TraceSchemaVersion)
+	r, err := OpenParquet[Turn](path, TraceFormat)
 	if err != nil {
 		return nil, err
 	}
@@ -260,13 +334,13 @@ func (t *TraceReader) Close() error { return t.r.close() }
 
 // RecordReader reads a recording in row order.
 type RecordReader struct {
-	r    *reader[Record]
+	r    *ParquetReader[Record]
 	Meta RunMeta
 }
 
 // OpenRecording opens and validates a recording file.
 func OpenRecording(path string) (*RecordReader, error) {
-	r, err := openReader[Record](path, FormatRecording, RecordingSchemaVersion)
+	r, err := OpenParquet[Record](path, RecordingFormat)
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +365,7 @@ func (t *RecordReader) Close() error { return t.r.close() }
 
 // readAll reads every row of r into a fresh slice (so no row shares list
 // storage with another).
-func readAll[T any](r *reader[T]) ([]T, error) {
+func readAll[T any](r *ParquetReader[T]) ([]T, error) {
 	out := make([]T, r.pf.NumRows())
 	for n := 0; n < len(out); {
 		k, err := r.read(out[n:])

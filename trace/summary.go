@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strconv"
 )
 
 // Stats summarises a sample: count, min, mean, percentiles, max.
@@ -15,7 +16,8 @@ type Stats struct {
 	P99, Max            float64
 }
 
-// NewStats computes Stats of xs (sorted in place).
+// NewStats computes Stats of xs (sorted in place); percentiles are numpy's
+// linear ones (Percentile), as analyze's.
 func NewStats(xs []float64) Stats {
 	if len(xs) == 0 {
 		return Stats{}
@@ -25,10 +27,8 @@ func NewStats(xs []float64) Stats {
 	for _, x := range xs {
 		sum += x
 	}
-	q := func(p float64) float64 { // nearest rank: the smallest x with at least p of the sample <= x
-		return xs[max(0, min(len(xs)-1, int(math.Ceil(p*float64(len(xs))))-1))]
-	}
-	return Stats{N: len(xs), Min: xs[0], Mean: sum / float64(len(xs)), P50: q(0.5), P90: q(0.9), P99: q(0.99), Max: xs[len(xs)-1]}
+	return Stats{N: len(xs), Min: xs[0], Mean: sum / float64(len(xs)), P50: Percentile(xs, 50), P90: Percentile(xs, 90),
+		P99: Percentile(xs, 99), Max: xs[len(xs)-1]}
 }
 
 // RateStats describes arrivals: their mean rate over the span between the
@@ -158,7 +158,15 @@ func (st Stats) String() string {
 	if st.N == 0 {
 		return "none"
 	}
-	return fmt.Sprintf("min %g  mean %.1f  p50 %g  p90 %g  p99 %g  max %g", st.Min, st.Mean, st.P50, st.P90, st.P99, st.Max)
+	return fmt.Sprintf("min %s  mean %.1f  p50 %s  p90 %s  p99 %s  max %s", num(st.Min), st.Mean, num(st.P50), num(st.P90), num(st.P99), num(st.Max))
+}
+
+// num prints a whole number as one, anything else with two decimals.
+func num(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
 }
 
 // RecordingSummary is what `tracekit inspect` prints for a recording.
@@ -172,6 +180,11 @@ type RecordingSummary struct {
 	Tokens        int64
 	Conversations int
 	SpanNs        int64 // first send to last completion, 0 if empty
+	// TTFTms and E2ELms are over the successful requests (no error, HTTP
+	// 200, at least one event), in ms from sent_ns, with analyze's default
+	// definitions (first and last event; a non-streaming request has an
+	// E2EL only), for a first look; analyze has the rest.
+	TTFTms, E2ELms Stats
 }
 
 // SummarizeRecording reads a recording once, keeping counts only.
@@ -184,6 +197,7 @@ func SummarizeRecording(path string) (RecordingSummary, error) {
 	s := RecordingSummary{Meta: r.Meta, Rows: r.NumRows(), Errors: map[string]int{}}
 	convs := map[string]struct{}{}
 	var first, last int64 = math.MaxInt64, math.MinInt64
+	var ttft, e2el []float64
 	rows := make([]Record, 256)
 	for {
 		n, err := r.Read(rows)
@@ -205,6 +219,12 @@ func SummarizeRecording(path string) (RecordingSummary, error) {
 				s.Tokens += int64(t)
 			}
 			first, last = min(first, rec.SentNs), max(last, rec.DoneNs)
+			if n := len(rec.EventNs); n > 0 && rec.ErrorKind == ErrNone && rec.Status == 200 && !rec.Warmup {
+				if !rec.NonStreaming {
+					ttft = append(ttft, float64(rec.EventNs[0]-rec.SentNs)/1e6)
+				}
+				e2el = append(e2el, float64(rec.EventNs[n-1]-rec.SentNs)/1e6)
+			}
 		}
 		if errors.Is(err, io.EOF) {
 			break
@@ -217,5 +237,6 @@ func SummarizeRecording(path string) (RecordingSummary, error) {
 	if last >= first {
 		s.SpanNs = last - first
 	}
+	s.TTFTms, s.E2ELms = NewStats(ttft), NewStats(e2el)
 	return s, nil
 }

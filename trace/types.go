@@ -84,12 +84,16 @@ const (
 	ErrStreamTruncated = "stream_truncated" // connection ended before [DONE]
 	ErrMalformed       = "malformed"        // an event that is not valid JSON, or an error object mid-stream
 	ErrCanceled        = "canceled"         // the run ended (signal, --benchmark-timeout) while in flight
+	ErrHeadersTimeout  = "headers_timeout"  // no response headers within --idle-timeout of the send
+	ErrNotStreaming    = "not_streaming"    // a stream was asked for and the server answered one JSON body
 )
 
 // Record is one row of a recording: one request attempt.
 //
 // Every time is nanoseconds of the monotonic clock from the run start
-// (RunMeta.StartMonoNs). The event lists are parallel: EventNs[i] is when the
+// (RunMeta.StartMonoNs): every int64 column and int64 list whose name ends
+// in "_ns" (Shift moves them all; one tagged unset:"0" keeps 0 for "none").
+// The event lists are parallel: EventNs[i] is when the
 // network read that completed event i returned (stamped before parsing, so
 // all events completed by one read share a stamp), EventTokens[i] the tokens
 // it carried. Only events whose "choices" is non-empty are listed (a
@@ -104,11 +108,11 @@ type Record struct {
 	Warmup         bool   `parquet:"warmup" json:"warmup"`
 	Target         string `parquet:"target" json:"target"` // base URL the request went to
 
-	IntendedNs int64 `parquet:"intended_ns" json:"intended_ns"` // when the schedule wanted it sent
-	SlotNs     int64 `parquet:"slot_ns" json:"slot_ns"`         // when it got a concurrency slot (queue time = SlotNs - IntendedNs)
-	SentNs     int64 `parquet:"sent_ns" json:"sent_ns"`         // when its bytes were written
-	HeadersNs  int64 `parquet:"headers_ns" json:"headers_ns"`   // response headers read; 0 if none
-	DoneNs     int64 `parquet:"done_ns" json:"done_ns"`         // stream ended, failed or was canceled
+	IntendedNs int64 `parquet:"intended_ns" json:"intended_ns"`         // when the schedule wanted it sent
+	SlotNs     int64 `parquet:"slot_ns" json:"slot_ns"`                 // when it got a concurrency slot, before its body was built (queue time = SlotNs - IntendedNs); the closest stamp to vLLM's st
+	SentNs     int64 `parquet:"sent_ns" json:"sent_ns"`                 // when the write of its bytes completed (body built, connection set up): after vLLM's st
+	HeadersNs  int64 `parquet:"headers_ns" json:"headers_ns" unset:"0"` // response headers read; 0 if none
+	DoneNs     int64 `parquet:"done_ns" json:"done_ns"`                 // stream ended, failed or was canceled
 
 	Status       int32  `parquet:"status" json:"status"` // HTTP status, 0 if none
 	ErrorKind    string `parquet:"error_kind" json:"error_kind"`
@@ -146,17 +150,46 @@ type RunMeta struct {
 	Config map[string]any `json:"config,omitempty"`
 	Trace  *TraceMeta     `json:"trace,omitempty"` // meta of the trace replayed
 	Health *Health        `json:"health,omitempty"`
+	// Usage is what replay's pre-run probe found out about continuous usage
+	// stats (exact tokens per event); nil in recordings without a probe.
+	Usage *UsageProbe `json:"usage_probe,omitempty"`
+	// Load is the load configuration analyze reports, typed; recordings
+	// written before it have only Config: read it with LoadSettings.
+	Load *RunLoad `json:"load,omitempty"`
+}
+
+// UsageProbe is the finding of replay's pre-run probe request: whether the
+// run asked for vLLM's continuous_usage_stats and why. A record's
+// TokensExact still says whether its own events carried usage.
+type UsageProbe struct {
+	Mode      string `json:"mode"`      // --continuous-usage: auto, on or off
+	Requested bool   `json:"requested"` // the run's requests asked for continuous_usage_stats
+	Verified  bool   `json:"verified"`  // the probe's streamed events carried cumulative usage
+	Reason    string `json:"reason"`    // what the probe saw, in words
+}
+
+// RunLoad is what a run was configured to do, as vLLM's result reports
+// it. Zero values mean not set.
+type RunLoad struct {
+	Model          string  `json:"model,omitempty"`
+	MaxConcurrency int     `json:"max_concurrency,omitempty"` // requests in flight at most
+	RequestRate    float64 `json:"request_rate,omitempty"`    // requests/s of an open-loop schedule
+	Burstiness     float64 `json:"burstiness,omitempty"`      // gamma shape of its gaps
 }
 
 // Health is the client's view of itself during a run: if these figures are
 // bad, the recorded latencies include client delay.
 type Health struct {
-	DispatchLagP50Ns int64    `json:"dispatch_lag_p50_ns"`
-	DispatchLagP99Ns int64    `json:"dispatch_lag_p99_ns"`
-	DispatchLagMaxNs int64    `json:"dispatch_lag_max_ns"`
-	SchedLatP99Ns    int64    `json:"sched_latency_p99_ns"` // Go scheduler latency (runtime/metrics)
-	CPUSeconds       float64  `json:"cpu_seconds"`
-	WallSeconds      float64  `json:"wall_seconds"`
-	MaxRSSBytes      int64    `json:"max_rss_bytes"`
-	Warnings         []string `json:"warnings,omitempty"`
+	DispatchLagP50Ns int64   `json:"dispatch_lag_p50_ns"`
+	DispatchLagP99Ns int64   `json:"dispatch_lag_p99_ns"`
+	DispatchLagMaxNs int64   `json:"dispatch_lag_max_ns"`
+	SchedLatP99Ns    int64   `json:"sched_latency_p99_ns"` // Go scheduler latency (runtime/metrics)
+	CPUSeconds       float64 `json:"cpu_seconds"`
+	WallSeconds      float64 `json:"wall_seconds"`
+	MaxRSSBytes      int64   `json:"max_rss_bytes"`
+	// Warnings are Assess's verdicts as the recorder stored them.
+	Warnings []string `json:"warnings,omitempty"`
+	// Cores is the client's GOMAXPROCS, for the CPU-bound verdict; 0 in
+	// recordings written before it.
+	Cores int `json:"cores,omitempty"`
 }

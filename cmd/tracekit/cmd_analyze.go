@@ -19,6 +19,8 @@ type analyzeFlags struct {
 	percentiles   string
 	metrics       string
 	itl           string
+	success       string
+	start         string
 	maxExact      int
 }
 
@@ -28,7 +30,9 @@ func (f *analyzeFlags) register(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&f.goodput, "goodput", nil, `vLLM goodput SLOs in ms, e.g. "ttft:500 tpot:50 e2el:2000" or ttft:500,tpot:50`)
 	fs.StringVar(&f.percentiles, "percentiles", "99", "percentiles to report, comma-separated (vLLM --metric-percentiles)")
 	fs.StringVar(&f.metrics, "metrics", "ttft,tpot,itl", "metrics of the vLLM block: ttft,tpot,itl,e2el (vLLM --percentile-metrics)")
-	fs.StringVar(&f.itl, "itl", "per-event", "ITL definition: per-event (vLLM), per-token (GenAI-Perf) or request-mean (guidellm)")
+	fs.StringVar(&f.itl, "itl", "per-event", "ITL definition of the vLLM block: per-event (vLLM bench serve), per-token (GenAI-Perf), request-mean (AIPerf 0.8) or first-content (guidellm)")
+	fs.StringVar(&f.success, "success", "vllm", "which requests count as completed: vllm (HTTP 200, at least one event, no transport error: a stream that ended cleanly without [DONE] counts) or strict (also requires [DONE])")
+	fs.StringVar(&f.start, "start", "sent", "start of TTFT and E2EL: sent (sent_ns, the request's bytes written) or slot (slot_ns, before the request is built and sent: vLLM's st)")
 	fs.IntVar(&f.maxExact, "max-exact-samples", analyze.DefaultMaxExactSamples, "samples per distribution kept exactly before switching to a histogram (0.1% relative error)")
 }
 
@@ -49,6 +53,12 @@ func (f *analyzeFlags) options() (analyze.Options, error) {
 		return o, err
 	}
 	if o.ITL, err = analyze.ParseITLMode(f.itl); err != nil {
+		return o, err
+	}
+	if o.Success, err = analyze.ParseSuccessRule(f.success); err != nil {
+		return o, err
+	}
+	if o.Start, err = analyze.ParseStartMode(f.start); err != nil {
 		return o, err
 	}
 	return o, nil

@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -116,5 +118,37 @@ func TestAnalyzeBadInputExits2(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", c.args[1:], code, stderr, c.want)
 		}
+	}
+}
+
+// The two commands print the same median TTFT for one file.
+func TestInspectAnalyzeSameMedian(t *testing.T) {
+	const p = "../../testdata/recording-v1.parquet"
+	ins, stderr, code := runCLI(t, "inspect", p)
+	if code != 0 {
+		t.Fatalf("inspect: exit %d %s", code, stderr)
+	}
+	ana, stderr, code := runCLI(t, "analyze", p)
+	if code != 0 {
+		t.Fatalf("analyze: exit %d %s", code, stderr)
+	}
+	var insP50, anaMedian float64
+	for _, line := range strings.Split(ins, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "TTFT (ms)") {
+			f := strings.Fields(line)
+			for i := range f {
+				if f[i] == "p50" {
+					insP50, _ = strconv.ParseFloat(f[i+1], 64)
+				}
+			}
+		}
+	}
+	for _, line := range strings.Split(ana, "\n") {
+		if strings.HasPrefix(line, "Median TTFT (ms):") {
+			anaMedian, _ = strconv.ParseFloat(strings.Fields(line)[3], 64)
+		}
+	}
+	if insP50 == 0 || fmt.Sprintf("%.2f", insP50) != fmt.Sprintf("%.2f", anaMedian) {
+		t.Errorf("inspect p50 TTFT %v, analyze median %v\n%s", insP50, anaMedian, ins)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -23,6 +24,7 @@ func newCaptureCmd() *cobra.Command {
 		listen, tok string
 		rotateMB    int64
 		allowRemote bool
+		check       bool
 		grace       time.Duration
 	)
 	cmd := &cobra.Command{
@@ -37,13 +39,29 @@ times), which 'tracekit analyze' reads. Files rotate by time or size and each
 is valid; Ctrl-C or SIGTERM finishes them. Authorization and API-key headers
 are forwarded but never written. After a SIGKILL, 'tracekit recover DIR'
 restores the traces and recordings from their journals (fsync'd every
---sync-every).`,
+--sync-every).
+
+Files are named capture-<start time>-<segment>.{trace,recording}.parquet; a
+name already taken in DIR (an earlier run's files, or the journals of a killed
+one) is never replaced: the segment takes the next free name, <name>-2, -3...,
+and says so on stderr. Requests carrying X-Tracekit-Probe (tracekit's own
+probes) are forwarded but never recorded. Requests without "stream": true are
+recorded as non-streaming. LLM endpoints capture cannot parse (Ollama's
+/api/chat, /api/generate, ...) are forwarded unrecorded, with one warning per
+path.
+
+Exit codes: 0 stopped by SIGTERM with the files complete, 130 stopped by
+Ctrl-C (SIGINT) with the files complete, 1 the upstream was not reachable at
+start (see --check-upstream) or a file could not be completed, 2 bad flags.`,
 		Example: `  tracekit capture --upstream http://127.0.0.1:8000 --out captured/
   tracekit capture --listen 127.0.0.1:9000 --upstream https://llm.internal --out cap/ --session-header X-Session-Id --redact-content`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if cfg.Upstream == "" || cfg.OutDir == "" {
 				return badInput(errors.New("--upstream and --out are required"))
+			}
+			if u, err := url.Parse(cfg.Upstream); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return badInput(fmt.Errorf("--upstream %q: expected an http:// or https:// URL with a host", cfg.Upstream))
 			}
 			if host, _, err := net.SplitHostPort(listen); err != nil {
 				return badInput(fmt.Errorf("--listen %q: %w", listen, err))
@@ -58,7 +76,7 @@ restores the traces and recordings from their journals (fsync'd every
 			cfg.RotateBytes = rotateMB << 20
 			cfg.Command = strings.Join(os.Args, " ")
 			cfg.Logf = func(format string, args ...any) { fmt.Fprintf(c.ErrOrStderr(), format+"\n", args...) }
-			return runCapture(c, cfg, listen, grace)
+			return runCapture(c, cfg, listen, grace, check)
 		},
 	}
 	f := cmd.Flags()
@@ -70,9 +88,10 @@ restores the traces and recordings from their journals (fsync'd every
 	f.BoolVar(&cfg.RedactContent, "redact-content", false, "keep token counts, not text, in the trace")
 	f.DurationVar(&cfg.RotateEvery, "rotate-every", time.Hour, "start new files after this long")
 	f.Int64Var(&rotateMB, "rotate-size", 256, "start new files once this many MiB of trace text are buffered")
-	f.DurationVar(&cfg.SyncEvery, "sync-every", time.Second, "fsync the recording journal this often (the most a SIGKILL loses)")
+	f.DurationVar(&cfg.SyncEvery, "sync-every", time.Second, "fsync the recording and trace journals this often (the most a SIGKILL loses)")
 	f.StringVar(&tok, "tokenizer", tokenizer.DefaultName, "tokenizer for token counts: o200k_base, cl100k_base or a tokenizer.json path")
 	f.BoolVar(&cfg.InsecureSkipVerify, "insecure", false, "accept any TLS certificate from the upstream")
+	f.BoolVar(&check, "check-upstream", true, "at start, send the upstream one probe request and exit 1 if it is unreachable")
 	f.DurationVar(&grace, "grace", 10*time.Second, "on Ctrl-C/SIGTERM, how long in-flight streams may finish before being cut")
 	return cmd
 }
@@ -85,21 +104,40 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// runCapture serves until SIGINT/SIGTERM, then finishes the files.
-func runCapture(cmd *cobra.Command, cfg capture.ProxyConfig, listen string, grace time.Duration) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+// runCapture serves until SIGINT/SIGTERM, then finishes the files: exit
+// 130 after SIGINT, 0 after SIGTERM (a service manager's stop), 1 when a
+// file could not be completed.
+func runCapture(cmd *cobra.Command, cfg capture.ProxyConfig, listen string, grace time.Duration, check bool) error {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 	ps, err := capture.StartProxy(cfg, listen)
 	if err != nil {
-		return err
+		return runFailed(err)
+	}
+	if check {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		err := ps.Proxy().CheckUpstream(ctx)
+		cancel()
+		if err != nil {
+			ps.Close()
+			return runFailed(fmt.Errorf("%w (start the server first, or pass --check-upstream=false)", err))
+		}
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "capture: %s -> %s, writing to %s (Ctrl-C to finish)\n", ps.URL(), cfg.Upstream, cfg.OutDir)
-	<-ctx.Done()
-	stop() // a second signal kills at once
-	fmt.Fprintln(cmd.ErrOrStderr(), "capture: finishing files...")
+	sig := <-sigs
+	signal.Stop(sigs) // a second signal kills at once
+	fmt.Fprintf(cmd.ErrOrStderr(), "capture: %v: finishing files...\n", sig)
 	err = ps.Shutdown(grace)
 	for _, s := range ps.Proxy().Segments() {
 		fmt.Fprintf(cmd.OutOrStdout(), "%d requests: trace %s, recording %s\n", s.Requests, s.Trace, s.Recording)
 	}
-	return err
+	if err != nil {
+		return runFailed(fmt.Errorf("finishing the capture files: %w", err))
+	}
+	fmt.Fprintln(cmd.ErrOrStderr(), "capture: files complete")
+	if sig == os.Interrupt {
+		return interrupted(nil)
+	}
+	return nil
 }

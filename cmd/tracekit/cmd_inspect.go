@@ -95,6 +95,8 @@ func printRecordingSummary(w io.Writer, path string, s trace.RecordingSummary) {
 	}
 	fmt.Fprintf(w, "  stream events   %d carrying %d tokens\n", s.Events, s.Tokens)
 	fmt.Fprintf(w, "  time span       %v (first send to last completion)\n", time.Duration(s.SpanNs).Round(time.Millisecond))
+	fmt.Fprintf(w, "  TTFT (ms)       %s\n", s.TTFTms)
+	fmt.Fprintf(w, "  E2EL (ms)       %s\n", s.E2ELms)
 	m := s.Meta
 	fmt.Fprintf(w, "run metadata\n  tracekit %s  host %s  targets %v\n  started %s (monotonic %d ns)\n  command %s\n",
 		m.TracekitVersion, m.Host, m.Targets, time.Unix(0, m.StartWallNs).UTC().Format(time.RFC3339Nano), m.StartMonoNs, m.Command)
@@ -105,7 +107,7 @@ func printRecordingSummary(w io.Writer, path string, s trace.RecordingSummary) {
 		h := m.Health
 		fmt.Fprintf(w, "  client health: dispatch lag p50 %v p99 %v max %v, cpu %.1fs over %.1fs wall\n",
 			time.Duration(h.DispatchLagP50Ns), time.Duration(h.DispatchLagP99Ns), time.Duration(h.DispatchLagMaxNs), h.CPUSeconds, h.WallSeconds)
-		for _, warn := range h.Warnings {
+		for _, warn := range h.Assess() {
 			fmt.Fprintf(w, "  warning: %s\n", warn)
 		}
 	}

@@ -17,8 +17,8 @@ import (
 func newMockCmd() *cobra.Command {
 	d := mock.DefaultConfig()
 	var (
-		listen, configPath, logPath, tok string
-		cfg                              = d // flag targets; only flags the user set are applied
+		listen, configPath, logPath, tok, readyFile string
+		cfg                                         = d // flag targets; only flags the user set are applied
 	)
 	cmd := &cobra.Command{
 		Use:   "mock",
@@ -51,7 +51,13 @@ response without announcing it.
 X-Request-Id it was sent, or a generated one returned in that header),
 arrival, and for every event the CLOCK_MONOTONIC ns right after its write
 returned and its tokens. Settings come from the defaults, then --config
-(JSON, same keys as 'mock.Config'), then the flags given.`,
+(JSON, same keys as 'mock.Config'), then the flags given.
+
+Once serving it prints "tracekit mock: serving MODEL on URL" on stdout;
+--ready-file PATH also writes {"url":"http://127.0.0.1:PORT",
+"addr":"127.0.0.1:PORT","pid":N} to PATH (temp file + rename, so a reader
+sees all of it or nothing) for programs that wait for it, and removes it at
+exit.`,
 		Example: `  tracekit mock --listen 127.0.0.1:8000
   curl -N localhost:8000/v1/chat/completions -d '{"messages":[{"role":"user","content":"hi"}],"stream":true,"max_tokens":8}'
   tracekit mock --decode-base 25ms --max-num-seqs 64 --emit-log truth.parquet
@@ -81,13 +87,14 @@ returned and its tokens. Settings come from the defaults, then --config
 			if err := final.Validate(); err != nil {
 				return badInput(err)
 			}
-			return runMock(c, final)
+			return runMock(c, final, readyFile)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&listen, "listen", "127.0.0.1:8000", "address to listen on (port 0 picks a free one)")
 	f.StringVar(&configPath, "config", "", "JSON config file (keys of mock.Config)")
 	f.StringVar(&logPath, "emit-log", "", "write the ground-truth log to this Parquet file")
+	f.StringVar(&readyFile, "ready-file", "", `once serving, write {"url","addr","pid"} JSON here atomically (removed at exit)`)
 	f.StringVar(&tok, "tokenizer", "approx", "prompt token counter: approx (ceil(len/4) per word), o200k_base, cl100k_base or a tokenizer.json path")
 	f.StringVar(&cfg.Model, "model", d.Model, "served model name")
 	f.BoolVar(&cfg.StrictModel, "strict-model", d.StrictModel, "answer other model names with 404 like vLLM (default: accept any)")
@@ -170,12 +177,19 @@ func applyChangedMockFlags(c *cobra.Command, dst *mock.Config, src mock.Config) 
 
 // runMock serves until SIGINT or SIGTERM, then cuts in-flight streams and
 // completes the log.
-func runMock(c *cobra.Command, cfg mock.Config) error {
+func runMock(c *cobra.Command, cfg mock.Config, readyFile string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	srv, err := mock.Start(cfg)
 	if err != nil {
 		return err
+	}
+	if readyFile != "" {
+		if err := mock.WriteReadyFile(readyFile, srv.Ready()); err != nil {
+			srv.Close()
+			return fmt.Errorf("--ready-file: %w", err)
+		}
+		defer os.Remove(readyFile) // a stale file would claim a mock that is gone
 	}
 	fmt.Fprintf(c.OutOrStdout(), "tracekit mock: serving %s on %s\n", cfg.Model, srv.URL())
 	<-ctx.Done()

@@ -3,7 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io/fs"
+	"os"
 
 	"github.com/spf13/cobra"
 	"github.com/tracekit/tracekit/record"
@@ -20,26 +20,38 @@ func newRecoverCmd() *cobra.Command {
 recording (recording.parquet.journal), fsync'd every second. recover converts it
 into a valid recording and removes the journal. FILE may be the journal or the
 recording path; a DIR recovers every *.journal in it (for 'tracekit capture',
-each segment's recording and trace).`,
+each segment's recording and trace). recover never replaces a file: when the
+output name is taken it writes NAME.recovered.parquet (then .recovered-2, ...).
+Each file rescued is reported on stderr with its count of records.
+
+Exit codes: 0 recovered, 2 FILE missing or not a tracekit journal, 1 recovery
+failed midway (a corrupt entry inside the journal, or the output could not be
+written; the journal is kept).`,
 		Example: "  tracekit recover recording.parquet\n  tracekit recover capture-dir/",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := os.Stat(args[0]); err != nil {
+				if _, jerr := os.Stat(record.JournalPath(args[0])); jerr != nil {
+					return badInput(fmt.Errorf("recover %s: %w", args[0], err))
+				}
+			}
 			res, err := record.RecoverAll(args[0], out)
+			stderr := cmd.ErrOrStderr()
 			for _, r := range res {
 				what := "records"
 				if r.Trace {
 					what = "trace turns"
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "recovered %d %s from %s into %s", r.Records, what, r.Journal, r.Out)
+				fmt.Fprintf(stderr, "recovered %d %s from %s into %s", r.Records, what, r.Journal, r.Out)
 				if r.TornBytes > 0 {
-					fmt.Fprintf(cmd.OutOrStdout(), " (dropped a %d-byte partial last entry)", r.TornBytes)
+					fmt.Fprintf(stderr, " (dropped a %d-byte partial last entry)", r.TornBytes)
 				}
-				fmt.Fprintln(cmd.OutOrStdout())
+				fmt.Fprintln(stderr)
 			}
-			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, trace.ErrNotJournal) {
+			if errors.Is(err, trace.ErrNotJournal) {
 				return badInput(err)
 			}
-			return err
+			return runFailed(err)
 		},
 	}
 	cmd.Flags().StringVarP(&out, "out", "o", "", "output recording (default: the journal's name without .journal)")

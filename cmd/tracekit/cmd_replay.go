@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"strconv"
@@ -24,12 +24,12 @@ import (
 // newReplayCmd builds the replay command.
 func newReplayCmd() *cobra.Command {
 	var (
-		c                     replay.Config
-		out, apiKeyEnv, shard string
-		headers               []string
-		temperature           float64
-		dispatcher, progress  string
-		noAnalyze             bool
+		c                replay.Config
+		o                replayOpts
+		apiKeyEnv, shard string
+		headers          []string
+		temperature      float64
+		dispatcher       string
 	)
 	cmd := &cobra.Command{
 		Use:   "replay TRACE.parquet --target URL [flags]",
@@ -72,11 +72,21 @@ The API key is read from the environment (--api-key-env) and never written.`,
 			stderr := cmd.ErrOrStderr()
 			c.Logf = func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) }
 			c.Command = replay.RedactCommand(os.Args)
-			return runReplay(cmd, c, out, progress, noAnalyze)
+			if c.Speed <= 0 {
+				return badInput(fmt.Errorf("--speed %g: expected a positive factor", c.Speed))
+			}
+			if !cmd.Flags().Changed("max-error-rate") {
+				o.maxErrorRate = -1
+			} else if o.maxErrorRate < 0 {
+				return badInput(fmt.Errorf("--max-error-rate %g: expected a fraction from 0 to 1", o.maxErrorRate))
+			}
+			return runReplay(cmd, c, o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&out, "output", "o", "recording.parquet", "recording to write")
+	f.StringVarP(&o.out, "output", "o", "recording.parquet", "recording to write (never replaced unless --force)")
+	f.BoolVar(&o.force, "force", false, "replace an existing recording (once the new one is complete)")
+	f.Float64Var(&o.maxErrorRate, "max-error-rate", 0, "exit 1 when more than this fraction of requests failed (default: only when all did)")
 	f.StringArrayVar(&c.Targets, "target", nil, "base URL of an OpenAI-compatible server (repeat for several)")
 	f.StringVar(&c.Policy, "target-policy", replay.PolicyRoundRobin, "with several targets: round-robin (per request) or conversation (sticky)")
 	f.StringVar(&c.Endpoint, "endpoint", replay.EndpointChat, "chat (/v1/chat/completions) or completions (/v1/completions, history concatenated)")
@@ -102,37 +112,78 @@ The API key is read from the environment (--api-key-env) and never written.`,
 	f.DurationVar(&c.BenchmarkTimeout, "benchmark-timeout", 0, "end the whole run after this long, canceling in-flight requests (0: none)")
 	f.DurationVar(&c.ReadyTimeout, "ready-timeout", 0, "wait up to this long for /health or /v1/models to answer before starting (0: no wait)")
 	f.DurationVar(&c.DialTimeout, "dial-timeout", 10*time.Second, "TCP connect timeout")
+	f.DurationVar(&c.IdleConnTimeout, "idle-conn-timeout", replay.DefaultIdleConnTimeout, "never reuse a keep-alive connection idle longer than this (below the server's own limit: uvicorn closes after 5s)")
 	f.BoolVar(&c.Insecure, "insecure", false, "accept any TLS certificate from an https:// target (self-signed test deployments)")
 	f.BoolVar(&c.ResetPrefixCache, "reset-prefix-cache", false, "POST /reset_prefix_cache to every target before the run")
+	f.BoolVar(&c.NoProbe, "no-probe", false, "skip the tiny request that checks each target and the model before the clock starts (--continuous-usage auto is then off)")
 	f.StringVar(&dispatcher, "dispatcher", "precise", "precise (absolute CLOCK_MONOTONIC timerfd in Go's poller, adaptive early release and spin) or sleep (Go timers, for comparison)")
-	f.StringVar(&progress, "progress", "auto", "auto (a bar on a terminal, else a line every 10 s), bar, plain or none")
-	f.BoolVar(&noAnalyze, "no-analyze", false, "do not print the analysis at the end")
+	f.StringVar(&o.progress, "progress", "auto", "auto (a bar on a terminal, else a line every 10 s), bar, plain or none")
+	f.BoolVar(&o.noAnalyze, "no-analyze", false, "do not print the analysis at the end")
 	cmd.MarkFlagRequired("target")
 	return cmd
 }
 
-// runReplay opens the recording, runs the replay under signal handling,
-// closes the recording and reports.
-func runReplay(cmd *cobra.Command, c replay.Config, out, progress string, noAnalyze bool) error {
+// replayOpts are the command's own options around replay.Config.
+type replayOpts struct {
+	out, progress string
+	noAnalyze     bool
+	force         bool
+	maxErrorRate  float64 // < 0: not given
+}
+
+// runReplay checks the output, prepares the run (nothing is written if
+// the targets fail), opens the recording, runs the replay under signal
+// handling, closes the recording and reports. Exit codes: 2 for bad
+// input or an existing recording without --force, 1 when the targets
+// fail before the run, no request succeeded or the error rate is above
+// --max-error-rate, 130 when a signal cut the run short (the recording is
+// complete and valid).
+func runReplay(cmd *cobra.Command, c replay.Config, o replayOpts) error {
 	stderr := cmd.ErrOrStderr()
+	if o.maxErrorRate > 1 || math.IsNaN(o.maxErrorRate) {
+		return badInput(fmt.Errorf("--max-error-rate %g: expected a fraction from 0 to 1", o.maxErrorRate))
+	}
+	if _, err := os.Stat(o.out); err == nil && !o.force {
+		return badInput(fmt.Errorf("%s exists: pass --force to replace it (the new recording replaces it only once complete)", o.out))
+	}
 	r, err := replay.New(c)
 	if err != nil {
 		return badInput(err)
 	}
 	defer r.Close()
-	rec, err := record.NewRecorder(out, trace.RunMeta{TracekitVersion: trace.Version, Targets: c.Targets, Command: c.Command},
+
+	// The first SIGINT/SIGTERM ends the run cleanly; once it has, signals
+	// get their default action again, so a second one kills at once.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case s := <-sigs:
+			signal.Stop(sigs)
+			cancel(fmt.Errorf("%v received", s))
+		case <-ctx.Done():
+		}
+	}()
+
+	if err := r.Prepare(ctx); err != nil {
+		if ctx.Err() != nil {
+			return interrupted(fmt.Errorf("before the run started: %w", context.Cause(ctx)))
+		}
+		return runFailed(fmt.Errorf("preparing the replay of %s (nothing was sent, %s untouched): %w", c.Trace, o.out, err))
+	}
+	rec, err := record.NewRecorder(o.out, trace.RunMeta{TracekitVersion: trace.Version, Targets: c.Targets, Command: c.Command},
 		record.RecorderOptions{Queue: max(1024, 2*c.MaxConcurrency)})
 	if err != nil {
 		return err
 	}
+	if rv := rec.Recovered(); rv != nil {
+		fmt.Fprintf(stderr, "a killed earlier run left %s: its %d records are rescued in %s\n", rv.Journal, rv.Records, rv.Out)
+	}
 
-	// The first SIGINT/SIGTERM ends the run cleanly; once it has, signals
-	// get their default action again, so a second one kills at once.
-	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stopSignals()
-	context.AfterFunc(ctx, stopSignals)
-
-	stopProgress := startProgress(stderr, r, progress)
+	stopProgress := startProgress(stderr, r, o.progress)
 	res, runErr := r.Run(ctx, rec)
 	stopProgress()
 	closeErr := rec.Close()
@@ -140,14 +191,11 @@ func runReplay(cmd *cobra.Command, c replay.Config, out, progress string, noAnal
 		return fmt.Errorf("replaying %s: %w", c.Trace, runErr)
 	}
 	if closeErr != nil {
-		return fmt.Errorf("writing %s: %w", out, closeErr)
-	}
-	if res == nil { // Run failed before the clock started: nothing was sent
-		return nil
+		return fmt.Errorf("writing %s: %w", o.out, closeErr)
 	}
 
-	if !noAnalyze {
-		if s, err := analyze.Files([]string{out}, analyze.Options{}); err != nil {
+	if !o.noAnalyze {
+		if s, err := analyze.Files([]string{o.out}, analyze.Options{}); err != nil {
 			fmt.Fprintf(stderr, "analyze: %v\n", err)
 		} else if err := s.WriteText(cmd.OutOrStdout()); err != nil {
 			return err
@@ -158,12 +206,20 @@ func runReplay(cmd *cobra.Command, c replay.Config, out, progress string, noAnal
 			fmt.Fprintln(stderr, "warning:", w)
 		}
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "recording: %s (%d requests, %d errors)\n", out, res.Sent, res.Errors)
+	fmt.Fprintf(cmd.OutOrStdout(), "recording: %s (%d requests, %d errors)\n", o.out, res.Sent, res.Errors)
 	if res.Canceled != "" {
 		fmt.Fprintf(stderr, "the run was cut short (%s); in-flight requests are recorded as canceled\n", res.Canceled)
-		if errors.Is(ctx.Err(), context.Canceled) {
-			return errors.New("interrupted")
+		if ctx.Err() != nil {
+			return interrupted(fmt.Errorf("%v; %s is complete", context.Cause(ctx), o.out))
 		}
+	}
+	if res.Sent > 0 && o.maxErrorRate >= 0 {
+		if rate := float64(res.Errors) / float64(res.Sent); rate > o.maxErrorRate {
+			return runFailed(fmt.Errorf("%d of %d requests failed (%.3g), above --max-error-rate %g", res.Errors, res.Sent, rate, o.maxErrorRate))
+		}
+	}
+	if res.Sent > 0 && res.Errors == res.Sent {
+		return runFailed(fmt.Errorf("no request succeeded: all %d failed (see error_kind in %s)", res.Sent, o.out))
 	}
 	return nil
 }

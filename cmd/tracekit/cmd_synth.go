@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,10 +53,16 @@ is set (it fixes the created_at metadata; otherwise it is the current time).`,
 		Args: cobra.NoArgs,
 		RunE: runSynth,
 	}
-	f := cmd.Flags()
+	declareSynthFlags(cmd.Flags())
+	return cmd
+}
+
+// declareSynthFlags declares every synth flag: the common ones, then each
+// source's (a flag several sources read is declared once).
+func declareSynthFlags(f *pflag.FlagSet) {
 	f.String("source", "synthetic", "where conversations come from: "+strings.Join(sourceNames(), ", "))
 	f.String("input", "", "input file of the source (sharegpt JSON/JSONL, a production trace)")
-	f.Int("conversations", 0, "conversations to write (0: the source's default: 100 synthetic, all of a file)")
+	f.Int("conversations", 0, "conversations to write, at least 1 (default: 100 synthetic, all of a file)")
 	f.Int64("seed", 0, "random seed; the same seed and inputs give the same trace")
 	f.String("tokenizer", tokenizer.DefaultName, "token counting: o200k_base, cl100k_base, or a Hugging Face tokenizer.json path")
 	f.String("text-file", "", "plain-text corpus for synthetic text (default: embedded generated prose)")
@@ -62,41 +70,349 @@ is set (it fixes the created_at metadata; otherwise it is the current time).`,
 	f.Float64("rate", 0, "conversation starts per second; 0 or inf starts all at once")
 	f.Float64("burstiness", 1.0, "gamma shape of start gaps: 1 Poisson, <1 burstier, >1 more regular")
 	f.Duration("token-time", synth.DefaultTokenTime, "estimated time per output token for open-loop arrivals of later turns")
-	for _, r := range synth.Registrations() {
-		if r.Flags == nil {
-			continue
-		}
-		fs := pflag.NewFlagSet(r.Name, pflag.ContinueOnError)
-		r.Flags(fs)
-		fs.VisitAll(func(fl *pflag.Flag) {
-			if f.Lookup(fl.Name) == nil {
-				f.AddFlag(fl)
+	f.Var(newSizeValue(synth.DefaultMaxBytes), "max-trace-size", "refuse to make a trace whose text is estimated above this size (e.g. 512MiB, 16GiB; 0 = no limit)")
+
+	// synthetic; sharegpt reads --turns, --input-tokens and --output-tokens
+	// as MIN-MAX filters, and --think-time.
+	f.String("turns", synth.DefaultTurns, "user turns (requests) per conversation: a distribution; for sharegpt a MIN-MAX filter")
+	f.String("input-tokens", synth.DefaultInputTokens, "tokens per user message: a distribution; for sharegpt a MIN-MAX filter")
+	f.String("output-tokens", synth.DefaultOutputTokens, "max_tokens per turn (reference answer length): a distribution; for sharegpt a MIN-MAX filter")
+	f.String("prefix-tokens", "0", "per-conversation prefix tokens (system message of turn 0): a distribution")
+	f.String("common-prefix-tokens", "0", "prefix tokens shared by all conversations: a distribution drawn once")
+	f.String("think-time", "0s", "user think time before turns 2..n: a distribution of durations, e.g. lognormal:average=5s")
+	f.String("config", "", "vLLM multi-turn generation config JSON (generate_multi_turn.json); flags given explicitly override it")
+
+	// the production-trace imports
+	f.Duration("start", 0, "imported traces: start of the window on the trace's timeline")
+	f.Duration("duration", 0, "imported traces: window length (0 = to the end)")
+	f.Float64("speed", 1, "imported traces: time compression (2 = twice as fast)")
+	f.Int("max-input-tokens", 0, "imported traces: clamp each prompt to this many tokens (0 = none)")
+	f.Int("limit", 0, "imported traces: keep the first N conversations of the window (0 = all; default --conversations)")
+	f.String("model", "", "imported traces: model name stamped on every request (default: replay's --model)")
+	f.Bool("skip-bad", false, "imported traces: count and skip malformed rows instead of failing")
+	f.Int("block-size", 0, "imported traces: tokens per hash_ids block (0 = the format's: mooncake 512, bailian 16)")
+
+	// burstgpt
+	f.String("filter-model", "", "burstgpt: keep only rows of this Model (ChatGPT, GPT-4)")
+	f.String("log-type", "", "burstgpt: keep only rows of this Log Type (conversation, api)")
+	f.String("failed", synth.FailedDrop, "burstgpt: failed requests (0 response tokens): drop, keep or flag")
+}
+
+// synthSource is one --source: the flags it reads beyond the common ones
+// (recorded with their defaults in the trace's metadata) and how it is
+// built from them.
+type synthSource struct {
+	name, summary string
+	// timed sources set their own arrivals; the others get the --rate
+	// schedule.
+	timed      bool
+	needsInput bool
+	flags      []string
+	build      func(f *pflag.FlagSet, in sourceInputs) (synth.Source, error)
+}
+
+// sourceInputs is what every source may take besides its own flags.
+type sourceInputs struct {
+	input         string
+	conversations int // --conversations if given, else 0
+	seed          int64
+	tok           tokenizer.Tokenizer
+	corpus        func() (*synth.Corpus, error) // --text-file or the default, built on first use
+	maxBytes      int64
+	progress      func(done, total int64)
+}
+
+var (
+	syntheticFlags = []string{"turns", "input-tokens", "output-tokens", "prefix-tokens", "common-prefix-tokens", "think-time", "config"}
+	importFlags    = []string{"start", "duration", "speed", "max-input-tokens", "limit", "model", "skip-bad", "block-size"}
+)
+
+// synthSources are the sources, by name.
+var synthSources = []synthSource{
+	{name: "azure", summary: "Azure LLM inference CSV trace, 2023 or 2024 (--input): real arrivals and lengths",
+		timed: true, needsInput: true, flags: importFlags,
+		build: func(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
+			o, err := importOptions(f, in)
+			if err != nil {
+				return nil, err
 			}
-		})
+			return synth.NewAzure(o)
+		}},
+	{name: "bailian", summary: "Qwen-Bailian JSONL trace (--input): real multi-turn conversations and timing",
+		timed: true, needsInput: true, flags: importFlags,
+		build: func(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
+			o, err := importOptions(f, in)
+			if err != nil {
+				return nil, err
+			}
+			return synth.NewBailian(o)
+		}},
+	{name: "burstgpt", summary: "BurstGPT CSV trace (--input): real arrivals, lengths and sessions",
+		timed: true, needsInput: true, flags: append(slices.Clone(importFlags), "filter-model", "log-type", "failed"),
+		build: func(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
+			o, err := importOptions(f, in)
+			if err != nil {
+				return nil, err
+			}
+			b := synth.BurstGPTOptions{ImportOptions: o}
+			b.FilterModel, _ = f.GetString("filter-model")
+			b.LogType, _ = f.GetString("log-type")
+			b.Failed, _ = f.GetString("failed")
+			return synth.NewBurstGPT(b)
+		}},
+	{name: "mooncake", summary: "Mooncake JSONL trace (--input): real arrivals, lengths and hash-prefix reuse",
+		timed: true, needsInput: true, flags: importFlags,
+		build: func(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
+			o, err := importOptions(f, in)
+			if err != nil {
+				return nil, err
+			}
+			return synth.NewMooncake(o)
+		}},
+	{name: "sharegpt", summary: "ShareGPT JSON or JSONL conversations (--input), with reference answers; --turns/--input-tokens/--output-tokens filter",
+		needsInput: true, build: buildShareGPT},
+	{name: "synthetic", summary: "conversations of corpus text with token-exact lengths drawn from distributions",
+		flags: syntheticFlags, build: buildSynthetic},
+}
+
+func lookupSource(name string) (synthSource, bool) {
+	for _, s := range synthSources {
+		if s.name == name {
+			return s, true
+		}
 	}
-	return cmd
+	return synthSource{}, false
 }
 
 func sourceNames() []string {
 	var names []string
-	for _, r := range synth.Registrations() {
-		names = append(names, r.Name)
+	for _, s := range synthSources {
+		names = append(names, s.name)
 	}
 	return names
 }
 
 func sourceList() string {
 	var b strings.Builder
-	for _, r := range synth.Registrations() {
-		fmt.Fprintf(&b, "  %-10s %s\n", r.Name, r.Summary)
+	for _, s := range synthSources {
+		fmt.Fprintf(&b, "  %-10s %s\n", s.name, s.summary)
 	}
 	return b.String()
+}
+
+// buildSynthetic reads the synthetic source's flags over an optional vLLM
+// config: a flag given explicitly overrides the config.
+func buildSynthetic(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
+	o := synth.SyntheticOptions{Count: synth.DefaultConversations, Seed: in.seed, MaxBytes: in.maxBytes, Progress: in.progress}
+	dists := []struct {
+		flag string
+		unit synth.Unit
+		dst  *synth.Dist
+	}{
+		{"turns", synth.Count, &o.Turns},
+		{"input-tokens", synth.Count, &o.InputTokens},
+		{"output-tokens", synth.Count, &o.OutputTokens},
+		{"prefix-tokens", synth.Count, &o.PrefixTokens},
+		{"common-prefix-tokens", synth.Count, &o.CommonPrefixTokens},
+		{"think-time", synth.Seconds, &o.ThinkTime},
+	}
+	var textFiles []string
+	if path, _ := f.GetString("config"); path != "" {
+		cfg, err := synth.ReadVLLMConfig(path)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Apply(&o)
+		textFiles = cfg.TextFiles
+	}
+	for _, d := range dists {
+		if *d.dst != nil && !f.Changed(d.flag) {
+			continue // from --config
+		}
+		spec, _ := f.GetString(d.flag)
+		v, err := synth.ParseDist(spec, d.unit)
+		if err != nil {
+			return nil, fmt.Errorf("--%s: %w", d.flag, err)
+		}
+		*d.dst = v
+	}
+	if in.conversations > 0 {
+		o.Count = in.conversations
+	}
+	var err error
+	if len(textFiles) > 0 && !f.Changed("text-file") {
+		o.Corpus, err = synth.CorpusFromFiles(textFiles, in.tok)
+	} else {
+		o.Corpus, err = in.corpus()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return synth.NewSynthetic(o)
+}
+
+// buildShareGPT reads --turns, --input-tokens and --output-tokens, when
+// given, as filters.
+func buildShareGPT(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
+	o := synth.ShareGPTOptions{Path: in.input, Tokenizer: in.tok, Count: in.conversations, Seed: in.seed,
+		MaxBytes: in.maxBytes, Progress: in.progress}
+	for _, r := range []struct {
+		flag   string
+		lo, hi *int
+	}{
+		{"turns", &o.TurnsMin, &o.TurnsMax},
+		{"input-tokens", &o.InputMin, &o.InputMax},
+		{"output-tokens", &o.OutputMin, &o.OutputMax},
+	} {
+		if !f.Changed(r.flag) {
+			continue
+		}
+		spec, _ := f.GetString(r.flag)
+		lo, hi, err := synth.ParseRange(spec)
+		if err != nil {
+			return nil, fmt.Errorf("--%s: %w", r.flag, err)
+		}
+		*r.lo, *r.hi = lo, hi
+	}
+	spec, _ := f.GetString("think-time")
+	d, err := synth.ParseDist(spec, synth.Seconds)
+	if err != nil {
+		return nil, fmt.Errorf("--think-time: %w", err)
+	}
+	o.ThinkTime = d
+	return synth.NewShareGPT(o)
+}
+
+// importOptions reads the flags every production-trace import shares.
+func importOptions(f *pflag.FlagSet, in sourceInputs) (synth.ImportOptions, error) {
+	o := synth.ImportOptions{Path: in.input, MaxBytes: in.maxBytes}
+	o.Start, _ = f.GetDuration("start")
+	o.Duration, _ = f.GetDuration("duration")
+	o.Speed, _ = f.GetFloat64("speed")
+	o.MaxInputTokens, _ = f.GetInt("max-input-tokens")
+	o.Limit, _ = f.GetInt("limit")
+	o.Model, _ = f.GetString("model")
+	o.SkipBad, _ = f.GetBool("skip-bad")
+	o.BlockSize, _ = f.GetInt("block-size")
+	if o.Limit == 0 {
+		o.Limit = in.conversations
+	}
+	var err error
+	o.Corpus, err = in.corpus()
+	return o, err
+}
+
+// optionFlags names the flag of each options field, for messages.
+var optionFlags = map[string]string{
+	"SyntheticOptions.Corpus":             "text-file",
+	"SyntheticOptions.Count":              "conversations",
+	"SyntheticOptions.Turns":              "turns",
+	"SyntheticOptions.InputTokens":        "input-tokens",
+	"SyntheticOptions.OutputTokens":       "output-tokens",
+	"SyntheticOptions.PrefixTokens":       "prefix-tokens",
+	"SyntheticOptions.CommonPrefixTokens": "common-prefix-tokens",
+	"SyntheticOptions.ThinkTime":          "think-time",
+	"SyntheticOptions.MaxBytes":           "max-trace-size",
+	"ShareGPTOptions.Path":                "input",
+	"ShareGPTOptions.Tokenizer":           "tokenizer",
+	"ShareGPTOptions.Count":               "conversations",
+	"ShareGPTOptions.TurnsMin":            "turns",
+	"ShareGPTOptions.TurnsMax":            "turns",
+	"ShareGPTOptions.InputMin":            "input-tokens",
+	"ShareGPTOptions.InputMax":            "input-tokens",
+	"ShareGPTOptions.OutputMin":           "output-tokens",
+	"ShareGPTOptions.OutputMax":           "output-tokens",
+	"ShareGPTOptions.ThinkTime":           "think-time",
+	"ShareGPTOptions.MaxBytes":            "max-trace-size",
+	"ImportOptions.Path":                  "input",
+	"ImportOptions.Start":                 "start",
+	"ImportOptions.Duration":              "duration",
+	"ImportOptions.Speed":                 "speed",
+	"ImportOptions.MaxInputTokens":        "max-input-tokens",
+	"ImportOptions.Limit":                 "limit",
+	"ImportOptions.BlockSize":             "block-size",
+	"ImportOptions.MaxBytes":              "max-trace-size",
+	"BurstGPTOptions.Failed":              "failed",
+	"Schedule.Rate":                       "rate",
+	"Schedule.Burstiness":                 "burstiness",
+	"Schedule.TokenTime":                  "token-time",
+}
+
+// flagError rewrites a library error about an options field into one
+// about its flag and the flag's value; other errors come back as they are.
+func flagError(f *pflag.FlagSet, err error) error {
+	var fe *synth.FieldError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	name, ok := optionFlags[fe.Struct+"."+fe.Field]
+	if !ok {
+		return err
+	}
+	if errors.Is(fe.Err, synth.ErrTooLarge) {
+		return fmt.Errorf("--%s %s: %w (lower --conversations, --turns, --input-tokens, --output-tokens or the prefixes, narrow an import's window, or raise --max-trace-size)",
+			name, f.Lookup(name).Value, fe.Err)
+	}
+	return fmt.Errorf("--%s %s: %w", name, f.Lookup(name).Value, fe.Err)
+}
+
+// checkSynthFlags refuses the values a flag's type admits but synth does
+// not, where the library would read them as "the default" (0).
+func checkSynthFlags(f *pflag.FlagSet) error {
+	if n, _ := f.GetInt("conversations"); n < 0 || (n == 0 && f.Changed("conversations")) {
+		return fmt.Errorf("--conversations %d: want at least 1 (leave it out for the source's default)", n)
+	}
+	if v, _ := f.GetFloat64("speed"); f.Changed("speed") && !(v > 0) {
+		return fmt.Errorf("--speed %g: want a time compression above 0 (1 = real time, 2 = twice as fast)", v)
+	}
+	if v, _ := f.GetFloat64("burstiness"); f.Changed("burstiness") && !(v > 0) {
+		return fmt.Errorf("--burstiness %g: want a gamma shape above 0 (1 = Poisson)", v)
+	}
+	return nil
+}
+
+// sizeValue is a byte count flag: a plain number of bytes or one with a
+// unit, decimal (KB, MB, GB, TB) or binary (KiB, MiB, GiB, TiB).
+type sizeValue int64
+
+func newSizeValue(n int64) *sizeValue { v := sizeValue(n); return &v }
+
+func (v *sizeValue) Type() string { return "size" }
+
+func (v *sizeValue) String() string {
+	n := int64(*v)
+	for _, u := range []struct {
+		name string
+		b    int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.b && n%u.b == 0 {
+			return strconv.FormatInt(n/u.b, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+func (v *sizeValue) Set(s string) error {
+	num := strings.TrimSpace(s)
+	i := strings.IndexFunc(num, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	unit := ""
+	if i >= 0 {
+		num, unit = strings.TrimSpace(num[:i]), strings.TrimSpace(num[i:])
+	}
+	mult, ok := map[string]float64{"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
+		"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}[strings.ToLower(unit)]
+	x, err := strconv.ParseFloat(num, 64)
+	if !ok || err != nil || x < 0 || x*mult >= math.MaxInt64 {
+		return fmt.Errorf("%q is not a size (want bytes, or a number with KB, MB, GB, TB, KiB, MiB, GiB or TiB)", s)
+	}
+	*v = sizeValue(x * mult)
+	return nil
 }
 
 func runSynth(cmd *cobra.Command, _ []string) error {
 	f := cmd.Flags()
 	name, _ := f.GetString("source")
-	reg, ok := synth.Lookup(name)
+	src, ok := lookupSource(name)
 	if !ok {
 		return badInput(fmt.Errorf("--source %q: unknown source (want one of %s)", name, strings.Join(sourceNames(), ", ")))
 	}
@@ -108,30 +424,34 @@ func runSynth(cmd *cobra.Command, _ []string) error {
 	seed, _ := f.GetInt64("seed")
 	input, _ := f.GetString("input")
 	n, _ := f.GetInt("conversations")
-	if n < 0 {
-		return badInput(fmt.Errorf("--conversations %d must not be negative", n))
+	if err := checkSynthFlags(f); err != nil {
+		return badInput(err)
+	}
+	if src.needsInput && input == "" {
+		return badInput(fmt.Errorf("--source %s needs --input FILE", name))
 	}
 	textFile, _ := f.GetString("text-file")
 	progress := newProgress(cmd.ErrOrStderr(), name)
 	defer progress.done()
 
-	env := synth.Env{
-		Flags: f, Input: input, Conversations: n, Seed: seed, Tokenizer: tok,
-		Corpus:   sync.OnceValues(func() (*synth.Corpus, error) { return loadCorpus(textFile, tok) }),
-		Progress: progress.report,
+	in := sourceInputs{
+		input: input, conversations: n, seed: seed, tok: tok,
+		corpus:   sync.OnceValues(func() (*synth.Corpus, error) { return loadCorpus(textFile, tok) }),
+		maxBytes: int64(*f.Lookup("max-trace-size").Value.(*sizeValue)),
+		progress: progress.report,
 	}
-	src, err := reg.New(env)
+	source, err := src.build(f, in)
 	if err != nil {
-		return badInput(err)
+		return badInput(flagError(f, err))
 	}
 	var sched *synth.Schedule
-	if !reg.Timed {
+	if !src.timed {
 		rate, _ := f.GetFloat64("rate")
 		burst, _ := f.GetFloat64("burstiness")
 		tt, _ := f.GetDuration("token-time")
 		sched = &synth.Schedule{Rate: rate, Burstiness: burst, TokenTime: tt}
 		if err := sched.Validate(); err != nil {
-			return badInput(fmt.Errorf("schedule: %w", err))
+			return badInput(flagError(f, err))
 		}
 	}
 	created, err := synth.CreatedAt()
@@ -145,19 +465,21 @@ func runSynth(cmd *cobra.Command, _ []string) error {
 		Seed:            seed,
 		Tokenizer:       tok.Name(),
 		CreatedAt:       created,
-		Options:         flagOptions(f, reg),
+		Options:         flagOptions(f, src),
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, unix.SIGTERM)
 	defer stop()
 	start := time.Now()
-	res, err := synth.Generate(ctx, synth.Job{Source: src, Schedule: sched, Meta: meta, Output: out})
+	res, err := synth.Generate(ctx, synth.Job{Source: source, Schedule: sched, Meta: meta, Output: out})
 	progress.done()
 	var outErr *synth.OutputError
 	switch {
-	case errors.As(err, &outErr), errors.Is(err, context.Canceled):
+	case errors.Is(err, context.Canceled):
+		return interrupted(fmt.Errorf("interrupted: %s left as it was", out))
+	case errors.As(err, &outErr):
 		return err
 	case err != nil:
-		return badInput(err)
+		return badInput(flagError(f, err))
 	}
 	w := cmd.OutOrStdout()
 	fmt.Fprintf(w, "wrote %s: %d conversations, %d turns, %s, %.2fs (source %s, tokenizer %s, seed %d)\n",
@@ -187,7 +509,7 @@ var commonFlags = []string{"source", "input", "conversations", "seed", "tokenize
 // flagOptions records in the metadata the common flags, the source's own
 // flags (defaults included, so a trace says how it was made) and every
 // flag given on the command line.
-func flagOptions(f *pflag.FlagSet, reg synth.Registration) map[string]string {
+func flagOptions(f *pflag.FlagSet, src synthSource) map[string]string {
 	m := map[string]string{}
 	add := func(name string) {
 		if fl := f.Lookup(name); fl != nil {
@@ -197,10 +519,8 @@ func flagOptions(f *pflag.FlagSet, reg synth.Registration) map[string]string {
 	for _, name := range commonFlags {
 		add(name)
 	}
-	if reg.Flags != nil {
-		own := pflag.NewFlagSet(reg.Name, pflag.ContinueOnError)
-		reg.Flags(own)
-		own.VisitAll(func(fl *pflag.Flag) { add(fl.Name) })
+	for _, name := range src.flags {
+		add(name)
 	}
 	f.Visit(func(fl *pflag.Flag) { add(fl.Name) })
 	return m

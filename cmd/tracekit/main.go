@@ -33,7 +33,7 @@ Exit codes: 0 success, 1 the run failed, 2 bad usage or input, 130 interrupted.`
 		SilenceErrors: true,
 	}
 	root.AddCommand(newSynthCmd(), newInspectCmd(), newMockCmd(), newReplayCmd(), newAnalyzeCmd(),
-		newCompareCmd(), newCaptureCmd(), newRecoverCmd(), newCalibrateCmd(), newVersionCmd())
+		newCompareCmd(), newCaptureCmd(), newRecoverCmd(), newCalibrateCmd(), newSweepCmd(), newVersionCmd())
 	// An unknown flag or a bad flag value is bad usage (exit 2).
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return badInput(err) })
 	for _, c := range root.Commands() {

@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,11 +19,14 @@ import (
 	"github.com/tracekit/tracekit/trace"
 )
 
-// startMock runs `tracekit mock` on a free port and returns its URL and a
-// stop function that sends SIGINT and waits for the log to be complete.
+// startMock runs `tracekit mock` on a free port, waits for its
+// --ready-file and returns its URL and a stop function that sends SIGINT
+// and waits for the log to be complete. It also checks the ready file
+// against the human line on stdout and the child's pid.
 func startMock(t *testing.T, bin string, args ...string) (string, func()) {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"mock", "--listen", "127.0.0.1:0"}, args...)...)
+	ready := filepath.Join(t.TempDir(), "mock.ready.json")
+	cmd := exec.Command(bin, append([]string{"mock", "--listen", "127.0.0.1:0", "--ready-file", ready}, args...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -30,13 +35,15 @@ func startMock(t *testing.T, bin string, args ...string) (string, func()) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	urls := make(chan string, 1)
-	go func() {
+	lines := make(chan string, 1)
+	exited := make(chan struct{})
+	go func() { // ends at the child's stdout EOF
+		defer close(exited)
 		sc := bufio.NewScanner(stdout)
-		re := regexp.MustCompile(`on (http://\S+)`)
+		re := regexp.MustCompile(`^tracekit mock: serving \S+ on (http://\S+)$`)
 		for sc.Scan() {
 			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				urls <- m[1]
+				lines <- m[1]
 			}
 		}
 		io.Copy(io.Discard, stdout)
@@ -55,19 +62,44 @@ func startMock(t *testing.T, bin string, args ...string) (string, func()) {
 			if err != nil {
 				t.Errorf("mock exited with %v after SIGINT", err)
 			}
+			if _, err := os.Stat(ready); !os.IsNotExist(err) {
+				t.Errorf("the mock left its ready file behind: %v", err)
+			}
 		case <-time.After(20 * time.Second):
 			cmd.Process.Kill()
 			t.Error("mock did not stop within 20 s of SIGINT")
 		}
 	}
 	t.Cleanup(stop)
-	select {
-	case u := <-urls:
-		return u, stop
-	case <-time.After(20 * time.Second):
-		t.Fatal("mock printed no URL within 20 s")
+	deadline := time.Now().Add(time.Minute) // hang guard
+	for {
+		r, err := mock.ReadReadyFile(ready)
+		if err == nil {
+			if r.PID != cmd.Process.Pid || "http://"+r.Addr != r.URL {
+				t.Fatalf("ready file %+v from pid %d", r, cmd.Process.Pid)
+			}
+			select {
+			case u := <-lines:
+				if u != r.URL {
+					t.Fatalf("stdout says %s, the ready file %s", u, r.URL)
+				}
+			case <-time.After(time.Minute):
+				t.Fatal("mock printed no serving line")
+			}
+			return r.URL, stop
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			t.Fatal(err)
+		}
+		select {
+		case <-exited:
+			t.Fatal("mock exited before writing its ready file")
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("mock wrote no ready file within a minute")
+		}
 	}
-	return "", nil
 }
 
 // The README's pipeline from the command line: synth writes a multi-turn

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -12,26 +11,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spf13/pflag"
 	"github.com/tracekit/tracekit/trace"
 )
-
-// writeImportFile writes content to a file in a test directory.
-func writeImportFile(t *testing.T, name, content string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // writeAndReadBack writes convs as a trace and reads every row back.
 func writeAndReadBack(t *testing.T, src Source, convs []Conversation, opts map[string]string) ([]trace.Turn, trace.TraceMeta) {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "trace.parquet")
 	meta := trace.TraceMeta{Source: src.Name(), Tokenizer: "o200k_base", Options: opts}
-	if err := Write(p, meta, convs); err != nil {
+	if err := Write(context.Background(), p, meta, convs); err != nil {
 		t.Fatal(err)
 	}
 	r, err := trace.OpenTrace(p)
@@ -92,7 +80,7 @@ const windowFile = `{"timestamp": 0, "input_length": 10, "output_length": 5, "ha
 `
 
 func TestWindowSpeedLimitClamp(t *testing.T) {
-	p := writeImportFile(t, "w.jsonl", windowFile)
+	p := writeFile(t, "w.jsonl", windowFile)
 	base := ImportOptions{Path: p, Corpus: importCorpus(t), BlockSize: 32}
 	cases := []struct {
 		name   string
@@ -139,7 +127,7 @@ func TestWindowSpeedLimitClamp(t *testing.T) {
 }
 
 func TestWindowBadOptions(t *testing.T) {
-	p := writeImportFile(t, "w.jsonl", windowFile)
+	p := writeFile(t, "w.jsonl", windowFile)
 	for _, o := range []ImportOptions{
 		{},
 		{Path: p, Speed: -1},
@@ -184,39 +172,37 @@ func TestRowErrorNamesFileLineField(t *testing.T) {
 	}
 }
 
-func TestImportersRegistered(t *testing.T) {
-	p := writeImportFile(t, "w.jsonl", windowFile)
-	for _, name := range []string{"mooncake", "azure", "burstgpt", "bailian"} {
-		reg, ok := Lookup(name)
-		if !ok || !reg.Timed {
-			t.Fatalf("%s not registered as a timed source", name)
+// An import whose prompts would exceed MaxBytes is refused after reading
+// the rows and before making their text; a shared FieldError names MaxBytes.
+func TestImportMaxBytes(t *testing.T) {
+	p := writeFile(t, "w.jsonl", windowFile)
+	o := ImportOptions{Path: p, Corpus: importCorpus(t), BlockSize: 32}
+	m, err := NewMooncake(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	convs, err := m.Conversations(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text int
+	for _, c := range convs {
+		text += len(c[0].Messages[0].Content)
+	}
+	for _, c := range []struct {
+		limit int64
+		ok    bool
+	}{{int64(text) / 2, false}, {int64(text) * 2, true}} {
+		o.MaxBytes = c.limit
+		_, err := (&Mooncake{Opts: o}).Conversations(context.Background())
+		var fe *FieldError
+		if c.ok != (err == nil) || (!c.ok && (!errors.As(err, &fe) || fe.Field != "MaxBytes" || !errors.Is(err, ErrTooLarge))) {
+			t.Errorf("limit %d for %d bytes of prompts: %v", c.limit, text, err)
 		}
-		fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
-		reg.Flags(fs)
-		if err := fs.Parse([]string{"--start=1s", "--duration=2500ms", "--speed=2", "--max-input-tokens=35", "--limit=7", "--model=m1", "--skip-bad", "--block-size=32"}); err != nil {
-			t.Fatal(err)
-		}
-		src, err := reg.New(Env{Flags: fs, Input: p, Corpus: func() (*Corpus, error) { return importCorpus(t), nil }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if src.Name() != name {
-			t.Fatalf("source %q from registration %q", src.Name(), name)
-		}
-		if name != "mooncake" {
-			continue
-		}
-		convs, err := src.Conversations(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := arrivals(convs)
-		if !slices.Equal(got, []int64{0, 0.5e9, 0.5e9}) || convs[2][0].Model != "m1" || convs[2][0].InputTokens != 35 {
-			t.Fatalf("arrivals %v, turn %+v", got, convs[2][0])
-		}
-		rep := src.(Reporter).Report()
-		if rep["speed"] != "2" || rep["limit"] != "7" || rep["window_duration"] != "2.5s" || rep["skip_bad"] != "true" || rep["input"] != p {
-			t.Fatalf("report %v", rep)
-		}
+	}
+	sg := writeFile(t, "s.jsonl", `{"id":"a","conversations":[{"from":"human","value":"hi"},{"from":"gpt","value":"yo"}]}`+"\n")
+	_, err = (&ShareGPT{Opts: ShareGPTOptions{Path: sg, Tokenizer: importCorpus(t).Tokenizer(), MaxBytes: 10}}).Conversations(context.Background())
+	if !errors.Is(err, ErrTooLarge) {
+		t.Errorf("ShareGPT file above MaxBytes: %v", err)
 	}
 }

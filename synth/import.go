@@ -1,13 +1,12 @@
 package synth
 
 import (
-	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"time"
 
-	"github.com/spf13/pflag"
 	"github.com/tracekit/tracekit/tokenizer"
 	"github.com/tracekit/tracekit/trace"
 )
@@ -34,6 +33,10 @@ type ImportOptions struct {
 	// Corpus supplies the words prompts are made of; nil means DefaultCorpus
 	// under the default tokenizer.
 	Corpus *Corpus
+	// MaxBytes refuses an import whose prompts (after the window, limit and
+	// clamp) are estimated above it, before their text is made; 0 means no
+	// limit.
+	MaxBytes int64
 }
 
 // ImportStats says what an import did with the rows of its file. It is
@@ -46,6 +49,7 @@ type ImportStats struct {
 	OutsideWindow int      // rows before Start or at/after Start+Duration
 	OverLimit     int      // rows of conversations past --limit
 	Clamped       int      // requests whose prompt was cut to --max-input-tokens
+	InvalidUTF8   int64    // bytes of the file that are not UTF-8 (replaced by U+FFFD where they reach text)
 	Requests      int      // rows written
 	Conversations int
 	SourceSpanNs  int64 // last minus first timestamp of all well-formed rows
@@ -53,20 +57,25 @@ type ImportStats struct {
 }
 
 func (o ImportOptions) validate(defaultBlock int) (ImportOptions, error) {
-	if o.Path == "" {
-		return o, errors.New("no input file: give --input")
-	}
-	if o.Start < 0 || o.Duration < 0 {
-		return o, fmt.Errorf("window start %v and duration %v must not be negative", o.Start, o.Duration)
+	const st = "ImportOptions"
+	switch {
+	case o.Path == "":
+		return o, fieldErr(st, "Path", "no input file")
+	case o.Start < 0:
+		return o, fieldErr(st, "Start", "window start %v must not be negative", o.Start)
+	case o.Duration < 0:
+		return o, fieldErr(st, "Duration", "window duration %v must not be negative", o.Duration)
+	case o.Speed < 0 || math.IsNaN(o.Speed) || math.IsInf(o.Speed, 0):
+		return o, fieldErr(st, "Speed", "speed %g must be a positive number", o.Speed)
+	case o.MaxInputTokens < 0:
+		return o, fieldErr(st, "MaxInputTokens", "max input tokens %d must not be negative", o.MaxInputTokens)
+	case o.Limit < 0:
+		return o, fieldErr(st, "Limit", "limit %d must not be negative", o.Limit)
+	case o.BlockSize < 0:
+		return o, fieldErr(st, "BlockSize", "block size %d must not be negative", o.BlockSize)
 	}
 	if o.Speed == 0 {
 		o.Speed = 1
-	}
-	if o.Speed < 0 {
-		return o, fmt.Errorf("speed %g must be positive", o.Speed)
-	}
-	if o.MaxInputTokens < 0 || o.Limit < 0 || o.BlockSize < 0 {
-		return o, fmt.Errorf("max input tokens (%d), limit (%d) and block size (%d) must not be negative", o.MaxInputTokens, o.Limit, o.BlockSize)
 	}
 	if o.BlockSize == 0 {
 		o.BlockSize = defaultBlock
@@ -164,6 +173,19 @@ func (o ImportOptions) assemble(src string, origin int64, rows []importRow, grou
 	if err != nil {
 		return nil, fmt.Errorf("preparing %s prompt blocks: %w", src, err)
 	}
+	var tokens float64
+	requests := 0
+	for _, g := range groups {
+		for k := range g.rows {
+			_, msg, _ := o.turnTokens(g.rows, k)
+			tokens += float64(msg)
+		}
+		requests += len(g.rows)
+	}
+	if err := checkSize("ImportOptions", tokens*blocks.BytesPerToken(), o.MaxBytes,
+		fmt.Sprintf("%d %s requests of %.0f prompt tokens in all", requests, src, tokens)); err != nil {
+		return nil, err
+	}
 	convs := make([]Conversation, 0, len(groups))
 	first, last := int64(-1), int64(0)
 	for _, g := range groups {
@@ -192,20 +214,32 @@ func (o ImportOptions) scale(d int64) int64 {
 	return int64(float64(d) / o.Speed)
 }
 
+// turnTokens is turn k's prompt tokens (at least 1, clamped to
+// MaxInputTokens), the tokens of its new message and whether it was clamped.
+func (o ImportOptions) turnTokens(rows []importRow, k int) (in, msg int, clamped bool) {
+	clampIn := func(r importRow) (int, bool) {
+		in := max(r.input, 1)
+		if o.MaxInputTokens > 0 && in > o.MaxInputTokens {
+			return o.MaxInputTokens, true
+		}
+		return in, false
+	}
+	in, clamped = clampIn(rows[k])
+	if k == 0 {
+		return in, in, clamped
+	}
+	prevIn, _ := clampIn(rows[k-1])
+	return in, max(in-prevIn-max(rows[k-1].output, 1), 1), clamped
+}
+
 // conversation builds the turns of one group.
 func (o ImportOptions) conversation(id string, from int64, rows []importRow, blocks *Blocks, st *ImportStats) Conversation {
 	c := make(Conversation, len(rows))
-	prevIn, prevOut := 0, 0
 	var prevAt, prevElapsed int64
 	for k, r := range rows {
-		in := max(r.input, 1)
-		if o.MaxInputTokens > 0 && in > o.MaxInputTokens {
-			in = o.MaxInputTokens
+		in, msg, clamped := o.turnTokens(rows, k)
+		if clamped {
 			st.Clamped++
-		}
-		msg := in
-		if k > 0 {
-			msg = max(in-prevIn-prevOut, 1)
 		}
 		hashes := r.hashes
 		if nb := (in + blocks.Size() - 1) / blocks.Size(); len(hashes) > nb {
@@ -235,7 +269,7 @@ func (o ImportOptions) conversation(id string, from int64, rows []importRow, blo
 			t.ThinkTimeNs = max(at-prevAt-o.scale(prevElapsed), 0)
 		}
 		c[k] = t
-		prevIn, prevOut, prevAt, prevElapsed = in, max(r.output, 1), at, r.elapsed
+		prevAt, prevElapsed = at, r.elapsed
 	}
 	for k := range c {
 		c[k].StartOffsetNs = c[0].ArrivalOffsetNs
@@ -274,83 +308,9 @@ func (o ImportOptions) metaOptions(st ImportStats) map[string]string {
 	for i, e := range st.BadExamples {
 		m["bad_row_"+strconv.Itoa(i+1)] = e
 	}
+	addUTF8Report(m, reportInvalidUTF8, st.InvalidUTF8)
+	if o.Corpus != nil {
+		addUTF8Report(m, reportTextInvalidUTF8, o.Corpus.InvalidUTF8())
+	}
 	return m
-}
-
-// importFlags declares the flags every production-trace source shares; each
-// importer's registration declares them identically.
-func importFlags(fs *pflag.FlagSet) {
-	fs.Duration("start", 0, "imported traces: start of the window on the trace's timeline")
-	fs.Duration("duration", 0, "imported traces: window length (0 = to the end)")
-	fs.Float64("speed", 1, "imported traces: time compression (2 = twice as fast)")
-	fs.Int("max-input-tokens", 0, "imported traces: clamp each prompt to this many tokens (0 = none)")
-	fs.Int("limit", 0, "imported traces: keep the first N conversations of the window (0 = all; default --conversations)")
-	fs.String("model", "", "imported traces: model name stamped on every request (default: replay's --model)")
-	fs.Bool("skip-bad", false, "imported traces: count and skip malformed rows instead of failing")
-	fs.Int("block-size", 0, "imported traces: tokens per hash_ids block (0 = the format's: mooncake 512, bailian 16)")
-}
-
-// importOptionsFrom reads the shared flags from env.
-func importOptionsFrom(env Env) (ImportOptions, error) {
-	fs := env.Flags
-	var o ImportOptions
-	var errs []error
-	get := func(err error) {
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	var err error
-	o.Start, err = fs.GetDuration("start")
-	get(err)
-	o.Duration, err = fs.GetDuration("duration")
-	get(err)
-	o.Speed, err = fs.GetFloat64("speed")
-	get(err)
-	o.MaxInputTokens, err = fs.GetInt("max-input-tokens")
-	get(err)
-	o.Limit, err = fs.GetInt("limit")
-	get(err)
-	o.Model, err = fs.GetString("model")
-	get(err)
-	o.SkipBad, err = fs.GetBool("skip-bad")
-	get(err)
-	o.BlockSize, err = fs.GetInt("block-size")
-	get(err)
-	if err := errors.Join(errs...); err != nil {
-		return o, fmt.Errorf("reading import flags: %w", err)
-	}
-	if o.Limit == 0 {
-		o.Limit = env.Conversations
-	}
-	o.Path = env.Input
-	if env.Corpus != nil {
-		if o.Corpus, err = env.Corpus(); err != nil {
-			return o, err
-		}
-	}
-	return o, nil
-}
-
-// registerImporter registers a production-trace source with the shared
-// flags plus its own.
-func registerImporter(name, summary string, own func(fs *pflag.FlagSet), build func(o ImportOptions, env Env) (Source, error)) {
-	Register(Registration{
-		Name:    name,
-		Summary: summary,
-		Timed:   true,
-		Flags: func(fs *pflag.FlagSet) {
-			importFlags(fs)
-			if own != nil {
-				own(fs)
-			}
-		},
-		New: func(env Env) (Source, error) {
-			o, err := importOptionsFrom(env)
-			if err != nil {
-				return nil, err
-			}
-			return build(o, env)
-		},
-	})
 }

@@ -1,0 +1,223 @@
+package analyze
+
+import (
+	"slices"
+
+	"github.com/tracekit/tracekit/trace"
+)
+
+// accumulator is the single pass: Add each record, then finish.
+type accumulator struct {
+	opts  Options
+	reqs  []Request
+	dists map[string]*Dist
+	// eventTimes holds the event times of successful requests for vLLM's
+	// peak-throughput bins; past the limit msBins (1 ms counts) take over.
+	eventTimes []int64
+	// failTimes holds the event times of failed requests that streamed
+	// some (vLLM keeps their partial TTFT and ITL in its detailed lists),
+	// up to MaxExactSamples.
+	failTimes []int64
+	msBins    []int32
+	tokBins   []float64 // output tokens per 1 s bin
+	msgBins   []float64
+	sawWarmup int
+	outWindow int
+	errMsg    map[string]string
+	// expectRows is the number of rows the caller will add (0: unknown);
+	// after the first rows it sizes the per-event slices once, instead of
+	// letting append copy them at every doubling.
+	expectRows, seenRows, seenEvents int
+	presized                         bool
+	// reserved, when set, waits for reserve's allocations and installs them.
+	reserved func()
+}
+
+func newAccumulator(opts Options) *accumulator {
+	opts = opts.withDefaults()
+	a := &accumulator{opts: opts, dists: map[string]*Dist{}, errMsg: map[string]string{}}
+	for _, m := range []string{"ttft", "tpot", "e2el", "itl", "itl_per_token", "itl_request_mean", "itl_first_content",
+		"corrected_ttft", "corrected_e2el", "queue", "send_delay"} {
+		a.dists[m] = newDist(opts.MaxExactSamples)
+	}
+	return a
+}
+
+// add folds one aligned record into the accumulator.
+func (a *accumulator) add(r *trace.Record, file int) {
+	if a.reserved != nil {
+		a.reserved()
+	}
+	a.seenRows++
+	a.seenEvents += len(r.EventNs)
+	if !a.presized && a.expectRows > 0 && a.seenRows == min(256, a.expectRows) {
+		a.presize()
+	}
+	if r.Warmup && !a.opts.IncludeWarmup {
+		a.sawWarmup++
+		return
+	}
+	if !a.opts.Window.contains(r.SentNs) {
+		a.outWindow++
+		return
+	}
+	q := Derive(r, file, a.opts)
+	a.reqs = append(a.reqs, q)
+	if !q.Success {
+		if _, ok := a.errMsg[q.ErrorKind]; !ok {
+			a.errMsg[q.ErrorKind] = r.ErrorMessage
+		}
+		if len(r.EventNs) > 0 && len(a.failTimes)+len(r.EventNs) <= a.opts.MaxExactSamples {
+			a.reqs[len(a.reqs)-1].evOff = len(a.failTimes)
+			a.failTimes = append(a.failTimes, r.EventNs...)
+		} else {
+			a.reqs[len(a.reqs)-1].evOff = -1
+		}
+		return
+	}
+	d := a.dists
+	d["e2el"].Add(float64(q.E2ELNs))
+	d["corrected_e2el"].Add(float64(q.CorrectedE2ELNs))
+	d["queue"].Add(float64(q.QueueNs))
+	d["send_delay"].Add(float64(q.SendDelayNs))
+	if q.NonStreaming {
+		// The body's tokens count where it arrived; it has no TTFT, no
+		// gaps and no stream messages for the peak bins.
+		a.addTokens(r.EventNs[0], q.OutputTokens)
+		return
+	}
+	d["ttft"].Add(float64(q.TTFTNs))
+	if q.OutputTokens > 1 {
+		d["tpot"].Add(q.TPOTNs)
+		d["itl_request_mean"].Add(q.ITLMeanNs)
+		if q.ContentEvents > 0 {
+			d["itl_first_content"].Add(q.ITLContentNs)
+		}
+	}
+	a.reqs[len(a.reqs)-1].evOff = len(a.eventTimes)
+	d["corrected_ttft"].Add(float64(q.CorrectedTTFTNs))
+	a.addEvents(r.EventNs, r.EventTokens)
+}
+
+// addTokens counts n output tokens at time t in the 1 s token bins.
+func (a *accumulator) addTokens(t int64, n int32) {
+	b := int(min(max(t/nsPerSec, 0), maxSeriesBins-1))
+	if b >= len(a.tokBins) {
+		a.tokBins = grow(a.tokBins, b)
+		a.msgBins = grow(a.msgBins, b)
+	}
+	a.tokBins[b] += float64(n)
+}
+
+// addEvents is the per-event hot loop: ITL samples, time bins and the
+// event times for the peak bins. While the distributions are exact it
+// appends straight into their sample slices.
+func (a *accumulator) addEvents(ts []int64, toks []int32) {
+	if len(ts) == 0 {
+		return
+	}
+	perEvent, perToken := a.dists["itl"], a.dists["itl_per_token"]
+	if last := int(min(max(ts[len(ts)-1]/nsPerSec, 0), maxSeriesBins-1)); last >= len(a.tokBins) {
+		a.tokBins = grow(a.tokBins, last)
+		a.msgBins = grow(a.msgBins, last)
+	}
+	fast := perEvent.hist == nil && perToken.hist == nil &&
+		len(perEvent.samples)+len(ts) <= perEvent.limit && len(perToken.samples)+len(ts) <= perToken.limit
+	pe, pt := perEvent.samples, perToken.samples
+	carry := int64(0) // gap time of zero-token events, handed to the next token
+	for i, t := range ts {
+		if i > 0 {
+			gap := t - ts[i-1]
+			tokGap := -1.0
+			if toks[i] > 0 {
+				tokGap = float64(gap+carry) / float64(toks[i])
+				carry = 0
+			} else {
+				carry += gap
+			}
+			switch {
+			case fast:
+				pe = append(pe, float64(gap))
+				if tokGap >= 0 {
+					pt = append(pt, tokGap)
+				}
+			default:
+				perEvent.Add(float64(gap))
+				if tokGap >= 0 {
+					perToken.Add(tokGap)
+				}
+			}
+		}
+		b := int(min(max(t/nsPerSec, 0), maxSeriesBins-1))
+		a.tokBins[b] += float64(toks[i])
+		a.msgBins[b]++
+	}
+	if fast {
+		perEvent.samples, perToken.samples = pe, pt
+		perEvent.sorted, perToken.sorted = false, false
+	}
+	if a.msBins == nil && len(a.eventTimes)+len(ts) <= a.opts.MaxExactSamples {
+		a.eventTimes = append(a.eventTimes, ts...)
+		return
+	}
+	if a.msBins == nil { // switch to 1 ms counts
+		a.msBins = []int32{}
+		for _, t := range a.eventTimes {
+			a.addMs(t)
+		}
+		a.eventTimes = nil
+	}
+	for _, t := range ts {
+		a.addMs(t)
+	}
+}
+
+// presize grows the per-event slices to the expected event count (plus 5%),
+// estimated from the rows seen so far, within MaxExactSamples.
+func (a *accumulator) presize() {
+	a.presized = true
+	want := min(int(float64(a.seenEvents)/float64(a.seenRows)*float64(a.expectRows)*1.05), a.opts.MaxExactSamples)
+	for _, d := range []*Dist{a.dists["itl"], a.dists["itl_per_token"]} {
+		d.samples = slices.Grow(d.samples, want-len(d.samples))
+	}
+	a.eventTimes = slices.Grow(a.eventTimes, want-len(a.eventTimes))
+	a.reqs = slices.Grow(a.reqs, a.expectRows-len(a.reqs))
+}
+
+// reserve is presize for a known event count (an upper bound, from the
+// files' footers) and expectRows, made before the first row: the slices are
+// allocated (and zeroed) on another goroutine while the first rows decode;
+// the first add waits for them.
+func (a *accumulator) reserve(events int) {
+	a.presized = true
+	want, rows := min(events, a.opts.MaxExactSamples), a.expectRows
+	var (
+		pe, pt []float64
+		et     []int64
+		reqs   []Request
+		done   = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		pe, pt, et = make([]float64, 0, want), make([]float64, 0, want), make([]int64, 0, want)
+		reqs = make([]Request, 0, rows)
+	}()
+	a.reserved = func() {
+		<-done
+		a.reserved = nil
+		a.dists["itl"].samples, a.dists["itl_per_token"].samples = pe, pt
+		a.eventTimes, a.reqs = et, reqs
+	}
+}
+
+func (a *accumulator) addMs(t int64) {
+	b := int(min(max(t/1e6, 0), maxSeriesBins*1000-1))
+	if b >= len(a.msBins) {
+		a.msBins = append(a.msBins, make([]int32, b+1-len(a.msBins))...)
+	}
+	a.msBins[b]++
+}
+
+func grow(s []float64, i int) []float64 {
+	return append(s, make([]float64, i+1-len(s))...)
+}

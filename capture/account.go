@@ -1,0 +1,212 @@
+package capture
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/tracekit/tracekit/trace"
+)
+
+// account turns a finished exchange into a recording row and a trace turn.
+// The conversation bookkeeping is done here, before the handler returns
+// (a client sends its next turn only after this response ended); token
+// counting, the slow part, runs on a goroutine the segment waits for.
+func (p *Proxy) account(seg *segment, ex *exchange, call *llmCall, r *http.Request) {
+	if call == nil { // not a JSON completion request after all: forwarded, not recorded
+		p.streams.Put(ex.stream)
+		seg.inflight.Done()
+		return
+	}
+	res := &ex.res
+	rec := &trace.Record{
+		Target:     p.target,
+		IntendedNs: ex.arrival - seg.origin, SlotNs: ex.arrival - seg.origin,
+		SentNs: res.sentNs - seg.origin, DoneNs: res.doneNs - seg.origin,
+		Status: int32(res.status), MaxTokens: call.maxTokens,
+	}
+	if res.headersNs != 0 {
+		rec.HeadersNs = res.headersNs - seg.origin
+	}
+	// A non-streaming exchange (the request asked for one JSON body, or the
+	// upstream answered a stream request with one) has a single event: the
+	// body completely read, carrying every completion token.
+	rec.NonStreaming = !call.stream || (res.sendErr == nil && res.status/100 == 2 && !res.sse)
+	answer := ex.stream.Text()
+	turn := trace.Turn{ArrivalOffsetNs: ex.arrival - seg.origin, Model: call.model, NonStreaming: !call.stream}
+	if !p.cfg.RedactContent {
+		turn.ReferenceAnswer = answer
+	}
+
+	p.mu.Lock()
+	p.reqSeq++
+	rec.RequestID = r.Header.Get("X-Request-Id")
+	if rec.RequestID == "" {
+		rec.RequestID = fmt.Sprintf("cap-%d-%d", seg.n, p.reqSeq)
+	}
+	var c *conv
+	histLen := 0
+	if p.cfg.SessionHeader != "" && r.Header.Get(p.cfg.SessionHeader) != "" {
+		c = p.convs.session(r.Header.Get(p.cfg.SessionHeader))
+		if c.seq > 0 && c.seg == seg {
+			histLen = -1 // the client's history layout is unknown: keep the new tail below
+		}
+	} else if call.chat {
+		c, histLen = p.convs.match(call.messages)
+	}
+	if c == nil {
+		p.convSeq++
+		c = &conv{id: fmt.Sprintf("conv-%d", p.convSeq)}
+	}
+	if c.seg != seg || c.seq == 0 { // first turn here: the whole history is this turn's messages
+		c.seg, c.segBase, c.start = seg, c.seq, ex.arrival
+		histLen = 0
+		turn.ThinkTimeNs = 0
+	} else {
+		turn.ThinkTimeNs = max(0, ex.arrival-c.prevDone)
+	}
+	if histLen < 0 { // session header: new messages are those after the last assistant message
+		histLen = 0
+		for i, m := range call.messages {
+			if m.Role == "assistant" {
+				histLen = i + 1
+			}
+		}
+	}
+	seq := c.seq
+	c.seq++
+	c.prevDone = res.doneNs
+	turn.ConversationID, turn.Turn = c.id, seq-c.segBase
+	turn.StartOffsetNs = c.start - seg.origin
+	if call.chat {
+		p.convs.register(c, seq, call.messages, answer)
+	}
+	p.mu.Unlock()
+
+	rec.ConversationID, rec.Turn = turn.ConversationID, turn.Turn
+	turn.Messages = append([]trace.Message(nil), call.messages[histLen:]...)
+
+	// The rest runs off the request path; the segment waits for it.
+	select {
+	case p.acct <- struct{}{}:
+	default:
+		if p.acctStall.CompareAndSwap(false, true) {
+			p.cfg.Logf("capture: %d finished requests wait for the disk; responses now wait for their records to be written", cap(p.acct))
+		}
+		p.acct <- struct{}{}
+	}
+	go func() {
+		defer func() { <-p.acct }()
+		defer seg.inflight.Done()
+		defer p.streams.Put(ex.stream)
+		ex.stream.Fill(rec)
+		for i := range rec.EventNs {
+			rec.EventNs[i] -= seg.origin
+		}
+		switch {
+		case res.sendErr != nil && res.clientGone:
+			rec.ErrorKind, rec.ErrorMessage = trace.ErrCanceled, "the client went away before the upstream answered"
+		case res.sendErr != nil:
+			rec.ErrorKind, rec.ErrorMessage = trace.ErrConnect, "upstream: "+res.sendErr.Error()
+		case res.status/100 != 2:
+			msg := rec.ErrorMessage
+			rec.ErrorKind, rec.ErrorMessage = trace.ErrHTTPStatus, fmt.Sprintf("HTTP %d", res.status)
+			if msg != "" {
+				rec.ErrorMessage += ": " + msg
+			}
+		case res.undecoded != "":
+			rec.ErrorKind = trace.ErrMalformed
+			rec.ErrorMessage = fmt.Sprintf("the response is %q-encoded, which capture does not decode (gzip and deflate it does): its events are not recorded", res.undecoded)
+			if p.encWarned.CompareAndSwap(false, true) {
+				p.cfg.Logf("capture: %s; forwarded untouched (warned once)", rec.ErrorMessage)
+			}
+		case res.decodeErr != nil && res.readErr == nil && !res.clientGone:
+			rec.ErrorKind, rec.ErrorMessage = trace.ErrMalformed, "decoding the compressed body: "+res.decodeErr.Error()
+		case ex.stream.Done():
+			// Complete: a client that stops reading after [DONE] (the
+			// OpenAI SDK does) cuts the body's last bytes, nothing more.
+		case res.clientGone:
+			rec.ErrorKind, rec.ErrorMessage = trace.ErrCanceled, fmt.Sprintf("the client went away after %d events", len(rec.EventNs))
+		case res.readErr != nil:
+			rec.ErrorKind = trace.ErrStreamTruncated
+			rec.ErrorMessage = fmt.Sprintf("the upstream broke off after %d events: %v", len(rec.EventNs), res.readErr)
+		}
+		var all int32
+		for i := range call.messages {
+			m := &call.messages[i]
+			m.Tokens = int32(p.tok.Count(m.Content))
+			all += m.Tokens
+		}
+		rec.InputTokens = all
+		var bytes int64
+		for i := range turn.Messages {
+			m := &turn.Messages[i]
+			m.Tokens = call.messages[histLen+i].Tokens
+			turn.InputTokens += m.Tokens
+			bytes += int64(len(m.Content))
+			if p.cfg.RedactContent {
+				m.Content = ""
+			}
+		}
+		turn.OutputTokens = outputTokens(rec, call, answer, p.tok.Count)
+		if p.cfg.RedactContent {
+			turn.PrefixHashes = p.prefixHashes(call.messages)
+		}
+		bytes += int64(len(turn.ReferenceAnswer))
+		w, err := seg.recorder()
+		if err != nil {
+			p.cfg.Logf("capture: %v (request %s not recorded)", err, rec.RequestID)
+			return
+		}
+		w.Submit(rec)
+		seg.addTurn(&turn, bytes+64)
+	}()
+}
+
+// RedactBlockSize is the tokens per PrefixHashes block of a redacted
+// capture (vLLM's default KV block size), also in TraceMeta.Options.
+const RedactBlockSize = 16
+
+// prefixHashes describes a redacted prompt's prefix reuse: the prompt (all
+// messages, roles included) is tokenized and cut into RedactBlockSize-token
+// blocks; block i hashes the whole prefix up to its end, so two prompts
+// share hash i exactly when they share those tokens. The last block may be
+// partial.
+func (p *Proxy) prefixHashes(msgs []trace.Message) []int64 {
+	var b strings.Builder
+	for _, m := range msgs {
+		b.WriteString(m.Role)
+		b.WriteByte('\n')
+		b.WriteString(m.Content)
+		b.WriteByte('\n')
+	}
+	ids := p.tok.Encode(b.String())
+	out := make([]int64, 0, (len(ids)+RedactBlockSize-1)/RedactBlockSize)
+	h := uint64(14695981039346656037) // FNV-1a, chained over the blocks
+	for i, id := range ids {
+		for v := uint64(id); ; v >>= 8 {
+			h = (h ^ (v & 0xff)) * 1099511628211
+			if v < 0x100 {
+				break
+			}
+		}
+		if (i+1)%RedactBlockSize == 0 || i == len(ids)-1 {
+			out = append(out, int64(h&(1<<63-1)))
+		}
+	}
+	return out
+}
+
+// outputTokens is the output length replay should ask for: the server's
+// count, else the answer counted, else the request's max_tokens.
+func outputTokens(rec *trace.Record, call *llmCall, answer string, count func(string) int) int32 {
+	switch {
+	case rec.CompletionTokens > 0:
+		return rec.CompletionTokens
+	case answer != "":
+		return int32(count(answer))
+	case call.maxTokens > 0:
+		return call.maxTokens
+	}
+	return 1
+}

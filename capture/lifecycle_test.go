@@ -1,0 +1,157 @@
+package capture
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tracekit/tracekit/trace"
+)
+
+// TestProxyCloseLeavesNoGoroutines: streams in flight (recorded LLM calls
+// and a plain pass-through stream) are cut by Shutdown, and once it
+// returns every goroutine the proxy started is gone: the goroutine count
+// returns to what it was before the proxy started. The upstream streams
+// until its request is canceled; one complete request leaves an idle
+// upstream connection behind.
+func TestProxyCloseLeavesNoGoroutines(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		if strings.Contains(r.URL.RawQuery, "quick") {
+			io.WriteString(w, "data: {\"choices\":[{\"delta\":{\"content\":\"done\"}}]}\n\ndata: [DONE]\n\n")
+			return
+		}
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			io.WriteString(w, "data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\n")
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}))
+	defer up.Close()
+	baseline := runtime.NumGoroutine()
+
+	ps, _ := startProxy(t, up.URL, nil)
+	client := &http.Client{Transport: &http.Transport{}}
+	body := chatBody([]msg{{"user", "stream forever"}}, true)
+
+	const streams = 4
+	var wg sync.WaitGroup
+	started := make(chan error, streams+1)
+	open := func(method, path, body string) {
+		defer wg.Done()
+		req, _ := http.NewRequest(method, ps.URL()+path, strings.NewReader(body))
+		resp, err := client.Do(req)
+		if err != nil {
+			started <- err
+			return
+		}
+		defer resp.Body.Close()
+		br := bufio.NewReader(resp.Body)
+		if _, err := br.ReadString('\n'); err != nil {
+			started <- fmt.Errorf("first event: %w", err)
+			return
+		}
+		started <- nil
+		io.Copy(io.Discard, br) // until the proxy cuts the stream
+	}
+	for range streams {
+		wg.Add(1)
+		go open("POST", "/v1/chat/completions", body)
+	}
+	wg.Add(1)
+	go open("GET", "/events", "") // not an LLM call: forwarded only
+	for range streams + 1 {
+		if err := <-started; err != nil {
+			t.Fatal(err)
+		}
+	}
+	// While the streams hold their upstream connections, a complete
+	// request opens one more, left idle in the proxy's pool.
+	resp, err := client.Post(ps.URL()+"/v1/chat/completions?quick", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if err := ps.Shutdown(100 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	client.CloseIdleConnections()
+
+	deadline := time.Now().Add(15 * time.Second) // hang guard, not a budget
+	for runtime.NumGoroutine() > baseline && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > baseline {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		t.Fatalf("%d goroutines after Close, %d before the proxy started:\n%s", n, baseline, buf)
+	}
+
+	recs, _ := readRecordsT(t, ps.Proxy().Segments()[0].Recording)
+	kinds := map[string]int{}
+	for _, r := range recs {
+		kinds[r.ErrorKind]++
+	}
+	if len(recs) != streams+1 || kinds[""] != 1 || kinds[trace.ErrCanceled] != streams {
+		t.Fatalf("records by error kind %v; want 1 complete and %d canceled", kinds, streams)
+	}
+}
+
+// TestProxySmallQueue: with room for one record in flight, concurrent
+// clients wait for each other's accounting instead of queueing without
+// bound, and every request is still recorded once.
+func TestProxySmallQueue(t *testing.T) {
+	up := fastMock(t)
+	ps, _ := startProxy(t, up.URL(), func(c *ProxyConfig) { c.Queue = 1 })
+	const clients, each = 6, 3
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Go(func() {
+			for k := range each {
+				id := fmt.Sprintf("q-%d-%d", c, k)
+				req, _ := http.NewRequest("POST", ps.URL()+"/v1/chat/completions", strings.NewReader(chatBody([]msg{{"user", id}}, true)))
+				req.Header.Set("X-Request-Id", id)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					t.Errorf("%s: status %d", id, resp.StatusCode)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := ps.Close(); err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := readRecordsT(t, ps.Proxy().Segments()[0].Recording)
+	seen := map[string]int{}
+	for _, r := range recs {
+		if r.ErrorKind != "" {
+			t.Fatalf("record %+v", r)
+		}
+		seen[r.RequestID]++
+	}
+	if len(recs) != clients*each || len(seen) != clients*each {
+		t.Fatalf("%d records, %d distinct; want %d", len(recs), len(seen), clients*each)
+	}
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tracekit/tracekit/mock"
+)
+
+// TestCaptureExitCodes: bad flags exit 2, an upstream nobody listens on
+// exits 1 at start naming it.
+func TestCaptureExitCodes(t *testing.T) {
+	out := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"capture", "--upstream", "ftp://x", "--out", out}, ExitUsage, "--upstream"},
+		{[]string{"capture", "--out", out}, ExitUsage, "--upstream"},
+		{[]string{"capture", "--upstream", "http://127.0.0.1:1", "--out", out, "--listen", "0.0.0.0:0"}, ExitUsage, "--listen"},
+		{[]string{"capture", "--upstream", "http://127.0.0.1:1", "--out", out, "--rotate-every", "soon"}, ExitUsage, "--rotate-every"},
+	} {
+		if _, stderr, code := runCLI(t, c.args...); code != c.code || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d naming %s", c.args, code, stderr, c.code, c.want)
+		}
+	}
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := "http://" + ln.Addr().String()
+	ln.Close()
+	_, stderr, code := runCLI(t, "capture", "--listen", "127.0.0.1:0", "--upstream", dead, "--out", out)
+	if code != ExitFailed || !strings.Contains(stderr, ln.Addr().String()) || !strings.Contains(stderr, "not reachable") {
+		t.Fatalf("dead upstream: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestCaptureSignals runs the real binary: after SIGINT it exits 130 and
+// after SIGTERM 0, each time with its trace and recording complete (read
+// back) and no journal or partial file left.
+func TestCaptureSignals(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds the binary")
+	}
+	cfg := mock.DefaultConfig()
+	cfg.Latency.PrefillBase = mock.Duration(3 * time.Millisecond)
+	cfg.Latency.PrefillPerToken = 0
+	cfg.Latency.DecodeBase = mock.Duration(2 * time.Millisecond)
+	cfg.Latency.OutputMean = 5
+	up, err := mock.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	bin := buildTracekit(t, t.TempDir())
+	for _, c := range []struct {
+		sig  syscall.Signal
+		code int
+	}{{syscall.SIGINT, ExitInterrupted}, {syscall.SIGTERM, ExitOK}} {
+		out := t.TempDir()
+		cmd := exec.Command(bin, "capture", "--listen", "127.0.0.1:0", "--upstream", up.URL(), "--out", out)
+		stderr, _ := cmd.StderrPipe()
+		var stdout strings.Builder
+		cmd.Stdout = &stdout
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		urls := make(chan string, 1)
+		var log strings.Builder
+		logDone := make(chan struct{})
+		go func() {
+			defer close(logDone)
+			re := regexp.MustCompile(`^capture: (http://\S+) ->`)
+			sc := bufio.NewScanner(stderr)
+			for sc.Scan() {
+				log.WriteString(sc.Text() + "\n")
+				if m := re.FindStringSubmatch(sc.Text()); m != nil {
+					urls <- m[1]
+				}
+			}
+		}()
+		var base string
+		select {
+		case base = <-urls:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			t.Fatal("capture printed no URL within 30 s")
+		}
+		for i := range 2 {
+			body := `{"model":"tracekit-mock","messages":[{"role":"user","content":"q` + string(rune('0'+i)) + `"}],"stream":true,"max_tokens":5}`
+			resp, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		cmd.Process.Signal(c.sig)
+		done := make(chan error, 1)
+		go func() { <-logDone; done <- cmd.Wait() }()
+		select {
+		case err = <-done:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("capture did not stop within 30 s of %v", c.sig)
+		}
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != c.code || !strings.Contains(log.String(), "files complete") {
+			t.Fatalf("%v: exit %d, want %d; stderr:\n%s", c.sig, code, c.code, log.String())
+		}
+		traces, _ := filepath.Glob(filepath.Join(out, "*.trace.parquet"))
+		recs, _ := filepath.Glob(filepath.Join(out, "*.recording.parquet"))
+		if len(traces) != 1 || len(recs) != 1 || !strings.Contains(stdout.String(), "2 requests") {
+			t.Fatalf("%v: files %v %v, stdout %q", c.sig, traces, recs, stdout.String())
+		}
+		if n := len(readTurns(t, traces[0])); n != 2 {
+			t.Fatalf("%v: trace has %d rows", c.sig, n)
+		}
+		if n := len(readRecords(t, recs[0])); n != 2 {
+			t.Fatalf("%v: recording has %d rows", c.sig, n)
+		}
+		if entries, _ := os.ReadDir(out); len(entries) != 2 { // no journal or partial left
+			t.Fatalf("%v: %d files in --out: %v", c.sig, len(entries), entries)
+		}
+	}
+}
