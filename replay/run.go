@@ -192,8 +192,9 @@ func (r *Runner) Run(ctx context.Context, sink record.Sink) (*Result, error) {
 
 	defer r.setGC()()
 
-	r.start = clock.Mono()
-	meta.StartMonoNs, meta.StartWallNs = r.start, clock.Wall()
+	if err := r.startClock(ctx, &meta); err != nil {
+		return nil, err // nothing was sent: a nil Result
+	}
 	r.startAt.Store(r.start)
 	sink.SetRunMeta(meta)
 	r.mon = startMonitor()
