@@ -256,10 +256,11 @@ func (c Config) meta() map[string]any {
 }
 
 // RedactCommand joins a command line for the recording's metadata with the
-// values of credential-like --header flags replaced.
+// values of credential-like --header flags and URL credentials replaced.
 func RedactCommand(args []string) string {
 	out := append([]string(nil), args...)
 	for i := 0; i < len(out); i++ {
+		out[i] = redactURLArg(out[i]) // source_url.go: userinfo and query values
 		prefix := "--header="
 		if out[i] == "--header" && i+1 < len(out) {
 			i, prefix = i+1, ""
