@@ -223,3 +223,36 @@ func mustParse(t *testing.T, s string) *url.URL {
 	}
 	return u
 }
+
+// analyze DIR/ merges the shards of one run in it, naming what it
+// skipped, and refuses a directory holding two runs (exit 2, both ids).
+func TestAnalyzeDirectory(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, run string, shard int) {
+		meta := trace.RunMeta{RunID: run, StartWallNs: 1.7e18, Shard: &trace.RunShard{Index: shard, Count: 2}}
+		w, err := trace.NewRecordWriter(filepath.Join(dir, name), meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(trace.Record{RequestID: name, SentNs: 1e6, DoneNs: 30e6, Status: 200, PromptTokens: 5, CompletionTokens: 2,
+			CachedTokens: -1, EventNs: []int64{10e6, 30e6}, EventTokens: []int32{1, 1}})
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("run-0.parquet", "bench-1", 0)
+	write("run-1.parquet", "bench-1", 1)
+	if err := trace.WriteTrace(filepath.Join(dir, "trace.parquet"), trace.TraceMeta{}, []trace.Turn{{ConversationID: "c"}}); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := runCLI(t, "analyze", dir+"/")
+	if code != ExitOK || !strings.Contains(out, "Successful requests:                     2 ") ||
+		!strings.Contains(stderr, "skipped "+filepath.Join(dir, "trace.parquet")+": not a recording") {
+		t.Errorf("exit %d\n%s\n%s", code, out, stderr)
+	}
+	write("other.parquet", "bench-2", 0)
+	_, stderr, code = runCLI(t, "analyze", dir)
+	if code != ExitUsage || !strings.Contains(stderr, `"bench-2"`) || !strings.Contains(stderr, `"bench-1"`) {
+		t.Errorf("two runs: exit %d, %s", code, stderr)
+	}
+}
