@@ -133,8 +133,8 @@ func TestFetchTraceFailures(t *testing.T) {
 func TestRedactURLAndCommand(t *testing.T) {
 	for in, want := range map[string]string{
 		"https://u:p@h.example/a/t.parquet?sig=abc&b=1#frag": "https://REDACTED@h.example/a/t.parquet?b=REDACTED&sig=REDACTED",
-		"http://h:8000/t.parquet":                             "http://h:8000/t.parquet",
-		"::nonsense":                                          "<unparseable URL>",
+		"http://h:8000/t.parquet":                            "http://h:8000/t.parquet",
+		"::nonsense":                                         "<unparseable URL>",
 	} {
 		if got := RedactURL(in); got != want {
 			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
