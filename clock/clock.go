@@ -10,6 +10,10 @@
 // Precise waits for absolute instants of that clock with tens of
 // microseconds of lateness (Go's own timers can be a millisecond late): it
 // wakes replay's requests and the mock's stream events.
+//
+// WallMinusMono pairs the wall clock with Mono (a start instant given in
+// wall time is waited for on Mono), and ReadSync reports how far the host's
+// wall clock can be trusted (adjtimex on Linux, "unknown" elsewhere).
 package clock
 
 import (

@@ -128,7 +128,7 @@ func TestReplayShardFromEnvAndURL(t *testing.T) {
 	src := strings.Replace(srv.URL, "http://", "http://me:pw-s3cr3t@", 1) + "/trace.parquet?token=s3cr3t"
 	dir := filepath.Join(t.TempDir(), "results", "bench") // made by replay
 	t.Setenv(indexEnv, "1")
-	start := time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339Nano)
+	start := time.Now().Add(4 * time.Second).UTC().Format(time.RFC3339Nano)
 	stdout, stderr, code := runCLI(t, "replay", src, "--target", target, "--progress", "none", "--no-analyze",
 		"--model", "tracekit-mock", "--shards", "2", "--run-id", "bench-7", "--start-at", start, "-o", filepath.Join(dir, "run.parquet"))
 	if code != ExitOK {
