@@ -12,7 +12,8 @@
 // (WritePerRequest) and the HTML report (WriteHTML) are renderers of that one
 // Summary, so they never disagree; Compare diffs two Summaries.
 //
-// Files by concern: read.go (opening, validating, aligning), accumulate.go
+// Files by concern: read.go (opening, validating, aligning), shards.go
+// (directories, one run's shards, their clocks), accumulate.go
 // (the single pass), summary.go (Summary and finish), throughput.go
 // (goodput, peak output and concurrency), stats.go and selectk.go
 // (distributions), series.go (1 s bins), turns.go (per turn and cached

@@ -79,6 +79,9 @@ func files(paths []string, opts Options, columns bool) (*Summary, error) {
 			base = w
 		}
 	}
+	if err := checkRuns(files); err != nil { // shards.go
+		return nil, fmt.Errorf("analyzing: %w", err)
+	}
 	for i := range files {
 		if w := files[i].Meta.StartWallNs; w != 0 {
 			files[i].OffsetNs = w - base
@@ -106,6 +109,7 @@ func files(paths []string, opts Options, columns bool) (*Summary, error) {
 	}
 	s := acc.finish(files)
 	s.StartWallNs = base
+	s.shardClocks()
 	return s, nil
 }
 

@@ -87,6 +87,9 @@ type Summary struct {
 	Health []FileHealth `json:"health"`
 	// Warnings say when the client may have distorted timing.
 	Warnings []string `json:"warnings,omitempty"`
+	// Clocks is how the merged shards' clocks agreed (shards.go); nil for
+	// one recording.
+	Clocks *ShardClocks `json:"shard_clocks,omitempty"`
 
 	Errors    []ErrorCount   `json:"errors_by_kind"`
 	Cache     CacheStats     `json:"cached_tokens"`

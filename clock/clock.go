@@ -13,6 +13,10 @@
 // millisecond late); elsewhere it falls back to Go timers and a short spin
 // (precise_timer.go). It wakes replay's requests and the mock's stream
 // events.
+//
+// WallMinusMono pairs the wall clock with Mono (a start instant given in
+// wall time is waited for on Mono), and ReadSync reports how far the host's
+// wall clock can be trusted (adjtimex on Linux, "unknown" elsewhere).
 package clock
 
 import (

@@ -77,6 +77,7 @@ type Recorder struct {
 	err   error
 
 	submitted, written, stalls, dropped atomic.Int64
+	discard                             atomic.Bool // Discard: remove the files instead of finishing
 
 	// Owned by the writer goroutine.
 	jf      *os.File
@@ -358,6 +359,10 @@ func (r *Recorder) sync() {
 // finish ends the run: journal durable, Parquet closed and renamed into
 // place, journal removed.
 func (r *Recorder) finish() {
+	if r.discard.Load() {
+		r.removeAll()
+		return
+	}
 	r.sync()
 	jerr := r.jf.Close()
 	if err := r.Err(); err != nil {

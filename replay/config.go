@@ -152,6 +152,14 @@ type Config struct {
 	Logf func(format string, args ...any)
 	// Command is the command line, already free of secrets, for RunMeta.
 	Command string
+
+	// Distributed runs (start.go): the wall-clock instant every shard's
+	// clock starts at (zero: once ready), the run id the shards share
+	// (empty: derived), and where Trace came from when it is a local copy
+	// (a redacted URL, recorded instead of Trace).
+	StartAt     time.Time
+	RunID       string
+	TraceSource string
 }
 
 // withDefaults returns c with defaults applied, or an error naming the first
@@ -226,6 +234,11 @@ func (c Config) withDefaults(haveSource bool) (Config, error) {
 			return c, fmt.Errorf("--extra-body: expected a JSON object: %w", err)
 		}
 	}
+	if c.RunID != "" {
+		if err := CheckRunID(c.RunID); err != nil {
+			return c, fmt.Errorf("RunID: %w", err)
+		}
+	}
 	for k := range c.Headers {
 		if k == "" || strings.ContainsAny(k, " :\r\n") {
 			return c, fmt.Errorf("--header %q: expected a header name without spaces or colons", k)
@@ -291,14 +304,18 @@ func (c Config) meta() map[string]any {
 	if c.Temperature != nil {
 		m["temperature"] = *c.Temperature
 	}
+	if c.TraceSource != "" {
+		m["trace"] = c.TraceSource
+	}
 	return m
 }
 
 // RedactCommand joins a command line for the recording's metadata with the
-// values of credential-like --header flags replaced.
+// values of credential-like --header flags and URL credentials replaced.
 func RedactCommand(args []string) string {
 	out := append([]string(nil), args...)
 	for i := 0; i < len(out); i++ {
+		out[i] = redactURLArg(out[i]) // source_url.go: userinfo and query values
 		prefix := "--header="
 		if out[i] == "--header" && i+1 < len(out) {
 			i, prefix = i+1, ""

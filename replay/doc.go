@@ -62,4 +62,11 @@
 // canceled with the events it had received, and the recording is closed
 // valid. Health (dispatch lag, Go scheduler latency, CPU, RSS) is measured
 // over the run and stored in the recording's RunMeta.
+//
+// Distributed runs (start.go, source_url.go): with Config.StartAt the
+// clock starts, once prepared, at that wall instant converted to the
+// monotonic clock (StartError if it has passed; Run then returns a nil
+// Result: nothing was sent); RunMeta gets the run id shared by the shards,
+// the shard and the host clock's sync state. FetchTrace downloads a trace
+// URL into a local file first.
 package replay

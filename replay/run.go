@@ -221,8 +221,9 @@ func (rr *Runner) Run(ctx context.Context, sink record.Sink) (*Result, error) {
 
 	defer r.setGC()()
 
-	r.start = clock.Mono()
-	meta.StartMonoNs, meta.StartWallNs = r.start, clock.Wall()
+	if err := r.startClock(ctx, &meta); err != nil {
+		return nil, err // nothing was sent: a nil Result
+	}
 	rr.cur.Store(r)
 	sink.SetRunMeta(meta)
 	r.mon = startMonitor()

@@ -160,6 +160,16 @@ type RunMeta struct {
 	// Load is the load configuration analyze reports, typed; recordings
 	// written before it have only Config: read it with LoadSettings.
 	Load *RunLoad `json:"load,omitempty"`
+	// RunID names the run a recording belongs to; every shard of one
+	// distributed run carries the same (see RunShard). Empty in older
+	// recordings.
+	RunID string `json:"run_id,omitempty"`
+	// Shard is this recording's place among the run's shards; nil when the
+	// run was not sharded or predates the field.
+	Shard *RunShard `json:"shard,omitempty"`
+	// Clock is how the run's clock was started and the host clock's sync
+	// state then (runsync.go); nil in older recordings.
+	Clock *RunClock `json:"clock,omitempty"`
 }
 
 // UsageProbe is the finding of replay's pre-run probe request: whether the

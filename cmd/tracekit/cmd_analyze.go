@@ -80,15 +80,17 @@ func newAnalyzeCmd() *cobra.Command {
 		detailed, quiet            bool
 	)
 	cmd := &cobra.Command{
-		Use:   "analyze RECORDING.parquet... [flags]",
+		Use:   "analyze RECORDING.parquet|DIR/... [flags]",
 		Short: "Compute serving metrics (vLLM bench serve definitions) from recordings",
 		Long: `analyze reads one or more recordings (a glob, or the shards of one distributed
-run, aligned on their wall-clock start) and prints vLLM's "Serving Benchmark
+run, aligned on their wall-clock start; a directory stands for every
+recording in it, and recordings of different runs are refused) and prints vLLM's "Serving Benchmark
 Result" block computed with vLLM's definitions, followed by tracekit's extra
 sections: ITL under each definition, latency from the intended send time
 (coordinated omission corrected), client health, errors by kind, cached
 tokens, a per-turn table and vLLM multi-turn's statistics.`,
 		Example: `  tracekit analyze run.parquet
+  tracekit analyze results/bench-001/
   tracekit analyze 'shards/*.parquet' --window 60s-300s --goodput "ttft:500 tpot:50"
   tracekit analyze run.parquet --percentiles 50,90,99 --metrics ttft,tpot,itl,e2el --json result.json --html report.html`,
 		Args: cobra.MinimumNArgs(1),
@@ -97,9 +99,12 @@ tokens, a per-turn table and vLLM multi-turn's statistics.`,
 			if err != nil {
 				return badInput(err)
 			}
-			paths, err := analyze.Expand(args)
+			paths, skipped, err := analyze.ExpandRuns(args)
 			if err != nil {
 				return analyzeErr(err)
+			}
+			for _, s := range skipped {
+				fmt.Fprintln(cmd.ErrOrStderr(), "skipped", s)
 			}
 			s, err := analyze.Files(paths, opts)
 			if err != nil {

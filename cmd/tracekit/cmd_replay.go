@@ -32,6 +32,7 @@ func newReplayCmd() *cobra.Command {
 		temperature      float64
 		dispatcher       string
 		enums            replayEnums
+		d                distOpts
 	)
 	cmd := &cobra.Command{
 		Use:   "replay TRACE.parquet --target URL [flags]",
@@ -46,7 +47,12 @@ The run waits for the targets (--ready-timeout) before its clock starts. Ctrl-C,
 SIGTERM or --benchmark-timeout end it with a valid recording: finished requests
 as they were, in-flight ones marked canceled with their partial events. A second
 Ctrl-C exits at once (tracekit recover then rebuilds the file from its journal).
-The API key is read from the environment (--api-key-env) and never written.`,
+The API key is read from the environment (--api-key-env) and never written.
+
+Distributed runs (README: "Distributed runs on Kubernetes"): --shards N with
+the index from $JOB_COMPLETION_INDEX, -o with {shard}, one --start-at instant
+for every shard, a shared --run-id; TRACE may be an http(s) URL (downloaded
+beside the output, verified, removed after).`,
 		Example: `  tracekit replay trace.parquet --target http://127.0.0.1:8000 -o run.parquet
   tracekit replay trace.parquet --target http://gpu1:8000 --target http://gpu2:8000 \
       --max-concurrency 256 --warmup 20 --benchmark-timeout 30m --ignore-eos`,
@@ -61,6 +67,10 @@ The API key is read from the environment (--api-key-env) and never written.`,
 			if c.Shard, c.Shards, err = parseShard(shard); err != nil {
 				return badInput(err)
 			}
+			if err := d.apply(cmd.Flags(), &c, &o, os.Getenv); err != nil {
+				return badInput(err)
+			}
+			o.dist = d
 			if cmd.Flags().Changed("temperature") {
 				c.Temperature = &temperature
 			}
@@ -124,6 +134,7 @@ The API key is read from the environment (--api-key-env) and never written.`,
 	f.StringVar(&dispatcher, "dispatcher", "precise", "precise (absolute CLOCK_MONOTONIC timerfd in Go's poller, adaptive early release and spin) or sleep (Go timers, for comparison)")
 	f.StringVar(&o.progress, "progress", "auto", "auto (a bar on a terminal, else a line every 10 s), bar, plain or none")
 	f.BoolVar(&o.noAnalyze, "no-analyze", false, "do not print the analysis at the end")
+	d.register(f)
 	cmd.MarkFlagRequired("target")
 	return cmd
 }
@@ -134,6 +145,7 @@ type replayOpts struct {
 	noAnalyze     bool
 	force         bool
 	maxErrorRate  float64 // < 0: not given
+	dist          distOpts
 }
 
 // runReplay checks the output, prepares the run (nothing is written if
@@ -151,6 +163,11 @@ func runReplay(cmd *cobra.Command, c replay.Config, o replayOpts) error {
 	if _, err := os.Stat(o.out); err == nil && !o.force {
 		return badInput(fmt.Errorf("%s exists: pass --force to replace it (the new recording replaces it only once complete)", o.out))
 	}
+	removeTrace, err := fetchTrace(&c, o.out, o.dist)
+	if err != nil {
+		return err
+	}
+	defer removeTrace()
 	// The first SIGINT/SIGTERM ends the run cleanly; once it has, signals
 	// get their default action again, so a second one kills at once.
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -197,6 +214,9 @@ func runReplay(cmd *cobra.Command, c replay.Config, o replayOpts) error {
 		return runFailed(fmt.Errorf("preparing the replay of %s (nothing was sent, %s untouched): %w", c.Trace, o.out, prepErr.Err))
 	case rec == nil:
 		return runErr // the recording could not be created
+	}
+	if res == nil && runErr != nil {
+		return notStarted(rec, ctx, o.dist, runErr)
 	}
 	closeErr := rec.Close()
 	if runErr != nil {
