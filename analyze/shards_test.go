@@ -125,7 +125,11 @@ func TestShardClockWarnings(t *testing.T) {
 		{"late wake", []trace.RunMeta{
 			shardMeta("r", 0, 2, 1e18, 3*us, "h", trace.ClockSynced, 0),
 			shardMeta("r", 1, 2, 1e18, 2500*us, "h", trace.ClockSynced, 0),
-		}, []string{"the shards' clocks started 2.50 ms apart"}, 2497 * us, 0, 1, false},
+		}, []string{"the shards' clocks started 2.50 ms apart", "requests due before a shard's clock started left late by up to that"}, 2497 * us, 0, 1, false},
+		{"no barrier", []trace.RunMeta{
+			{RunID: "r", Shard: &trace.RunShard{Index: 0, Count: 2}, StartWallNs: 1e18},
+			{RunID: "r", Shard: &trace.RunShard{Index: 1, Count: 2}, StartWallNs: 1e18 + 40*us},
+		}, []string{"started 40.0 us apart", "offset by up to that against one another (no common --start-at)"}, 40 * us, 0, 1, false},
 		{"synced hosts within the resolution", []trace.RunMeta{
 			shardMeta("r", 0, 2, 1e18, 0, "a", trace.ClockSynced, 4*us),
 			shardMeta("r", 1, 2, 1e18, 0, "b", trace.ClockSynced, 5*us),

@@ -402,6 +402,11 @@ func TestMultiHostShards(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "Successful requests:") {
 		t.Fatalf("analyze %s/: exit %d\n%s%s", out, code, stdout, stderr)
 	}
+	for _, line := range strings.Split(stdout, "\n") {
+		if strings.HasPrefix(line, "WARNING: ") {
+			t.Log("analyze: " + line)
+		}
+	}
 	paths, _, err := analyze.ExpandRuns([]string{out})
 	if err != nil {
 		t.Fatal(err)
