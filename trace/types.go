@@ -156,6 +156,8 @@ type RunMeta struct {
 	// Load is the load configuration analyze reports, typed; recordings
 	// written before it have only Config: read it with LoadSettings.
 	Load *RunLoad `json:"load,omitempty"`
+	// Metrics is the base name of the run's telemetry sidecar (same directory), "" when not scraped.
+	Metrics string `json:"metrics,omitempty"`
 }
 
 // UsageProbe is the finding of replay's pre-run probe request: whether the
