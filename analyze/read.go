@@ -106,6 +106,9 @@ func files(paths []string, opts Options, columns bool) (*Summary, error) {
 	}
 	s := acc.finish(files)
 	s.StartWallNs = base
+	if err := s.attachServer(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 

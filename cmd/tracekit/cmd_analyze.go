@@ -78,6 +78,7 @@ func newAnalyzeCmd() *cobra.Command {
 		af                         analyzeFlags
 		jsonPath, perReq, htmlPath string
 		detailed, quiet            bool
+		serverMetrics              string
 	)
 	cmd := &cobra.Command{
 		Use:   "analyze RECORDING.parquet... [flags]",
@@ -97,6 +98,7 @@ tokens, a per-turn table and vLLM multi-turn's statistics.`,
 			if err != nil {
 				return badInput(err)
 			}
+			opts.ServerMetrics = serverMetrics
 			paths, err := analyze.Expand(args)
 			if err != nil {
 				return analyzeErr(err)
@@ -134,6 +136,7 @@ tokens, a per-turn table and vLLM multi-turn's statistics.`,
 	cmd.Flags().StringVar(&perReq, "per-request", "", "write one row per request to FILE.parquet or FILE.csv")
 	cmd.Flags().StringVar(&htmlPath, "html", "", "write a self-contained HTML report with charts to FILE")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not print the text report")
+	cmd.Flags().StringVar(&serverMetrics, "server-metrics", "", "report this telemetry sidecar in the server section (default: RUN.metrics.parquet beside the recording, if any)")
 	return cmd
 }
 

@@ -30,6 +30,7 @@ func newReplayCmd() *cobra.Command {
 		headers          []string
 		temperature      float64
 		dispatcher       string
+		scrape           scrapeFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "replay TRACE.parquet --target URL [flags]",
@@ -80,6 +81,10 @@ The API key is read from the environment (--api-key-env) and never written.`,
 			} else if o.maxErrorRate < 0 {
 				return badInput(fmt.Errorf("--max-error-rate %g: expected a fraction from 0 to 1", o.maxErrorRate))
 			}
+			if err := scrape.validate(); err != nil {
+				return badInput(err)
+			}
+			scrape.insecure, o.scrape = c.Insecure, &scrape
 			return runReplay(cmd, c, o)
 		},
 	}
@@ -119,6 +124,7 @@ The API key is read from the environment (--api-key-env) and never written.`,
 	f.StringVar(&dispatcher, "dispatcher", "precise", "precise (absolute CLOCK_MONOTONIC timerfd in Go's poller, adaptive early release and spin) or sleep (Go timers, for comparison)")
 	f.StringVar(&o.progress, "progress", "auto", "auto (a bar on a terminal, else a line every 10 s), bar, plain or none")
 	f.BoolVar(&o.noAnalyze, "no-analyze", false, "do not print the analysis at the end")
+	scrape.register(f, "target")
 	cmd.MarkFlagRequired("target")
 	return cmd
 }
@@ -129,6 +135,7 @@ type replayOpts struct {
 	noAnalyze     bool
 	force         bool
 	maxErrorRate  float64 // < 0: not given
+	scrape        *scrapeFlags
 }
 
 // runReplay checks the output, prepares the run (nothing is written if
@@ -145,6 +152,9 @@ func runReplay(cmd *cobra.Command, c replay.Config, o replayOpts) error {
 	}
 	if _, err := os.Stat(o.out); err == nil && !o.force {
 		return badInput(fmt.Errorf("%s exists: pass --force to replace it (the new recording replaces it only once complete)", o.out))
+	}
+	if err := o.scrape.checkSidecar(o.out, o.force); err != nil {
+		return badInput(err)
 	}
 	r, err := replay.New(c)
 	if err != nil {
@@ -184,8 +194,10 @@ func runReplay(cmd *cobra.Command, c replay.Config, o replayOpts) error {
 	}
 
 	stopProgress := startProgress(stderr, r, o.progress)
-	res, runErr := r.Run(ctx, rec)
+	scr, sink := startRunScrape(ctx, o.scrape, c.Targets, o.out, o.force, rec, stderr)
+	res, runErr := r.Run(ctx, sink)
 	stopProgress()
+	scr.finish(stderr)
 	closeErr := rec.Close()
 	if runErr != nil {
 		return fmt.Errorf("replaying %s: %w", c.Trace, runErr)
