@@ -15,6 +15,7 @@ import (
 
 	"github.com/tracekit/tracekit/analyze"
 	"github.com/tracekit/tracekit/mock"
+	"github.com/tracekit/tracekit/sweep"
 	"github.com/tracekit/tracekit/telemetry"
 	"github.com/tracekit/tracekit/trace"
 )
@@ -307,5 +308,51 @@ func TestReplayScrapeForce(t *testing.T) {
 	}
 	if _, err := telemetry.Read(side); err != nil {
 		t.Fatalf("the sidecar was not replaced: %v", err)
+	}
+}
+
+// sweep --scrape writes one sidecar per step, and the summary carries each
+// step's KV-cache usage and queue: the step at 8 users queues on the
+// mock's 3 slots, the step at 1 user never does.
+func TestSweepScrapePerStep(t *testing.T) {
+	srv, tr := scrapeFixture(t)
+	out := filepath.Join(t.TempDir(), "sweep")
+	args := []string{"sweep", tr, "--target", srv.URL(), "--out", out, "--max-concurrency", "1,8", "--step-requests", "16",
+		"--ignore-eos", "--max-client-lag", "1s", "--progress-every", "100ms", "--scrape", "--scrape-interval", "50ms"}
+	stdout, stderr, code := runCLI(t, args...)
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	s, err := sweep.ReadSummary(out)
+	if err != nil || len(s.Steps) != 2 {
+		t.Fatalf("sweep.json: %+v %v", s, err)
+	}
+	for i, st := range s.Steps {
+		sv := st.Server
+		if sv == nil || sv.WaitingMax == nil || sv.KVUsageMean == nil || sv.RunningMax == nil {
+			t.Fatalf("step %d: server figures %+v", st.Index, sv)
+		}
+		if _, err := telemetry.Read(filepath.Join(out, sv.Metrics)); err != nil {
+			t.Errorf("step %d sidecar %s: %v", st.Index, sv.Metrics, err)
+		}
+		switch i {
+		case 0:
+			if *sv.WaitingMax != 0 || *sv.RunningMax != 1 {
+				t.Errorf("1 user: waiting max %g, running max %g; want 0 and 1", *sv.WaitingMax, *sv.RunningMax)
+			}
+		case 1:
+			if *sv.WaitingMax == 0 || *sv.RunningMax != 3 {
+				t.Errorf("8 users on 3 slots: waiting max %g, running max %g; want > 0 and 3", *sv.WaitingMax, *sv.RunningMax)
+			}
+		}
+	}
+	if !strings.Contains(stdout, "server (from each step's /metrics") {
+		t.Errorf("sweep table lacks the server block:\n%s", stdout)
+	}
+	page, _ := os.ReadFile(filepath.Join(out, sweep.SummaryHTML))
+	for _, want := range []string{`id="server-kv"`, `id="server-waiting"`} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("sweep.html lacks %s", want)
+		}
 	}
 }
