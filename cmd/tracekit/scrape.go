@@ -3,15 +3,18 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/tracekit/tracekit/capture"
 	"github.com/tracekit/tracekit/record"
 	"github.com/tracekit/tracekit/telemetry"
 	"github.com/tracekit/tracekit/trace"
@@ -134,6 +137,70 @@ func (rs *runScrape) finish(stderr io.Writer) string {
 	if err != nil {
 		rs.meta.Drop()
 		fmt.Fprintf(stderr, "warning: the server metrics of this run are lost (the recording is not affected): %v\n", err)
+		return ""
+	}
+	return res.Path
+}
+
+// captureScrape is the one sidecar of a capture run: segments rotate, the
+// sidecar does not. It is OUT/capture-<start time>.metrics.parquet (the
+// next free -2, -3... when taken, never replaced), and every segment's
+// recording names it in RunMeta.Metrics, so analyze finds it from any
+// segment and aligns it with each by its start time.
+type captureScrape struct{ sc *telemetry.Sidecar }
+
+// startCaptureScrape starts scraping the upstream (and --scrape-url) and
+// sets cfg.Metrics; scraping never stops the capture: when the sidecar
+// cannot be opened it warns and goes on without.
+func startCaptureScrape(f *scrapeFlags, cfg *capture.ProxyConfig, stderr io.Writer) *captureScrape {
+	if !f.enabled() {
+		return nil
+	}
+	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
+		fmt.Fprintf(stderr, "warning: not scraping server metrics: %v\n", err)
+		return nil
+	}
+	o := f.sidecarOptions([]string{cfg.Upstream})
+	stamp := time.Now().UTC().Format("20060102T150405Z")
+	for i := 1; i < 100; i++ {
+		name := "capture-" + stamp
+		if i > 1 {
+			name += fmt.Sprintf("-%d", i)
+		}
+		o.Path = filepath.Join(cfg.OutDir, name+".metrics.parquet")
+		sc, err := telemetry.StartSidecar(context.Background(), o)
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "warning: not scraping server metrics: %v\n", err)
+			return nil
+		}
+		cfg.Metrics = sc.Name()
+		return &captureScrape{sc: sc}
+	}
+	fmt.Fprintf(stderr, "warning: not scraping server metrics: no free sidecar name in %s\n", cfg.OutDir)
+	return nil
+}
+
+func (c *captureScrape) abort() {
+	if c != nil {
+		c.sc.Abort()
+	}
+}
+
+// finish completes the sidecar after the segments; it returns its path,
+// "" when there is none.
+func (c *captureScrape) finish(stderr io.Writer) string {
+	if c == nil {
+		return ""
+	}
+	res, err := c.sc.Finish()
+	for _, n := range res.Notes() {
+		fmt.Fprintln(stderr, "scrape:", n)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "warning: the server metrics of this capture are lost (the recordings name %s but it was not completed): %v\n", c.sc.Name(), err)
 		return ""
 	}
 	return res.Path

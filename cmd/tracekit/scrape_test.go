@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tracekit/tracekit/analyze"
+	"github.com/tracekit/tracekit/capture"
 	"github.com/tracekit/tracekit/mock"
 	"github.com/tracekit/tracekit/sweep"
 	"github.com/tracekit/tracekit/telemetry"
@@ -354,5 +356,69 @@ func TestSweepScrapePerStep(t *testing.T) {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("sweep.html lacks %s", want)
 		}
+	}
+}
+
+// capture --scrape: one sidecar for the run, named by every segment's
+// recording, which analyze then finds and aligns.
+func TestCaptureScrapeOneSidecar(t *testing.T) {
+	up, _ := scrapeFixture(t)
+	out := t.TempDir()
+	f := &scrapeFlags{targets: true, interval: 50 * time.Millisecond}
+	cfg := capture.ProxyConfig{Upstream: up.URL(), OutDir: out, RotateEvery: time.Hour, SyncEvery: time.Second}
+	var stderr strings.Builder
+	sc := startCaptureScrape(f, &cfg, &stderr)
+	if sc == nil || !strings.HasPrefix(cfg.Metrics, "capture-") {
+		t.Fatalf("no sidecar: %s", stderr.String())
+	}
+	ps, err := capture.StartProxy(cfg, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		body := fmt.Sprintf(`{"model":"tracekit-mock","messages":[{"role":"user","content":"q%d"}],"stream":true,"max_tokens":5}`, i)
+		resp, err := http.Post(ps.URL()+"/v1/chat/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(b), "[DONE]") {
+			t.Fatalf("through the proxy: %s", b)
+		}
+	}
+	if err := ps.Shutdown(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	path := sc.finish(&stderr)
+	if path != filepath.Join(out, cfg.Metrics) {
+		t.Fatalf("sidecar %q, want %s in %s: %s", path, cfg.Metrics, out, stderr.String())
+	}
+	segs := ps.Proxy().Segments()
+	if len(segs) != 1 {
+		t.Fatalf("%d segments", len(segs))
+	}
+	_, meta, err := trace.ReadRecords(segs[0].Recording)
+	if err != nil || meta.Metrics != cfg.Metrics {
+		t.Fatalf("segment RunMeta.Metrics %q, want %q (%v)", meta.Metrics, cfg.Metrics, err)
+	}
+	text, stderrA, code := runCLI(t, "analyze", segs[0].Recording)
+	if code != ExitOK || !strings.Contains(text, "Server (scraped /metrics)") || !strings.Contains(text, "Server:                                  vllm") {
+		t.Fatalf("analyze of a segment: exit %d\n%s\n%s", code, text, stderrA)
+	}
+	s, err := analyze.Files([]string{segs[0].Recording}, analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tt := s.Server.Targets[0]
+	var ttft *analyze.ServerLatency
+	for i := range tt.Latency {
+		if tt.Latency[i].Metric == "ttft" {
+			ttft = &tt.Latency[i]
+		}
+	}
+	// Aligned: the window of the segment holds exactly its 3 requests' observations.
+	if ttft == nil || ttft.Observations != 3 || ttft.Client != 3 {
+		t.Fatalf("ttft over the segment's window: %+v", ttft)
 	}
 }
