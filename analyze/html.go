@@ -63,7 +63,7 @@ pre{font-size:12px;background:#f6f6f6;padding:12px;overflow-x:auto} .warn{color:
 		fmt.Fprintf(&b, "<p class=\"note\">NOTE: %s</p>\n", html.EscapeString(n))
 	}
 	b.WriteString("<div class=\"grid\">\n")
-	for _, c := range s.charts() {
+	for _, c := range append(s.charts(), s.serverCharts()...) {
 		c.render(&b)
 	}
 	b.WriteString("</div>\n<pre>")

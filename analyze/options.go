@@ -282,6 +282,8 @@ type Options struct {
 	// MaxExactSamples bounds each distribution before it switches to a
 	// histogram; 0 means DefaultMaxExactSamples.
 	MaxExactSamples int
+	// ServerMetrics is a telemetry sidecar to report (server.go); "" finds each recording's own.
+	ServerMetrics string
 }
 
 func (o Options) withDefaults() Options {

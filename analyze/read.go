@@ -110,6 +110,9 @@ func files(paths []string, opts Options, columns bool) (*Summary, error) {
 	s := acc.finish(files)
 	s.StartWallNs = base
 	s.shardClocks()
+	if err := s.attachServer(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 

@@ -96,6 +96,8 @@ type Summary struct {
 	Turns     []TurnStats    `json:"per_turn"`
 	MultiTurn MultiTurnStats `json:"multi_turn"`
 	Series    Series         `json:"time_series"`
+	// Server is what the servers' /metrics said (server.go); nil without a sidecar.
+	Server *ServerReport `json:"server,omitempty"`
 
 	// Approximate is true when some distribution passed MaxExactSamples and
 	// its percentiles carry up to HistRelErr relative error.

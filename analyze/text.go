@@ -184,6 +184,7 @@ func (s *Summary) writeExtras(b *bufio.Writer) {
 		}
 	}
 	s.writeMultiTurn(b)
+	s.writeServer(b)
 }
 
 func (s *Summary) writeHealth(b *bufio.Writer) {

@@ -57,6 +57,8 @@ type ProxyConfig struct {
 	Command string
 	// Logf reports proxy-side problems (default: discarded).
 	Logf func(format string, args ...any)
+	// Metrics is recorded as every segment's RunMeta.Metrics: the base name of the run's telemetry sidecar in OutDir, if any.
+	Metrics string
 }
 
 // Segment names the pair of files one segment wrote.

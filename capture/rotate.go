@@ -42,6 +42,7 @@ func (p *Proxy) segmentFor(now int64) (*segment, error) {
 			},
 			Trace: p.traceMeta(),
 		}
+		meta.Metrics = p.cfg.Metrics
 		s.meta, s.recOpts = meta, record.RecorderOptions{Queue: p.cfg.Queue, SyncEvery: p.cfg.SyncEvery}
 		s.traceMeta = *meta.Trace
 		p.seg = s

@@ -310,7 +310,7 @@ func (s *Summary) WriteHTML(w io.Writer) error {
 	}
 	b.WriteString("<div class=\"grid\">\n")
 	x, xl := s.xOf()
-	for _, c := range s.charts("", nil, x, xl) {
+	for _, c := range append(s.charts("", nil, x, xl), s.serverCharts(x, xl)...) {
 		c.render(&b)
 	}
 	b.WriteString("</div>\n<h2>Steps</h2>\n")

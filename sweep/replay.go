@@ -21,6 +21,7 @@ import (
 	"github.com/tracekit/tracekit/analyze"
 	"github.com/tracekit/tracekit/record"
 	"github.com/tracekit/tracekit/replay"
+	"github.com/tracekit/tracekit/telemetry"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -68,6 +69,9 @@ type ReplayOptions struct {
 	// HTTPClient does the preflight and drain requests; default one with
 	// a 5 s timeout (honouring Base.Insecure).
 	HTTPClient *http.Client
+	// Scrape, when set, scrapes its Endpoints during every step into the
+	// step's own sidecar (its Recording, Path and Replace are set per step).
+	Scrape *telemetry.SidecarOptions
 }
 
 // ReplayStepper runs each step as a fresh replay of the trace into its own
@@ -220,7 +224,7 @@ func (s *ReplayStepper) Step(ctx context.Context, spec StepSpec) (StepResult, er
 	res := StepResult{Index: spec.Index, Load: spec.Load}
 	name := StepName(spec.Index, spec.Load)
 	recPath, htmlPath := filepath.Join(s.o.Dir, name+".parquet"), filepath.Join(s.o.Dir, name+".html")
-	for _, p := range []string{recPath, record.JournalPath(recPath), htmlPath} {
+	for _, p := range []string{recPath, record.JournalPath(recPath), htmlPath, trace.MetricsPath(recPath)} {
 		if _, err := os.Lstat(p); err == nil {
 			return res, fmt.Errorf("%s already exists: a sweep never replaces a recording", p)
 		}
@@ -237,6 +241,8 @@ func (s *ReplayStepper) Step(ctx context.Context, spec StepSpec) (StepResult, er
 	defer cancel(nil)
 	var rec *record.Recorder
 	var watch *Watch
+	var sc *telemetry.Sidecar
+	var ms *telemetry.MetaSink
 	stopProgress := func() {}
 	open := func(r *replay.Runner) (record.Sink, error) {
 		var err error
@@ -252,6 +258,8 @@ func (s *ReplayStepper) Step(ctx context.Context, spec StepSpec) (StepResult, er
 			})
 			sink = watch
 		}
+		// The scraper starts with the run, so its clock and the recording's agree.
+		sc, ms, sink = stepScrape(ctx, s.o.Scrape, recPath, sink, &res.Notes)
 		stopProgress = s.progress(spec, r)
 		return sink, nil
 	}
@@ -259,6 +267,7 @@ func (s *ReplayStepper) Step(ctx context.Context, spec StepSpec) (StepResult, er
 	began := time.Now()
 	out, runErr := replay.Record(stepCtx, cfg, nil, open)
 	stopProgress()
+	finishScrape(sc, ms, &res.Notes)
 	var cfgErr *replay.ConfigError
 	var prepErr *replay.PrepareError
 	switch {

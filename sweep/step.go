@@ -81,6 +81,9 @@ type StepResult struct {
 	Distorted        bool     `json:"distorted"`
 	Distortions      []string `json:"distortions,omitempty"`
 
+	// Server is the targets' /metrics during the step (server.go).
+	Server *StepServer `json:"server,omitempty"`
+
 	Stopped     string   `json:"stopped,omitempty"` // why the sweep stopped the step early
 	Interrupted bool     `json:"interrupted,omitempty"`
 	Notes       []string `json:"notes,omitempty"`
@@ -185,6 +188,7 @@ func Measure(r *StepResult, s *analyze.Summary, slo SLO, h *trace.Health, exclud
 	r.DurationS = s.Duration
 	r.RequestThroughput, r.OutputThroughput, r.TotalTokenThroughput = s.RequestThroughput, s.OutputThroughput, s.TotalTokenThroughput
 	r.TTFT, r.TPOT, r.ITL, r.E2EL = dist(s.TTFT), dist(s.TPOT), dist(s.ITL), dist(s.E2EL)
+	r.Server = measureServer(s)
 
 	var intended, done []int64
 	r.Good = 0

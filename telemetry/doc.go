@@ -65,6 +65,16 @@
 // come, +Inf included, then _sum and _count; summaries with their quantile
 // label, then _sum and _count. Exposition timestamps are ignored.
 //
+// StartSidecar does all of this for one run: it opens
+// trace.MetricsPath(recording) (refusing an existing file, or with Replace
+// writing beside it and renaming over it once complete), starts the scraper
+// with its own zero (MetricsMeta.StartMonoNs, taken just before the run
+// starts its clock) and Finish stops it, takes the final scrape and
+// completes the file. MetaSink wraps the run's record.Sink so the
+// recording's RunMeta.Metrics names the sidecar; analysis moves a sample at
+// sidecar time t to t + MetricsMeta.StartMonoNs - RunMeta.StartMonoNs on
+// the recording's clock, so the run itself knows nothing of the scraper.
+//
 // # Analysis
 //
 // Read (or NewData, for rows in memory) arranges a sidecar by series:

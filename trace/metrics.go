@@ -18,7 +18,6 @@ const (
 // MetricsFormat is the sidecar's FileFormat.
 var MetricsFormat = FileFormat{FormatMetrics, MetricsSchemaVersion}
 
-
 // Metric types of a MetricSample.Type: the exposition formats' types, and
 // MetricScrape for a scrape's status row.
 const (

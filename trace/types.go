@@ -170,6 +170,8 @@ type RunMeta struct {
 	// Clock is how the run's clock was started and the host clock's sync
 	// state then (runsync.go); nil in older recordings.
 	Clock *RunClock `json:"clock,omitempty"`
+	// Metrics is the base name of the run's telemetry sidecar (same directory), "" when not scraped.
+	Metrics string `json:"metrics,omitempty"`
 }
 
 // UsageProbe is the finding of replay's pre-run probe request: whether the

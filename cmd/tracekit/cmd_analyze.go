@@ -78,6 +78,7 @@ func newAnalyzeCmd() *cobra.Command {
 		af                         analyzeFlags
 		jsonPath, perReq, htmlPath string
 		detailed, quiet            bool
+		serverMetrics              string
 	)
 	cmd := &cobra.Command{
 		Use:   "analyze RECORDING.parquet|DIR/... [flags]",
@@ -99,6 +100,7 @@ tokens, a per-turn table and vLLM multi-turn's statistics.`,
 			if err != nil {
 				return badInput(err)
 			}
+			opts.ServerMetrics = serverMetrics
 			paths, skipped, err := analyze.ExpandRuns(args)
 			if err != nil {
 				return analyzeErr(err)
@@ -139,6 +141,7 @@ tokens, a per-turn table and vLLM multi-turn's statistics.`,
 	cmd.Flags().StringVar(&perReq, "per-request", "", "write one row per request to FILE.parquet or FILE.csv")
 	cmd.Flags().StringVar(&htmlPath, "html", "", "write a self-contained HTML report with charts to FILE")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not print the text report")
+	cmd.Flags().StringVar(&serverMetrics, "server-metrics", "", "report this telemetry sidecar in the server section (default: RUN.metrics.parquet beside the recording, if any)")
 	return cmd
 }
 

@@ -26,6 +26,7 @@ func newCaptureCmd() *cobra.Command {
 		allowRemote bool
 		check       bool
 		grace       time.Duration
+		scrape      scrapeFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "capture --upstream URL --out DIR",
@@ -76,7 +77,11 @@ start (see --check-upstream) or a file could not be completed, 2 bad flags.`,
 			cfg.RotateBytes = rotateMB << 20
 			cfg.Command = strings.Join(os.Args, " ")
 			cfg.Logf = func(format string, args ...any) { fmt.Fprintf(c.ErrOrStderr(), format+"\n", args...) }
-			return runCapture(c, cfg, listen, grace, check)
+			if err := scrape.validate(); err != nil {
+				return badInput(err)
+			}
+			scrape.insecure = cfg.InsecureSkipVerify
+			return runCapture(c, cfg, listen, grace, check, &scrape)
 		},
 	}
 	f := cmd.Flags()
@@ -93,6 +98,7 @@ start (see --check-upstream) or a file could not be completed, 2 bad flags.`,
 	f.BoolVar(&cfg.InsecureSkipVerify, "insecure", false, "accept any TLS certificate from the upstream")
 	f.BoolVar(&check, "check-upstream", true, "at start, send the upstream one probe request and exit 1 if it is unreachable")
 	f.DurationVar(&grace, "grace", 10*time.Second, "on Ctrl-C/SIGTERM, how long in-flight streams may finish before being cut")
+	scrape.register(f, "upstream")
 	return cmd
 }
 
@@ -107,12 +113,14 @@ func isLoopback(host string) bool {
 // runCapture serves until SIGINT/SIGTERM, then finishes the files: exit
 // 130 after SIGINT, 0 after SIGTERM (a service manager's stop), 1 when a
 // file could not be completed.
-func runCapture(cmd *cobra.Command, cfg capture.ProxyConfig, listen string, grace time.Duration, check bool) error {
+func runCapture(cmd *cobra.Command, cfg capture.ProxyConfig, listen string, grace time.Duration, check bool, scrape *scrapeFlags) error {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	sc := startCaptureScrape(scrape, &cfg, cmd.ErrOrStderr())
 	ps, err := capture.StartProxy(cfg, listen)
 	if err != nil {
+		sc.abort()
 		return runFailed(err)
 	}
 	if check {
@@ -121,6 +129,7 @@ func runCapture(cmd *cobra.Command, cfg capture.ProxyConfig, listen string, grac
 		cancel()
 		if err != nil {
 			ps.Close()
+			sc.abort()
 			return runFailed(fmt.Errorf("%w (start the server first, or pass --check-upstream=false)", err))
 		}
 	}
@@ -131,6 +140,9 @@ func runCapture(cmd *cobra.Command, cfg capture.ProxyConfig, listen string, grac
 	err = ps.Shutdown(grace)
 	for _, s := range ps.Proxy().Segments() {
 		fmt.Fprintf(cmd.OutOrStdout(), "%d requests: trace %s, recording %s\n", s.Requests, s.Trace, s.Recording)
+	}
+	if p := sc.finish(cmd.ErrOrStderr()); p != "" {
+		fmt.Fprintf(cmd.OutOrStdout(), "server metrics: %s\n", p)
 	}
 	if err != nil {
 		return runFailed(fmt.Errorf("finishing the capture files: %w", err))

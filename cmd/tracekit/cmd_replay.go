@@ -33,6 +33,7 @@ func newReplayCmd() *cobra.Command {
 		dispatcher       string
 		enums            replayEnums
 		d                distOpts
+		scrape           scrapeFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "replay TRACE.parquet --target URL [flags]",
@@ -95,6 +96,10 @@ beside the output, verified, removed after).`,
 			} else if o.maxErrorRate < 0 {
 				return badInput(fmt.Errorf("--max-error-rate %g: expected a fraction from 0 to 1", o.maxErrorRate))
 			}
+			if err := scrape.validate(); err != nil {
+				return badInput(err)
+			}
+			scrape.insecure, o.scrape = c.Insecure, &scrape
 			return runReplay(cmd, c, o)
 		},
 	}
@@ -135,6 +140,7 @@ beside the output, verified, removed after).`,
 	f.StringVar(&o.progress, "progress", "auto", "auto (a bar on a terminal, else a line every 10 s), bar, plain or none")
 	f.BoolVar(&o.noAnalyze, "no-analyze", false, "do not print the analysis at the end")
 	d.register(f)
+	scrape.register(f, "target")
 	cmd.MarkFlagRequired("target")
 	return cmd
 }
@@ -146,6 +152,7 @@ type replayOpts struct {
 	force         bool
 	maxErrorRate  float64 // < 0: not given
 	dist          distOpts
+	scrape        *scrapeFlags
 }
 
 // runReplay checks the output, prepares the run (nothing is written if
@@ -162,6 +169,9 @@ func runReplay(cmd *cobra.Command, c replay.Config, o replayOpts) error {
 	}
 	if _, err := os.Stat(o.out); err == nil && !o.force {
 		return badInput(fmt.Errorf("%s exists: pass --force to replace it (the new recording replaces it only once complete)", o.out))
+	}
+	if err := o.scrape.checkSidecar(o.out, o.force); err != nil {
+		return badInput(err)
 	}
 	removeTrace, err := fetchTrace(&c, o.out, o.dist)
 	if err != nil {
@@ -186,6 +196,7 @@ func runReplay(cmd *cobra.Command, c replay.Config, o replayOpts) error {
 
 	// The recording is created only once the targets passed Prepare.
 	var rec *record.Recorder
+	var scr *runScrape
 	stopProgress := func() {}
 	open := func(r *replay.Runner) (record.Sink, error) {
 		var err error
@@ -198,10 +209,14 @@ func runReplay(cmd *cobra.Command, c replay.Config, o replayOpts) error {
 			fmt.Fprintf(stderr, "a killed earlier run left %s: its %d records are rescued in %s\n", rv.Journal, rv.Records, rv.Out)
 		}
 		stopProgress = startProgress(stderr, r, o.progress)
-		return rec, nil
+		// The scraper starts with the run, so its clock and the recording's agree.
+		var sink record.Sink
+		scr, sink = startRunScrape(ctx, o.scrape, c.Targets, o.out, o.force, rec, stderr)
+		return sink, nil
 	}
 	res, runErr := replay.Record(ctx, c, nil, open)
 	stopProgress()
+	scr.finish(stderr)
 	var cfgErr *replay.ConfigError
 	var prepErr *replay.PrepareError
 	switch {

@@ -36,6 +36,7 @@ type sweepFlags struct {
 	apiKeyEnv                      string
 	headers                        []string
 	temperature                    float64
+	scrape                         scrapeFlags
 }
 
 // newSweepCmd builds the sweep command and its compare subcommand.
@@ -128,6 +129,7 @@ Exit codes: 0 done, 1 target unreachable or no step passed, 2 bad flags, 130 int
 	fl.DurationVar(&c.ReadyTimeout, "ready-timeout", 0, "wait up to this long for the targets to be ready before each step")
 	fl.DurationVar(&c.DialTimeout, "dial-timeout", 10*time.Second, "TCP connect timeout")
 	fl.BoolVar(&c.Insecure, "insecure", false, "accept any TLS certificate from an https:// target")
+	f.scrape.register(fl, "target")
 	cmd.MarkFlagRequired("target")
 	cmd.MarkFlagRequired("out")
 	cmd.AddCommand(newSweepCompareCmd())
@@ -310,6 +312,13 @@ func runSweep(cmd *cobra.Command, f sweepFlags, c replay.Config) error {
 		StepTimeout: f.stepTimeout, DrainTimeout: f.drainTimeout, Criteria: crit, EarlyStop: !f.noEarlyStop,
 		Progress: stderr, ProgressEvery: f.progressEvery,
 		Speed: fixed[sweep.AxisSpeed], Rate: fixed[sweep.AxisRate], MaxConcurrency: int(fixed[sweep.AxisConcurrency])}
+	if err := f.scrape.validate(); err != nil {
+		return badInput(err)
+	}
+	if f.scrape.insecure = c.Insecure; f.scrape.enabled() { // one sidecar per step, beside its recording
+		so := f.scrape.sidecarOptions(c.Targets)
+		o.Scrape = &so
+	}
 	st, err := sweep.NewReplayStepper(o)
 	if err != nil {
 		return badInput(err)
