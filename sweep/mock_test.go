@@ -187,23 +187,40 @@ func (m capacityMock) keptModel(t *testing.T, srv *mock.Server) bool {
 	return true
 }
 
-// sweepClean runs the sweep until the mock kept to its model and the
-// answer is bounded at the resolution, at most 3 times: on a machine so
-// loaded that the mock could not keep time, the run is no evidence about
-// the analytic capacity. The assertions apply to the last run either way.
+// sweepClean runs the sweep until it is evidence about the analytic
+// capacity, at most 3 times: a run is no evidence when the machine starved
+// the mock (it fell behind its own model) or the client (a step it
+// distorted bounds the answer). The assertions apply to the first run that
+// is evidence, whatever its answer; when none is, the machine was too
+// loaded to measure a capacity and the test skips, saying so, rather than
+// fail on what the code did not do.
 func (m capacityMock) sweepClean(t *testing.T, tracePath string, axis Axis, lo, hi float64) *Summary {
 	t.Helper()
-	var sum *Summary
 	for try := 1; try <= 3; try++ {
 		srv := m.start(t)
-		sum = m.sweep(t, srv, tracePath, axis, lo, hi)
-		a := sum.Answer
-		if m.keptModel(t, srv) && a != nil && a.Found && a.Upper != 0 && a.Resolved && sum.Knee != nil {
-			break
+		sum := m.sweep(t, srv, tracePath, axis, lo, hi)
+		if m.keptModel(t, srv) && !boundedByDistortion(sum) {
+			return sum
 		}
 		t.Logf("%s %s: attempt %d is no evidence (see above); running the sweep again", m.name, axis, try)
 	}
-	return sum
+	t.Skipf("%s %s: in 3 attempts the machine starved the mock or the client every time: no evidence about its capacity", m.name, axis)
+	return nil
+}
+
+// boundedByDistortion reports whether a step the client distorted bounds
+// the sweep's answer (or no answer was found beside distorted steps).
+func boundedByDistortion(sum *Summary) bool {
+	for _, r := range sum.Steps {
+		if !r.Distorted {
+			continue
+		}
+		a := sum.Answer
+		if a == nil || !a.Found || r.Index == a.Upper || r.Index == a.Lower {
+			return true
+		}
+	}
+	return false
 }
 
 // The knee and the SLO answer of a search against the mock fall within
