@@ -14,7 +14,6 @@ import (
 	"github.com/tracekit/tracekit/clock"
 	"github.com/tracekit/tracekit/mock"
 	"github.com/tracekit/tracekit/record"
-	"github.com/tracekit/tracekit/tokenizer"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -37,8 +36,9 @@ import (
 // minus the proxy's stamp of the same event (its forwarding delay: write,
 // flush, loopback, client read), plus client send to proxy send for TTFT.
 //
-// Mock, clients and the tracekit proxy share this process and its GOGC
-// (capture.DefaultGCPercent in both variants); nginx is a child process. At
+// Mock and clients share this process, with GOGC capture.DefaultGCPercent
+// in both variants; each proxy is a child process (tracekit: this test
+// binary re-executed as a capture proxy with its default settings). At
 // high event rates on a small machine the figures include CPU saturation,
 // other processes' included. The goal (<= 200 us added TTFT and ITL
 // p99) is stated at 1,000 streams.
@@ -75,18 +75,14 @@ func proxyOverhead(b *testing.B, via string, streams int, gap time.Duration) {
 		b.Fatal(err)
 	}
 	defer up.Close()
-	var proxyURL string
-	var ps *capture.ProxyServer
+	var child *childProxy
 	switch via {
 	case "tracekit":
-		ps, err = capture.StartProxy(capture.ProxyConfig{Upstream: up.URL(), OutDir: b.TempDir(), Tokenizer: tokenizer.Default(), Queue: 2 * streams, GCPercent: -1}, "")
-		if err != nil {
-			b.Fatal(err)
-		}
-		proxyURL = ps.URL()
+		child = startProxyChild(b, up.URL())
 	case "nginx":
-		proxyURL = startNginx(b, up.URL(), streams)
+		child = startNginx(b, up.URL(), streams)
 	}
+	proxyURL := child.url
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: streams, DisableCompression: true}}
 	defer client.CloseIdleConnections()
 	var mu sync.Mutex
@@ -120,6 +116,7 @@ func proxyOverhead(b *testing.B, via string, streams int, gap time.Duration) {
 		wg.Wait()
 	}
 	round := 0
+	cpu0 := child.cpu()
 	for b.Loop() {
 		paths := [][2]string{{proxyURL, "via"}, {up.URL(), "direct"}}
 		if round%2 == 1 {
@@ -130,21 +127,26 @@ func proxyOverhead(b *testing.B, via string, streams int, gap time.Duration) {
 		}
 		round++
 	}
+	cpu := child.cpu() - cpu0
 	b.StopTimer()
 	warmup := func(id string) bool { return round > 1 && strings.Contains(id, "-0-") }
 
 	// Against the mock's stamps, per path.
 	ev := map[string][]int64{}
 	ttft := map[string][]int64{}
+	viaEvents := 0
 	for _, e := range up.Log() {
 		c, ok := byID[e.RequestID]
 		if !ok || len(c.events) != len(e.EventMonoNs) || len(c.events) == 0 {
 			b.Fatalf("request %s: client saw %d events, mock wrote %d", e.RequestID, len(c.events), len(e.EventMonoNs))
 		}
+		path, _, _ := strings.Cut(e.RequestID, "-")
+		if path == "via" {
+			viaEvents += len(e.EventMonoNs) + 2 // and the usage chunk and [DONE]
+		}
 		if warmup(e.RequestID) {
 			continue
 		}
-		path, _, _ := strings.Cut(e.RequestID, "-")
 		for i, t := range e.EventMonoNs {
 			if i == 0 {
 				ttft[path] = append(ttft[path], (c.events[0]-c.sent)-(t-e.ArrivalMonoNs))
@@ -166,17 +168,26 @@ func proxyOverhead(b *testing.B, via string, streams int, gap time.Duration) {
 		b.ReportMetric(vT, "via-ttft-"+q.name+"-us")
 		b.ReportMetric(vT-dT, "over-direct-ttft-"+q.name+"-us")
 	}
-	if ps == nil {
+	// The proxy's CPU time during the rounds over the events it forwarded
+	// (warm-up included): what it costs, which unlike latency a loaded
+	// machine barely changes. Its start and its Close (files written) are
+	// left out.
+	if _, err := child.stop(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(cpu.Microseconds())/float64(viaEvents), "proxy-cpu-us/event")
+	if via != "tracekit" {
 		return
 	}
 
 	// Against the tracekit proxy's own stamps.
-	if err := ps.Close(); err != nil {
+	recordings, err := child.recordings()
+	if err != nil {
 		b.Fatal(err)
 	}
 	var pEv, pTTFT []int64
-	for _, seg := range ps.Proxy().Segments() {
-		recs, meta, err := trace.ReadRecords(seg.Recording)
+	for _, path := range recordings {
+		recs, meta, err := trace.ReadRecords(path)
 		if err != nil {
 			b.Fatal(err)
 		}
