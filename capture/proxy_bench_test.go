@@ -171,10 +171,12 @@ func proxyOverhead(b *testing.B, via string, streams int, gap time.Duration) {
 	// The proxy's CPU time during the rounds over the events it forwarded
 	// (warm-up included): what it costs, which unlike latency a loaded
 	// machine barely changes. Its start and its Close (files written) are
-	// left out.
-	if _, err := child.stop(); err != nil {
+	// left out. Its peak RSS covers its whole life.
+	rss, err := child.stop()
+	if err != nil {
 		b.Fatal(err)
 	}
+	b.ReportMetric(float64(rss)/(1<<20), "proxy-maxrss-MiB")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(viaEvents), "proxy-cpu-us/event")
 	if via != "tracekit" {
 		return

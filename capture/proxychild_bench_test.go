@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -42,9 +43,9 @@ func (c *childProxy) start(b *testing.B) {
 }
 
 // stop interrupts the proxy (nginx: fast shutdown; tracekit: Close, which
-// completes its files), waits for it and returns the CPU time it and its
-// reaped children used.
-func (c *childProxy) stop() (time.Duration, error) {
+// completes its files), waits for it and returns its peak resident set
+// (nginx: its largest process's), in bytes.
+func (c *childProxy) stop() (int64, error) {
 	c.cmd.Process.Signal(os.Interrupt)
 	select {
 	case <-c.exited:
@@ -56,8 +57,10 @@ func (c *childProxy) stop() (time.Duration, error) {
 	if c.waitErr != nil {
 		return 0, fmt.Errorf("%s: %w\n%s", c.cmd.Path, c.waitErr, c.out.Bytes())
 	}
-	st := c.cmd.ProcessState
-	return st.UserTime() + st.SystemTime(), nil
+	if ru, ok := c.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		return ru.Maxrss << 10, nil // KiB on Linux
+	}
+	return 0, nil
 }
 
 // startProxyChild re-executes this test binary as a capture proxy
