@@ -35,6 +35,9 @@ import (
 // negative within noise). For tracekit, added-* is also given: client stamp
 // minus the proxy's stamp of the same event (its forwarding delay: write,
 // flush, loopback, client read), plus client send to proxy send for TTFT.
+// proxy-cpu-us/event is the proxy's CPU time during the rounds (nginx: its
+// workers' too) over the events it forwarded, which a loaded machine
+// changes far less than latency; proxy-maxrss-MiB its peak resident set.
 //
 // Mock and clients share this process, with GOGC capture.DefaultGCPercent
 // in both variants; each proxy is a child process (tracekit: this test
