@@ -43,3 +43,32 @@ func TestShellJoinQuotes(t *testing.T) {
 		t.Errorf("%s", got)
 	}
 }
+
+// TestProxyFigures: BenchmarkProxyOverhead's lines become one row per proxy
+// and load, tracekit's at 1,000 streams with the goal's verdict and nginx's
+// figure beside it.
+func TestProxyFigures(t *testing.T) {
+	out := `BenchmarkProxyOverhead/streams=1000/via=tracekit-2        	       3	4355975618 ns/op	      3474 added-event-p50-us	    125993 added-event-p99-us	     83708 added-ttft-p50-us	    181745 added-ttft-p99-us	        27.11 direct-event-p50-us	     26700 direct-event-p99-us	     17801 direct-ttft-p50-us	     68277 direct-ttft-p99-us	     14105 over-direct-event-p50-us	    161429 over-direct-event-p99-us	    118643 over-direct-ttft-p50-us	    220622 over-direct-ttft-p99-us	        23.81 proxy-cpu-us/event	     14132 via-event-p50-us	    188129 via-event-p99-us	    136444 via-ttft-p50-us	    288899 via-ttft-p99-us
+BenchmarkProxyOverhead/streams=1000/via=nginx-2           	       3	4295059730 ns/op	       402.9 direct-event-p50-us	    131298 direct-event-p99-us	       310.0 direct-ttft-p50-us	    210453 direct-ttft-p99-us	      -204.4 over-direct-event-p50-us	    150 over-direct-event-p99-us	     24327 over-direct-ttft-p50-us	   -124639 over-direct-ttft-p99-us	        15.97 proxy-cpu-us/event	       198.4 via-event-p50-us	     95955 via-event-p99-us	     24637 via-ttft-p50-us	     85814 via-ttft-p99-us
+`
+	rows := parseBench([]byte(out))
+	tk, ok := proxyFigure(rows, "tracekit", 1000, "7.0 6.5 6.0")
+	if !ok {
+		t.Fatal("no tracekit row")
+	}
+	for _, want := range []string{"p99 161429 us", "TTFT p50 118643 us, p99 220622 us", "proxy CPU 23.8 us/event", "load average 7.0 6.5 6.0", "own stamps: per event p99 125993 us"} {
+		if !strings.Contains(tk.Value, want) {
+			t.Errorf("tracekit value %q lacks %q", tk.Value, want)
+		}
+	}
+	if !strings.Contains(tk.Verdict, "ITL **missed**") || !strings.Contains(tk.Verdict, "nginx on the same load: ITL p99 150 us, TTFT p99 -124639 us") {
+		t.Errorf("tracekit verdict %q", tk.Verdict)
+	}
+	ng, ok := proxyFigure(rows, "nginx", 1000, "x")
+	if !ok || ng.Goal != "" || !strings.Contains(ng.Value, "per event p50 -204 us, p99 150 us") || !strings.Contains(ng.Value, "proxy CPU 16.0 us/event") {
+		t.Errorf("nginx figure %+v", ng)
+	}
+	if _, ok := proxyFigure(rows, "nginx", 100, "x"); ok {
+		t.Error("a row for a load that did not run")
+	}
+}

@@ -6,7 +6,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -153,5 +155,33 @@ func TestProxySmallQueue(t *testing.T) {
 	}
 	if len(recs) != clients*each || len(seen) != clients*each {
 		t.Fatalf("%d records, %d distinct; want %d", len(recs), len(seen), clients*each)
+	}
+}
+
+// TestGCPercent: the proxy runs with its GC target from NewProxy to Close
+// and puts the process's back after; a negative one leaves it alone.
+func TestGCPercent(t *testing.T) {
+	if os.Getenv("GOGC") != "" {
+		t.Skip("GOGC is set: the proxy leaves it alone")
+	}
+	up := fastMock(t)
+	old := debug.SetGCPercent(150)
+	defer debug.SetGCPercent(old)
+	for _, c := range []struct{ set, while int }{{0, DefaultGCPercent}, {250, 250}, {-1, 150}} {
+		p, err := NewProxy(ProxyConfig{Upstream: up.URL(), OutDir: t.TempDir(), Tokenizer: testTok, GCPercent: c.set})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := debug.SetGCPercent(-1); got != c.while {
+			t.Errorf("GCPercent %d: GOGC %d while the proxy runs, want %d", c.set, got, c.while)
+		} else {
+			debug.SetGCPercent(got)
+		}
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got := debug.SetGCPercent(150); got != 150 {
+			t.Errorf("GCPercent %d: GOGC %d after Close, want 150 back", c.set, got)
+		}
 	}
 }

@@ -3,6 +3,9 @@ package capture
 import (
 	"fmt"
 	"os"
+	"os/signal"
+	"runtime/pprof"
+	"syscall"
 	"testing"
 	"time"
 
@@ -13,20 +16,43 @@ import (
 func TestMain(m *testing.M) {
 	if dir := os.Getenv("TRACEKIT_PROXY_CHILD"); dir != "" {
 		proxyChild(dir, os.Getenv("TRACEKIT_PROXY_UPSTREAM"))
-		return
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
 
-// proxyChild runs a capture proxy, prints its URL and serves until killed.
+// proxyChild runs a capture proxy, prints its URL and serves until killed,
+// or until SIGINT or SIGTERM: then it closes the proxy (completing its
+// files) and exits 0, or 1 saying why not. TRACEKIT_PROXY_BENCH=1 keeps
+// the default journal sync period (tests shorten it);
+// TRACEKIT_PROXY_CPUPROFILE names a CPU profile to write.
 func proxyChild(dir, upstream string) {
-	ps, err := StartProxy(ProxyConfig{Upstream: upstream, OutDir: dir, Tokenizer: testTok, SyncEvery: 50 * time.Millisecond}, "")
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	cfg := ProxyConfig{Upstream: upstream, OutDir: dir, Tokenizer: testTok, SyncEvery: 50 * time.Millisecond}
+	if os.Getenv("TRACEKIT_PROXY_BENCH") == "1" {
+		cfg.SyncEvery = 0
+	}
+	if path := os.Getenv("TRACEKIT_PROXY_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		pprof.StartCPUProfile(f)
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
+	ps, err := StartProxy(cfg, "")
 	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)
 	}
 	fmt.Println(ps.URL())
-	select {}
+	<-sig
+	if err := ps.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "closing the proxy:", err)
+		os.Exit(1)
+	}
 }
 
 func readRecordsT(t *testing.T, path string) ([]trace.Record, trace.RunMeta) {

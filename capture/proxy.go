@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,7 +60,20 @@ type ProxyConfig struct {
 	Logf func(format string, args ...any)
 	// Metrics is recorded as every segment's RunMeta.Metrics: the base name of the run's telemetry sidecar in OutDir, if any.
 	Metrics string
+	// GCPercent is the garbage collector's target (as GOGC) from NewProxy
+	// to Close, which restores the previous one. 0 means DefaultGCPercent;
+	// a negative value leaves the process's setting alone, and so does a
+	// GOGC environment variable.
+	GCPercent int
 }
+
+// DefaultGCPercent is the GOGC a proxy runs with unless told otherwise.
+// Every stream in flight holds its connections' buffers and goroutine
+// stacks, so at thousands of streams a collection cycle marks tens of MB;
+// on a small machine its mark worker and assists take the cores that the
+// forwarding reads and writes need, delaying events. A higher target runs
+// fewer cycles, for a heap up to that many percent above the live one.
+const DefaultGCPercent = 400
 
 // Segment names the pair of files one segment wrote.
 type Segment struct {
@@ -111,6 +125,8 @@ type Proxy struct {
 	idle   chan struct{} // closed when active drops to 0, while Close waits
 	stop   chan struct{} // ends the rotation ticker
 	ticker sync.WaitGroup
+
+	restoreGC func() // undoes GCPercent, once, in Close
 }
 
 // NewProxy validates cfg, creates OutDir and returns the proxy. Files are
@@ -166,6 +182,7 @@ func NewProxy(cfg ProxyConfig) (*Proxy, error) {
 		convs: newConversations(cfg.MaxConversations),
 		stop:  make(chan struct{}),
 	}
+	p.restoreGC = setGC(cfg.GCPercent)
 	p.streams.New = func() any { return record.NewStream(cfg.Tokenizer) }
 	p.bufs.New = func() any { b := make([]byte, 32<<10); return &b }
 	p.ticker.Add(1)
@@ -201,7 +218,23 @@ func (p *Proxy) Close() error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.restoreGC != nil {
+		p.restoreGC()
+		p.restoreGC = nil
+	}
 	return errors.Join(p.errs...)
+}
+
+// setGC applies a GCPercent setting and returns what restores it.
+func setGC(gc int) (restore func()) {
+	if gc == 0 {
+		gc = DefaultGCPercent
+	}
+	if gc < 0 || os.Getenv("GOGC") != "" {
+		return func() {}
+	}
+	old := debug.SetGCPercent(gc)
+	return func() { debug.SetGCPercent(old) }
 }
 
 // enter and leave count the handlers running, for Close.
