@@ -160,6 +160,6 @@ func (c *trackedConn) pending() bool {
 		return false
 	}
 	n := 0
-	rc.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.TIOCINQ) })
+	rc.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), ioctlInQueue) })
 	return n > 0
 }

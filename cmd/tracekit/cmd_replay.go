@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/tracekit/tracekit/analyze"
 	"github.com/tracekit/tracekit/record"
@@ -329,9 +328,11 @@ func progressLine(s replay.Stats, width int) string {
 	return b.String()
 }
 
+// isTerminal reports whether f is a character device (a terminal; also
+// /dev/null, where a progress bar is harmless). Portable, unlike TCGETS.
 func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // replayEnums are the flags that name a replay enum value (empty: the
