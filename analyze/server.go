@@ -255,14 +255,14 @@ func (s *Summary) serverTarget(d *telemetry.Data, target string, sidecar int, sh
 	t.Failures = scrapeFailures(d, target)
 
 	gauge := func(field string, st telemetry.GaugeStat) *ServerGauge {
-		if !st.OK {
-			return nil
+		if !st.OK || finite(st.Min) == nil || finite(st.Mean) == nil || finite(st.Max) == nil {
+			return nil // a server may export NaN; JSON cannot carry it
 		}
 		return &ServerGauge{Metric: g.Used[field], Samples: st.N, Min: st.Min, Mean: st.Mean, Max: st.Max}
 	}
 	t.Running, t.Waiting, t.KVCacheUsage = gauge("Running", g.Running), gauge("Waiting", g.Waiting), gauge("KVCacheUsage", g.KVCacheUsage)
 	counter := func(field string, st telemetry.CounterStat) *ServerCounter {
-		if !st.OK {
+		if !st.OK || finite(st.Increase) == nil || finite(st.PerSecond) == nil {
 			return nil
 		}
 		return &ServerCounter{Metric: c.Used[field], Increase: st.Increase, PerSecond: st.PerSecond, Resets: st.Resets}
@@ -279,6 +279,9 @@ func (s *Summary) serverTarget(d *telemetry.Data, target string, sidecar int, sh
 		st            telemetry.HistogramStat
 	}{{"ttft", "TTFT", c.TTFT}, {"itl", "ITL", c.ITL}, {"tpot", "TPOT", c.TPOT}, {"e2el", "E2E", c.E2E}, {"queue", "QueueTime", c.QueueTime}} {
 		if !h.st.OK {
+			continue
+		}
+		if finite(h.st.Count) == nil {
 			continue
 		}
 		l := ServerLatency{Metric: h.metric, Family: c.Used[h.field], Observations: h.st.Count, MeanMs: finite(h.st.Mean * 1e3)}
@@ -311,7 +314,7 @@ func (s *Summary) serverTarget(d *telemetry.Data, target string, sidecar int, sh
 		}
 		var out []ServerPoint
 		for _, p := range telemetry.Combine(d.Find(target, name), agg) {
-			if p.TimeNs >= strict.From && p.TimeNs <= strict.To {
+			if p.TimeNs >= strict.From && p.TimeNs <= strict.To && finite(p.Value) != nil {
 				out = append(out, ServerPoint{T: float64(p.TimeNs+shift) / 1e9, V: p.Value})
 			}
 		}
