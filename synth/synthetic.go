@@ -252,7 +252,7 @@ func resolveNear(config, p string) string {
 func CorpusFromFiles(paths []string, tok tokenizer.Tokenizer) (*Corpus, error) {
 	var b strings.Builder
 	for _, p := range paths {
-		data, err := os.ReadFile(p)
+		data, err := ReadInput(p)
 		if err != nil {
 			return nil, fmt.Errorf("reading text file: %w", err)
 		}

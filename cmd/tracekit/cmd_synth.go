@@ -482,7 +482,7 @@ func loadCorpus(path string, tok tokenizer.Tokenizer) (*synth.Corpus, error) {
 	if path == "" {
 		return synth.DefaultCorpus(tok)
 	}
-	b, err := os.ReadFile(path)
+	b, err := synth.ReadInput(path)
 	if err != nil {
 		return nil, fmt.Errorf("--text-file: %w", err)
 	}
