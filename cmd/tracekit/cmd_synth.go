@@ -99,8 +99,8 @@ func declareSynthFlags(f *pflag.FlagSet) {
 }
 
 // synthSource is one --source: the flags it reads beyond the common ones
-// (recorded with their defaults in the trace's metadata) and how it is
-// built from them.
+// (recorded in the trace's metadata with the values it used) and how it
+// is built from them.
 type synthSource struct {
 	name, summary string
 	// timed sources set their own arrivals; the others get the --rate
@@ -120,11 +120,17 @@ type sourceInputs struct {
 	corpus        func() (*synth.Corpus, error) // --text-file or the default, built on first use
 	maxBytes      int64
 	progress      func(done, total int64)
+	// used records, by flag name, the value a builder actually used where
+	// it differs from the flag's (a --config distribution, a default).
+	used map[string]string
 }
 
 var (
-	syntheticFlags = []string{"turns", "input-tokens", "output-tokens", "prefix-tokens", "common-prefix-tokens", "think-time", "config"}
-	importFlags    = []string{"start", "duration", "speed", "max-input-tokens", "limit", "model", "skip-bad", "block-size"}
+	syntheticFlags = []string{"conversations", "text-file", "turns", "input-tokens", "output-tokens", "prefix-tokens",
+		"common-prefix-tokens", "think-time", "config"}
+	shareGPTFlags = []string{"input", "conversations", "turns", "input-tokens", "output-tokens", "think-time"}
+	importFlags   = []string{"input", "conversations", "text-file", "start", "duration", "speed", "max-input-tokens",
+		"limit", "model", "skip-bad", "block-size"}
 )
 
 // synthSources are the sources, by name.
@@ -145,7 +151,7 @@ var synthSources = []synthSource{
 	importer("mooncake", "Mooncake JSONL trace (--input): real arrivals, lengths and hash-prefix reuse", importFlags,
 		func(_ *pflag.FlagSet, o synth.ImportOptions) (synth.Source, error) { return synth.NewMooncake(o) }),
 	{name: "sharegpt", summary: "ShareGPT JSON or JSONL conversations (--input), with reference answers; --turns/--input-tokens/--output-tokens filter",
-		needsInput: true, build: buildShareGPT},
+		needsInput: true, flags: shareGPTFlags, build: buildShareGPT},
 	{name: "synthetic", summary: "conversations of corpus text with token-exact lengths drawn from distributions",
 		flags: syntheticFlags, build: buildSynthetic},
 }
@@ -227,8 +233,13 @@ func buildSynthetic(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
 	if in.conversations > 0 {
 		o.Count = in.conversations
 	}
+	in.used["conversations"] = strconv.Itoa(o.Count)
+	for _, d := range dists {
+		in.used[d.flag] = (*d.dst).String()
+	}
 	var err error
 	if len(textFiles) > 0 && !f.Changed("text-file") {
+		in.used["text-file"] = strings.Join(textFiles, ",")
 		o.Corpus, err = synth.CorpusFromFiles(textFiles, in.tok)
 	} else {
 		o.Corpus, err = in.corpus()
@@ -253,6 +264,7 @@ func buildShareGPT(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
 		{"output-tokens", &o.OutputMin, &o.OutputMax},
 	} {
 		if !f.Changed(r.flag) {
+			in.used[r.flag] = "any" // a filter only when given
 			continue
 		}
 		spec, _ := f.GetString(r.flag)
@@ -268,6 +280,10 @@ func buildShareGPT(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
 		return nil, fmt.Errorf("--think-time: %w", err)
 	}
 	o.ThinkTime = d
+	in.used["think-time"] = d.String()
+	if o.Count == 0 {
+		in.used["conversations"] = "all"
+	}
 	return synth.NewShareGPT(o)
 }
 
@@ -285,6 +301,7 @@ func importOptions(f *pflag.FlagSet, in sourceInputs) (synth.ImportOptions, erro
 	if o.Limit == 0 {
 		o.Limit = in.conversations
 	}
+	in.used["limit"] = strconv.Itoa(o.Limit)
 	var err error
 	o.Corpus, err = in.corpus()
 	return o, err
@@ -439,6 +456,7 @@ func runSynth(cmd *cobra.Command, _ []string) error {
 		corpus:   sync.OnceValues(func() (*synth.Corpus, error) { return loadCorpus(textFile, tok) }),
 		maxBytes: int64(*f.Lookup("max-trace-size").Value.(*sizeValue)),
 		progress: progress.report,
+		used:     map[string]string{},
 	}
 	source, err := src.build(f, in)
 	if err != nil {
@@ -451,11 +469,11 @@ func runSynth(cmd *cobra.Command, _ []string) error {
 	out, _ := f.GetString("output")
 	meta := trace.TraceMeta{
 		TracekitVersion: trace.Version,
-		Command:         commandLine(os.Args),
+		Command:         synthCommand(f),
 		Seed:            seed,
 		Tokenizer:       tok.Name(),
 		CreatedAt:       created,
-		Options:         flagOptions(f, src),
+		Options:         flagOptions(f, src, in.used),
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -493,27 +511,55 @@ func loadCorpus(path string, tok tokenizer.Tokenizer) (*synth.Corpus, error) {
 	return c, nil
 }
 
-// commonFlags are recorded in every trace's metadata.
-var commonFlags = []string{"source", "input", "conversations", "seed", "tokenizer", "text-file", "rate", "burstiness", "token-time"}
+// commonFlags are read by every source; scheduleFlags by those without
+// arrival times of their own.
+var (
+	commonFlags   = []string{"source", "seed", "tokenizer", "max-trace-size"}
+	scheduleFlags = []string{"rate", "burstiness", "token-time"}
+)
 
-// flagOptions records in the metadata the common flags, the source's own
-// flags (defaults included, so a trace says how it was made) and every
-// flag given on the command line.
-func flagOptions(f *pflag.FlagSet, src synthSource) map[string]string {
+// flagOptions records in the metadata every option the source read, with
+// the value it used (used overrides the flag's value: a distribution from
+// --config, a default the source resolved), defaults included, so that a
+// trace says how it was made. Flags given that the source does not read
+// are listed under "ignored". The output path is not recorded: the same
+// seed and inputs give the same file whatever it is called.
+func flagOptions(f *pflag.FlagSet, src synthSource, used map[string]string) map[string]string {
 	m := map[string]string{}
-	add := func(name string) {
-		if fl := f.Lookup(name); fl != nil {
+	reads := slices.Concat(commonFlags, src.flags)
+	if !src.timed {
+		reads = append(reads, scheduleFlags...)
+	}
+	for _, name := range reads {
+		if v, ok := used[name]; ok {
+			m[name] = v
+		} else if fl := f.Lookup(name); fl != nil {
 			m[name] = fl.Value.String()
 		}
 	}
-	for _, name := range commonFlags {
-		add(name)
+	var ignored []string
+	f.Visit(func(fl *pflag.Flag) {
+		if fl.Name != "output" && !slices.Contains(reads, fl.Name) {
+			ignored = append(ignored, fl.Name)
+		}
+	})
+	if len(ignored) > 0 {
+		m["ignored"] = strings.Join(ignored, ",")
 	}
-	for _, name := range src.flags {
-		add(name)
-	}
-	f.Visit(func(fl *pflag.Flag) { add(fl.Name) })
 	return m
+}
+
+// synthCommand is the command line as parsed: "tracekit synth" and every
+// flag given, in name order, without -o (the output's name does not change
+// the trace). Quoted where a shell would need it.
+func synthCommand(f *pflag.FlagSet) string {
+	args := []string{"tracekit", "synth"}
+	f.Visit(func(fl *pflag.Flag) {
+		if fl.Name != "output" {
+			args = append(args, "--"+fl.Name+"="+fl.Value.String())
+		}
+	})
+	return commandLine(args)
 }
 
 func commandLine(args []string) string {

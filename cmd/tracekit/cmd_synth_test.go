@@ -374,3 +374,55 @@ func TestSynthReportsInvalidUTF8(t *testing.T) {
 		t.Errorf("clean input reports invalid UTF-8:\n%s", stdout)
 	}
 }
+
+// The same seed and inputs give the same file whatever -o is called, and
+// the metadata records the options the source used: --config's
+// distributions, the default count, and the flags it ignored.
+func TestSynthReproducibleAcrossOutputNames(t *testing.T) {
+	t.Setenv("SOURCE_DATE_EPOCH", "1790000000")
+	cfg, err := filepath.Abs(filepath.Join("testdata", "synth", "multi_turn.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var files [][]byte
+	for _, out := range []string{filepath.Join(dir, "a.parquet"), filepath.Join(dir, "sub-dir b.parquet")} {
+		args := []string{"synth", "--config", cfg, "--seed", "9", "--speed", "3", "--output", out}
+		if _, stderr, code := runCLI(t, args...); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, b)
+	}
+	if !bytes.Equal(files[0], files[1]) {
+		t.Fatal("two output names gave different files")
+	}
+	_, meta, err := trace.ReadTurns(filepath.Join(dir, "a.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(meta.Command, "a.parquet") || !strings.Contains(meta.Command, "--seed=9") {
+		t.Errorf("command %q: want the flags given without the output", meta.Command)
+	}
+	for k, v := range map[string]string{
+		"turns":                "user turns of uniform(4..6)", // vLLM num_turns, converted to requests
+		"common-prefix-tokens": "constant(20)",
+		"output-tokens":        "uniform(5..15)",
+		"conversations":        "4",
+		"ignored":              "speed",
+		"rate":                 "0",
+	} {
+		if meta.Options[k] != v {
+			t.Errorf("options[%s] = %q, want %q (all: %v)", k, meta.Options[k], v, meta.Options)
+		}
+	}
+	if _, ok := meta.Options["output"]; ok {
+		t.Error("the output path is in the options")
+	}
+	if _, ok := meta.Options["start"]; ok {
+		t.Error("an import flag the synthetic source does not read is recorded as used")
+	}
+}
