@@ -81,6 +81,7 @@ func declareSynthFlags(f *pflag.FlagSet) {
 	f.String("common-prefix-tokens", "0", "prefix tokens shared by all conversations: a distribution drawn once")
 	f.String("think-time", "0s", "user think time before turns 2..n: a distribution of durations, e.g. lognormal:average=5s")
 	f.String("config", "", "vLLM multi-turn generation config JSON (generate_multi_turn.json); flags given explicitly override it")
+	f.String("prefix-layout", "", "turn 0's prefixes: vllm (in the user message, the common prefix inside --input-tokens) or system (a system message on top of a full user message); default vllm with --config, else system")
 
 	// the production-trace imports
 	f.Duration("start", 0, "imported traces: start of the window on the trace's timeline")
@@ -127,7 +128,7 @@ type sourceInputs struct {
 
 var (
 	syntheticFlags = []string{"conversations", "text-file", "turns", "input-tokens", "output-tokens", "prefix-tokens",
-		"common-prefix-tokens", "think-time", "config"}
+		"common-prefix-tokens", "think-time", "config", "prefix-layout"}
 	shareGPTFlags = []string{"input", "conversations", "turns", "input-tokens", "output-tokens", "think-time"}
 	importFlags   = []string{"input", "conversations", "text-file", "start", "duration", "speed", "max-input-tokens",
 		"limit", "model", "skip-bad", "block-size"}
@@ -211,6 +212,7 @@ func buildSynthetic(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
 		{"think-time", synth.Seconds, &o.ThinkTime},
 	}
 	var textFiles []string
+	o.Layout = synth.LayoutSystem
 	if path, _ := f.GetString("config"); path != "" {
 		cfg, err := synth.ReadVLLMConfig(path)
 		if err != nil {
@@ -218,7 +220,12 @@ func buildSynthetic(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
 		}
 		cfg.Apply(&o)
 		textFiles = cfg.TextFiles
+		o.Layout = synth.LayoutVLLM
 	}
+	if l, _ := f.GetString("prefix-layout"); f.Changed("prefix-layout") {
+		o.Layout = synth.Layout(l)
+	}
+	in.used["prefix-layout"] = string(o.Layout)
 	for _, d := range dists {
 		if *d.dst != nil && !f.Changed(d.flag) {
 			continue // from --config
@@ -317,6 +324,7 @@ var optionFlags = map[string]string{
 	"SyntheticOptions.PrefixTokens":       "prefix-tokens",
 	"SyntheticOptions.CommonPrefixTokens": "common-prefix-tokens",
 	"SyntheticOptions.ThinkTime":          "think-time",
+	"SyntheticOptions.Layout":             "prefix-layout",
 	"SyntheticOptions.MaxBytes":           "max-trace-size",
 	"ShareGPTOptions.Path":                "input",
 	"ShareGPTOptions.Tokenizer":           "tokenizer",
