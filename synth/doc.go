@@ -31,6 +31,8 @@
 //	  - jsonerr.go places every JSON decoding error (ShareGPT records,
 //	    JSONL lines, vLLM configs) at its file, line, column and field;
 //	    utf8.go counts the bytes of an input that are not UTF-8.
+//	  - vllmbench.go holds vLLM bench serve's datasets: VLLMShareGPT
+//	    (VLLMShareGPTOptions) and Random (RandomOptions).
 //	  - Schedule (schedule.go) draws gamma start gaps (vLLM's --burstiness)
 //	    and open-loop arrival offsets of later turns.
 //	  - Generate (generate.go) runs a Job end to end; Write replaces the

@@ -49,7 +49,8 @@ is set (it fixes the created_at metadata; otherwise it is the current time).`,
       --prefix-tokens lognormal:average=1000,max=5000 --common-prefix-tokens 500
   tracekit synth --config generate_multi_turn.json --text-file pg1184.txt
   tracekit synth --source sharegpt --input ShareGPT_V3.json --conversations 500 --turns 2-20
-  tracekit synth --tokenizer ./Llama-3.1-8B/tokenizer.json --seed 7`,
+  tracekit synth --tokenizer ./Llama-3.1-8B/tokenizer.json --seed 7
+  tracekit synth --from-vllm 'vllm bench serve --dataset-name sharegpt --dataset-path sg.json --num-prompts 500 --request-rate 10'`,
 		Args: cobra.NoArgs,
 		RunE: runSynth,
 	}
@@ -92,6 +93,16 @@ func declareSynthFlags(f *pflag.FlagSet) {
 	f.String("model", "", "imported traces: model name stamped on every request (default: replay's --model)")
 	f.Bool("skip-bad", false, "imported traces: count and skip malformed rows instead of failing")
 	f.Int("block-size", 0, "imported traces: tokens per hash_ids block (0 = the format's: mooncake 512, bailian 16)")
+
+	// vLLM bench serve's datasets
+	f.Int("sharegpt-output-len", 0, "vllm-sharegpt: max_tokens of every request (0 = the answer's length)")
+	f.Bool("no-oversample", false, "vllm-sharegpt: keep fewer requests than --conversations when the file has fewer valid ones")
+	f.Bool("disable-shuffle", false, "vllm-sharegpt: take records in file order")
+	f.Int("random-input-len", 1024, "vllm-random: input tokens per request (around it with --random-range-ratio)")
+	f.Int("random-output-len", 128, "vllm-random: output tokens per request")
+	f.Float64("random-range-ratio", 0, "vllm-random: lengths uniform in [len*(1-r), len*(1+r)], 0 <= r < 1")
+	f.Int("random-prefix-len", 0, "vllm-random: tokens of a prefix shared by every prompt, on top of the input length")
+	f.String("from-vllm", "", "a vllm bench serve command line: write the equivalent trace and print the matching replay command")
 
 	// burstgpt
 	f.String("filter-model", "", "burstgpt: keep only rows of this Model (ChatGPT, GPT-4)")
@@ -153,6 +164,12 @@ var synthSources = []synthSource{
 		func(_ *pflag.FlagSet, o synth.ImportOptions) (synth.Source, error) { return synth.NewMooncake(o) }),
 	{name: "sharegpt", summary: "ShareGPT JSON or JSONL conversations (--input), with reference answers; --turns/--input-tokens/--output-tokens filter",
 		needsInput: true, flags: shareGPTFlags, build: buildShareGPT},
+	{name: "vllm-random", summary: "vLLM bench serve's random dataset: single requests of uniform lengths around --random-input-len/--random-output-len",
+		flags: []string{"conversations", "text-file", "random-input-len", "random-output-len", "random-range-ratio", "random-prefix-len"},
+		build: buildVLLMRandom},
+	{name: "vllm-sharegpt", summary: "ShareGPT (--input) sampled as vLLM bench serve does: the first two messages of each record, its validity filter, oversampling",
+		needsInput: true, flags: []string{"input", "conversations", "sharegpt-output-len", "no-oversample", "disable-shuffle"},
+		build: buildVLLMShareGPT},
 	{name: "synthetic", summary: "conversations of corpus text with token-exact lengths drawn from distributions",
 		flags: syntheticFlags, build: buildSynthetic},
 }
@@ -294,6 +311,39 @@ func buildShareGPT(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
 	return synth.NewShareGPT(o)
 }
 
+// vllmDefaultPrompts is vLLM bench serve's --num-prompts default.
+const vllmDefaultPrompts = 1000
+
+func buildVLLMShareGPT(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
+	o := synth.VLLMShareGPTOptions{Path: in.input, Tokenizer: in.tok, Count: in.conversations, Seed: in.seed,
+		MaxBytes: in.maxBytes, Progress: in.progress}
+	if o.Count == 0 {
+		o.Count = vllmDefaultPrompts
+	}
+	in.used["conversations"] = strconv.Itoa(o.Count)
+	o.OutputLen, _ = f.GetInt("sharegpt-output-len")
+	o.NoOversample, _ = f.GetBool("no-oversample")
+	o.NoShuffle, _ = f.GetBool("disable-shuffle")
+	return synth.NewVLLMShareGPT(o)
+}
+
+func buildVLLMRandom(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
+	o := synth.RandomOptions{Count: in.conversations, Seed: in.seed, MaxBytes: in.maxBytes}
+	if o.Count == 0 {
+		o.Count = vllmDefaultPrompts
+	}
+	in.used["conversations"] = strconv.Itoa(o.Count)
+	o.InputLen, _ = f.GetInt("random-input-len")
+	o.OutputLen, _ = f.GetInt("random-output-len")
+	o.RangeRatio, _ = f.GetFloat64("random-range-ratio")
+	o.PrefixLen, _ = f.GetInt("random-prefix-len")
+	var err error
+	if o.Corpus, err = in.corpus(); err != nil {
+		return nil, err
+	}
+	return synth.NewRandom(o)
+}
+
 // importOptions reads the flags every production-trace import shares.
 func importOptions(f *pflag.FlagSet, in sourceInputs) (synth.ImportOptions, error) {
 	o := synth.ImportOptions{Path: in.input, MaxBytes: in.maxBytes}
@@ -346,6 +396,15 @@ var optionFlags = map[string]string{
 	"ImportOptions.BlockSize":             "block-size",
 	"ImportOptions.MaxBytes":              "max-trace-size",
 	"BurstGPTOptions.Failed":              "failed",
+	"VLLMShareGPTOptions.Path":            "input",
+	"VLLMShareGPTOptions.Count":           "conversations",
+	"VLLMShareGPTOptions.OutputLen":       "sharegpt-output-len",
+	"RandomOptions.Count":                 "conversations",
+	"RandomOptions.InputLen":              "random-input-len",
+	"RandomOptions.OutputLen":             "random-output-len",
+	"RandomOptions.RangeRatio":            "random-range-ratio",
+	"RandomOptions.MaxBytes":              "max-trace-size",
+	"VLLMShareGPTOptions.MaxBytes":        "max-trace-size",
 	"Schedule.Rate":                       "rate",
 	"Schedule.Burstiness":                 "burstiness",
 	"Schedule.TokenTime":                  "token-time",
@@ -424,6 +483,16 @@ func (v *sizeValue) Set(s string) error {
 
 func runSynth(cmd *cobra.Command, _ []string) error {
 	f := cmd.Flags()
+	var vllm *vllmCommand
+	if line, _ := f.GetString("from-vllm"); line != "" {
+		var err error
+		if vllm, err = parseVLLMCommand(line); err != nil {
+			return badInput(fmt.Errorf("--from-vllm: %w", err))
+		}
+		if err := vllm.apply(f); err != nil {
+			return badInput(err)
+		}
+	}
 	name, _ := f.GetString("source")
 	src, ok := lookupSource(name)
 	if !ok {
@@ -501,7 +570,22 @@ func runSynth(cmd *cobra.Command, _ []string) error {
 	fmt.Fprintf(w, "wrote %s: %d conversations, %d turns, %s, %.2fs (source %s, tokenizer %s, seed %d)\n",
 		out, res.Conversations, res.Turns, byteSize(res.Bytes), time.Since(start).Seconds(), name, tok.Name(), seed)
 	printOptions(w, res.Report)
+	if vllm != nil {
+		printVLLMReplay(w, out, vllm)
+	}
 	return nil
+}
+
+// printVLLMReplay prints the replay and analyze commands that send the
+// trace as the vllm bench serve command would.
+func printVLLMReplay(w io.Writer, path string, c *vllmCommand) {
+	replay := append([]string{"tracekit", "replay", path}, c.replay...)
+	replay = append(replay, "-o", "recording.parquet")
+	fmt.Fprintf(w, "replay with:\n  %s\n", commandLine(replay))
+	fmt.Fprintf(w, "analyze with:\n  %s\n", commandLine(append([]string{"tracekit", "analyze", "recording.parquet"}, c.analyze...)))
+	if len(c.noted) > 0 {
+		fmt.Fprintf(w, "no effect on the workload, not carried over: %s\n", strings.Join(c.noted, " "))
+	}
 }
 
 func loadCorpus(path string, tok tokenizer.Tokenizer) (*synth.Corpus, error) {
@@ -547,7 +631,9 @@ func flagOptions(f *pflag.FlagSet, src synthSource, used map[string]string) map[
 	}
 	var ignored []string
 	f.Visit(func(fl *pflag.Flag) {
-		if fl.Name != "output" && !slices.Contains(reads, fl.Name) {
+		if fl.Name == "from-vllm" {
+			m[fl.Name] = fl.Value.String()
+		} else if fl.Name != "output" && !slices.Contains(reads, fl.Name) {
 			ignored = append(ignored, fl.Name)
 		}
 	})
