@@ -26,9 +26,13 @@
 //	    clamp and speed, and prompt synthesis from prefix-block hashes by
 //	    Blocks), importrows.go (JSONL lines and CSV rows, the bad-row
 //	    policy) and importvalues.go (exact decimal and timestamp parsing).
+//	  - compress.go opens every input file (source inputs, text files,
+//	    configs) plain, gzip or zstd, told by its magic bytes.
 //	  - jsonerr.go places every JSON decoding error (ShareGPT records,
 //	    JSONL lines, vLLM configs) at its file, line, column and field;
 //	    utf8.go counts the bytes of an input that are not UTF-8.
+//	  - vllmbench.go holds vLLM bench serve's datasets: VLLMShareGPT
+//	    (VLLMShareGPTOptions) and Random (RandomOptions).
 //	  - Schedule (schedule.go) draws gamma start gaps (vLLM's --burstiness)
 //	    and open-loop arrival offsets of later turns.
 //	  - Generate (generate.go) runs a Job end to end; Write replaces the

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 )
 
@@ -67,9 +66,9 @@ const maxLineBytes = 64 << 20
 // number, and returns the count of bytes read that are not UTF-8. A
 // trailing CR is removed, so CRLF files read like LF files.
 func eachLine(path string, fn func(line int, text []byte) error) (invalidUTF8 int64, err error) {
-	f, err := os.Open(path)
+	f, err := OpenInput(path, nil)
 	if err != nil {
-		return 0, fmt.Errorf("opening %s: %w", path, err)
+		return 0, err
 	}
 	defer f.Close()
 	u := &utf8Counter{r: f}
@@ -99,7 +98,7 @@ func eachLine(path string, fn func(line int, text []byte) error) (invalidUTF8 in
 type csvTable struct {
 	path string
 	r    *csv.Reader
-	f    *os.File
+	f    *Input
 	utf8 *utf8Counter
 	col  map[string]int // normalized header name -> index
 	// width is the header's field count; every row must have as many.
@@ -115,9 +114,9 @@ func normColumn(s string) string {
 }
 
 func openCSV(path string) (*csvTable, error) {
-	f, err := os.Open(path)
+	f, err := OpenInput(path, nil)
 	if err != nil {
-		return nil, fmt.Errorf("opening %s: %w", path, err)
+		return nil, err
 	}
 	u := &utf8Counter{r: f}
 	r := csv.NewReader(bufio.NewReaderSize(u, 1<<20))

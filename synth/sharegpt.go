@@ -5,11 +5,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -354,15 +354,13 @@ func (s *ShareGPT) applyThinkTime(convs []Conversation) {
 
 // eachRecord streams the file's records to fn with their 0-based index.
 func (s *ShareGPT) eachRecord(ctx context.Context, fn func(int, *sharegptRecord)) error {
-	f, err := os.Open(s.Opts.Path)
+	f, err := OpenInput(s.Opts.Path, s.Opts.Progress)
 	if err != nil {
 		return fmt.Errorf("opening ShareGPT input: %w", err)
 	}
 	defer f.Close()
-	var size int64
-	if st, err := f.Stat(); err == nil {
-		size = st.Size()
-	}
+	// A compressed file's size is a lower bound of its text.
+	size := f.Size
 	if err := checkSize("ShareGPTOptions", float64(size), s.Opts.MaxBytes, "a trace of "+s.Opts.Path); err != nil {
 		return err
 	}
@@ -372,8 +370,7 @@ func (s *ShareGPT) eachRecord(ctx context.Context, fn func(int, *sharegptRecord)
 			s.report[reportInvalidUTF8] = int(n)
 		}
 	}()
-	cr := &countingReader{r: u, progress: s.Opts.Progress, total: size}
-	br := bufio.NewReaderSize(cr, 1<<20)
+	br := bufio.NewReaderSize(u, 1<<20)
 	first, skipped, err := firstNonSpace(br)
 	s.skipped = skipped
 	if err != nil {
@@ -461,6 +458,10 @@ func (s *ShareGPT) eachLineRecord(ctx context.Context, br *bufio.Reader, fn func
 // decoding (-1 outside a record), both counted after the bytes skipped
 // before the array.
 func (s *ShareGPT) posError(off, start int64, what string, err error) error {
+	var de *DecompressError
+	if errors.As(err, &de) {
+		return fmt.Errorf("reading %s: %w", s.Opts.Path, err)
+	}
 	f := jsonFaultOf(err)
 	switch {
 	case f.relative && start >= 0:
@@ -469,7 +470,7 @@ func (s *ShareGPT) posError(off, start int64, what string, err error) error {
 	case f.off >= 0:
 		off = f.off // syntax errors count from the start of the stream
 	}
-	b, rerr := os.ReadFile(s.Opts.Path)
+	b, rerr := ReadInput(s.Opts.Path)
 	if rerr != nil {
 		b = nil
 	}

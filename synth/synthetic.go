@@ -24,13 +24,33 @@ type SyntheticOptions struct {
 	PrefixTokens       Dist // per-conversation prefix (system message), drawn per conversation; nil means none
 	CommonPrefixTokens Dist // prefix shared by all conversations, drawn once; nil means none
 	ThinkTime          Dist // seconds before turns k > 0; nil means 0
-	Seed               int64
+	// Layout places the prefixes in turn 0: LayoutSystem (the zero
+	// value) or LayoutVLLM.
+	Layout Layout
+	Seed   int64
 	// MaxBytes refuses a trace whose text is estimated above it (see
 	// Synthetic.EstimatedBytes); 0 means no limit.
 	MaxBytes int64
 	// Progress is called with conversations done of Count; may be nil.
 	Progress func(done, total int64)
 }
+
+// Layout is where turn 0's prefixes go and whether they count inside its
+// InputTokens draw.
+type Layout string
+
+const (
+	// LayoutSystem: a system message of common prefix + conversation
+	// prefix, then a user message of the full InputTokens draw. Turn 0
+	// has common + prefix + input tokens.
+	LayoutSystem Layout = "system"
+	// LayoutVLLM is vLLM's multi-turn generator (bench_dataset.py): one
+	// user message of common prefix, conversation marker, conversation
+	// prefix and filler text. The common prefix and the marker count
+	// inside the InputTokens draw, the conversation prefix on top of it:
+	// turn 0 has max(input, common + marker) + prefix tokens.
+	LayoutVLLM Layout = "vllm"
+)
 
 // Synthetic builds conversations from a Corpus with token-exact lengths,
 // like vLLM's multi-turn generator.
@@ -45,6 +65,8 @@ type SyntheticOptions struct {
 // tokens; OutputTokens is sent as max_tokens and is the length of the
 // reference answer (corpus text, used by replay's --history reference).
 // Turn k > 0 waits ThinkTime (seconds) after the previous response.
+// Layout LayoutVLLM puts turn 0's prefixes in its user message instead
+// (see LayoutVLLM).
 //
 // Every message is cut from the corpus at word boundaries, so it starts
 // with a space; its Tokens field is exact under the corpus's tokenizer.
@@ -87,6 +109,9 @@ func (s *Synthetic) validate() error {
 	}
 	if o.Count <= 0 {
 		return fieldErr("SyntheticOptions", "Count", "%d conversations, want at least 1", o.Count)
+	}
+	if o.Layout != "" && o.Layout != LayoutSystem && o.Layout != LayoutVLLM {
+		return fieldErr("SyntheticOptions", "Layout", "%q, want %q or %q", o.Layout, LayoutSystem, LayoutVLLM)
 	}
 	for _, c := range []struct {
 		field string
@@ -188,6 +213,23 @@ func (s *Synthetic) conversation(i, width int, common string, commonTokens int) 
 		outTokens := max(sampleInt(o.OutputTokens, r), 1)
 		msgs := make([]trace.Message, 0, 2)
 		markerPlaced := false
+		if k == 0 && o.Layout == LayoutVLLM {
+			prefix := 0
+			if o.PrefixTokens != nil {
+				prefix = sampleInt(o.PrefixTokens, r)
+			}
+			// common + marker inside the budget, the prefix on top
+			head := commonTokens + markerTokens
+			fill := max(userTokens-head, 0)
+			user := common + marker + take(prefix) + take(fill)
+			userTokens = head + prefix + fill
+			msgs = append(msgs, trace.Message{Role: "user", Content: user, Tokens: int32(userTokens)})
+			t.Messages = msgs
+			t.InputTokens = int32(userTokens)
+			t.OutputTokens = int32(outTokens)
+			t.ReferenceAnswer = c.Text(r.IntN(c.Tokens()), outTokens)
+			continue
+		}
 		if k == 0 {
 			prefix := 0
 			if o.PrefixTokens != nil {
@@ -252,7 +294,7 @@ func resolveNear(config, p string) string {
 func CorpusFromFiles(paths []string, tok tokenizer.Tokenizer) (*Corpus, error) {
 	var b strings.Builder
 	for _, p := range paths {
-		data, err := os.ReadFile(p)
+		data, err := ReadInput(p)
 		if err != nil {
 			return nil, fmt.Errorf("reading text file: %w", err)
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 )
@@ -29,7 +28,7 @@ type VLLMConfig struct {
 // ReadVLLMConfig reads a vLLM multi-turn generation config file. Errors
 // name the file and the field ("prompt_input.num_turns.min").
 func ReadVLLMConfig(path string) (VLLMConfig, error) {
-	b, err := os.ReadFile(path)
+	b, err := ReadInput(path)
 	if err != nil {
 		return VLLMConfig{}, fmt.Errorf("reading config: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"time"
 )
 
 // Stats summarises a sample: count, min, mean, percentiles, max.
@@ -31,47 +32,96 @@ func NewStats(xs []float64) Stats {
 		P99: Percentile(xs, 99), Max: xs[len(xs)-1]}
 }
 
-// RateStats describes arrivals: their mean rate over the span between the
-// first and last, and the index of dispersion (variance / mean) of the
-// counts per one-second bin, 1 for a Poisson process, above 1 for bursty
-// traffic, below 1 for regular traffic.
+// RateStats describes arrivals at a replay speed (times divided by it):
+// their mean rate over the span between the first and last, and how bursty
+// they are, three ways:
+//
+//   - Burstiness = mean(gap)^2 / var(gap), over the gaps between
+//     consecutive arrivals: the shape of a gamma law with those two
+//     moments, vLLM's --burstiness (1 Poisson, below 1 burstier, above 1
+//     more regular). It does not depend on the speed.
+//   - OwnDispersion: the index of dispersion (variance / mean) of the
+//     counts per bin of OwnBinNs = 10 mean gaps, the trace's own time
+//     scale (1 Poisson, above 1 bursty, below 1 regular); nor does it.
+//   - Dispersion: the same per one-second bin of replay time, which is
+//     what a server sees; it grows with the speed for bursty traffic.
+//
+// A dispersion needs at least two whole bins; it is 0 (unknown) otherwise.
 type RateStats struct {
-	Events     int
-	SpanNs     int64
-	PerSecond  float64
-	Dispersion float64
+	Events        int
+	Speed         float64
+	SpanNs        int64 // at Speed
+	PerSecond     float64
+	Burstiness    float64
+	OwnBinNs      int64
+	OwnDispersion float64
+	Dispersion    float64
 }
 
-func newRateStats(times []int64) RateStats {
+func newRateStats(times []int64, speed float64) RateStats {
 	if len(times) == 0 {
 		return RateStats{}
 	}
-	lo, hi := times[0], times[0]
-	for _, t := range times {
-		lo, hi = min(lo, t), max(hi, t)
+	if !(speed > 0) {
+		speed = 1
 	}
-	rs := RateStats{Events: len(times), SpanNs: hi - lo}
+	ts := make([]int64, len(times))
+	for i, t := range times {
+		ts[i] = int64(math.Round(float64(t) / speed))
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
+	lo, hi := ts[0], ts[len(ts)-1]
+	rs := RateStats{Events: len(ts), Speed: speed, SpanNs: hi - lo}
 	if rs.SpanNs > 0 {
-		rs.PerSecond = float64(len(times)-1) / (float64(rs.SpanNs) / 1e9)
+		rs.PerSecond = float64(len(ts)-1) / (float64(rs.SpanNs) / 1e9)
 	}
-	// only whole seconds: the last, partial bin would bias the counts down
-	if full := (hi - lo) / 1e9; full >= 2 {
-		bins := make([]float64, full)
-		for _, t := range times {
-			if b := (t - lo) / 1e9; b < full {
-				bins[b]++
-			}
-		}
+	if len(ts) >= 3 {
 		var sum, sum2 float64
-		for _, c := range bins {
-			sum += c
-			sum2 += c * c
+		for i := 1; i < len(ts); i++ {
+			g := float64(ts[i] - ts[i-1])
+			sum += g
+			sum2 += g * g
 		}
-		if m := sum / float64(len(bins)); m > 0 {
-			rs.Dispersion = (sum2/float64(len(bins)) - m*m) / m
+		n := float64(len(ts) - 1)
+		m := sum / n
+		if v := sum2/n - m*m; v > 0 {
+			rs.Burstiness = m * m / v
+		}
+		rs.OwnBinNs = int64(math.Round(10 * m))
+	}
+	rs.OwnDispersion = dispersion(ts, rs.OwnBinNs)
+	rs.Dispersion = dispersion(ts, 1e9)
+	return rs
+}
+
+// dispersion is the variance / mean of the counts of sorted times per bin
+// of width ns, over whole bins only (the last, partial bin would bias the
+// counts down); 0 with fewer than two whole bins.
+func dispersion(ts []int64, width int64) float64 {
+	if width <= 0 || len(ts) == 0 {
+		return 0
+	}
+	lo := ts[0]
+	full := (ts[len(ts)-1] - lo) / width
+	if full < 2 {
+		return 0
+	}
+	bins := make([]float64, full)
+	for _, t := range ts {
+		if b := (t - lo) / width; b < full {
+			bins[b]++
 		}
 	}
-	return rs
+	var sum, sum2 float64
+	for _, c := range bins {
+		sum += c
+		sum2 += c * c
+	}
+	m := sum / float64(len(bins))
+	if m == 0 {
+		return 0
+	}
+	return (sum2/float64(len(bins)) - m*m) / m
 }
 
 // TraceSummary is what `tracekit inspect` prints for a trace: the shape of
@@ -93,8 +143,13 @@ type TraceSummary struct {
 	SpanNs        int64     // first start to last arrival
 }
 
-// SummarizeTrace reads a trace once, keeping per-turn numbers only.
-func SummarizeTrace(path string) (TraceSummary, error) {
+// SummarizeTrace reads a trace once, keeping per-turn numbers only, with
+// arrivals on the trace's own timeline (speed 1).
+func SummarizeTrace(path string) (TraceSummary, error) { return SummarizeTraceAt(path, 1) }
+
+// SummarizeTraceAt is SummarizeTrace with the arrival statistics of a
+// replay at speed (start offsets divided by it, as replay --speed does).
+func SummarizeTraceAt(path string, speed float64) (TraceSummary, error) {
 	r, err := OpenTrace(path)
 	if err != nil {
 		return TraceSummary{}, err
@@ -146,7 +201,7 @@ func SummarizeTrace(path string) (TraceSummary, error) {
 	}
 	s.Conversations = len(turns)
 	s.TurnsPerConv, s.InputTokens, s.OutputTokens, s.ThinkTimeSec = NewStats(turns), NewStats(in), NewStats(out), NewStats(think)
-	s.Starts, s.Arrivals = newRateStats(starts), newRateStats(arrivals)
+	s.Starts, s.Arrivals = newRateStats(starts, speed), newRateStats(arrivals, speed)
 	if hi >= lo {
 		s.SpanNs = hi - lo
 	}
@@ -159,6 +214,27 @@ func (st Stats) String() string {
 		return "none"
 	}
 	return fmt.Sprintf("min %s  mean %.1f  p50 %s  p90 %s  p99 %s  max %s", num(st.Min), st.Mean, num(st.P50), num(st.P90), num(st.P99), num(st.Max))
+}
+
+// Durations formats a Stats of seconds as durations (FormatDuration).
+func (st Stats) Durations() string {
+	if st.N == 0 {
+		return "none"
+	}
+	d := func(sec float64) string { return FormatDuration(int64(math.Round(sec * 1e9))) }
+	return fmt.Sprintf("min %s  mean %s  p50 %s  p90 %s  p99 %s  max %s", d(st.Min), d(st.Mean), d(st.P50), d(st.P90), d(st.P99), d(st.Max))
+}
+
+// FormatDuration writes ns rounded to 4 significant digits, in Go's
+// duration syntax ("893.8µs", "12.93ms", "6m59s").
+func FormatDuration(ns int64) string {
+	d := time.Duration(ns)
+	abs := d.Abs()
+	if abs < 10000 {
+		return d.String()
+	}
+	unit := time.Duration(math.Pow10(int(math.Floor(math.Log10(float64(abs)))) - 3))
+	return d.Round(unit).String()
 }
 
 // num prints a whole number as one, anything else with two decimals.

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,19 +19,28 @@ import (
 
 // newInspectCmd builds the inspect command.
 func newInspectCmd() *cobra.Command {
-	return &cobra.Command{
+	var speed float64
+	cmd := &cobra.Command{
 		Use:   "inspect FILE",
 		Short: "Summarise a trace or a recording",
 		Long: `inspect detects whether FILE is a trace or a recording and prints a summary:
 for a trace, rows, conversations, turns per conversation, token statistics,
-think times, time span, arrival rates (mean, and the dispersion index of
-per-second counts: 1 Poisson, >1 bursty, <1 regular) and metadata; for a
-recording, requests, errors by kind, events, time span and run metadata.`,
+think times, time span, arrival rates and burstiness, and metadata; for a
+recording, requests, errors by kind, events, time span and run metadata.
+
+Burstiness of starts and arrivals: the gamma shape of the gaps
+(mean^2/variance, vLLM's --burstiness: 1 Poisson, <1 burstier, >1 more
+regular), the dispersion index (variance/mean of counts) per bin of 10
+mean gaps, the trace's own time scale, and per second of replay time at
+--speed (what the server sees; replay --speed divides the offsets).`,
 		Example: "  tracekit inspect trace.parquet\n  tracekit inspect recording.parquet",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path, w := args[0], cmd.OutOrStdout()
-			s, err := trace.SummarizeTrace(path)
+			if !(speed > 0) || math.IsInf(speed, 0) {
+				return badInput(fmt.Errorf("--speed %g: want a time compression above 0 (replay's --speed)", speed))
+			}
+			s, err := trace.SummarizeTraceAt(path, speed)
 			if err == nil {
 				printTraceSummary(w, path, s)
 				return nil
@@ -48,6 +59,8 @@ recording, requests, errors by kind, events, time span and run metadata.`,
 			return nil
 		},
 	}
+	cmd.Flags().Float64Var(&speed, "speed", 1, "a trace's arrival statistics at this replay speed (replay --speed)")
+	return cmd
 }
 
 func printTraceSummary(w io.Writer, path string, s trace.TraceSummary) {
@@ -57,7 +70,7 @@ func printTraceSummary(w io.Writer, path string, s trace.TraceSummary) {
 	fmt.Fprintf(w, "  turns/conversation  %s\n", s.TurnsPerConv)
 	fmt.Fprintf(w, "  input tokens/turn   %s\n", s.InputTokens)
 	fmt.Fprintf(w, "  output tokens/turn  %s\n", s.OutputTokens)
-	fmt.Fprintf(w, "  think time (s)      %s\n", s.ThinkTimeSec)
+	fmt.Fprintf(w, "  think time          %s\n", s.ThinkTimeSec.Durations())
 	fmt.Fprintf(w, "  reference answers   %d of %d turns\n", s.WithReference, s.Rows)
 	if s.WithPrefix > 0 {
 		fmt.Fprintf(w, "  prefix hashes       %d turns\n", s.WithPrefix)
@@ -65,12 +78,43 @@ func printTraceSummary(w io.Writer, path string, s trace.TraceSummary) {
 	if len(s.Models) > 0 {
 		fmt.Fprintf(w, "  models              %v\n", s.Models)
 	}
-	fmt.Fprintf(w, "  time span           %v (first start to last open-loop arrival)\n", time.Duration(s.SpanNs).Round(time.Millisecond))
-	fmt.Fprintf(w, "  conversation starts %.3f/s over %v, dispersion index %.2f\n", s.Starts.PerSecond, time.Duration(s.Starts.SpanNs).Round(time.Millisecond), s.Starts.Dispersion)
-	fmt.Fprintf(w, "  turn arrivals       %.3f/s over %v, dispersion index %.2f\n", s.Arrivals.PerSecond, time.Duration(s.Arrivals.SpanNs).Round(time.Millisecond), s.Arrivals.Dispersion)
+	fmt.Fprintf(w, "  time span           %s (first start to last open-loop arrival, trace time)\n", trace.FormatDuration(s.SpanNs))
+	printRate(w, "conversation starts", s.Starts)
+	printRate(w, "turn arrivals", s.Arrivals)
 	m := s.Meta
 	fmt.Fprintf(w, "metadata\n  source %s  tokenizer %s  seed %d  tracekit %s  created %s\n  command %s\n", m.Source, m.Tokenizer, m.Seed, m.TracekitVersion, m.CreatedAt, m.Command)
 	printOptions(w, m.Options)
+}
+
+// printRate prints arrival statistics: rate and span at the speed, then
+// the burstiness on the trace's own scale and per replay second.
+func printRate(w io.Writer, label string, r trace.RateStats) {
+	at := ""
+	if r.Speed != 1 {
+		at = fmt.Sprintf(" at --speed %g", r.Speed)
+	}
+	fmt.Fprintf(w, "  %-19s %s/s over %s%s\n", label, sig(r.PerSecond), trace.FormatDuration(r.SpanNs), at)
+	fmt.Fprintf(w, "    burstiness        gamma shape %s; dispersion index %s per %s (10 mean gaps), %s per second%s\n",
+		orUnknown(r.Burstiness), orUnknown(r.OwnDispersion), binText(r.OwnBinNs), orUnknown(r.Dispersion), at)
+}
+
+func binText(ns int64) string {
+	if ns <= 0 {
+		return "n/a"
+	}
+	return trace.FormatDuration(ns)
+}
+
+// sig writes v with 4 significant digits, without exponent for the
+// values a rate takes.
+func sig(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
+
+// orUnknown is sig, or "n/a" for 0 (too few arrivals or bins to tell).
+func orUnknown(v float64) string {
+	if v == 0 {
+		return "n/a"
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
 }
 
 // printOptions prints a string map (options, import reports) one key a

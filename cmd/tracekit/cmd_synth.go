@@ -49,7 +49,8 @@ is set (it fixes the created_at metadata; otherwise it is the current time).`,
       --prefix-tokens lognormal:average=1000,max=5000 --common-prefix-tokens 500
   tracekit synth --config generate_multi_turn.json --text-file pg1184.txt
   tracekit synth --source sharegpt --input ShareGPT_V3.json --conversations 500 --turns 2-20
-  tracekit synth --tokenizer ./Llama-3.1-8B/tokenizer.json --seed 7`,
+  tracekit synth --tokenizer ./Llama-3.1-8B/tokenizer.json --seed 7
+  tracekit synth --from-vllm 'vllm bench serve --dataset-name sharegpt --dataset-path sg.json --num-prompts 500 --request-rate 10'`,
 		Args: cobra.NoArgs,
 		RunE: runSynth,
 	}
@@ -81,6 +82,7 @@ func declareSynthFlags(f *pflag.FlagSet) {
 	f.String("common-prefix-tokens", "0", "prefix tokens shared by all conversations: a distribution drawn once")
 	f.String("think-time", "0s", "user think time before turns 2..n: a distribution of durations, e.g. lognormal:average=5s")
 	f.String("config", "", "vLLM multi-turn generation config JSON (generate_multi_turn.json); flags given explicitly override it")
+	f.String("prefix-layout", "", "turn 0's prefixes: vllm (in the user message, the common prefix inside --input-tokens) or system (a system message on top of a full user message); default vllm with --config, else system")
 
 	// the production-trace imports
 	f.Duration("start", 0, "imported traces: start of the window on the trace's timeline")
@@ -92,6 +94,16 @@ func declareSynthFlags(f *pflag.FlagSet) {
 	f.Bool("skip-bad", false, "imported traces: count and skip malformed rows instead of failing")
 	f.Int("block-size", 0, "imported traces: tokens per hash_ids block (0 = the format's: mooncake 512, bailian 16)")
 
+	// vLLM bench serve's datasets
+	f.Int("sharegpt-output-len", 0, "vllm-sharegpt: max_tokens of every request (0 = the answer's length)")
+	f.Bool("no-oversample", false, "vllm-sharegpt: keep fewer requests than --conversations when the file has fewer valid ones")
+	f.Bool("disable-shuffle", false, "vllm-sharegpt: take records in file order")
+	f.Int("random-input-len", 1024, "vllm-random: input tokens per request (around it with --random-range-ratio)")
+	f.Int("random-output-len", 128, "vllm-random: output tokens per request")
+	f.Float64("random-range-ratio", 0, "vllm-random: lengths uniform in [len*(1-r), len*(1+r)], 0 <= r < 1")
+	f.Int("random-prefix-len", 0, "vllm-random: tokens of a prefix shared by every prompt, on top of the input length")
+	f.String("from-vllm", "", "a vllm bench serve command line: write the equivalent trace and print the matching replay command")
+
 	// burstgpt
 	f.String("filter-model", "", "burstgpt: keep only rows of this Model (ChatGPT, GPT-4)")
 	f.String("log-type", "", "burstgpt: keep only rows of this Log Type (conversation, api)")
@@ -99,8 +111,8 @@ func declareSynthFlags(f *pflag.FlagSet) {
 }
 
 // synthSource is one --source: the flags it reads beyond the common ones
-// (recorded with their defaults in the trace's metadata) and how it is
-// built from them.
+// (recorded in the trace's metadata with the values it used) and how it
+// is built from them.
 type synthSource struct {
 	name, summary string
 	// timed sources set their own arrivals; the others get the --rate
@@ -120,11 +132,17 @@ type sourceInputs struct {
 	corpus        func() (*synth.Corpus, error) // --text-file or the default, built on first use
 	maxBytes      int64
 	progress      func(done, total int64)
+	// used records, by flag name, the value a builder actually used where
+	// it differs from the flag's (a --config distribution, a default).
+	used map[string]string
 }
 
 var (
-	syntheticFlags = []string{"turns", "input-tokens", "output-tokens", "prefix-tokens", "common-prefix-tokens", "think-time", "config"}
-	importFlags    = []string{"start", "duration", "speed", "max-input-tokens", "limit", "model", "skip-bad", "block-size"}
+	syntheticFlags = []string{"conversations", "text-file", "turns", "input-tokens", "output-tokens", "prefix-tokens",
+		"common-prefix-tokens", "think-time", "config", "prefix-layout"}
+	shareGPTFlags = []string{"input", "conversations", "turns", "input-tokens", "output-tokens", "think-time"}
+	importFlags   = []string{"input", "conversations", "text-file", "start", "duration", "speed", "max-input-tokens",
+		"limit", "model", "skip-bad", "block-size"}
 )
 
 // synthSources are the sources, by name.
@@ -145,7 +163,13 @@ var synthSources = []synthSource{
 	importer("mooncake", "Mooncake JSONL trace (--input): real arrivals, lengths and hash-prefix reuse", importFlags,
 		func(_ *pflag.FlagSet, o synth.ImportOptions) (synth.Source, error) { return synth.NewMooncake(o) }),
 	{name: "sharegpt", summary: "ShareGPT JSON or JSONL conversations (--input), with reference answers; --turns/--input-tokens/--output-tokens filter",
-		needsInput: true, build: buildShareGPT},
+		needsInput: true, flags: shareGPTFlags, build: buildShareGPT},
+	{name: "vllm-random", summary: "vLLM bench serve's random dataset: single requests of uniform lengths around --random-input-len/--random-output-len",
+		flags: []string{"conversations", "text-file", "random-input-len", "random-output-len", "random-range-ratio", "random-prefix-len"},
+		build: buildVLLMRandom},
+	{name: "vllm-sharegpt", summary: "ShareGPT (--input) sampled as vLLM bench serve does: the first two messages of each record, its validity filter, oversampling",
+		needsInput: true, flags: []string{"input", "conversations", "sharegpt-output-len", "no-oversample", "disable-shuffle"},
+		build: buildVLLMShareGPT},
 	{name: "synthetic", summary: "conversations of corpus text with token-exact lengths drawn from distributions",
 		flags: syntheticFlags, build: buildSynthetic},
 }
@@ -205,6 +229,7 @@ func buildSynthetic(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
 		{"think-time", synth.Seconds, &o.ThinkTime},
 	}
 	var textFiles []string
+	o.Layout = synth.LayoutSystem
 	if path, _ := f.GetString("config"); path != "" {
 		cfg, err := synth.ReadVLLMConfig(path)
 		if err != nil {
@@ -212,7 +237,12 @@ func buildSynthetic(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
 		}
 		cfg.Apply(&o)
 		textFiles = cfg.TextFiles
+		o.Layout = synth.LayoutVLLM
 	}
+	if l, _ := f.GetString("prefix-layout"); f.Changed("prefix-layout") {
+		o.Layout = synth.Layout(l)
+	}
+	in.used["prefix-layout"] = string(o.Layout)
 	for _, d := range dists {
 		if *d.dst != nil && !f.Changed(d.flag) {
 			continue // from --config
@@ -227,8 +257,13 @@ func buildSynthetic(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
 	if in.conversations > 0 {
 		o.Count = in.conversations
 	}
+	in.used["conversations"] = strconv.Itoa(o.Count)
+	for _, d := range dists {
+		in.used[d.flag] = (*d.dst).String()
+	}
 	var err error
 	if len(textFiles) > 0 && !f.Changed("text-file") {
+		in.used["text-file"] = strings.Join(textFiles, ",")
 		o.Corpus, err = synth.CorpusFromFiles(textFiles, in.tok)
 	} else {
 		o.Corpus, err = in.corpus()
@@ -253,6 +288,7 @@ func buildShareGPT(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
 		{"output-tokens", &o.OutputMin, &o.OutputMax},
 	} {
 		if !f.Changed(r.flag) {
+			in.used[r.flag] = "any" // a filter only when given
 			continue
 		}
 		spec, _ := f.GetString(r.flag)
@@ -268,7 +304,44 @@ func buildShareGPT(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
 		return nil, fmt.Errorf("--think-time: %w", err)
 	}
 	o.ThinkTime = d
+	in.used["think-time"] = d.String()
+	if o.Count == 0 {
+		in.used["conversations"] = "all"
+	}
 	return synth.NewShareGPT(o)
+}
+
+// vllmDefaultPrompts is vLLM bench serve's --num-prompts default.
+const vllmDefaultPrompts = 1000
+
+func buildVLLMShareGPT(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
+	o := synth.VLLMShareGPTOptions{Path: in.input, Tokenizer: in.tok, Count: in.conversations, Seed: in.seed,
+		MaxBytes: in.maxBytes, Progress: in.progress}
+	if o.Count == 0 {
+		o.Count = vllmDefaultPrompts
+	}
+	in.used["conversations"] = strconv.Itoa(o.Count)
+	o.OutputLen, _ = f.GetInt("sharegpt-output-len")
+	o.NoOversample, _ = f.GetBool("no-oversample")
+	o.NoShuffle, _ = f.GetBool("disable-shuffle")
+	return synth.NewVLLMShareGPT(o)
+}
+
+func buildVLLMRandom(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
+	o := synth.RandomOptions{Count: in.conversations, Seed: in.seed, MaxBytes: in.maxBytes}
+	if o.Count == 0 {
+		o.Count = vllmDefaultPrompts
+	}
+	in.used["conversations"] = strconv.Itoa(o.Count)
+	o.InputLen, _ = f.GetInt("random-input-len")
+	o.OutputLen, _ = f.GetInt("random-output-len")
+	o.RangeRatio, _ = f.GetFloat64("random-range-ratio")
+	o.PrefixLen, _ = f.GetInt("random-prefix-len")
+	var err error
+	if o.Corpus, err = in.corpus(); err != nil {
+		return nil, err
+	}
+	return synth.NewRandom(o)
 }
 
 // importOptions reads the flags every production-trace import shares.
@@ -285,6 +358,7 @@ func importOptions(f *pflag.FlagSet, in sourceInputs) (synth.ImportOptions, erro
 	if o.Limit == 0 {
 		o.Limit = in.conversations
 	}
+	in.used["limit"] = strconv.Itoa(o.Limit)
 	var err error
 	o.Corpus, err = in.corpus()
 	return o, err
@@ -300,6 +374,7 @@ var optionFlags = map[string]string{
 	"SyntheticOptions.PrefixTokens":       "prefix-tokens",
 	"SyntheticOptions.CommonPrefixTokens": "common-prefix-tokens",
 	"SyntheticOptions.ThinkTime":          "think-time",
+	"SyntheticOptions.Layout":             "prefix-layout",
 	"SyntheticOptions.MaxBytes":           "max-trace-size",
 	"ShareGPTOptions.Path":                "input",
 	"ShareGPTOptions.Tokenizer":           "tokenizer",
@@ -321,6 +396,15 @@ var optionFlags = map[string]string{
 	"ImportOptions.BlockSize":             "block-size",
 	"ImportOptions.MaxBytes":              "max-trace-size",
 	"BurstGPTOptions.Failed":              "failed",
+	"VLLMShareGPTOptions.Path":            "input",
+	"VLLMShareGPTOptions.Count":           "conversations",
+	"VLLMShareGPTOptions.OutputLen":       "sharegpt-output-len",
+	"RandomOptions.Count":                 "conversations",
+	"RandomOptions.InputLen":              "random-input-len",
+	"RandomOptions.OutputLen":             "random-output-len",
+	"RandomOptions.RangeRatio":            "random-range-ratio",
+	"RandomOptions.MaxBytes":              "max-trace-size",
+	"VLLMShareGPTOptions.MaxBytes":        "max-trace-size",
 	"Schedule.Rate":                       "rate",
 	"Schedule.Burstiness":                 "burstiness",
 	"Schedule.TokenTime":                  "token-time",
@@ -399,6 +483,16 @@ func (v *sizeValue) Set(s string) error {
 
 func runSynth(cmd *cobra.Command, _ []string) error {
 	f := cmd.Flags()
+	var vllm *vllmCommand
+	if line, _ := f.GetString("from-vllm"); line != "" {
+		var err error
+		if vllm, err = parseVLLMCommand(line); err != nil {
+			return badInput(fmt.Errorf("--from-vllm: %w", err))
+		}
+		if err := vllm.apply(f); err != nil {
+			return badInput(err)
+		}
+	}
 	name, _ := f.GetString("source")
 	src, ok := lookupSource(name)
 	if !ok {
@@ -439,6 +533,7 @@ func runSynth(cmd *cobra.Command, _ []string) error {
 		corpus:   sync.OnceValues(func() (*synth.Corpus, error) { return loadCorpus(textFile, tok) }),
 		maxBytes: int64(*f.Lookup("max-trace-size").Value.(*sizeValue)),
 		progress: progress.report,
+		used:     map[string]string{},
 	}
 	source, err := src.build(f, in)
 	if err != nil {
@@ -451,11 +546,11 @@ func runSynth(cmd *cobra.Command, _ []string) error {
 	out, _ := f.GetString("output")
 	meta := trace.TraceMeta{
 		TracekitVersion: trace.Version,
-		Command:         commandLine(os.Args),
+		Command:         synthCommand(f),
 		Seed:            seed,
 		Tokenizer:       tok.Name(),
 		CreatedAt:       created,
-		Options:         flagOptions(f, src),
+		Options:         flagOptions(f, src, in.used),
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -475,14 +570,29 @@ func runSynth(cmd *cobra.Command, _ []string) error {
 	fmt.Fprintf(w, "wrote %s: %d conversations, %d turns, %s, %.2fs (source %s, tokenizer %s, seed %d)\n",
 		out, res.Conversations, res.Turns, byteSize(res.Bytes), time.Since(start).Seconds(), name, tok.Name(), seed)
 	printOptions(w, res.Report)
+	if vllm != nil {
+		printVLLMReplay(w, out, vllm)
+	}
 	return nil
+}
+
+// printVLLMReplay prints the replay and analyze commands that send the
+// trace as the vllm bench serve command would.
+func printVLLMReplay(w io.Writer, path string, c *vllmCommand) {
+	replay := append([]string{"tracekit", "replay", path}, c.replay...)
+	replay = append(replay, "-o", "recording.parquet")
+	fmt.Fprintf(w, "replay with:\n  %s\n", commandLine(replay))
+	fmt.Fprintf(w, "analyze with:\n  %s\n", commandLine(append([]string{"tracekit", "analyze", "recording.parquet"}, c.analyze...)))
+	if len(c.noted) > 0 {
+		fmt.Fprintf(w, "no effect on the workload, not carried over: %s\n", strings.Join(c.noted, " "))
+	}
 }
 
 func loadCorpus(path string, tok tokenizer.Tokenizer) (*synth.Corpus, error) {
 	if path == "" {
 		return synth.DefaultCorpus(tok)
 	}
-	b, err := os.ReadFile(path)
+	b, err := synth.ReadInput(path)
 	if err != nil {
 		return nil, fmt.Errorf("--text-file: %w", err)
 	}
@@ -493,27 +603,57 @@ func loadCorpus(path string, tok tokenizer.Tokenizer) (*synth.Corpus, error) {
 	return c, nil
 }
 
-// commonFlags are recorded in every trace's metadata.
-var commonFlags = []string{"source", "input", "conversations", "seed", "tokenizer", "text-file", "rate", "burstiness", "token-time"}
+// commonFlags are read by every source; scheduleFlags by those without
+// arrival times of their own.
+var (
+	commonFlags   = []string{"source", "seed", "tokenizer", "max-trace-size"}
+	scheduleFlags = []string{"rate", "burstiness", "token-time"}
+)
 
-// flagOptions records in the metadata the common flags, the source's own
-// flags (defaults included, so a trace says how it was made) and every
-// flag given on the command line.
-func flagOptions(f *pflag.FlagSet, src synthSource) map[string]string {
+// flagOptions records in the metadata every option the source read, with
+// the value it used (used overrides the flag's value: a distribution from
+// --config, a default the source resolved), defaults included, so that a
+// trace says how it was made. Flags given that the source does not read
+// are listed under "ignored". The output path is not recorded: the same
+// seed and inputs give the same file whatever it is called.
+func flagOptions(f *pflag.FlagSet, src synthSource, used map[string]string) map[string]string {
 	m := map[string]string{}
-	add := func(name string) {
-		if fl := f.Lookup(name); fl != nil {
+	reads := slices.Concat(commonFlags, src.flags)
+	if !src.timed {
+		reads = append(reads, scheduleFlags...)
+	}
+	for _, name := range reads {
+		if v, ok := used[name]; ok {
+			m[name] = v
+		} else if fl := f.Lookup(name); fl != nil {
 			m[name] = fl.Value.String()
 		}
 	}
-	for _, name := range commonFlags {
-		add(name)
+	var ignored []string
+	f.Visit(func(fl *pflag.Flag) {
+		if fl.Name == "from-vllm" {
+			m[fl.Name] = fl.Value.String()
+		} else if fl.Name != "output" && !slices.Contains(reads, fl.Name) {
+			ignored = append(ignored, fl.Name)
+		}
+	})
+	if len(ignored) > 0 {
+		m["ignored"] = strings.Join(ignored, ",")
 	}
-	for _, name := range src.flags {
-		add(name)
-	}
-	f.Visit(func(fl *pflag.Flag) { add(fl.Name) })
 	return m
+}
+
+// synthCommand is the command line as parsed: "tracekit synth" and every
+// flag given, in name order, without -o (the output's name does not change
+// the trace). Quoted where a shell would need it.
+func synthCommand(f *pflag.FlagSet) string {
+	args := []string{"tracekit", "synth"}
+	f.Visit(func(fl *pflag.Flag) {
+		if fl.Name != "output" {
+			args = append(args, "--"+fl.Name+"="+fl.Value.String())
+		}
+	})
+	return commandLine(args)
 }
 
 func commandLine(args []string) string {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tracekit/tracekit/tokenizer"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -366,5 +368,132 @@ func TestSynthReportsInvalidUTF8(t *testing.T) {
 	stdout, _, _ := runCLI(t, "synth", "--source", "mooncake", "--input", write("clean.jsonl", `{"timestamp": 0, "input_length": 10, "output_length": 5}`+"\n"), "-o", out)
 	if strings.Contains(stdout, "utf8") {
 		t.Errorf("clean input reports invalid UTF-8:\n%s", stdout)
+	}
+}
+
+// The same seed and inputs give the same file whatever -o is called, and
+// the metadata records the options the source used: --config's
+// distributions, the default count, and the flags it ignored.
+func TestSynthReproducibleAcrossOutputNames(t *testing.T) {
+	t.Setenv("SOURCE_DATE_EPOCH", "1790000000")
+	cfg, err := filepath.Abs(filepath.Join("testdata", "synth", "multi_turn.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var files [][]byte
+	for _, out := range []string{filepath.Join(dir, "a.parquet"), filepath.Join(dir, "sub-dir b.parquet")} {
+		args := []string{"synth", "--config", cfg, "--seed", "9", "--speed", "3", "--output", out}
+		if _, stderr, code := runCLI(t, args...); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, b)
+	}
+	if !bytes.Equal(files[0], files[1]) {
+		t.Fatal("two output names gave different files")
+	}
+	_, meta, err := trace.ReadTurns(filepath.Join(dir, "a.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(meta.Command, "a.parquet") || !strings.Contains(meta.Command, "--seed=9") {
+		t.Errorf("command %q: want the flags given without the output", meta.Command)
+	}
+	for k, v := range map[string]string{
+		"turns":                "user turns of uniform(4..6)", // vLLM num_turns, converted to requests
+		"common-prefix-tokens": "constant(20)",
+		"output-tokens":        "uniform(5..15)",
+		"conversations":        "4",
+		"ignored":              "speed",
+		"rate":                 "0",
+	} {
+		if meta.Options[k] != v {
+			t.Errorf("options[%s] = %q, want %q (all: %v)", k, meta.Options[k], v, meta.Options)
+		}
+	}
+	if _, ok := meta.Options["output"]; ok {
+		t.Error("the output path is in the options")
+	}
+	if _, ok := meta.Options["start"]; ok {
+		t.Error("an import flag the synthetic source does not read is recorded as used")
+	}
+}
+
+// --config lays turn 0 out as vLLM's generator does: one user message
+// whose common prefix counts inside num_tokens and whose conversation
+// prefix comes on top; --prefix-layout system gives tracekit's system
+// message on top of a full user message.
+func TestSynthConfigTurn0Tokens(t *testing.T) {
+	dir := t.TempDir()
+	text, err := filepath.Abs(filepath.Join("testdata", "synth", "text.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "c.json")
+	os.WriteFile(cfg, []byte(`{"filetype": "generate_conversations", "num_conversations": 5, "text_files": [`+strconv.Quote(text)+`],
+ "prompt_input": {"num_turns": {"distribution": "constant", "value": 4},
+   "common_prefix_num_tokens": {"distribution": "constant", "value": 40},
+   "prefix_num_tokens": {"distribution": "constant", "value": 30},
+   "num_tokens": {"distribution": "constant", "value": 100}},
+ "prompt_output": {"num_tokens": {"distribution": "constant", "value": 10}}}`), 0o644)
+	tok, err := tokenizer.Open(tokenizer.DefaultName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		layout      []string
+		roles       string
+		turn0, user int32 // turn 0's input tokens and its user message's
+	}{
+		{nil, "user", 130, 130}, // 40 common + marker + filler = 100, + 30 prefix
+		{[]string{"--prefix-layout", "vllm"}, "user", 130, 130},
+		{[]string{"--prefix-layout", "system"}, "system,user", 170, 100},
+	} {
+		out := filepath.Join(dir, "t.parquet")
+		args := append([]string{"synth", "--config", cfg, "-o", out}, c.layout...)
+		if _, stderr, code := runCLI(t, args...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", c.layout, code, stderr)
+		}
+		rows, meta, err := trace.ReadTurns(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n0 := 0
+		for _, r := range rows {
+			if r.Turn != 0 {
+				if r.InputTokens != 100 || len(r.Messages) != 1 {
+					t.Errorf("%v: %s turn %d: %d input tokens in %d messages, want 100 in 1", c.layout, r.ConversationID, r.Turn, r.InputTokens, len(r.Messages))
+				}
+				continue
+			}
+			n0++
+			var roles []string
+			for _, m := range r.Messages {
+				roles = append(roles, m.Role)
+			}
+			last := r.Messages[len(r.Messages)-1]
+			if r.InputTokens != c.turn0 || strings.Join(roles, ",") != c.roles || last.Tokens != c.user {
+				t.Errorf("%v: %s turn 0: %d input tokens, roles %v, user %d; want %d, %s, %d", c.layout, r.ConversationID,
+					r.InputTokens, roles, last.Tokens, c.turn0, c.roles, c.user)
+			}
+			if got := tok.Count(last.Content); got != int(last.Tokens) {
+				t.Errorf("%v: %s turn 0: the user message has %d tokens, recorded %d", c.layout, r.ConversationID, got, last.Tokens)
+			}
+		}
+		if n0 != 5 {
+			t.Errorf("%v: %d first turns, want 5", c.layout, n0)
+		}
+		if want := c.roles == "user"; (meta.Options["prefix-layout"] == "vllm") != want {
+			t.Errorf("%v: prefix-layout recorded %q", c.layout, meta.Options["prefix-layout"])
+		}
+	}
+	// an unknown layout names the flag
+	if _, stderr, code := runCLI(t, "synth", "--config", cfg, "--prefix-layout", "side", "-o", filepath.Join(dir, "x.parquet")); code != 2 ||
+		!strings.Contains(stderr, "--prefix-layout side") {
+		t.Errorf("exit %d: %s", code, stderr)
 	}
 }
