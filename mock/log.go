@@ -1,16 +1,10 @@
 package mock
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"strconv"
 	"sync"
 
-	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/compress/zstd"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -86,12 +80,15 @@ type LogMeta struct {
 	Stats *Stats `json:"stats,omitempty"`
 }
 
+// LogFormat is the ground-truth log's file format (trace's generic
+// Parquet helper writes and checks it).
+var LogFormat = trace.FileFormat{Name: FormatLog, Version: LogSchemaVersion}
+
 // logWriter owns the Parquet log: one goroutine drains a bounded channel so
 // request handlers never touch the file.
 type logWriter struct {
 	path string
-	f    *os.File
-	w    *parquet.GenericWriter[LogEntry]
+	w    *trace.ParquetWriter[LogEntry]
 	in   chan LogEntry
 	done chan error
 	meta LogMeta
@@ -101,38 +98,25 @@ type logWriter struct {
 const logQueue = 1024
 
 func newLogWriter(path string, meta LogMeta) (*logWriter, error) {
-	f, err := os.Create(path)
+	w, err := trace.CreateParquet[LogEntry](path, LogFormat)
 	if err != nil {
 		return nil, fmt.Errorf("creating mock log: %w", err)
 	}
-	w := parquet.NewGenericWriter[LogEntry](f,
-		parquet.Compression(&zstd.Codec{Level: zstd.SpeedDefault}),
-		parquet.KeyValueMetadata(trace.MetaFormat, FormatLog),
-		parquet.KeyValueMetadata(trace.MetaSchemaVersion, strconv.Itoa(LogSchemaVersion)),
-	)
-	lw := &logWriter{path: path, f: f, w: w, in: make(chan LogEntry, logQueue), done: make(chan error, 1), meta: meta}
+	lw := &logWriter{path: path, w: w, in: make(chan LogEntry, logQueue), done: make(chan error, 1), meta: meta}
 	go lw.run()
 	return lw, nil
 }
 
-// run writes rows until in is closed, flushing a row group every
-// trace.RowGroupRows rows to bound memory, then finishes the file.
+// run writes rows until in is closed (the writer ends a row group every
+// trace.RowGroupRows rows, bounding memory), then finishes the file.
 func (lw *logWriter) run() {
 	var err error
-	buffered := 0
 	for e := range lw.in {
 		if err != nil {
 			continue // keep draining so handlers never block on a dead writer
 		}
-		if _, werr := lw.w.Write([]LogEntry{e}); werr != nil {
-			err = fmt.Errorf("writing mock log %s: %w", lw.path, werr)
-			continue
-		}
-		if buffered++; buffered == trace.RowGroupRows {
-			if ferr := lw.w.Flush(); ferr != nil {
-				err = fmt.Errorf("flushing mock log %s: %w", lw.path, ferr)
-			}
-			buffered = 0
+		if werr := lw.w.Write(e); werr != nil {
+			err = fmt.Errorf("writing mock log: %w", werr)
 		}
 	}
 	lw.done <- errors.Join(err, lw.finish())
@@ -140,22 +124,14 @@ func (lw *logWriter) run() {
 
 func (lw *logWriter) finish() error {
 	lw.mu.Lock()
-	meta, merr := json.Marshal(lw.meta)
+	err := lw.w.SetMeta(MetaLog, lw.meta)
 	lw.mu.Unlock()
-	if merr != nil {
-		return fmt.Errorf("encoding mock log metadata: %w", merr)
+	if err != nil {
+		lw.w.Abort()
+		return fmt.Errorf("mock log %s: %w", lw.path, err)
 	}
-	lw.w.SetKeyValueMetadata(MetaLog, string(meta))
 	if err := lw.w.Close(); err != nil {
-		lw.f.Close()
-		return fmt.Errorf("finishing mock log %s: %w", lw.path, err)
-	}
-	if err := lw.f.Sync(); err != nil {
-		lw.f.Close()
-		return fmt.Errorf("syncing mock log %s: %w", lw.path, err)
-	}
-	if err := lw.f.Close(); err != nil {
-		return fmt.Errorf("closing mock log %s: %w", lw.path, err)
+		return fmt.Errorf("mock log: %w", err)
 	}
 	return nil
 }
@@ -173,45 +149,9 @@ func (lw *logWriter) close(st Stats) error {
 // ReadLog reads a whole ground-truth log written by a mock.
 func ReadLog(path string) ([]LogEntry, LogMeta, error) {
 	var meta LogMeta
-	f, err := os.Open(path)
+	rows, err := trace.ReadParquet[LogEntry](path, LogFormat, MetaLog, &meta)
 	if err != nil {
-		return nil, meta, fmt.Errorf("opening mock log: %w", err)
+		return nil, meta, fmt.Errorf("reading mock log: %w", err)
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, meta, fmt.Errorf("opening mock log: %w", err)
-	}
-	pf, err := parquet.OpenFile(f, st.Size())
-	if err != nil {
-		return nil, meta, fmt.Errorf("%s is not a readable Parquet file (empty, truncated, or another format): %w", path, err)
-	}
-	if got, _ := pf.Lookup(trace.MetaFormat); got != FormatLog {
-		return nil, meta, fmt.Errorf("%s: expected a %s file, found format %q: %w", path, FormatLog, got, trace.ErrWrongFormat)
-	}
-	vs, _ := pf.Lookup(trace.MetaSchemaVersion)
-	if v, err := strconv.Atoi(vs); err != nil || v > LogSchemaVersion {
-		return nil, meta, fmt.Errorf("%s: schema version %q, this tracekit reads up to %d: %w", path, vs, LogSchemaVersion, trace.ErrNewerVersion)
-	}
-	if s, ok := pf.Lookup(MetaLog); ok {
-		if err := json.Unmarshal([]byte(s), &meta); err != nil {
-			return nil, meta, fmt.Errorf("%s: decoding %s metadata: %w", path, MetaLog, err)
-		}
-	}
-	r := parquet.NewGenericReader[LogEntry](pf)
-	defer r.Close()
-	// Read straight into the result: the reader may reuse the list
-	// backing arrays of the rows it is given.
-	out := make([]LogEntry, pf.NumRows())
-	for n := 0; n < len(out); {
-		k, err := r.Read(out[n:])
-		n += k
-		if errors.Is(err, io.EOF) || (err == nil && k == 0) {
-			return out[:n], meta, nil
-		}
-		if err != nil {
-			return nil, meta, fmt.Errorf("reading %s row %d: %w", path, n, err)
-		}
-	}
-	return out, meta, nil
+	return rows, meta, nil
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+
+	"github.com/tracekit/tracekit/trace"
 )
 
 func TestITLGrowsWithRunningSequences(t *testing.T) {
@@ -322,6 +325,13 @@ func TestParquetLogMatchesMemory(t *testing.T) {
 	}
 	if _, _, err := ReadLog(filepath.Join(t.TempDir(), "missing.parquet")); err == nil {
 		t.Fatal("ReadLog of a missing file succeeded")
+	}
+	other := filepath.Join(t.TempDir(), "trace.parquet")
+	if err := trace.WriteTrace(other, trace.TraceMeta{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ReadLog(other); !errors.Is(err, trace.ErrWrongFormat) || !strings.Contains(err.Error(), FormatLog) {
+		t.Fatalf("ReadLog of a trace: %v, want a wrong-format error naming %s", err, FormatLog)
 	}
 }
 
