@@ -192,7 +192,8 @@ func (r *Runner) Run(ctx context.Context, sink record.Sink) (*Result, error) {
 
 	defer r.setGC()()
 
-	if err := r.startClock(ctx, &meta); err != nil {
+	var err error
+	if r.start, err = r.startClock(ctx, &meta); err != nil {
 		return nil, err // nothing was sent: a nil Result
 	}
 	r.startAt.Store(r.start)

@@ -67,16 +67,16 @@ func CheckRunID(id string) error {
 
 // startClock settles the run's identity and starts its clock: it derives
 // the run id, reads the host clock's sync state, waits for StartAt if set
-// and sets r.start and meta's start, run id, shard and clock fields. An
-// error means the clock did not start and nothing was sent.
-func (r *Runner) startClock(ctx context.Context, meta *trace.RunMeta) error {
+// and returns the run's start (clock.Mono) with meta's start, run id,
+// shard and clock fields set. An error means the clock did not start and
+// nothing was sent.
+func (r *Runner) startClock(ctx context.Context, meta *trace.RunMeta) (start int64, err error) {
 	id := r.cfg.RunID
 	var sum []byte
-	if id == "" {
+	if id == "" && r.cfg.Trace != "" { // a trace in memory has only the instant
 		// Hashed before the barrier, so the wait absorbs the cost.
-		var err error
 		if sum, err = hashFile(r.cfg.Trace); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	off, width := clock.WallMinusMono()
@@ -90,24 +90,24 @@ func (r *Runner) startClock(ctx context.Context, meta *trace.RunMeta) error {
 		}
 	}
 	if r.cfg.StartAt.IsZero() {
-		r.start = clock.Mono()
+		start = clock.Mono()
 	} else {
 		at := r.cfg.StartAt.UnixNano() - off
 		if late := clock.Mono() - at; late >= 0 {
-			return &StartError{StartAt: r.cfg.StartAt, Late: time.Duration(late)}
+			return 0, &StartError{StartAt: r.cfg.StartAt, Late: time.Duration(late)}
 		}
 		r.logf("waiting %v for the start instant %s", time.Duration(at-clock.Mono()).Round(time.Millisecond),
 			r.cfg.StartAt.UTC().Format(time.RFC3339Nano))
 		lag, err := r.disp.WaitUntil(ctx, at)
 		if err != nil {
-			return fmt.Errorf("waiting for the start instant: %w", err)
+			return 0, fmt.Errorf("waiting for the start instant: %w", err)
 		}
 		// The schedule is anchored on the instant itself, not on the
 		// wake-up: a late wake shows as the first requests' lateness.
-		r.start = at
+		start = at
 		clk.StartAtNs, clk.StartLagNs = r.cfg.StartAt.UnixNano(), max(lag, 0)
 	}
-	meta.StartMonoNs, meta.StartWallNs = r.start, r.start+off
+	meta.StartMonoNs, meta.StartWallNs = start, start+off
 	meta.Clock = clk
 	if id == "" {
 		startNs := meta.StartWallNs
@@ -120,7 +120,7 @@ func (r *Runner) startClock(ctx context.Context, meta *trace.RunMeta) error {
 	if r.cfg.Shards > 1 {
 		meta.Shard = &trace.RunShard{Index: r.cfg.Shard, Count: r.cfg.Shards}
 	}
-	return nil
+	return start, nil
 }
 
 // DeriveRunID names a run from its trace's SHA-256 and its start instant

@@ -5,14 +5,29 @@ import (
 	"testing"
 )
 
-// cliChildEnv set to 1 makes the test binary run as the tracekit command:
-// tests start tracekit processes by re-executing themselves (os.Args[1:] is
-// the command line), never by building the binary.
-const cliChildEnv = "TRACEKIT_TEST_AS_CLI"
+// asMainEnv makes this test binary run as tracekit itself. Tests that need
+// a real process (signals, exit codes, a file-descriptor limit, a mock to
+// stop) exec the test binary, which TestMain turns into main: nothing is
+// compiled, and the child runs exactly what main runs.
+const asMainEnv = "TRACEKIT_TEST_AS_MAIN"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(cliChildEnv) == "1" {
+	if os.Getenv(asMainEnv) == "1" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
+	// Every child of this process runs as tracekit: the tests' own, and
+	// those tracekit starts itself (calibrate's `tracekit mock`).
+	os.Setenv(asMainEnv, "1")
 	os.Exit(m.Run())
+}
+
+// tracekitBinary returns the program tests run as `tracekit`: this test
+// binary, which runs as main in a child (TestMain).
+func tracekitBinary(t *testing.T) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatalf("finding the test binary: %v", err)
+	}
+	return exe
 }
