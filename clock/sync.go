@@ -1,9 +1,5 @@
 package clock
 
-// WallMinusMono pairs the wall clock with Mono (a start instant given in
-// wall time is waited for on Mono), and ReadSync reports how far the host's
-// wall clock can be trusted (adjtimex on Linux, "unknown" elsewhere).
-
 // SyncState is the host wall clock's discipline as the kernel reports it:
 // whether an NTP/PTP daemon keeps it synchronized and how far off it may be.
 // The shards of one run on several hosts are aligned on their wall clocks,

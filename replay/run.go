@@ -192,8 +192,7 @@ func (r *Runner) Run(ctx context.Context, sink record.Sink) (*Result, error) {
 
 	defer r.setGC()()
 
-	var err error
-	if r.start, err = r.startClock(ctx, &meta); err != nil {
+	if err := r.startClock(ctx, &meta); err != nil {
 		return nil, err // nothing was sent: a nil Result
 	}
 	r.startAt.Store(r.start)

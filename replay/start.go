@@ -67,16 +67,16 @@ func CheckRunID(id string) error {
 
 // startClock settles the run's identity and starts its clock: it derives
 // the run id, reads the host clock's sync state, waits for StartAt if set
-// and returns the run's start (clock.Mono) with meta's start, run id,
-// shard and clock fields set. An error means the clock did not start and
-// nothing was sent.
-func (r *Runner) startClock(ctx context.Context, meta *trace.RunMeta) (start int64, err error) {
+// and sets r.start and meta's start, run id, shard and clock fields. An
+// error means the clock did not start and nothing was sent.
+func (r *Runner) startClock(ctx context.Context, meta *trace.RunMeta) error {
 	id := r.cfg.RunID
 	var sum []byte
-	if id == "" && r.cfg.Trace != "" { // a trace in memory has only the instant
+	if id == "" {
 		// Hashed before the barrier, so the wait absorbs the cost.
+		var err error
 		if sum, err = hashFile(r.cfg.Trace); err != nil {
-			return 0, err
+			return err
 		}
 	}
 	off, width := clock.WallMinusMono()
@@ -90,24 +90,24 @@ func (r *Runner) startClock(ctx context.Context, meta *trace.RunMeta) (start int
 		}
 	}
 	if r.cfg.StartAt.IsZero() {
-		start = clock.Mono()
+		r.start = clock.Mono()
 	} else {
 		at := r.cfg.StartAt.UnixNano() - off
 		if late := clock.Mono() - at; late >= 0 {
-			return 0, &StartError{StartAt: r.cfg.StartAt, Late: time.Duration(late)}
+			return &StartError{StartAt: r.cfg.StartAt, Late: time.Duration(late)}
 		}
 		r.logf("waiting %v for the start instant %s", time.Duration(at-clock.Mono()).Round(time.Millisecond),
 			r.cfg.StartAt.UTC().Format(time.RFC3339Nano))
 		lag, err := r.disp.WaitUntil(ctx, at)
 		if err != nil {
-			return 0, fmt.Errorf("waiting for the start instant: %w", err)
+			return fmt.Errorf("waiting for the start instant: %w", err)
 		}
 		// The schedule is anchored on the instant itself, not on the
 		// wake-up: a late wake shows as the first requests' lateness.
-		start = at
+		r.start = at
 		clk.StartAtNs, clk.StartLagNs = r.cfg.StartAt.UnixNano(), max(lag, 0)
 	}
-	meta.StartMonoNs, meta.StartWallNs = start, start+off
+	meta.StartMonoNs, meta.StartWallNs = r.start, r.start+off
 	meta.Clock = clk
 	if id == "" {
 		startNs := meta.StartWallNs
@@ -120,7 +120,7 @@ func (r *Runner) startClock(ctx context.Context, meta *trace.RunMeta) (start int
 	if r.cfg.Shards > 1 {
 		meta.Shard = &trace.RunShard{Index: r.cfg.Shard, Count: r.cfg.Shards}
 	}
-	return start, nil
+	return nil
 }
 
 // DeriveRunID names a run from its trace's SHA-256 and its start instant
