@@ -431,17 +431,18 @@ func TestMultiHostShards(t *testing.T) {
 	}
 	// Tolerance: the mock's model is deterministic here (no jitter, no
 	// prefix cache, exact output lengths) and both runs offer the same
-	// schedule, so what differs is scheduling noise: 20% or 2 ms for the
-	// latency medians, 10% for duration and throughput.
+	// schedule, so what differs is the noise of two runs on a shared
+	// machine: 25% or 3 ms for the latency medians, 15% for duration and
+	// throughput.
 	near := func(name string, got, want, rel, abs float64) {
 		if d := math.Abs(got - want); d > max(rel*math.Abs(want), abs) {
 			t.Errorf("%s: merged %.3f, single %.3f (more than %.0f%% or %g apart)", name, got, want, 100*rel, abs)
 		}
 	}
-	near("median TTFT (ms)", merged.TTFT.Median, ref.TTFT.Median, 0.2, 2)
-	near("median ITL (ms)", merged.ITL.Median, ref.ITL.Median, 0.2, 2)
-	near("duration (s)", merged.Duration, ref.Duration, 0.1, 0)
-	near("request throughput (req/s)", merged.RequestThroughput, ref.RequestThroughput, 0.1, 0)
+	near("median TTFT (ms)", merged.TTFT.Median, ref.TTFT.Median, 0.25, 3)
+	near("median ITL (ms)", merged.ITL.Median, ref.ITL.Median, 0.25, 3)
+	near("duration (s)", merged.Duration, ref.Duration, 0.15, 0)
+	near("request throughput (req/s)", merged.RequestThroughput, ref.RequestThroughput, 0.15, 0)
 	t.Logf("merged: %d requests, TTFT median %.2f ms, ITL median %.2f ms, %.2f s; single: TTFT median %.2f ms, ITL median %.2f ms, %.2f s",
 		merged.Requests, merged.TTFT.Median, merged.ITL.Median, merged.Duration, ref.TTFT.Median, ref.ITL.Median, ref.Duration)
 }
