@@ -14,11 +14,14 @@ type waker interface {
 	Close() error
 }
 
-// TestPreciseOrderAndCancel: waiters wake no earlier than their deadline
-// and in deadline order even when a later-registered one is due first; a
-// canceled wait returns the context's error; Close releases the rest. It
-// runs on this platform's Precise and on the portable timer one, with and
-// without a spin.
+// TestPreciseOrderAndCancel: waiters wake no earlier than their deadline,
+// even when a later-registered one is due first; a canceled wait returns
+// the context's error; Close releases the rest. It runs on this platform's
+// Precise and on the portable timer one, with and without a spin. The
+// order in which woken goroutines then run is the Go scheduler's (on a
+// loaded machine it is not the deadlines'), so the timerfd's re-arming for
+// an earlier waiter is checked on its state instead
+// (TestPreciseRearmsForEarlierWaiter).
 func TestPreciseOrderAndCancel(t *testing.T) {
 	for _, spin := range []time.Duration{0, AdaptiveSpin} {
 		p, err := NewPrecise(spin)
@@ -32,8 +35,6 @@ func TestPreciseOrderAndCancel(t *testing.T) {
 
 func testWaker(t *testing.T, p waker) {
 	base := Mono()
-	var mu sync.Mutex
-	var order []int
 	var wg sync.WaitGroup
 	// Registered latest-first, so each new one re-arms the timer earlier.
 	for _, i := range []int{5, 4, 3, 2, 1} {
@@ -45,9 +46,6 @@ func testWaker(t *testing.T, p waker) {
 			if err != nil || lag < 0 || Mono() < at {
 				t.Errorf("waiter %d: lag %d err %v", i, lag, err)
 			}
-			mu.Lock()
-			order = append(order, i)
-			mu.Unlock()
 		}()
 		time.Sleep(time.Millisecond)
 	}
@@ -57,11 +55,6 @@ func testWaker(t *testing.T, p waker) {
 		t.Errorf("canceled wait returned %v", err)
 	}
 	wg.Wait()
-	for k, i := range order {
-		if i != k+1 {
-			t.Fatalf("woke in order %v, want 1..5", order)
-		}
-	}
 	done := make(chan error, 1)
 	go func() { _, err := p.WaitUntil(context.Background(), Mono()+int64(time.Hour)); done <- err }()
 	time.Sleep(10 * time.Millisecond)
