@@ -18,7 +18,7 @@ test:
 # The main job on the embedded default: start the mock server, synthesize a
 # small multi-turn trace, replay it, analyze the recording, stop the mock.
 demo: build
-	@mkdir -p $(DEMO)
+	@rm -rf $(DEMO) && mkdir -p $(DEMO)
 	$(BIN) synth --conversations 40 --turns 3-6 --input-tokens 100-300 --output-tokens 50-150 \
 		--rate 8 --think-time exponential:mean=500ms --seed 1 -o $(DEMO)/trace.parquet
 	$(BIN) inspect $(DEMO)/trace.parquet
