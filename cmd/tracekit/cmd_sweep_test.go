@@ -184,6 +184,10 @@ func TestSweepLadderFiles(t *testing.T) {
 	if page, err := os.ReadFile(htmlPath); err != nil || !bytes.Contains(page, []byte("B throughput")) || !bytes.Contains(page, []byte(sweep.SummaryHTML)) {
 		t.Errorf("compare html: %v", err)
 	}
+	// tracekit compare takes the two sweep directories too.
+	if top, e, code := runCLI(t, "compare", out, out2); code != ExitOK || top != cmp {
+		t.Errorf("tracekit compare of two sweep directories: exit %d, %s\n%s\nwant the output of sweep compare:\n%s", code, e, top, cmp)
+	}
 }
 
 // With a client-lag limit no run can meet, every step is marked distorted,
