@@ -28,7 +28,7 @@ directories (each with a sweep.json) are compared as 'tracekit sweep compare'
 does: their SLO answers, knees and step tables.`,
 		Example: `  tracekit compare baseline.parquet candidate.parquet --percentiles 50,99
   tracekit compare sweep-before/ sweep-after/`,
-		Args:    cobra.ExactArgs(2),
+		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if isSweepDir(args[0]) && isSweepDir(args[1]) {
 				var s [2]*sweep.Summary
