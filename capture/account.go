@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/tracekit/tracekit/internal/fnv1a"
+
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -183,10 +185,10 @@ func (p *Proxy) prefixHashes(msgs []trace.Message) []int64 {
 	}
 	ids := p.tok.Encode(b.String())
 	out := make([]int64, 0, (len(ids)+RedactBlockSize-1)/RedactBlockSize)
-	h := uint64(14695981039346656037) // FNV-1a, chained over the blocks
+	h := fnv1a.Offset // chained over the blocks
 	for i, id := range ids {
 		for v := uint64(id); ; v >>= 8 {
-			h = (h ^ (v & 0xff)) * 1099511628211
+			h = fnv1a.AddByte(h, byte(v))
 			if v < 0x100 {
 				break
 			}

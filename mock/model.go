@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"time"
+
+	"github.com/tracekit/tracekit/internal/fnv1a"
 )
 
 // words is the vocabulary of generated text: each word is at most four
@@ -53,7 +55,7 @@ func GeneratedText(seed int64, messagesHash string, tokens int) (string, error) 
 // requestRand returns the generator of one request's draws, seeded by the
 // configured seed, the request id and the messages hash.
 func requestRand(seed int64, id string, msgHash uint64) *rand.Rand {
-	return rand.New(rand.NewPCG(uint64(seed), fnvAdd(fnvOffset, id)^msgHash))
+	return rand.New(rand.NewPCG(uint64(seed), fnv1a.String(id)^msgHash))
 }
 
 // logNormal draws a log-normal factor with mean 1 and the given coefficient

@@ -9,6 +9,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/tracekit/tracekit/internal/fnv1a"
 )
 
 // TokenCounter counts the tokens of a text. tokenizer.Tokenizer satisfies it.
@@ -53,27 +55,16 @@ type prompt struct {
 	segs     []segment
 }
 
-const fnvOffset = 14695981039346656037
-
-// fnvAdd continues FNV-64a over s.
-func fnvAdd(h uint64, s string) uint64 {
-	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
-		h *= 1099511628211
-	}
-	return h
-}
-
 // chain extends the hash h by one message: role, NUL, content, NUL.
 func chain(h uint64, role, content string) uint64 {
-	return fnvAdd(fnvAdd(fnvAdd(fnvAdd(h, role), "\x00"), content), "\x00")
+	return fnv1a.AddString(fnv1a.AddString(fnv1a.AddString(fnv1a.AddString(h, role), "\x00"), content), "\x00")
 }
 
 // HashMessages is the messages_hash of the log: FNV-64a over each message's
 // role, a NUL byte, its content and a NUL byte, in order, as 16 hex digits.
 // A completion prompt hashes as one message with role "prompt".
 func HashMessages(msgs []Message) string {
-	h := uint64(fnvOffset)
+	h := uint64(fnv1a.Offset)
 	for _, m := range msgs {
 		h = chain(h, m.Role, m.Content)
 	}
@@ -214,7 +205,7 @@ const completionBlock = 256
 
 // buildPrompt counts and hashes the prompt of a validated request.
 func buildPrompt(req *apiRequest, chat bool, tc TokenCounter) (prompt, error) {
-	p := prompt{hash: fnvOffset}
+	p := prompt{hash: fnv1a.Offset}
 	if chat {
 		p.messages = len(req.Messages)
 		p.segs = make([]segment, 0, len(req.Messages))
@@ -241,9 +232,9 @@ func buildPrompt(req *apiRequest, chat bool, tc TokenCounter) (prompt, error) {
 		p.tokens = tc.Count(s)
 		// Segments cover whole blocks of the text so that a longer prompt
 		// sharing a prefix hits the cache; the last segment is the prompt.
-		h := uint64(fnvOffset)
+		h := uint64(fnv1a.Offset)
 		for off := completionBlock; off < len(s); off += completionBlock {
-			h = fnvAdd(h, s[off-completionBlock:off])
+			h = fnv1a.AddString(h, s[off-completionBlock:off])
 			p.segs = append(p.segs, segment{h, tc.Count(s[:off])})
 		}
 		p.segs = append(p.segs, segment{p.hash, p.tokens})
@@ -252,16 +243,16 @@ func buildPrompt(req *apiRequest, chat bool, tc TokenCounter) (prompt, error) {
 		if err := json.Unmarshal(raw, &ids); err != nil {
 			return p, invalid("prompt", "prompt: expected a string or an array of token ids (batched prompts are not supported by the mock)")
 		}
-		h := uint64(fnvOffset)
+		h := uint64(fnv1a.Offset)
 		var num []byte
 		for i, id := range ids {
 			num = strconv.AppendInt(num[:0], int64(id), 10)
-			h = fnvAdd(fnvAdd(h, string(num)), ",")
+			h = fnv1a.AddString(fnv1a.AddString(h, string(num)), ",")
 			if (i+1)%completionBlock == 0 || i == len(ids)-1 {
 				p.segs = append(p.segs, segment{h, i + 1})
 			}
 		}
-		p.hash = chain(fnvOffset, "prompt", string(raw))
+		p.hash = chain(fnv1a.Offset, "prompt", string(raw))
 		p.tokens = len(ids)
 	default:
 		return p, invalid("prompt", "prompt: expected a string or an array of token ids")

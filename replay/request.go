@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/tracekit/tracekit/internal/fnv1a"
+
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -160,11 +162,7 @@ func fillerText(n int32, seed uint64, conv string) string {
 	if n <= 0 {
 		return ""
 	}
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(conv); i++ {
-		h = (h ^ uint64(conv[i])) * 1099511628211
-	}
-	rng := rand.New(rand.NewPCG(seed, h))
+	rng := rand.New(rand.NewPCG(seed, fnv1a.String(conv)))
 	b := make([]byte, 0, int(n)*5)
 	for range n {
 		b = append(b, fillerWords[rng.IntN(len(fillerWords))]...)

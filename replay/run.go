@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"math"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tracekit/tracekit/internal/fnv1a"
 
 	"github.com/tracekit/tracekit/clock"
 	"github.com/tracekit/tracekit/record"
@@ -469,11 +470,7 @@ func (r *runState) pick(conv string) *target {
 	return r.targets[(r.rr.Add(1)-1)%uint64(len(r.targets))]
 }
 
-func hash(s string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(s))
-	return h.Sum64()
-}
+func hash(s string) uint64 { return fnv1a.String(s) }
 
 // messages returns turn's new messages, with text synthesized for contents
 // the trace redacted, and their token count.
