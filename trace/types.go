@@ -6,7 +6,10 @@ const (
 	FormatTrace     = "tracekit.trace"
 	FormatRecording = "tracekit.recording"
 
-	TraceSchemaVersion     = 1
+	// TraceSchemaVersion 2 adds tool calls, tool definitions and graph
+	// parents (agentic traffic) and virtual prompts; version 1 files read
+	// with those columns empty, which is what they meant.
+	TraceSchemaVersion     = 2
 	RecordingSchemaVersion = 1
 )
 
@@ -25,7 +28,26 @@ type Message struct {
 	Role    string `parquet:"role" json:"role"`
 	Content string `parquet:"content" json:"content"`
 	Tokens  int32  `parquet:"tokens" json:"tokens"`
+	// ToolCalls are an assistant message's OpenAI tool calls (sent as
+	// "tool_calls"); empty for other messages.
+	ToolCalls []ToolCall `parquet:"tool_calls,list" json:"tool_calls,omitempty"`
+	// ToolCallID names the call a "tool" message answers (sent as
+	// "tool_call_id"); empty for other roles.
+	ToolCallID string `parquet:"tool_call_id" json:"tool_call_id,omitempty"`
 }
+
+// ToolCall is one OpenAI function tool call of an assistant message.
+// Arguments is the JSON text of the arguments, as the API carries it.
+type ToolCall struct {
+	ID        string `parquet:"id" json:"id"`
+	Name      string `parquet:"name" json:"name"`
+	Arguments string `parquet:"arguments" json:"arguments"`
+}
+
+// RootParent in Turn.Parents names the conversation's start instead of an
+// earlier turn: a turn whose Parents is {RootParent} starts a branch of its
+// own, ThinkTimeNs after the conversation started.
+const RootParent int32 = -1
 
 // Turn is one row of a trace: one request of one conversation.
 //
@@ -61,6 +83,26 @@ type Turn struct {
 	// replay sends it so. Traces written before this column read as false:
 	// streaming, which is what they held.
 	NonStreaming bool `parquet:"non_streaming" json:"non_streaming,omitempty"`
+
+	// Parents make a conversation a dependency graph (agentic traffic).
+	// Empty: the previous turn (turn k waits for turn k-1, a chat; turn 0
+	// for nothing), which is what every version 1 trace means. Otherwise
+	// the turns of this conversation (indices below Turn, or RootParent)
+	// this request waits for: it is sent ThinkTimeNs after the last of them
+	// finished, and its history is their transcripts (each parent's history,
+	// messages and answer) merged in the order listed, a prefix of messages
+	// they share taken once.
+	Parents []int32 `parquet:"parents,list" json:"parents,omitempty"`
+	// Tools is the request's OpenAI "tools" array as JSON text, "" when it
+	// has none; ToolChoice its "tool_choice" as JSON text ("\"auto\"",
+	// "\"required\"" or an object), "" when unset.
+	Tools      string `parquet:"tools" json:"tools,omitempty"`
+	ToolChoice string `parquet:"tool_choice" json:"tool_choice,omitempty"`
+	// ReferenceToolCalls are the tool calls of the source's assistant
+	// answer (ReferenceAnswer holds its text): what a later turn's history
+	// carries with --history reference, and what a live answer is compared
+	// with.
+	ReferenceToolCalls []ToolCall `parquet:"reference_tool_calls,list" json:"reference_tool_calls,omitempty"`
 }
 
 // TraceMeta is the file-level description of a trace.
