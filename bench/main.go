@@ -127,6 +127,7 @@ func stages() []stage {
 		{"calibrate", 4 * time.Minute, calibrateBench},
 		{"deadlock", 6 * time.Minute, deadlockBench},
 		{"shard skew", 3 * time.Minute, shardSkew},
+		{"sweep", 5 * time.Minute, sweepBench},
 	}
 }
 
