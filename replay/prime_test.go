@@ -45,6 +45,22 @@ func (s *stampedSource) Next() ([]trace.Turn, error) {
 	return c, err
 }
 
+// runSource replays src under cfg into a memSink with a bounded context
+// and returns Run's result and error.
+func runSource(t *testing.T, cfg Config, src Source) (*memSink, *Result, error) {
+	t.Helper()
+	r, err := New(cfg, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sink := &memSink{}
+	res, err := r.Run(ctx, sink)
+	return sink, res, err
+}
+
 // The run reads its source's first batch before its clock starts: every
 // read that returned one of the first primeRows turns (among them every
 // conversation at offset 0) returned before the start, so those
@@ -63,15 +79,7 @@ func TestFirstBatchReadBeforeClock(t *testing.T) {
 		turns = append(turns, conv(fmt.Sprintf("b%03d", i), 1, 30*time.Millisecond+time.Duration(i)*200*time.Microsecond, 0, 2)...)
 	}
 	src := &stampedSource{Source: NewMemorySource(trace.TraceMeta{Tokenizer: "o200k_base"}, turns)}
-	r, err := New(Config{Targets: []string{srv.URL()}, IgnoreEOS: true, Seed: 3}, src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	sink := &memSink{}
-	res, err := r.Run(ctx, sink)
+	sink, res, err := runSource(t, Config{Targets: []string{srv.URL()}, IgnoreEOS: true, Seed: 3}, src)
 	if err != nil || res.Sent != int64(len(turns)) || res.Errors != 0 {
 		t.Fatalf("result %+v, %v", res, err)
 	}
@@ -178,15 +186,7 @@ func TestPrimeReadError(t *testing.T) {
 	turns := append(conv("a", 1, 0, 0, 2), conv("b", 1, 0, 0, 2)...)
 	turns = append(turns, conv("c", 1, 0, 0, 2)...)
 	src := &stampedSource{Source: NewMemorySource(trace.TraceMeta{Tokenizer: "o200k_base"}, turns), failAfter: 2}
-	r, err := New(Config{Targets: []string{srv.URL()}, IgnoreEOS: true}, src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	sink := &memSink{}
-	res, err := r.Run(ctx, sink)
+	sink, res, err := runSource(t, Config{Targets: []string{srv.URL()}, IgnoreEOS: true}, src)
 	if err == nil || err.Error() != "the disk went away" || res == nil || res.Sent != 2 {
 		t.Fatalf("result %+v, %v; want 2 sent and the read error", res, err)
 	}

@@ -3,51 +3,14 @@ package sweep
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/tracekit/tracekit/internal/golden"
 )
-
-var updateGolden = flag.Bool("update", false, "rewrite the golden files of the chart tests")
-
-// checkGolden compares got with testdata/name byte for byte (-update
-// rewrites the file).
-func checkGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *updateGolden {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
-		for i := range max(len(gl), len(wl)) {
-			var g, w string
-			if i < len(gl) {
-				g = gl[i]
-			}
-			if i < len(wl) {
-				w = wl[i]
-			}
-			if g != w {
-				t.Fatalf("%s differs at line %d:\ngot  %q\nwant %q", path, i+1, g, w)
-			}
-		}
-	}
-}
 
 var reSVG = regexp.MustCompile(`(?s)<svg class="chart".*?</svg>\n`)
 
@@ -90,8 +53,8 @@ func TestChartsGolden(t *testing.T) {
 	if len(svgs) < 7 {
 		t.Fatalf("the page has %d charts", len(svgs))
 	}
-	checkGolden(t, "sweep-charts.golden.svg", []byte(strings.Join(svgs, "")))
-	checkGolden(t, "compare-charts.golden.svg", []byte(strings.Join(reSVG.FindAllString(cmp.String(), -1), "")))
+	golden.Check(t, "sweep-charts.golden.svg", []byte(strings.Join(svgs, "")))
+	golden.Check(t, "compare-charts.golden.svg", []byte(strings.Join(reSVG.FindAllString(cmp.String(), -1), "")))
 
 	nan := math.NaN()
 	charts := []chart{
@@ -110,5 +73,5 @@ func TestChartsGolden(t *testing.T) {
 	for _, c := range charts {
 		c.render(&sb)
 	}
-	checkGolden(t, "charts.golden.svg", []byte(sb.String()))
+	golden.Check(t, "charts.golden.svg", []byte(sb.String()))
 }
