@@ -6,8 +6,9 @@ import (
 	"html"
 	"io"
 	"math"
-	"strconv"
 	"strings"
+
+	"github.com/tracekit/tracekit/internal/svgchart"
 )
 
 // chartSeries is one line of a chart.
@@ -29,7 +30,7 @@ const (
 	chartW, chartH         = 600, 340
 	padL, padR, padT, padB = 64, 24, 34, 44 // padT: the title; legend rows go below it
 	plotW                  = chartW - padL - padR
-	colorA, colorB, colorC = "#1f77b4", "#d62728", "#2ca02c"
+	colorA, colorB, colorC = svgchart.Blue, svgchart.Red, svgchart.Green
 	cdfSteps               = 200 // points per CDF
 )
 
@@ -203,21 +204,6 @@ func (s *Summary) charts() []chart {
 	}
 }
 
-// niceStep returns a 1-2-5 step giving about n ticks over span.
-func niceStep(span float64, n int) float64 {
-	if span <= 0 {
-		return 1
-	}
-	raw := span / float64(n)
-	mag := math.Pow(10, math.Floor(math.Log10(raw)))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if raw <= m*mag {
-			return m * mag
-		}
-	}
-	return 10 * mag
-}
-
 // legendRowH is the height of one row of legend entries, drawn between the
 // title and the plot so that no entry covers a curve.
 const legendRowH = 14
@@ -251,12 +237,9 @@ func (c chart) render(b *strings.Builder) {
 		}
 	}
 	legend, top := c.legendLayout()
-	plotH := chartH - top - padB
-	fmt.Fprintf(b, `<svg class="chart" id="%s" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d">`+"\n",
-		c.id, chartW, chartH, chartW, chartH)
-	fmt.Fprintf(b, `<text class="t" x="%d" y="20">%s</text>`+"\n", padL, html.EscapeString(c.title))
+	svgchart.Open(b, c.id, chartW, chartH, padL, c.title)
 	if n == 0 {
-		fmt.Fprintf(b, `<text class="a" x="%d" y="%d">no data</text></svg>`+"\n", chartW/2-20, chartH/2)
+		svgchart.NoData(b, chartW, chartH)
 		return
 	}
 	switch {
@@ -271,28 +254,20 @@ func (c chart) render(b *strings.Builder) {
 	var ys float64
 	if c.yMax > 0 && ymax <= c.yMax {
 		ymax = c.yMax
-		ys = niceStep(ymax-ymin, 5)
+		ys = svgchart.NiceStep(ymax-ymin, 5)
 	} else {
-		ys = niceStep((ymax-ymin)*1.05, 5) // headroom: no curve runs along the top edge
+		ys = svgchart.NiceStep((ymax-ymin)*1.05, 5) // headroom: no curve runs along the top edge
 		ymax = math.Ceil(ymax*1.05/ys) * ys
 	}
-	X := func(x float64) float64 { return padL + (x-xmin)/(xmax-xmin)*plotW }
-	Y := func(y float64) float64 { return float64(top) + float64(plotH) - (y-ymin)/(ymax-ymin)*float64(plotH) }
-	// Axes, grid and ticks.
-	fmt.Fprintf(b, `<rect class="plot" x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>`+"\n", padL, top, plotW, plotH)
-	for y := ymin; y <= ymax+ys/2; y += ys {
-		fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#eee"/><text class="a" x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n",
-			padL, padL+plotW, Y(y), Y(y), padL-4, Y(y)+4, tick(y, ys))
-	}
-	xs := niceStep(xmax-xmin, 6)
+	p := svgchart.Plot{Left: padL, Top: top, Width: plotW, Height: chartH - top - padB, XMin: xmin, XMax: xmax, YMin: ymin, YMax: ymax}
+	p.Frame(b, "plot")
+	p.YGrid(b, ys, func(y float64) string { return svgchart.StepLabel(y, ys) })
+	xs := svgchart.NiceStep(xmax-xmin, 6)
 	if c.intX {
 		xs = max(xs, 1)
 	}
-	for x := math.Ceil(xmin/xs) * xs; x <= xmax; x += xs {
-		fmt.Fprintf(b, `<text class="a" x="%.1f" y="%d" text-anchor="middle">%s</text>`+"\n", X(x), top+plotH+14, tick(x, xs))
-	}
-	fmt.Fprintf(b, `<text class="a" x="%d" y="%d" text-anchor="middle">%s</text>`+"\n", padL+plotW/2, chartH-8, html.EscapeString(c.xlabel))
-	fmt.Fprintf(b, `<text class="a" transform="translate(14,%d) rotate(-90)" text-anchor="middle">%s</text>`+"\n", top+plotH/2, html.EscapeString(c.ylabel))
+	p.XTicks(b, xs, 0, func(x float64) string { return svgchart.StepLabel(x, xs) })
+	p.AxisLabels(b, c.xlabel, c.ylabel, chartH-8)
 	for i, s := range c.series {
 		// One polyline per run of points; a NaN ends a run (a gap).
 		var run [][2]float64
@@ -300,40 +275,21 @@ func (c chart) render(b *strings.Builder) {
 			if len(run) == 0 {
 				return
 			}
-			b.WriteString(`<polyline class="series" data-series="` + html.EscapeString(s.name) + `" fill="none" stroke-width="1.6" stroke="` + s.color + `" points="`)
-			for _, p := range run {
-				fmt.Fprintf(b, "%.1f,%.1f ", X(p[0]), Y(p[1]))
-			}
-			b.WriteString("\"/>\n")
+			p.Polyline(b, svgchart.Line{Color: s.color, Tagged: true, Name: s.name}, len(run), func(i int) (float64, float64) { return run[i][0], run[i][1] })
 			if len(run) == 1 {
-				fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>`+"\n", X(run[0][0]), Y(run[0][1]), s.color)
+				p.Dot(b, run[0][0], run[0][1], s.color)
 			}
 			run = run[:0]
 		}
-		for _, p := range s.pts {
-			if math.IsNaN(p[1]) {
+		for _, pt := range s.pts {
+			if math.IsNaN(pt[1]) {
 				flush()
 				continue
 			}
-			run = append(run, p)
+			run = append(run, pt)
 		}
 		flush()
-		lx, ly := legend[i][0], legend[i][1]
-		fmt.Fprintf(b, `<g class="legend"><line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="3"/><text class="a" x="%d" y="%d">%s</text></g>`+"\n",
-			lx, lx+16, ly-4, ly-4, s.color, lx+20, ly, html.EscapeString(s.name))
+		svgchart.LegendEntry(b, legend[i][0], legend[i][1], s.color, s.name, true)
 	}
-	b.WriteString("</svg>\n")
-}
-
-// tick formats an axis value with as many decimals as the tick step
-// needs, so that neighbouring ticks never print alike.
-func tick(v, step float64) string {
-	if v == 0 {
-		v = 0 // not -0
-	}
-	if math.Abs(v) >= 1e9 {
-		return fmt.Sprintf("%.3g", v)
-	}
-	dec := max(0, int(math.Ceil(-math.Log10(step)-1e-9)))
-	return strconv.FormatFloat(v, 'f', dec, 64)
+	svgchart.Close(b)
 }

@@ -126,6 +126,8 @@ func stages() []stage {
 		{"capture proxy", 2 * time.Minute, proxyOverhead},
 		{"calibrate", 4 * time.Minute, calibrateBench},
 		{"deadlock", 6 * time.Minute, deadlockBench},
+		{"shard skew", 3 * time.Minute, shardSkew},
+		{"sweep", 5 * time.Minute, sweepBench},
 	}
 }
 

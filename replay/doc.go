@@ -10,6 +10,8 @@
 //
 //	Source (FileSource: a trace file read a batch at a time, one
 //	conversation held at once; MemorySource) ──> conversations in start order
+//	(the shard's first batch read, and its redacted first turns filled,
+//	before the clock starts: source.go prime)
 //	                    │
 //	                    v
 //	schedule: each conversation starts at its offset (÷ --speed) from the run

@@ -222,6 +222,7 @@ func (rr *Runner) Run(ctx context.Context, sink record.Sink) (*Result, error) {
 
 	defer r.setGC()()
 
+	src := r.prime() // before the clock: the first dispatches pay no file I/O
 	if err := r.startClock(ctx, &meta); err != nil {
 		return nil, err // nothing was sent: a nil Result
 	}
@@ -247,7 +248,7 @@ func (rr *Runner) Run(ctx context.Context, sink record.Sink) (*Result, error) {
 	}
 
 	var wg sync.WaitGroup
-	feedErr := r.feed(runCtx, stopCtx, &wg)
+	feedErr := r.feed(runCtx, stopCtx, src, &wg)
 	wg.Wait()
 
 	meta.Health = r.mon.finish()
@@ -392,12 +393,12 @@ func (r *Runner) logf(format string, args ...any) {
 	}
 }
 
-// feed takes the source's conversations one at a time, in start order,
-// and launches each shortly before its start. It stops at the end of the
+// feed takes src's conversations one at a time, in start order, and
+// launches each shortly before its start. It stops at the end of the
 // source or when stopCtx ends.
-func (r *runState) feed(runCtx, stopCtx context.Context, wg *sync.WaitGroup) error {
+func (r *runState) feed(runCtx, stopCtx context.Context, src Source, wg *sync.WaitGroup) error {
 	for {
-		conv, err := r.src.Next()
+		conv, err := src.Next()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
@@ -413,7 +414,7 @@ func (r *runState) feed(runCtx, stopCtx context.Context, wg *sync.WaitGroup) err
 // launch starts conv's goroutine once its start is near and a
 // conversation slot is free; false means the run is stopping.
 func (r *runState) launch(runCtx, stopCtx context.Context, conv []trace.Turn, wg *sync.WaitGroup) bool {
-	if r.cfg.Shards > 1 && int(hash(conv[0].ConversationID)%uint64(r.cfg.Shards)) != r.cfg.Shard {
+	if !r.mine(conv) {
 		return true
 	}
 	at := r.start + r.scale(conv[0].StartOffsetNs)
@@ -480,7 +481,7 @@ func (r *Runner) messages(t *trace.Turn) ([]trace.Message, int32) {
 	for i, m := range t.Messages {
 		m.Role, m.Content = strings.Clone(m.Role), strings.Clone(m.Content)
 		if m.Content == "" && m.Tokens > 0 {
-			m.Content = fillerText(m.Tokens, r.cfg.Seed, fmt.Sprintf("%s/%d/%d", t.ConversationID, t.Turn, i))
+			m.Content = r.filler(t, i)
 		}
 		tokens += m.Tokens
 		msgs[i] = m
@@ -489,4 +490,9 @@ func (r *Runner) messages(t *trace.Turn) ([]trace.Message, int32) {
 		tokens = t.InputTokens
 	}
 	return msgs, tokens
+}
+
+// filler is the text synthesized for t's redacted message i.
+func (r *Runner) filler(t *trace.Turn, i int) string {
+	return fillerText(t.Messages[i].Tokens, r.cfg.Seed, fmt.Sprintf("%s/%d/%d", t.ConversationID, t.Turn, i))
 }

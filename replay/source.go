@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/tracekit/tracekit/trace"
 )
@@ -123,3 +124,94 @@ func (s *MemorySource) Meta() trace.TraceMeta { return s.meta }
 
 // Len implements Source.
 func (s *MemorySource) Len() int64 { return int64(len(s.turns)) }
+
+// primeRows is how many of its own turns a run reads from its source
+// before its clock starts: a file source's read batch.
+const primeRows = sourceBatch
+
+// primeFillTokens bounds the filler text primed first turns may hold (about
+// 5 bytes a token), so a trace of huge redacted prompts stays bounded.
+const primeFillTokens = 1 << 20
+
+// primed is a Source whose first conversations were read before the run's
+// clock started (Runner.prime); Next hands them out first, then reads on.
+type primed struct {
+	Source
+	head [][]trace.Turn
+	err  error // the source's error (io.EOF included) after head
+}
+
+// Next implements Source.
+func (p *primed) Next() ([]trace.Turn, error) {
+	if len(p.head) > 0 {
+		c := p.head[0]
+		p.head[0], p.head = nil, p.head[1:]
+		return c, nil
+	}
+	if p.err != nil {
+		return nil, p.err
+	}
+	return p.Source.Next()
+}
+
+// prime reads this shard's first conversations, up to primeRows turns,
+// and fills their first turns' redacted contents, all before the run's
+// clock starts (Run calls it before the start barrier): the conversations
+// at the start of the schedule are then launched from memory, their
+// lateness (slot - intended) is the dispatcher's alone, and a shard that
+// skips the other shards' conversations has skipped those of its first
+// batch already. A read error is kept for after the conversations read
+// before it, as feed would have met it.
+func (r *Runner) prime() *primed {
+	p := &primed{Source: r.src}
+	rows, fill := 0, 0
+	for rows < primeRows {
+		conv, err := r.src.Next()
+		if err != nil {
+			p.err = err
+			break
+		}
+		if len(conv) == 0 || !r.mine(conv) {
+			continue
+		}
+		if fill < primeFillTokens {
+			var n int
+			conv, n = r.fillRedacted(conv)
+			fill += n
+		}
+		p.head = append(p.head, conv)
+		rows += len(conv)
+	}
+	return p
+}
+
+// mine reports whether conv belongs to this run's shard.
+func (r *Runner) mine(conv []trace.Turn) bool {
+	return r.cfg.Shards <= 1 || int(hash(conv[0].ConversationID)%uint64(r.cfg.Shards)) == r.cfg.Shard
+}
+
+// fillRedacted returns conv with the text of its first turn's redacted
+// messages (content empty, tokens known) set to what messages would
+// synthesize for them, and the tokens filled. It writes to copies: the
+// source's turns may be its caller's (MemorySource).
+func (r *Runner) fillRedacted(conv []trace.Turn) ([]trace.Turn, int) {
+	n := 0
+	var msgs []trace.Message
+	t := &conv[0]
+	for i, m := range t.Messages {
+		if m.Content != "" || m.Tokens <= 0 {
+			continue
+		}
+		if msgs == nil {
+			msgs = slices.Clone(t.Messages)
+		}
+		msgs[i].Content = r.filler(t, i)
+		n += int(m.Tokens)
+	}
+	if msgs == nil {
+		return conv, 0
+	}
+	conv = slices.Clone(conv)
+	conv[0].Messages = msgs
+	return conv, n
+}

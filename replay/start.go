@@ -18,7 +18,9 @@ import (
 // conversations whose id hashes to its index. What makes them one run:
 //
 //   - a start barrier (Config.StartAt): every shard prepares (ready checks,
-//     probe), then converts the wall-clock instant to CLOCK_MONOTONIC once
+//     probe), reads its first batch of the trace (Runner.prime: its first
+//     conversations are launched from memory, not after file reads that
+//     would make them late), then converts the wall-clock instant to CLOCK_MONOTONIC once
 //     and waits for it on the dispatcher; its run clock starts at that
 //     monotonic instant, so every shard's schedule is anchored on the same
 //     wall instant, up to the hosts' clock disagreement;

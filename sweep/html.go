@@ -8,6 +8,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/tracekit/tracekit/internal/svgchart"
 )
 
 // A chart is one inline SVG chart: lines through points, optional
@@ -41,32 +43,10 @@ const (
 	cw, ch                 = 620, 340
 	pl, pr, pt, pb         = 64, 20, 34, 46
 	pw, ph                 = cw - pl - pr, ch - pt - pb
-	colA, colB, colC, colD = "#1f77b4", "#d62728", "#2ca02c", "#9467bd"
+	colA, colB, colC, colD = svgchart.Blue, svgchart.Red, svgchart.Green, svgchart.Purple
 )
 
 var pctColors = []string{colC, colA, colB} // p50, p90, p99
-
-// niceStep returns a 1-2-5 step giving about n ticks over span.
-func niceStep(span float64, n int) float64 {
-	if span <= 0 {
-		return 1
-	}
-	raw := span / float64(n)
-	mag := math.Pow(10, math.Floor(math.Log10(raw)))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if raw <= m*mag {
-			return m * mag
-		}
-	}
-	return 10 * mag
-}
-
-func tick(v float64) string {
-	if v == math.Trunc(v) && math.Abs(v) < 1e9 {
-		return fmt.Sprintf("%.0f", v)
-	}
-	return fmt.Sprintf("%.3g", v)
-}
 
 func (c chart) render(b *strings.Builder) {
 	xmin, xmax, ymax := math.Inf(1), math.Inf(-1), math.Inf(-1)
@@ -88,10 +68,9 @@ func (c chart) render(b *strings.Builder) {
 	for _, m := range c.hmarks {
 		ymax = max(ymax, m.v)
 	}
-	fmt.Fprintf(b, `<svg class="chart" id="%s" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d">`+"\n", c.id, cw, ch, cw, ch)
-	fmt.Fprintf(b, `<text class="t" x="%d" y="20">%s</text>`+"\n", pl, html.EscapeString(c.title))
+	svgchart.Open(b, c.id, cw, ch, pl, c.title)
 	if n == 0 {
-		fmt.Fprintf(b, `<text class="a" x="%d" y="%d">no data</text></svg>`+"\n", cw/2-20, ch/2)
+		svgchart.NoData(b, cw, ch)
 		return
 	}
 	if xmin > 0 && xmax/xmin < 20 {
@@ -103,60 +82,40 @@ func (c chart) render(b *strings.Builder) {
 	if ymax <= ymin {
 		ymax = ymin + 1
 	}
-	ys := niceStep(ymax-ymin, 5)
+	ys := svgchart.NiceStep(ymax-ymin, 5)
 	ymax = math.Ceil(ymax*1.05/ys) * ys
-	X := func(x float64) float64 { return pl + (x-xmin)/(xmax-xmin)*pw }
-	Y := func(y float64) float64 { return pt + ph - (y-ymin)/(ymax-ymin)*ph }
-	fmt.Fprintf(b, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>`+"\n", pl, pt, pw, ph)
-	for y := ymin; y <= ymax+ys/2; y += ys {
-		fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#eee"/><text class="a" x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n",
-			pl, pl+pw, Y(y), Y(y), pl-4, Y(y)+4, tick(y))
-	}
-	xs := niceStep(xmax-xmin, 6)
-	for x := math.Ceil(xmin/xs) * xs; x <= xmax+xs/1e6; x += xs {
-		fmt.Fprintf(b, `<text class="a" x="%.1f" y="%d" text-anchor="middle">%s</text>`+"\n", X(x), pt+ph+14, tick(x))
-	}
-	fmt.Fprintf(b, `<text class="a" x="%d" y="%d" text-anchor="middle">%s</text>`+"\n", pl+pw/2, ch-10, html.EscapeString(c.xlabel))
-	fmt.Fprintf(b, `<text class="a" transform="translate(14,%d) rotate(-90)" text-anchor="middle">%s</text>`+"\n", pt+ph/2, html.EscapeString(c.ylabel))
+	p := svgchart.Plot{Left: pl, Top: pt, Width: pw, Height: ph, XMin: xmin, XMax: xmax, YMin: ymin, YMax: ymax}
+	p.Frame(b, "")
+	p.YGrid(b, ys, svgchart.ShortLabel)
+	xs := svgchart.NiceStep(xmax-xmin, 6)
+	p.XTicks(b, xs, xs/1e6, svgchart.ShortLabel)
+	p.AxisLabels(b, c.xlabel, c.ylabel, ch-10)
 	for i, m := range c.vmarks {
-		fmt.Fprintf(b, `<line class="mark" x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="%s" stroke-width="1.5" stroke-dasharray="5,3"/><text class="a" x="%.1f" y="%d" fill="%s">%s</text>`+"\n",
-			X(m.v), X(m.v), pt, pt+ph, m.color, X(m.v)+3, pt+12+12*i, m.color, html.EscapeString(m.label))
+		p.VMark(b, m.v, i, m.label, m.color)
 	}
 	for _, m := range c.hmarks {
-		fmt.Fprintf(b, `<line class="mark" x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="1.2" stroke-dasharray="2,3"/><text class="a" x="%d" y="%.1f" fill="%s">%s</text>`+"\n",
-			pl, pl+pw, Y(m.v), Y(m.v), m.color, pl+4, Y(m.v)-3, m.color, html.EscapeString(m.label))
+		p.HMark(b, m.v, m.label, m.color)
 	}
 	for i, s := range c.series {
 		pts := slices.Clone(s.pts)
 		slices.SortStableFunc(pts, func(a, b point) int { return cmpF(a.x, b.x) })
-		dash := ""
+		line := svgchart.Line{Color: s.color}
 		if s.dashed {
-			dash = ` stroke-dasharray="6,4"`
+			line.Dash = "6,4"
 		}
-		b.WriteString(`<polyline class="series" fill="none" stroke-width="1.6" stroke="` + s.color + `"` + dash + ` points="`)
-		for _, p := range pts {
-			fmt.Fprintf(b, "%.1f,%.1f ", X(p.x), Y(p.y))
-		}
-		b.WriteString("\"/>\n")
+		p.Polyline(b, line, len(pts), func(i int) (float64, float64) { return pts[i].x, pts[i].y })
 		if !s.dashed {
-			for _, p := range pts {
+			for _, q := range pts {
 				fill := s.color
-				if p.bad {
+				if q.bad {
 					fill = "#fff"
 				}
-				dot := fmt.Sprintf(`<circle cx="%.1f" cy="%.1f" r="4" fill="%s" stroke="%s" stroke-width="1.5"><title>%s</title></circle>`,
-					X(p.x), Y(p.y), fill, s.color, html.EscapeString(p.tip))
-				if p.href != "" {
-					dot = `<a href="` + html.EscapeString(p.href) + `">` + dot + `</a>`
-				}
-				b.WriteString(dot + "\n")
+				p.Marker(b, q.x, q.y, fill, s.color, q.tip, q.href)
 			}
 		}
-		ly := pt + 12 + 14*i
-		fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="3"/><text class="a" x="%d" y="%d">%s</text>`+"\n",
-			cw-pr-200, cw-pr-184, ly-4, ly-4, s.color, cw-pr-180, ly, html.EscapeString(s.name))
+		svgchart.LegendEntry(b, cw-pr-200, pt+12+14*i, s.color, s.name, false)
 	}
-	b.WriteString("</svg>\n")
+	svgchart.Close(b)
 }
 
 func cmpF(a, b float64) int {

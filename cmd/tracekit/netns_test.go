@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/tracekit/tracekit/analyze"
+	"github.com/tracekit/tracekit/internal/fnv1a"
 	"github.com/tracekit/tracekit/mock"
 	"github.com/tracekit/tracekit/trace"
 )
@@ -448,8 +449,12 @@ func TestMultiHostShards(t *testing.T) {
 }
 
 // BenchmarkShardStartSkew: how far apart three shards on three simulated
-// hosts start after one --start-at (each round a tiny trace, so the
-// barrier is all there is). Run with -benchtime Nx: a round takes seconds.
+// hosts start after one --start-at (each round a tiny trace, every
+// conversation at offset 0, so the barrier and the first dispatches are
+// all there is): each shard's wake-up after the instant and their spread,
+// each first request's lateness (slot - intended), and the spread of the
+// shards' first requests on the wall clock. Run with -benchtime Nx: a
+// round takes seconds.
 //
 //	go test -run '^$' -bench ShardStartSkew -benchtime 10x ./cmd/tracekit/
 func BenchmarkShardStartSkew(b *testing.B) {
@@ -458,28 +463,50 @@ func BenchmarkShardStartSkew(b *testing.B) {
 	port := startLabMock(b, l, "--prefill-base", "1ms", "--decode-base", "1ms", "--jitter-cv", "0")
 	tr := filepath.Join(b.TempDir(), "trace.parquet")
 	var turns []trace.Turn
-	for i := range 6 {
-		turns = append(turns, trace.Turn{ConversationID: fmt.Sprintf("c%d", i), OutputTokens: 2, InputTokens: 5,
-			Messages: []trace.Message{{Role: "user", Content: "hi", Tokens: 5}}})
+	per := make([]int, 3)
+	for i := 0; min(per[0], per[1], per[2]) < 2; i++ { // two conversations a shard
+		id := fmt.Sprintf("c%d", i)
+		if k := fnv1a.String(id) % 3; per[k] < 2 {
+			per[k]++
+			turns = append(turns, trace.Turn{ConversationID: id, OutputTokens: 2, InputTokens: 5,
+				Messages: []trace.Message{{Role: "user", Content: "hi", Tokens: 5}}})
+		}
 	}
+	slices.SortFunc(turns, func(a, b trace.Turn) int { return strings.Compare(a.ConversationID, b.ConversationID) })
 	if err := trace.WriteTrace(tr, trace.TraceMeta{Tokenizer: "o200k_base", Source: "bench"}, turns); err != nil {
 		b.Fatal(err)
 	}
-	var lags, spreads []int64
+	var lags, spreads, late, firstSpreads []int64
 	for b.Loop() {
 		_, out := runShards(b, l, port, tr, "--model", "tracekit-mock", "--ignore-eos")
-		var round []int64
+		var round, firsts []int64
 		for _, s := range readShards(b, out, 3) {
 			round = append(round, s.meta.Clock.StartLagNs)
+			first := int64(math.MaxInt64)
+			for _, r := range s.recs {
+				late = append(late, r.SlotNs-r.IntendedNs)
+				first = min(first, s.meta.StartWallNs+r.SlotNs)
+			}
+			if len(s.recs) != 2 {
+				b.Fatalf("%s: %d requests, want 2", s.path, len(s.recs))
+			}
+			firsts = append(firsts, first)
 		}
 		slices.Sort(round)
+		slices.Sort(firsts)
 		lags = append(lags, round...)
 		spreads = append(spreads, round[len(round)-1]-round[0])
+		firstSpreads = append(firstSpreads, firsts[len(firsts)-1]-firsts[0])
 	}
-	slices.Sort(lags)
-	slices.Sort(spreads)
+	for _, xs := range [][]int64{lags, spreads, late, firstSpreads} {
+		slices.Sort(xs)
+	}
 	b.ReportMetric(float64(quantile(lags, 0.5))/1e3, "wake-p50-us")
 	b.ReportMetric(float64(lags[len(lags)-1])/1e3, "wake-max-us")
 	b.ReportMetric(float64(quantile(spreads, 0.5))/1e3, "skew-p50-us")
 	b.ReportMetric(float64(spreads[len(spreads)-1])/1e3, "skew-max-us")
+	b.ReportMetric(float64(quantile(late, 0.5))/1e3, "first-late-p50-us")
+	b.ReportMetric(float64(late[len(late)-1])/1e3, "first-late-max-us")
+	b.ReportMetric(float64(quantile(firstSpreads, 0.5))/1e3, "first-skew-p50-us")
+	b.ReportMetric(float64(firstSpreads[len(firstSpreads)-1])/1e3, "first-skew-max-us")
 }

@@ -1,0 +1,59 @@
+package svgchart
+
+import (
+	"strings"
+	"testing"
+)
+
+// NiceStep picks the smallest 1-2-5 step giving at most n ticks.
+func TestNiceStep(t *testing.T) {
+	for _, c := range []struct {
+		span float64
+		n    int
+		want float64
+	}{{10, 5, 2}, {1, 5, 0.2}, {0.9, 6, 0.2}, {7, 6, 2}, {1000, 5, 200}, {3, 5, 1}, {0, 5, 1}, {-1, 5, 1}, {26, 5, 10}} {
+		if got := NiceStep(c.span, c.n); got != c.want {
+			t.Errorf("NiceStep(%g, %d) = %g, want %g", c.span, c.n, got, c.want)
+		}
+	}
+}
+
+// The two labelings: decimals from the step; whole numbers or 3 digits.
+func TestLabels(t *testing.T) {
+	for _, c := range []struct {
+		v, step float64
+		want    string
+	}{{0.2, 0.2, "0.2"}, {1, 0.5, "1.0"}, {-0.0, 1, "0"}, {15, 5, "15"}, {2e9, 1e9, "2e+09"}, {0.05, 0.05, "0.05"}} {
+		if got := StepLabel(c.v, c.step); got != c.want {
+			t.Errorf("StepLabel(%g, %g) = %q, want %q", c.v, c.step, got, c.want)
+		}
+	}
+	for v, want := range map[float64]string{3: "3", 2.5: "2.5", 0.333333: "0.333", 1e10: "1e+10"} {
+		if got := ShortLabel(v); got != want {
+			t.Errorf("ShortLabel(%g) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+// A plot maps its data range onto its rectangle, y upwards, and draws in
+// it: a line through the mapped points, escaped names and labels.
+func TestPlot(t *testing.T) {
+	p := Plot{Left: 10, Top: 20, Width: 100, Height: 50, XMin: 0, XMax: 10, YMin: 0, YMax: 5}
+	if p.X(0) != 10 || p.X(10) != 110 || p.X(5) != 60 || p.Y(0) != 70 || p.Y(5) != 20 || p.Y(2.5) != 45 {
+		t.Fatalf("mapping: X 0,5,10 -> %g %g %g; Y 0,2.5,5 -> %g %g %g", p.X(0), p.X(5), p.X(10), p.Y(0), p.Y(2.5), p.Y(5))
+	}
+	var b strings.Builder
+	xs, ys := []float64{0, 10}, []float64{0, 5}
+	p.Polyline(&b, Line{Color: Red, Tagged: true, Name: "a<b", Dash: "6,4"}, 2, func(i int) (float64, float64) { return xs[i], ys[i] })
+	LegendEntry(&b, 5, 6, Red, "a&b", true)
+	want := `<polyline class="series" data-series="a&lt;b" fill="none" stroke-width="1.6" stroke="#d62728" stroke-dasharray="6,4" points="10.0,70.0 110.0,20.0 "/>` + "\n" +
+		`<g class="legend"><line x1="5" x2="21" y1="2" y2="2" stroke="#d62728" stroke-width="3"/><text class="a" x="25" y="6">a&amp;b</text></g>` + "\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+	b.Reset()
+	p.YGrid(&b, 2.5, ShortLabel)
+	if n := strings.Count(b.String(), "<line"); n != 3 {
+		t.Errorf("a grid over 0-5 in steps of 2.5 has %d lines, want 3:\n%s", n, b.String())
+	}
+}
