@@ -154,7 +154,7 @@ func (r *runState) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace
 		model = turn.Model
 	}
 	rec.NonStreaming = turn.NonStreaming
-	ex.body = r.bo.appendBody(ex.body[:0], model, hist, msgs, turn.OutputTokens, turn.NonStreaming)
+	ex.body = r.bo.appendRequest(ex.body[:0], model, hist, msgs, turn.OutputTokens, turn.NonStreaming, turn.Tools, turn.ToolChoice)
 
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
