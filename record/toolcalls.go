@@ -183,3 +183,9 @@ func (s *Stream) AppendToolCalls(dst []trace.ToolCall) []trace.ToolCall {
 	}
 	return dst
 }
+
+// ToolCallNameIs reports whether call k of the answer names function name
+// (no allocation).
+func (s *Stream) ToolCallNameIs(k int, name string) bool {
+	return k < s.tools.n && string(s.tools.calls[k].name) == name
+}
