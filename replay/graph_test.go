@@ -185,3 +185,72 @@ func TestGraphFanOutJoin(t *testing.T) {
 		t.Errorf("result: %d sent, %d errors", res.Sent, res.Errors)
 	}
 }
+
+// Open loop: every node at its own arrival offset, with its parents'
+// reference transcripts merged as history.
+func TestGraphOpenLoop(t *testing.T) {
+	srv := fastMock(t, nil)
+	g := []trace.Turn{gturn("o", 0, nil, 0), gturn("o", 1, []int32{0}, 0), gturn("o", 2, []int32{0}, 0), gturn("o", 3, []int32{2, 1}, 0)}
+	for k := range g {
+		g[k].ArrivalOffsetNs = int64(k) * int64(2*time.Millisecond)
+		g[k].ReferenceAnswer = fmt.Sprintf("ref %d", k)
+	}
+	g[2].ArrivalOffsetNs = g[1].ArrivalOffsetNs - 1 // sent before turn 1
+	sink, _ := run(t, Config{Trace: writeTrace(t, g), Targets: []string{srv.URL()}, Timing: TimingTrace})
+	recs := sink.byID()
+	for k := range g {
+		if r := recs[fmt.Sprintf("o-%d-0", k)]; r.ErrorKind != "" || r.IntendedNs != g[k].ArrivalOffsetNs {
+			t.Errorf("turn %d: %s, intended %d want %d", k, r.ErrorKind, r.IntendedNs, g[k].ArrivalOffsetNs)
+		}
+	}
+	_, jm := received(t, srv, "o-3-0")
+	var got []string
+	for _, m := range jm {
+		got = append(got, m.Role+":"+content(m))
+	}
+	want := "user:step 0 of o|assistant:ref 0|user:step 2 of o|assistant:ref 2|user:step 1 of o|assistant:ref 1|user:step 3 of o"
+	if strings.Join(got, "|") != want {
+		t.Errorf("join history\n got %s\nwant %s", strings.Join(got, "|"), want)
+	}
+}
+
+// --max-requests and --duration stop graphs cleanly: the run returns, no
+// node is recorded as parent_failed because the run stopped, and every
+// sent request is recorded once.
+func TestGraphLimits(t *testing.T) {
+	srv := fastMock(t, nil)
+	var convs [][]trace.Turn
+	for c := range 6 {
+		id := fmt.Sprintf("L%d", c)
+		g := []trace.Turn{gturn(id, 0, nil, 0)}
+		for k := int32(1); k <= 4; k++ {
+			g = append(g, gturn(id, k, []int32{0}, time.Millisecond))
+		}
+		g = append(g, gturn(id, 5, []int32{1, 2, 3, 4}, time.Millisecond))
+		for k := range g {
+			g[k].StartOffsetNs = int64(c) * int64(time.Millisecond)
+		}
+		convs = append(convs, g)
+	}
+	path := writeTrace(t, convs...)
+	for _, cfg := range []Config{
+		{Trace: path, Targets: []string{srv.URL()}, MaxRequests: 9, MaxConcurrency: 3},
+		{Trace: path, Targets: []string{srv.URL()}, Duration: 15 * time.Millisecond, MaxConcurrency: 2},
+	} {
+		sink, res := run(t, cfg)
+		recs := sink.Records()
+		if cfg.MaxRequests > 0 && (len(recs) != cfg.MaxRequests || res.Sent != int64(cfg.MaxRequests)) {
+			t.Errorf("max-requests %d: %d records, %d sent", cfg.MaxRequests, len(recs), res.Sent)
+		}
+		seen := map[string]bool{}
+		for _, r := range recs {
+			if r.ErrorKind == trace.ErrParentFailed || seen[r.RequestID] {
+				t.Errorf("%+v: %s %s (twice: %v)", cfg, r.RequestID, r.ErrorKind, seen[r.RequestID])
+			}
+			seen[r.RequestID] = true
+		}
+		if int64(len(recs)) != res.Sent || res.ParentFailed != 0 {
+			t.Errorf("%+v: %d records for %d sent, %d parent_failed", cfg, len(recs), res.Sent, res.ParentFailed)
+		}
+	}
+}
