@@ -126,6 +126,7 @@ func stages() []stage {
 		{"capture proxy", 2 * time.Minute, proxyOverhead},
 		{"calibrate", 4 * time.Minute, calibrateBench},
 		{"deadlock", 6 * time.Minute, deadlockBench},
+		{"agent", 4 * time.Minute, agentBench}, // agent.go
 	}
 }
 
