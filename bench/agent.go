@@ -41,7 +41,7 @@ func agentTurns(id string, start int64) []trace.Turn {
 	user := func(s string) []trace.Message { return []trace.Message{{Role: "user", Content: s, Tokens: 8}} }
 	root := trace.Turn{ConversationID: id, Turn: 0, StartOffsetNs: start, ArrivalOffsetNs: start, OutputTokens: 8,
 		Messages: append([]trace.Message{{Role: "system", Content: "You are an agent with a search tool.", Tokens: 8}}, user("research the question in four parts")...),
-		Tools: `[{"type":"function","function":{"name":"search","parameters":{"type":"object"}}}]`, ToolChoice: `"required"`,
+		Tools:    `[{"type":"function","function":{"name":"search","parameters":{"type":"object"}}}]`, ToolChoice: `"required"`,
 		ReferenceToolCalls: []trace.ToolCall{{ID: "call_0", Name: "search", Arguments: `{"text": "q"}`}}}
 	turns := []trace.Turn{root}
 	for k := int32(1); k <= agentFanOut; k++ {
