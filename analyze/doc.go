@@ -17,7 +17,8 @@
 // (the single pass), summary.go (Summary and finish), throughput.go
 // (goodput, peak output and concurrency), stats.go and selectk.go
 // (distributions), series.go (1 s bins), turns.go (per turn and cached
-// tokens), multiturn.go (vLLM multi-turn's table), errorkinds.go,
+// tokens), multiturn.go (vLLM multi-turn's table), session.go (session
+// metrics of graph conversations, from the records' parents), errorkinds.go,
 // health.go (client health), then the renderers text.go, json.go, html.go,
 // perrequest.go and compare.go.
 //

@@ -67,7 +67,9 @@ pre{font-size:12px;background:#f6f6f6;padding:12px;overflow-x:auto} .warn{color:
 	for _, c := range append(s.charts(), s.serverCharts()...) {
 		c.render(&b)
 	}
-	b.WriteString("</div>\n<pre>")
+	b.WriteString("</div>\n")
+	s.writeSessionsHTML(&b)
+	b.WriteString("<pre>")
 	b.WriteString(html.EscapeString(text.String()))
 	b.WriteString("</pre>\n</body></html>\n")
 	_, err := io.WriteString(w, b.String())

@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/tracekit/tracekit/trace"
@@ -85,6 +86,12 @@ type Request struct {
 	InputTokens        int32
 	MultiTurnValid     bool
 
+	// The graph columns (session.go): the record's parents (a copy),
+	// its live answer's tool calls and whether they differed from the trace's.
+	Parents          []int32
+	ToolCalls        int32
+	ToolCallMismatch bool
+
 	evOff int // index of its first event in accumulator.eventTimes (success) or failTimes (-1: not kept)
 }
 
@@ -104,6 +111,10 @@ func Derive(r *trace.Record, file int, opts Options) Request {
 		SendDelayNs:  r.SentNs - r.SlotNs,
 	}
 	q.InputTokens = r.InputTokens
+	if len(r.Parents) > 0 {
+		q.Parents = slices.Clone(r.Parents) // the scanner's lists are reused
+	}
+	q.ToolCalls, q.ToolCallMismatch = r.ToolCalls, r.ToolCallMismatch
 	for i, n := range r.EventTokens {
 		q.ClientOutputTokens += n
 		if n > 0 {

@@ -95,7 +95,10 @@ type Summary struct {
 	Cache     CacheStats     `json:"cached_tokens"`
 	Turns     []TurnStats    `json:"per_turn"`
 	MultiTurn MultiTurnStats `json:"multi_turn"`
-	Series    Series         `json:"time_series"`
+	// Sessions are the session metrics of graph conversations
+	// (session.go); nil when no request has parents.
+	Sessions *SessionStats `json:"sessions,omitempty"`
+	Series   Series        `json:"time_series"`
 	// Server is what the servers' /metrics said (server.go); nil without a sidecar.
 	Server *ServerReport `json:"server,omitempty"`
 
@@ -159,6 +162,7 @@ func (a *accumulator) finish(files []FileInfo) *Summary {
 	s.errors(a.errMsg)
 	s.cacheAndTurns()
 	s.multiTurn()
+	s.sessions()
 	s.series(a.tokBins, a.msgBins)
 	s.health()
 	wg.Wait()

@@ -184,6 +184,7 @@ func (s *Summary) writeExtras(b *bufio.Writer) {
 		}
 	}
 	s.writeMultiTurn(b)
+	s.writeSessions(b)
 	s.writeServer(b)
 }
 

@@ -20,7 +20,8 @@
 // stamp of the network read that completed it, taken when Read returned and
 // before any parsing, so parsing cost never shifts a time. It reads only
 // the JSON keys a recording needs (choices[].delta.content, .text,
-// reasoning_content, usage, error) with a small allocation-free scanner.
+// reasoning_content, usage, error, and tool calls: toolcalls.go) with a
+// small allocation-free scanner.
 // Tokens per event are exact deltas of cumulative usage when the server
 // sends continuous usage stats (vLLM's continuous_usage_stats), otherwise
 // counted from the event's text with a TokenCounter at Fill time, off the

@@ -24,6 +24,8 @@
 //	send turn k with its history, read the stream through record.Stream,
 //	append the server's answer (or the reference answer), think, send k+1.
 //	With --timing trace every turn is sent at its own arrival offset instead.
+//	A conversation whose turns carry Parents runs as a graph (graph.go):
+//	each node when its parents finished, branches concurrently.
 //	                    │ one trace.Record per attempt
 //	                    v
 //	record.Sink (record.Recorder: one writer goroutine owns the file;
@@ -44,6 +46,14 @@
 // whose requests carry Connection: close): Record.Attempt 1, request id
 // "-1", no error. Nothing is retried after a response byte. --duration and --max-requests
 // only stop new requests: those in flight finish.
+//
+// Agentic graphs (graph.go): a node is sent ThinkTimeNs after its last
+// parent's done time, with the parents' transcripts merged (a shared
+// prefix once) as history; the answer carries its tool calls (the
+// recorded message when they do not match the trace's: Record.
+// ToolCallMismatch); a failed parent's descendants are recorded as
+// trace.ErrParentFailed without traffic. Bodies carry Turn.Tools,
+// Turn.ToolChoice, assistant tool_calls and tool_call_id (request.go).
 //
 // Non-streaming turns (trace.Turn.NonStreaming) are sent with "stream":
 // false; the body is read whole and parsed as one event stamped when the

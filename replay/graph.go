@@ -129,7 +129,7 @@ func (r *runState) graphClosed(runCtx, stopCtx context.Context, conv []trace.Tur
 			i := ready[0]
 			ready = ready[1:]
 			n := &nodes[i]
-			if r.settleUnsent(nodes, i) {
+			if r.settleUnsent(stopCtx, nodes, i) {
 				resolved++
 				ready = r.release(nodes, i, ready)
 				continue
@@ -169,7 +169,7 @@ func (r *runState) release(nodes []gnode, i int, ready []int) []int {
 // stopped (the node is dropped, as a chat's later turns are) or failed
 // (the node is recorded as parent_failed, no traffic). It reports whether
 // it did.
-func (r *runState) settleUnsent(nodes []gnode, i int) bool {
+func (r *runState) settleUnsent(stopCtx context.Context, nodes []gnode, i int) bool {
 	n := &nodes[i]
 	var failed *gnode
 	for _, p := range n.parents {
@@ -186,7 +186,7 @@ func (r *runState) settleUnsent(nodes []gnode, i int) bool {
 			}
 		}
 	}
-	if r.stopped.Load() { // limits or duration: nothing new is recorded
+	if r.stopped.Load() || stopCtx.Err() != nil { // limits, duration, a signal: nothing new is recorded
 		n.state = nodeStopped
 		return true
 	}

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -252,5 +253,39 @@ func TestGraphLimits(t *testing.T) {
 		if int64(len(recs)) != res.Sent || res.ParentFailed != 0 {
 			t.Errorf("%+v: %d records for %d sent, %d parent_failed", cfg, len(recs), res.Sent, res.ParentFailed)
 		}
+	}
+	// Ctrl-C: the run's context ends while the branches are in flight (a
+	// slow mock, canceled once the six roots are done); they are recorded
+	// canceled, their joins are not sent.
+	slow := fastMock(t, func(c *mock.Config) { c.Latency.DecodeBase = mock.Duration(20 * time.Millisecond) })
+	r, err := New(Config{Trace: path, Targets: []string{slow.URL()}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for r.Stats().Done < 6 && ctx.Err() == nil {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(5 * time.Millisecond)
+		cancel()
+	}()
+	sink := &memSink{}
+	res, err := r.Run(ctx, sink)
+	if err != nil || res.Canceled == "" {
+		t.Fatalf("canceled run: %v, %+v", err, res)
+	}
+	canceled := 0
+	for _, rec := range sink.Records() {
+		if rec.ErrorKind == trace.ErrParentFailed {
+			t.Errorf("%s recorded as parent_failed after the run was canceled", rec.RequestID)
+		}
+		if rec.ErrorKind == trace.ErrCanceled {
+			canceled++
+		}
+	}
+	if canceled == 0 || int64(len(sink.Records())) != res.Sent {
+		t.Errorf("canceled run: %d canceled of %d records, %d sent", canceled, len(sink.Records()), res.Sent)
 	}
 }

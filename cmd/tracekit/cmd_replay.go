@@ -253,6 +253,9 @@ func runReplay(cmd *cobra.Command, c replay.Config, o replayOpts) error {
 		}
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "recording: %s (%d requests, %d errors)\n", o.out, res.Sent, res.Errors)
+	if res.ParentFailed > 0 || res.ToolCallMismatches > 0 {
+		fmt.Fprintf(cmd.OutOrStdout(), "graphs: %d requests not sent (parent_failed), %d tool-call mismatches\n", res.ParentFailed, res.ToolCallMismatches)
+	}
 	if res.Canceled != "" {
 		fmt.Fprintf(stderr, "the run was cut short (%s); in-flight requests are recorded as canceled\n", res.Canceled)
 		if ctx.Err() != nil {

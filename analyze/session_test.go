@@ -1,0 +1,101 @@
+package analyze
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/tracekit/tracekit/trace"
+)
+
+// Hand-computed session metrics of two graph sessions read back from a
+// recording file: a fan-out and join (all ok) and a session whose branch
+// failed with a descendant not sent.
+func TestSessionMetrics(t *testing.T) {
+	g := func(conv, id string, turn int32, parents []int32, intended, sent, done int64, first int64, kind trace.ErrorKind) trace.Record {
+		status := int32(200)
+		var ev [][2]int64
+		if kind == "" {
+			ev = [][2]int64{{first, 1}, {done - 1, 2}}
+		} else {
+			status = 0
+		}
+		r := rec(id, turn, intended, sent, sent, done, status, kind, 10, 10, 3, -1, ev...)
+		r.ConversationID, r.Parents = conv, parents
+		return r
+	}
+	recs := []trace.Record{
+		// a: 0 (server 10) -> {1 (20), 2 (40)} -> 3 (5): critical 10+40+5 = 55 of 75; makespan 0..106.
+		g("a", "a0", 0, nil, 0, 0, 10, 2, ""),
+		g("a", "a1", 1, []int32{0}, 11, 11, 31, 13, ""),
+		g("a", "a2", 2, []int32{0}, 11, 11, 51, 14, ""),
+		g("a", "a3", 3, []int32{1, 2}, 100, 101, 106, 103, ""),
+		// b: root branches 0 (ok, 30) and 1 (failed at once), 2 <- 1 not sent.
+		g("b", "b0", 0, []int32{trace.RootParent}, 200, 200, 230, 205, ""),
+		g("b", "b1", 1, []int32{trace.RootParent}, 200, 200, 200, 0, trace.ErrHTTPStatus),
+		g("b", "b2", 2, []int32{1}, 200, 200, 200, 0, trace.ErrParentFailed),
+	}
+	recs[1].ToolCalls, recs[3].ToolCalls, recs[3].ToolCallMismatch = 2, 1, true
+	p := writeRecording(t, t.TempDir(), "g.parquet", trace.RunMeta{}, recs)
+	s, err := Files([]string{p}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := s.Sessions
+	if st == nil {
+		t.Fatal("no session metrics for a graph recording")
+	}
+	if st.Sessions != 2 || st.Succeeded != 1 || st.SuccessRate != 0.5 || st.Requests != 7 || st.ParentFailed != 1 || st.ToolCalls != 3 || st.ToolCallMismatches != 1 {
+		t.Fatalf("counts %+v", st)
+	}
+	// makespans 106 and 30; critical paths 55 and 30; server 75 and 30.
+	if st.MakespanMs.Max != 106 || st.MakespanMs.Mean != 68 || st.CriticalPathMs.Max != 55 || st.CriticalPathMs.Mean != 42.5 ||
+		st.ServerTimeMs.Mean != 52.5 || st.CriticalOverServer != (55.0/75+1)/2 {
+		t.Fatalf("times %+v", st)
+	}
+	// depth 0: a0, b0, b1 (TTFT 2, 5 ok); 1: a1, a2, b2 (2, 3); 2: a3 (2).
+	want := []DepthStats{{0, 3, 2, 3.5, 3.5, 4.7}, {1, 3, 2, 2.5, 2.5, 2.9}, {2, 1, 1, 2, 2, 2}}
+	if len(st.ByDepth) != 3 {
+		t.Fatalf("depths %+v", st.ByDepth)
+	}
+	for i, d := range st.ByDepth {
+		w := want[i]
+		if d.Depth != w.Depth || d.Requests != w.Requests || d.Completed != w.Completed || !close9(d.MeanTTFTms, w.MeanTTFTms) || !close9(d.P90TTFTms, w.P90TTFTms) {
+			t.Errorf("depth %d: %+v, want %+v", i, d, w)
+		}
+	}
+	var text, page, js bytes.Buffer
+	if err := s.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	s.WriteHTML(&page)
+	s.WriteJSON(&js, false)
+	if !strings.Contains(text.String(), "Sessions (dependency graphs)") || !strings.Contains(text.String(), "Tool-call mismatches:                    1") {
+		t.Errorf("text report lacks the session section:\n%s", text.String())
+	}
+	if !strings.Contains(page.String(), `<h2 id="sessions">`) {
+		t.Error("HTML report lacks the session section")
+	}
+	var out struct {
+		Tracekit struct {
+			Sessions *SessionStats `json:"sessions"`
+		} `json:"tracekit"`
+		Completed int `json:"completed"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &out); err != nil || out.Tracekit.Sessions == nil || out.Tracekit.Sessions.Sessions != 2 || out.Completed != 5 {
+		t.Errorf("JSON: %v %+v", err, out)
+	}
+	// A chat recording has no session section.
+	chat, err := Files([]string{writeRecording(t, t.TempDir(), "c.parquet", trace.RunMeta{}, handRecords())}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text.Reset()
+	chat.WriteText(&text)
+	if chat.Sessions != nil || strings.Contains(text.String(), "Sessions (") {
+		t.Error("a chat recording got a session section")
+	}
+}
+
+func close9(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }

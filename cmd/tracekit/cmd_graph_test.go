@@ -1,0 +1,52 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tracekit/tracekit/mock"
+	"github.com/tracekit/tracekit/trace"
+)
+
+// A graph trace (a tool-calling root, a 4-way fan-out, a join, a branch
+// the mock refuses) replayed from the command line against the mock, then
+// analyzed: the run names the parent_failed and mismatch counts, and
+// analyze prints the session section.
+func TestReplayGraphCLI(t *testing.T) {
+	cfg := mock.DefaultConfig()
+	cfg.Latency.PrefillBase = mock.Duration(time.Millisecond)
+	cfg.Latency.DecodeBase = mock.Duration(time.Millisecond)
+	cfg.Latency.PrefillPerToken, cfg.Latency.DecodePerSeq, cfg.Latency.JitterCV = 0, 0, 0
+	cfg.StrictModel = true
+	srv := mock.StartT(t, cfg)
+	user := func(s string) []trace.Message { return []trace.Message{{Role: "user", Content: s, Tokens: 3}} }
+	turns := []trace.Turn{{ConversationID: "s", Turn: 0, Messages: user("plan"), OutputTokens: 4,
+		Tools: `[{"type":"function","function":{"name":"search"}}]`, ToolChoice: `"required"`,
+		ReferenceToolCalls: []trace.ToolCall{{ID: "call_1", Name: "search", Arguments: "{}"}, {ID: "call_2", Name: "search", Arguments: "{}"}}}}
+	for k := int32(1); k <= 4; k++ {
+		turns = append(turns, trace.Turn{ConversationID: "s", Turn: k, Parents: []int32{0}, ThinkTimeNs: int64(time.Millisecond), OutputTokens: 3,
+			Messages: []trace.Message{{Role: "tool", Content: "result", ToolCallID: "call_1", Tokens: 1}}})
+	}
+	turns[4].Model = "refused"
+	turns = append(turns, trace.Turn{ConversationID: "s", Turn: 5, Parents: []int32{1, 2, 3}, OutputTokens: 3, Messages: user("sum up")},
+		trace.Turn{ConversationID: "s", Turn: 6, Parents: []int32{4}, OutputTokens: 3, Messages: user("never sent")})
+	dir := t.TempDir()
+	tr, out := filepath.Join(dir, "graph.parquet"), filepath.Join(dir, "rec.parquet")
+	if err := trace.WriteTrace(tr, trace.TraceMeta{Tokenizer: "o200k_base", Source: "test"}, turns); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runCLI(t, "replay", tr, "--target", srv.URL(), "--model", "tracekit-mock", "--progress", "none", "-o", out, "--no-analyze")
+	if code != ExitOK || !strings.Contains(stdout, "graphs: 1 requests not sent (parent_failed), 1 tool-call mismatches") {
+		t.Fatalf("replay: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	recs, _, err := trace.ReadRecords(out)
+	if err != nil || len(recs) != len(turns) {
+		t.Fatalf("%d records: %v", len(recs), err)
+	}
+	stdout, stderr, code = runCLI(t, "analyze", out)
+	if code != ExitOK || !strings.Contains(stdout, "Sessions (dependency graphs)") || !strings.Contains(stdout, "Not sent (parent_failed):                1") {
+		t.Fatalf("analyze: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}
