@@ -194,3 +194,42 @@ func TestPrimeReadError(t *testing.T) {
 		t.Errorf("records %v", recs)
 	}
 }
+
+// A shard that owns nothing of a trace's first thousands of rows stops
+// skipping them before its clock after 4 batches a shard, and reads its
+// own conversations on the schedule.
+func TestPrimeSkipsBounded(t *testing.T) {
+	srv := fastMock(t, nil)
+	var turns []trace.Turn
+	other := 0
+	for i := 0; other < 2*4*primeRows+10; i++ {
+		id := fmt.Sprintf("o%05d", i)
+		if hash(id)%2 == 0 {
+			turns = append(turns, conv(id, 1, 0, 0, 2)...)
+			other++
+		}
+	}
+	var own []string
+	for i := 0; len(own) < 2; i++ {
+		id := fmt.Sprintf("m%05d", i)
+		if hash(id)%2 == 1 {
+			turns = append(turns, conv(id, 1, 20*time.Millisecond, 0, 2)...)
+			own = append(own, id)
+		}
+	}
+	src := &stampedSource{Source: NewMemorySource(trace.TraceMeta{Tokenizer: "o200k_base"}, turns)}
+	sink, res, err := runSource(t, Config{Targets: []string{srv.URL()}, IgnoreEOS: true, Shard: 1, Shards: 2}, src)
+	if err != nil || res.Sent != 2 {
+		t.Fatalf("result %+v, %v; want the shard's 2 conversations", res, err)
+	}
+	start := sink.RunMeta().StartMonoNs
+	before := 0
+	for _, c := range src.calls {
+		if c.at < start {
+			before++
+		}
+	}
+	if before != 2*4*primeRows {
+		t.Errorf("%d reads before the clock, want the skip bound %d", before, 2*4*primeRows)
+	}
+}

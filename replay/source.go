@@ -165,13 +165,18 @@ func (p *primed) Next() ([]trace.Turn, error) {
 func (r *Runner) prime() *primed {
 	p := &primed{Source: r.src}
 	rows, fill := 0, 0
-	for rows < primeRows {
+	// Skipped rows are bounded too (4 batches per shard: a shard gets about
+	// 1/Shards of them), so a shard that owns few conversations of a long
+	// trace does not read it whole before its barrier.
+	skipLimit := 4 * primeRows * max(r.cfg.Shards, 1)
+	for skipped := 0; rows < primeRows && skipped < skipLimit; {
 		conv, err := r.src.Next()
 		if err != nil {
 			p.err = err
 			break
 		}
 		if len(conv) == 0 || !r.mine(conv) {
+			skipped += len(conv)
 			continue
 		}
 		if fill < primeFillTokens {

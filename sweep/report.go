@@ -3,7 +3,6 @@ package sweep
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress/zstd"
+
+	"github.com/tracekit/tracekit/internal/jsonpos"
 )
 
 // Files a sweep writes into its directory, next to the steps' files.
@@ -68,9 +69,10 @@ func ReadSummary(path string) (*Summary, error) {
 	}
 	var s Summary
 	if err := json.Unmarshal(b, &s); err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			return nil, fmt.Errorf("%s: byte %d: not a sweep summary: %w", path, se.Offset, err)
+		// One value decoded from the start: a type error's offset is
+		// absolute too.
+		if at := jsonpos.Locate(err).At(b); at != "" {
+			return nil, fmt.Errorf("%s: %s: not a sweep summary: %w", path, at, err)
 		}
 		return nil, fmt.Errorf("%s: not a sweep summary: %w", path, err)
 	}
