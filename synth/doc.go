@@ -24,7 +24,8 @@
 //	    multi-turn config.
 //	  - The production-trace imports share import.go (the window, limit,
 //	    clamp and speed, and prompt synthesis from prefix-block hashes by
-//	    Blocks), importrows.go (JSONL lines and CSV rows, the bad-row
+//	    Blocks), stream.go (rows grouped within a bounded window and
+//	    written as conversations complete: Streamer), importrows.go (JSONL lines and CSV rows, the bad-row
 //	    policy) and importvalues.go (exact decimal and timestamp parsing).
 //	  - compress.go opens every input file (source inputs, text files,
 //	    configs) plain, gzip or zstd, told by its magic bytes.

@@ -1,13 +1,10 @@
 package synth
 
 import (
-	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"time"
 
-	"github.com/tracekit/tracekit/tokenizer"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -34,9 +31,16 @@ type ImportOptions struct {
 	// under the default tokenizer.
 	Corpus *Corpus
 	// MaxBytes refuses an import whose prompts (after the window, limit and
-	// clamp) are estimated above it, before their text is made; 0 means no
-	// limit.
+	// clamp) are estimated above it, once the conversations built so far
+	// pass it; 0 means no limit.
 	MaxBytes int64
+	// GroupWindow bounds the import's memory (see rowStream): rows may be
+	// out of time order by at most this much (a row earlier than that is
+	// refused), and a multi-turn conversation (a BurstGPT session, a
+	// Bailian chain) that no row joined for this long on the source's
+	// timeline is complete (a later row that would join it is refused).
+	// 0 means DefaultGroupWindow.
+	GroupWindow time.Duration
 }
 
 // ImportStats says what an import did with the rows of its file. It is
@@ -73,6 +77,11 @@ func (o ImportOptions) validate(defaultBlock int) (ImportOptions, error) {
 		return o, fieldErr(st, "Limit", "limit %d must not be negative", o.Limit)
 	case o.BlockSize < 0:
 		return o, fieldErr(st, "BlockSize", "block size %d must not be negative", o.BlockSize)
+	case o.GroupWindow < 0:
+		return o, fieldErr(st, "GroupWindow", "grouping window %v must not be negative", o.GroupWindow)
+	}
+	if o.GroupWindow == 0 {
+		o.GroupWindow = DefaultGroupWindow
 	}
 	if o.Speed == 0 {
 		o.Speed = 1
@@ -93,117 +102,8 @@ type importRow struct {
 	hashes  []int64 // prefix-block hashes of the full prompt; nil when unknown
 	elapsed int64   // ns the request took in production; 0 when unknown
 	failed  bool
-}
-
-// convGroup is one conversation's rows (ordered by time) and its id suffix.
-type convGroup struct {
-	key  string
-	rows []importRow
-}
-
-// grouper splits the rows kept by the window into conversations. nil makes
-// every row its own single-turn conversation.
-type grouper func(kept []importRow) []convGroup
-
-// singles is the grouping of single-turn sources: one conversation per row,
-// keyed by its line so that requests sharing a timestamp keep file order.
-func singles(kept []importRow) []convGroup {
-	gs := make([]convGroup, len(kept))
-	for i, r := range kept {
-		gs[i] = convGroup{key: fmt.Sprintf("l%09d", r.line), rows: kept[i : i+1]}
-	}
-	return gs
-}
-
-// assemble applies the window, groups, limit, clamp and speed, and
-// synthesizes prompt text: it is the part all importers share.
-//
-// A multi-turn conversation keeps only its turns inside the window; a turn
-// whose earlier turns fall before the window starts a conversation of its
-// own, carrying its whole recorded prompt. So the window holds exactly the
-// source's requests in [Start, Start+Duration).
-//
-// Turn k>0 sends only the new tokens: its recorded prompt minus the previous
-// turn's prompt and output (at least 1), since replay carries the history.
-func (o ImportOptions) assemble(src string, origin int64, rows []importRow, group grouper, st *ImportStats) ([]Conversation, error) {
-	if len(rows) > 0 {
-		lo, hi := rows[0].at, rows[0].at
-		for _, r := range rows {
-			lo, hi = min(lo, r.at), max(hi, r.at)
-		}
-		st.SourceSpanNs = hi - lo
-	}
-	from := origin + int64(o.Start)
-	var kept []importRow
-	for _, r := range rows {
-		if r.at < from || (o.Duration > 0 && r.at >= from+int64(o.Duration)) {
-			st.OutsideWindow++
-			continue
-		}
-		kept = append(kept, r)
-	}
-	if group == nil {
-		group = singles
-	}
-	groups := group(kept)
-	for _, g := range groups {
-		sort.SliceStable(g.rows, func(i, j int) bool { return g.rows[i].at < g.rows[j].at })
-	}
-	sort.SliceStable(groups, func(i, j int) bool {
-		a, b := groups[i].rows[0], groups[j].rows[0]
-		if a.at != b.at {
-			return a.at < b.at
-		}
-		return a.line < b.line
-	})
-	if o.Limit > 0 && len(groups) > o.Limit {
-		for _, g := range groups[o.Limit:] {
-			st.OverLimit += len(g.rows)
-		}
-		groups = groups[:o.Limit]
-	}
-	corpus := o.Corpus
-	if corpus == nil {
-		var err error
-		if corpus, err = DefaultCorpus(tokenizer.Default()); err != nil {
-			return nil, fmt.Errorf("loading the default corpus for %s prompts: %w", src, err)
-		}
-	}
-	blocks, err := NewBlocks(corpus, o.BlockSize)
-	if err != nil {
-		return nil, fmt.Errorf("preparing %s prompt blocks: %w", src, err)
-	}
-	var tokens float64
-	requests := 0
-	for _, g := range groups {
-		for k := range g.rows {
-			_, msg, _ := o.turnTokens(g.rows, k)
-			tokens += float64(msg)
-		}
-		requests += len(g.rows)
-	}
-	if err := checkSize("ImportOptions", tokens*blocks.BytesPerToken(), o.MaxBytes,
-		fmt.Sprintf("%d %s requests of %.0f prompt tokens in all", requests, src, tokens)); err != nil {
-		return nil, err
-	}
-	convs := make([]Conversation, 0, len(groups))
-	first, last := int64(-1), int64(0)
-	for _, g := range groups {
-		c := o.conversation(src+"-"+g.key, from, g.rows, blocks, st)
-		convs = append(convs, c)
-		st.Requests += len(c)
-		for _, t := range c {
-			if first < 0 || t.ArrivalOffsetNs < first {
-				first = t.ArrivalOffsetNs
-			}
-			last = max(last, t.ArrivalOffsetNs)
-		}
-	}
-	st.Conversations = len(convs)
-	if first >= 0 {
-		st.TraceSpanNs = last - first
-	}
-	return convs, nil
+	// chat and parent are Bailian's chat links.
+	chat, parent int64
 }
 
 // scale maps a timeline instant to a trace offset: (t - from) / speed.

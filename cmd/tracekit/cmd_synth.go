@@ -93,6 +93,7 @@ func declareSynthFlags(f *pflag.FlagSet) {
 	f.String("model", "", "imported traces: model name stamped on every request (default: replay's --model)")
 	f.Bool("skip-bad", false, "imported traces: count and skip malformed rows instead of failing")
 	f.Int("block-size", 0, "imported traces: tokens per hash_ids block (0 = the format's: mooncake 512, bailian 16)")
+	f.Duration("group-window", synth.DefaultGroupWindow, "imported traces: rows may be out of time order by this much, and a session or chain idle this long is complete; memory holds this much of the file (widen it when synth says so)")
 
 	// vLLM bench serve's datasets
 	f.Int("sharegpt-output-len", 0, "vllm-sharegpt: max_tokens of every request (0 = the answer's length)")
@@ -355,6 +356,7 @@ func importOptions(f *pflag.FlagSet, in sourceInputs) (synth.ImportOptions, erro
 	o.Model, _ = f.GetString("model")
 	o.SkipBad, _ = f.GetBool("skip-bad")
 	o.BlockSize, _ = f.GetInt("block-size")
+	o.GroupWindow, _ = f.GetDuration("group-window")
 	if o.Limit == 0 {
 		o.Limit = in.conversations
 	}
@@ -395,6 +397,7 @@ var optionFlags = map[string]string{
 	"ImportOptions.Limit":                 "limit",
 	"ImportOptions.BlockSize":             "block-size",
 	"ImportOptions.MaxBytes":              "max-trace-size",
+	"ImportOptions.GroupWindow":           "group-window",
 	"BurstGPTOptions.Failed":              "failed",
 	"VLLMShareGPTOptions.Path":            "input",
 	"VLLMShareGPTOptions.Count":           "conversations",
