@@ -1,4 +1,4 @@
-package synth
+package blocktext
 
 import (
 	"fmt"
@@ -53,7 +53,7 @@ const minCorpusTokens = 64
 //
 // Bytes of text that are not UTF-8 are dropped and counted (InvalidUTF8).
 func NewCorpus(text string, tok tokenizer.Tokenizer) (*Corpus, error) {
-	invalid := countInvalidUTF8(text)
+	invalid := InvalidUTF8Bytes(text)
 	text = strings.TrimSpace(strings.ToValidUTF8(text, "")) + "\n"
 	ids := tok.Encode(text)
 	if len(ids) < minCorpusTokens {
@@ -210,4 +210,20 @@ func (c *Corpus) sameTokens(t string, s, k int) bool {
 		}
 	}
 	return true
+}
+
+// InvalidUTF8Bytes counts the bytes of s that are not UTF-8.
+func InvalidUTF8Bytes(s string) int64 {
+	if utf8.ValidString(s) {
+		return 0
+	}
+	var n int64
+	for len(s) > 0 {
+		r, size := utf8.DecodeRuneInString(s)
+		if r == utf8.RuneError && size == 1 {
+			n++
+		}
+		s = s[size:]
+	}
+	return n
 }
