@@ -61,6 +61,7 @@ type Runner struct {
 	disp    Dispatcher
 	precise *clock.Precise // owned, closed by Close; nil if cfg.Dispatcher given
 	bo      bodyOptions
+	mat     *materializer // makes virtual prompts' text (materialize.go); nil when the trace has none
 
 	slots     chan struct{} // request slots; nil: unlimited
 	convSlots chan struct{} // conversation slots; nil: unlimited
@@ -84,6 +85,7 @@ type runState struct {
 	seq     atomic.Int64  // requests started
 	mon     *monitor
 	sink    record.Sink
+	in      Source // what feed reads: src, or its prefetch stage (materialize.go)
 
 	sent, done, errs, inflight atomic.Int64
 }
@@ -133,6 +135,9 @@ func (r *Runner) build() error {
 		tok = tokenizer.Default()
 	}
 	r.tok = tok
+	if r.mat, err = newMaterializer(r.meta); err != nil {
+		return err
+	}
 	r.conns = newConnSet(&r.cfg)
 	r.bo = bodyOptions{endpoint: cfg.Endpoint, ignoreEOS: cfg.IgnoreEOS, temperature: cfg.Temperature,
 		continuousUsage: cfg.ContinuousUsage == "on", extra: cfg.extraInner()}
@@ -221,6 +226,9 @@ func (rr *Runner) Run(ctx context.Context, sink record.Sink) (*Result, error) {
 	}
 
 	defer r.setGC()()
+	in, stopIn := r.input()
+	defer stopIn()
+	r.in = in
 
 	if err := r.startClock(ctx, &meta); err != nil {
 		return nil, err // nothing was sent: a nil Result
@@ -397,7 +405,7 @@ func (r *Runner) logf(format string, args ...any) {
 // source or when stopCtx ends.
 func (r *runState) feed(runCtx, stopCtx context.Context, wg *sync.WaitGroup) error {
 	for {
-		conv, err := r.src.Next()
+		conv, err := r.in.Next()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}

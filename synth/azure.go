@@ -1,6 +1,8 @@
 package synth
 
 import (
+	"github.com/tracekit/tracekit/trace"
+
 	"context"
 	"errors"
 	"fmt"
@@ -117,6 +119,10 @@ func readAzure(ctx context.Context, path string, skip bool, st *ImportStats, use
 		}
 	}
 }
+
+// Prompts is the generator of the virtual prompts the last Stream wrote
+// (Prompter); nil when they hold their text.
+func (a *Azure) Prompts() *trace.PromptGenerator { return a.stats.Prompts }
 
 // Stats reports what the last Conversations call did with the file.
 func (a *Azure) Stats() ImportStats { return a.stats }

@@ -1,6 +1,8 @@
 package synth
 
 import (
+	"github.com/tracekit/tracekit/trace"
+
 	"context"
 	"errors"
 	"fmt"
@@ -158,6 +160,10 @@ func (g *chatChains) done(_ *rowStream, c *openConv) {
 }
 
 func (*chatChains) multi() bool { return true }
+
+// Prompts is the generator of the virtual prompts the last Stream wrote
+// (Prompter); nil when they hold their text.
+func (b *Bailian) Prompts() *trace.PromptGenerator { return b.stats.Prompts }
 
 // Stats reports what the last Conversations call did with the file.
 func (b *Bailian) Stats() ImportStats { return b.stats }

@@ -1,6 +1,8 @@
 package synth
 
 import (
+	"github.com/tracekit/tracekit/trace"
+
 	"context"
 	"errors"
 	"fmt"
@@ -268,6 +270,10 @@ func (g *sessions) done(_ *rowStream, c *openConv) {
 }
 
 func (*sessions) multi() bool { return true }
+
+// Prompts is the generator of the virtual prompts the last Stream wrote
+// (Prompter); nil when they hold their text.
+func (b *BurstGPT) Prompts() *trace.PromptGenerator { return b.stats.Prompts }
 
 // Stats reports what the last Conversations call did with the file.
 func (b *BurstGPT) Stats() ImportStats { return b.stats }

@@ -41,6 +41,12 @@ type ImportOptions struct {
 	// timeline is complete (a later row that would join it is refused).
 	// 0 means DefaultGroupWindow.
 	GroupWindow time.Duration
+	// PromptText stores every prompt's text in the trace. By default an
+	// import over the default corpus (Corpus nil, or DefaultCorpus under
+	// an embedded tokenizer) writes virtual prompts instead: lengths, the
+	// block hashes and a seed (trace.Message.Virtual), from which replay
+	// makes the same text. With another corpus the text is stored.
+	PromptText bool
 }
 
 // ImportStats says what an import did with the rows of its file. It is
@@ -54,7 +60,10 @@ type ImportStats struct {
 	OverLimit     int      // rows of conversations past --limit
 	Clamped       int      // requests whose prompt was cut to --max-input-tokens
 	InvalidUTF8   int64    // bytes of the file that are not UTF-8 (replaced by U+FFFD where they reach text)
-	Requests      int      // rows written
+	// Prompts is the generator of the virtual prompts written; nil when
+	// they hold their text.
+	Prompts       *trace.PromptGenerator
+	Requests      int // rows written
 	Conversations int
 	SourceSpanNs  int64 // last minus first timestamp of all well-formed rows
 	TraceSpanNs   int64 // last minus first arrival of the written requests
@@ -132,8 +141,9 @@ func (o ImportOptions) turnTokens(rows []importRow, k int) (in, msg int, clamped
 	return in, max(in-prevIn-max(rows[k-1].output, 1), 1), clamped
 }
 
-// conversation builds the turns of one group.
-func (o ImportOptions) conversation(id string, from int64, rows []importRow, blocks *Blocks, st *ImportStats) Conversation {
+// conversation builds the turns of one group; virtual leaves the text to
+// replay (trace.Message.Virtual).
+func (o ImportOptions) conversation(id string, from int64, rows []importRow, blocks *Blocks, virtual bool, st *ImportStats) Conversation {
 	c := make(Conversation, len(rows))
 	var prevAt, prevElapsed int64
 	for k, r := range rows {
@@ -149,18 +159,20 @@ func (o ImportOptions) conversation(id string, from int64, rows []importRow, blo
 		// prompt; it is built from the blocks that lie wholly inside them.
 		skip := min((in-msg+blocks.Size()-1)/blocks.Size(), len(hashes))
 		at := o.scale(r.at - from)
+		m := trace.Message{Role: "user", Tokens: int32(msg)}
+		if virtual {
+			m.Virtual, m.BlockStart, m.BlockSeed = true, int32(skip), int64(r.line)
+		} else {
+			m.Content = blocks.Text(hashes[skip:], msg, int64(r.line))
+		}
 		t := trace.Turn{
 			ConversationID:  id,
 			Turn:            int32(k),
 			ArrivalOffsetNs: at,
-			Messages: []trace.Message{{
-				Role:    "user",
-				Content: blocks.Text(hashes[skip:], msg, int64(r.line)),
-				Tokens:  int32(msg),
-			}},
-			InputTokens:  int32(msg),
-			OutputTokens: int32(max(r.output, 1)),
-			Model:        o.Model,
+			Messages:        []trace.Message{m},
+			InputTokens:     int32(msg),
+			OutputTokens:    int32(max(r.output, 1)),
+			Model:           o.Model,
 		}
 		if len(hashes) > 0 {
 			t.PrefixHashes = append([]int64(nil), hashes...)
@@ -191,6 +203,8 @@ func (o ImportOptions) metaOptions(st ImportStats) map[string]string {
 		"model":               o.Model,
 		"skip_bad":            strconv.FormatBool(o.SkipBad),
 		"block_size":          strconv.Itoa(o.BlockSize),
+		"group_window":        o.GroupWindow.String(),
+		"prompts":             "text",
 		"rows":                strconv.Itoa(st.Rows),
 		"bad_rows":            strconv.Itoa(st.BadRows),
 		"filtered_rows":       strconv.Itoa(st.Filtered),
@@ -204,6 +218,9 @@ func (o ImportOptions) metaOptions(st ImportStats) map[string]string {
 	}
 	if o.Duration > 0 {
 		m["window_duration"] = o.Duration.String()
+	}
+	if st.Prompts != nil {
+		m["prompts"] = "virtual"
 	}
 	for i, e := range st.BadExamples {
 		m["bad_row_"+strconv.Itoa(i+1)] = e

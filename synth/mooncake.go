@@ -1,6 +1,8 @@
 package synth
 
 import (
+	"github.com/tracekit/tracekit/trace"
+
 	"context"
 	"fmt"
 )
@@ -63,6 +65,10 @@ func (m *Mooncake) Stream(ctx context.Context, emit func(Conversation) error) er
 	}
 	return nil
 }
+
+// Prompts is the generator of the virtual prompts the last Stream wrote
+// (Prompter); nil when they hold their text.
+func (m *Mooncake) Prompts() *trace.PromptGenerator { return m.stats.Prompts }
 
 // Stats reports what the last Conversations call did with the file.
 func (m *Mooncake) Stats() ImportStats { return m.stats }

@@ -26,6 +26,13 @@ type Streamer interface {
 	Stream(ctx context.Context, emit func(Conversation) error) error
 }
 
+// Prompter is a Source that may write virtual prompts
+// (trace.Message.Virtual): Prompts is their generator after the source ran,
+// for TraceMeta.Prompts; nil when every message holds its text.
+type Prompter interface {
+	Prompts() *trace.PromptGenerator
+}
+
 // collect runs a stream to its end and returns its conversations (the
 // Conversations method of a Streamer).
 func collect(ctx context.Context, s Streamer) ([]Conversation, error) {
@@ -74,13 +81,14 @@ func collect(ctx context.Context, s Streamer) ([]Conversation, error) {
 // from the earliest still open onwards (a session open for hours holds the
 // conversations that started after it until it closes).
 type rowStream struct {
-	o      ImportOptions
-	src    string
-	st     *ImportStats
-	group  grouping
-	emit   func(Conversation) error
-	blocks *Blocks
-	window int64
+	o       ImportOptions
+	src     string
+	st      *ImportStats
+	group   grouping
+	emit    func(Conversation) error
+	blocks  *Blocks
+	virtual bool // messages are trace.Message.Virtual
+	window  int64
 
 	originFromData bool // Azure: origin is the earliest row
 	originSet      bool
@@ -156,8 +164,12 @@ func newRowStream(o ImportOptions, src string, st *ImportStats, g grouping, orig
 	if g == nil {
 		g = singleRows{}
 	}
+	virtual := !o.PromptText && corpus.IsDefault()
+	if virtual {
+		st.Prompts = &trace.PromptGenerator{Name: trace.PromptGeneratorBlocks, Tokenizer: corpus.Tokenizer().Name(), BlockSize: o.BlockSize}
+	}
 	s := &rowStream{
-		o: o, src: src, st: st, group: g, emit: emit, blocks: blocks,
+		o: o, src: src, st: st, group: g, emit: emit, blocks: blocks, virtual: virtual,
 		window: int64(o.GroupWindow), originFromData: originFromData,
 		open: list.New(), first: -1,
 	}
@@ -328,15 +340,14 @@ func (s *rowStream) build(c *openConv) (Conversation, error) {
 		s.tokens += float64(msg)
 	}
 	s.requests += len(c.rows)
-	if err := checkSize("ImportOptions", s.tokens*s.blocks.BytesPerToken(), s.o.MaxBytes,
-		fmt.Sprintf("%d %s requests of %.0f prompt tokens so far", s.requests, s.src, s.tokens)); err != nil {
+	if err := s.checkSize(); err != nil {
 		return nil, err
 	}
 	key := c.key
 	if c.failed {
 		key += "-failed"
 	}
-	conv := s.o.conversation(s.src+"-"+key, s.from, c.rows, s.blocks, s.st)
+	conv := s.o.conversation(s.src+"-"+key, s.from, c.rows, s.blocks, s.virtual, s.st)
 	s.st.Requests += len(conv)
 	s.emitted++
 	for _, t := range conv {
@@ -354,6 +365,15 @@ func (s *rowStream) closedError(r importRow, field, what string, _ *openConv) er
 	return &FieldError{Struct: "ImportOptions", Field: "GroupWindow", Err: &RowError{File: s.o.Path, Line: r.line, Field: field,
 		Err: fmt.Errorf("%s continues a conversation whose last turn was more than the grouping window (%v) earlier, so it was already written; widen the window",
 			what, time.Duration(s.window))}}
+}
+
+// checkSize refuses prompt text past MaxBytes; virtual prompts hold none.
+func (s *rowStream) checkSize() error {
+	if s.virtual {
+		return nil
+	}
+	return checkSize("ImportOptions", s.tokens*s.blocks.BytesPerToken(), s.o.MaxBytes,
+		fmt.Sprintf("%d %s requests of %.0f prompt tokens so far", s.requests, s.src, s.tokens))
 }
 
 // rowHeap orders rows by (timestamp, line).
@@ -413,6 +433,9 @@ func writeStream(ctx context.Context, path string, meta trace.TraceMeta, s Strea
 	if res.Conversations == 0 {
 		f.abort()
 		return fmt.Errorf("%s source: %w", s.Name(), ErrNoConversations)
+	}
+	if p, ok := s.(Prompter); ok {
+		meta.Prompts = p.Prompts()
 	}
 	if err := f.commit(withReport(meta, s.Name(), res.Report)); err != nil {
 		return &OutputError{Err: err}

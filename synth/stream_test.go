@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tracekit/tracekit/internal/blocktext"
+	"github.com/tracekit/tracekit/trace"
 )
 
 // A streamed import emits conversations while it reads: with a 1 s
@@ -103,5 +106,71 @@ func TestStreamClosedConversationRefused(t *testing.T) {
 	var re *RowError
 	if !errors.As(err, &re) || re.Line != 2 || re.Field != "parent_chat_id" {
 		t.Fatalf("chat 2 continues chat 1 after 100 s with a 1 min window: %v", err)
+	}
+}
+
+// A virtual import (the default over the default corpus) holds the same
+// turns as a --prompt-text import except the text, and the text its
+// messages name (blocks PrefixHashes[BlockStart:], Tokens tokens, filler
+// salted by BlockSeed) is byte for byte the text the other stored.
+func TestVirtualPromptsMatchText(t *testing.T) {
+	mc := `{"timestamp": 0, "input_length": 40, "output_length": 5, "hash_ids": [1, 2, 3]}
+{"timestamp": 10, "input_length": 70, "output_length": 5, "hash_ids": [1, 2, 4, 5, 6]}
+{"timestamp": 20, "input_length": 7, "output_length": 5}
+`
+	bl := `{"chat_id": 1, "parent_chat_id": -1, "timestamp": 0.5, "input_length": 40, "output_length": 10, "hash_ids": [100, 101, 102]}
+{"chat_id": 3, "parent_chat_id": 1, "timestamp": 4.5, "input_length": 70, "output_length": 8, "hash_ids": [100, 101, 104, 105, 106]}
+`
+	bg := "Session ID,Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n7,10,ChatGPT,100,50,150,Conversation log\n7,20,ChatGPT,300,50,350,Conversation log\n,21,ChatGPT,60,6,66,API log\n"
+	az := "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n2023-11-16 18:15:50.0000000,80,4\n"
+	cases := []struct {
+		name string
+		make func(o ImportOptions) Streamer
+		file string
+	}{
+		{"mooncake", func(o ImportOptions) Streamer { o.BlockSize = 16; return &Mooncake{Opts: o} }, writeFile(t, "m.jsonl", mc)},
+		{"bailian", func(o ImportOptions) Streamer { return &Bailian{Opts: o} }, writeFile(t, "b.jsonl", bl)},
+		{"burstgpt", func(o ImportOptions) Streamer { return &BurstGPT{Opts: BurstGPTOptions{ImportOptions: o}} }, writeFile(t, "g.csv", bg)},
+		{"azure", func(o ImportOptions) Streamer { return &Azure{Opts: o} }, writeFile(t, "a.csv", az)},
+	}
+	for _, c := range cases {
+		virt := c.make(ImportOptions{Path: c.file, Corpus: importCorpus(t)})
+		text := c.make(ImportOptions{Path: c.file, Corpus: importCorpus(t), PromptText: true})
+		vc, err := collect(context.Background(), virt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc, err := collect(context.Background(), text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gen := virt.(Prompter).Prompts()
+		if gen == nil || gen.Name != trace.PromptGeneratorBlocks || text.(Prompter).Prompts() != nil {
+			t.Fatalf("%s: generators %+v (virtual) and %+v (text)", c.name, gen, text.(Prompter).Prompts())
+		}
+		blocks, err := blocktext.DefaultBlocks(gen.Tokenizer, gen.BlockSize)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(vc) != len(tc) {
+			t.Fatalf("%s: %d and %d conversations", c.name, len(vc), len(tc))
+		}
+		for i := range vc {
+			for k := range vc[i] {
+				v, w := vc[i][k], tc[i][k]
+				m := v.Messages[0]
+				if !m.Virtual || m.Content != "" {
+					t.Fatalf("%s %s/%d: message %+v is not virtual", c.name, v.ConversationID, k, m)
+				}
+				got := blocks.Text(v.PrefixHashes[m.BlockStart:], int(m.Tokens), m.BlockSeed)
+				if got != w.Messages[0].Content {
+					t.Fatalf("%s %s/%d: virtual text differs from the stored text", c.name, v.ConversationID, k)
+				}
+				v.Messages = []trace.Message{{Role: m.Role, Content: got, Tokens: m.Tokens}}
+				if fmt.Sprint(v) != fmt.Sprint(w) {
+					t.Fatalf("%s: turns differ beyond the text:\n%+v\n%+v", c.name, v, w)
+				}
+			}
+		}
 	}
 }

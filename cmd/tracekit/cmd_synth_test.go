@@ -187,7 +187,7 @@ func TestSynthOutOfRangeExits2(t *testing.T) {
 		{[]string{"--input-tokens", "99999999999"}, []string{"--input-tokens 99999999999", "2147483647"}},
 		{[]string{"--input-tokens", "1000000000"}, []string{"--max-trace-size 2GiB", "TiB of text", "--input-tokens"}},
 		{[]string{"--conversations", "1000000000000"}, []string{"--max-trace-size 2GiB", "1000000000000 conversations"}},
-		{[]string{"--source", "mooncake", "--input", mc}, []string{"--max-trace-size 2GiB", "1 mooncake requests of 2000000000 prompt tokens so far"}},
+		{[]string{"--source", "mooncake", "--input", mc, "--prompt-text"}, []string{"--max-trace-size 2GiB", "1 mooncake requests of 2000000000 prompt tokens so far"}},
 	})
 }
 

@@ -37,6 +37,7 @@ type Corpus struct {
 	// invalidUTF8 counts the bytes of the given text that were not UTF-8
 	// (dropped).
 	invalidUTF8 int64
+	isDefault   bool // DefaultCorpus under an embedded tokenizer
 }
 
 // windowTokens is how many tokens on each side of a cut are re-encoded to
