@@ -94,7 +94,7 @@ type rowStream struct {
 	originSet      bool
 	origin, from   int64
 
-	pending        rowHeap
+	pending        pendingRows
 	latest         int64 // the latest timestamp read
 	lastAt         int64 // the last released row's timestamp and line
 	lastLine       int
@@ -191,10 +191,10 @@ func (s *rowStream) add(r importRow) error {
 			Err: fmt.Errorf("%v on the source's timeline is before line %d's %v, which was already placed: rows may be out of time order by at most the grouping window (%v); widen it",
 				time.Duration(r.at), s.lastLine, time.Duration(s.lastAt), time.Duration(s.window))}}
 	}
-	heap.Push(&s.pending, r)
+	s.pending.push(r)
 	s.latest = max(s.latest, r.at)
-	for s.pending.Len() > 0 && s.pending[0].at < s.latest-s.window {
-		if err := s.release(heap.Pop(&s.pending).(importRow)); err != nil {
+	for s.pending.len() > 0 && s.pending.first().at < s.latest-s.window {
+		if err := s.release(s.pending.pop()); err != nil {
 			return err
 		}
 	}
@@ -204,8 +204,8 @@ func (s *rowStream) add(r importRow) error {
 // finish releases every row left, closes every conversation and emits
 // them; it sets the stats that need the whole file.
 func (s *rowStream) finish() error {
-	for s.pending.Len() > 0 {
-		if err := s.release(heap.Pop(&s.pending).(importRow)); err != nil {
+	for s.pending.len() > 0 {
+		if err := s.release(s.pending.pop()); err != nil {
 			return err
 		}
 	}
@@ -376,16 +376,69 @@ func (s *rowStream) checkSize() error {
 		fmt.Sprintf("%d %s requests of %.0f prompt tokens so far", s.requests, s.src, s.tokens))
 }
 
+// pendingRows hold the rows not yet released, in (timestamp, line) order:
+// a FIFO while the file is in time order (the common case, no sifting), a
+// heap from the first row out of order on.
+type pendingRows struct {
+	fifo   []importRow
+	head   int
+	h      rowHeap
+	sorted bool // h is in use
+}
+
+func (p *pendingRows) len() int {
+	if p.sorted {
+		return len(p.h)
+	}
+	return len(p.fifo) - p.head
+}
+
+func (p *pendingRows) push(r importRow) {
+	if !p.sorted {
+		if n := len(p.fifo); n == p.head || !rowLess(r, p.fifo[n-1]) {
+			if p.head > 4096 && p.head > n/2 {
+				p.fifo = append(p.fifo[:0], p.fifo[p.head:]...)
+				p.head = 0
+			}
+			p.fifo = append(p.fifo, r)
+			return
+		}
+		p.h = append(rowHeap(nil), p.fifo[p.head:]...)
+		p.fifo, p.head, p.sorted = nil, 0, true
+		heap.Init(&p.h)
+	}
+	heap.Push(&p.h, r)
+}
+
+func (p *pendingRows) first() importRow {
+	if p.sorted {
+		return p.h[0]
+	}
+	return p.fifo[p.head]
+}
+
+func (p *pendingRows) pop() importRow {
+	if p.sorted {
+		return heap.Pop(&p.h).(importRow)
+	}
+	r := p.fifo[p.head]
+	p.fifo[p.head] = importRow{}
+	p.head++
+	return r
+}
+
+func rowLess(a, b importRow) bool {
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	return a.line < b.line
+}
+
 // rowHeap orders rows by (timestamp, line).
 type rowHeap []importRow
 
 func (h rowHeap) Len() int { return len(h) }
-func (h rowHeap) Less(i, j int) bool {
-	if h[i].at != h[j].at {
-		return h[i].at < h[j].at
-	}
-	return h[i].line < h[j].line
-}
+func (h rowHeap) Less(i, j int) bool { return rowLess(h[i], h[j]) }
 func (h rowHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
 func (h *rowHeap) Push(x any)   { *h = append(*h, x.(importRow)) }
 func (h *rowHeap) Pop() any {
