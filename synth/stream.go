@@ -437,10 +437,10 @@ func rowLess(a, b importRow) bool {
 // rowHeap orders rows by (timestamp, line).
 type rowHeap []importRow
 
-func (h rowHeap) Len() int { return len(h) }
+func (h rowHeap) Len() int           { return len(h) }
 func (h rowHeap) Less(i, j int) bool { return rowLess(h[i], h[j]) }
-func (h rowHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *rowHeap) Push(x any)   { *h = append(*h, x.(importRow)) }
+func (h rowHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *rowHeap) Push(x any)        { *h = append(*h, x.(importRow)) }
 func (h *rowHeap) Pop() any {
 	old := *h
 	r := old[len(old)-1]
