@@ -34,9 +34,10 @@ type ImportOptions struct {
 	// clamp) are estimated above it, once the conversations built so far
 	// pass it; 0 means no limit.
 	MaxBytes int64
-	// GroupWindow bounds the import's memory (see rowStream): rows may be
-	// out of time order by at most this much (a row earlier than that is
-	// refused), and a multi-turn conversation (a BurstGPT session, a
+	// GroupWindow bounds the import's memory (see rowStream): rows out of
+	// time order by up to this much are placed in order (a row earlier than
+	// one already placed, which is more than this older than the latest
+	// row, is refused), and a multi-turn conversation (a BurstGPT session, a
 	// Bailian chain) that no row joined for this long on the source's
 	// timeline is complete (a later row that would join it is refused).
 	// 0 means DefaultGroupWindow.
