@@ -42,12 +42,8 @@ func TestMooncakeWindowReplaysOnSourceTimestamps(t *testing.T) {
 	}
 
 	src := &synth.Mooncake{Opts: synth.ImportOptions{Path: sharedMooncake, Start: start, Duration: window, MaxInputTokens: 2048}}
-	convs, err := src.Conversations(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(t.TempDir(), "mooncake.parquet")
-	if err := synth.Write(context.Background(), path, trace.TraceMeta{Source: "mooncake", Tokenizer: "o200k_base"}, convs); err != nil {
+	if _, err := synth.Generate(context.Background(), synth.Job{Source: src, Meta: trace.TraceMeta{Tokenizer: "o200k_base"}, Output: path}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -65,6 +65,7 @@ type Runner struct {
 	disp    Dispatcher
 	precise *clock.Precise // owned, closed by Close; nil if cfg.Dispatcher given
 	bo      bodyOptions
+	mat     *materializer // makes virtual prompts' text (materialize.go); nil when the trace has none
 
 	slots     chan struct{} // request slots; nil: unlimited
 	convSlots chan struct{} // conversation slots; nil: unlimited
@@ -138,6 +139,9 @@ func (r *Runner) build() error {
 		tok = tokenizer.Default()
 	}
 	r.tok = tok
+	if r.mat, err = newMaterializer(r.meta); err != nil {
+		return err
+	}
 	r.conns = newConnSet(&r.cfg)
 	r.bo = bodyOptions{endpoint: cfg.Endpoint, ignoreEOS: cfg.IgnoreEOS, temperature: cfg.Temperature,
 		continuousUsage: cfg.ContinuousUsage == "on", extra: cfg.extraInner()}
@@ -226,8 +230,10 @@ func (rr *Runner) Run(ctx context.Context, sink record.Sink) (*Result, error) {
 	}
 
 	defer r.setGC()()
+	in, stopIn := r.input()
+	defer stopIn()
 
-	src := r.prime() // before the clock: the first dispatches pay no file I/O
+	src := r.prime(in) // before the clock: the first dispatches pay no file I/O
 	if err := r.startClock(ctx, &meta); err != nil {
 		return nil, err // nothing was sent: a nil Result
 	}

@@ -162,15 +162,15 @@ func (p *primed) Next() ([]trace.Turn, error) {
 // skips the other shards' conversations has skipped those of its first
 // batch already. A read error is kept for after the conversations read
 // before it, as feed would have met it.
-func (r *Runner) prime() *primed {
-	p := &primed{Source: r.src}
+func (r *Runner) prime(in Source) *primed {
+	p := &primed{Source: in} // the run's input: the file or its materializing prefetch stage (materialize.go)
 	rows, fill := 0, 0
 	// Skipped rows are bounded too (4 batches per shard: a shard gets about
 	// 1/Shards of them), so a shard that owns few conversations of a long
 	// trace does not read it whole before its barrier.
 	skipLimit := 4 * primeRows * max(r.cfg.Shards, 1)
 	for skipped := 0; rows < primeRows && skipped < skipLimit; {
-		conv, err := r.src.Next()
+		conv, err := in.Next()
 		if err != nil {
 			p.err = err
 			break

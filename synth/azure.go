@@ -1,6 +1,8 @@
 package synth
 
 import (
+	"github.com/tracekit/tracekit/trace"
+
 	"context"
 	"errors"
 	"fmt"
@@ -23,7 +25,7 @@ type Azure struct {
 	stats ImportStats
 }
 
-var _ Source = (*Azure)(nil)
+var _ Streamer = (*Azure)(nil)
 
 // Name is "azure".
 func (*Azure) Name() string { return "azure" }
@@ -37,59 +39,63 @@ func NewAzure(o ImportOptions) (*Azure, error) {
 }
 
 // Conversations reads the CSV and builds one conversation per row.
-func (a *Azure) Conversations(ctx context.Context) ([]Conversation, error) {
+func (a *Azure) Conversations(ctx context.Context) ([]Conversation, error) { return collect(ctx, a) }
+
+// Stream reads the CSV and emits one conversation per row (Streamer).
+func (a *Azure) Stream(ctx context.Context, emit func(Conversation) error) error {
 	o, err := a.Opts.validate(MooncakeBlockSize)
 	if err != nil {
-		return nil, fmt.Errorf("azure: %w", err)
+		return fmt.Errorf("azure: %w", err)
 	}
 	a.Opts, a.stats = o, ImportStats{}
-	rows, bad, invalid, err := readAzure(ctx, o.Path, o.SkipBad)
+	s, err := newRowStream(o, "azure", &a.stats, nil, true, emit)
 	if err != nil {
-		return nil, fmt.Errorf("azure: %w", err)
+		return err
 	}
-	a.stats.Rows, a.stats.BadRows, a.stats.BadExamples, a.stats.InvalidUTF8 = len(rows), bad.count, bad.first, invalid
-	var origin int64
-	if len(rows) > 0 {
-		origin = rows[0].at
-		for _, r := range rows {
-			origin = min(origin, r.at)
-		}
+	err = readAzure(ctx, o.Path, o.SkipBad, &a.stats, s.add)
+	if err == nil {
+		err = s.finish()
 	}
-	return o.assemble("azure", origin, rows, nil, &a.stats)
+	if err != nil {
+		return fmt.Errorf("azure: %w", err)
+	}
+	return nil
 }
 
-func readAzure(ctx context.Context, path string, skip bool) ([]importRow, badRows, int64, error) {
+// readAzure hands every well-formed row to use; it fills st's Rows,
+// BadRows, BadExamples and InvalidUTF8.
+func readAzure(ctx context.Context, path string, skip bool, st *ImportStats, use func(importRow) error) error {
 	bad := badRows{skip: skip}
 	t, err := openCSV(path)
 	if err != nil {
-		return nil, bad, 0, err
+		return err
 	}
 	defer t.Close()
 	var cols [3]int
 	for i, name := range []string{"TIMESTAMP", "ContextTokens", "GeneratedTokens"} {
 		if cols[i], err = t.need(name); err != nil {
-			return nil, bad, 0, err
+			return err
 		}
 	}
 	names := [3]string{"TIMESTAMP", "ContextTokens", "GeneratedTokens"}
-	var rows []importRow
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, bad, 0, err
+			return err
 		}
 		rec, line, err := t.next()
 		if errors.Is(err, io.EOF) {
-			return rows, bad, t.invalidUTF8(), nil
+			st.BadRows, st.BadExamples, st.InvalidUTF8 = bad.count, bad.first, t.invalidUTF8()
+			return nil
 		}
 		var rerr *RowError
 		if errors.As(err, &rerr) {
 			if err := bad.add(rerr); err != nil {
-				return nil, bad, 0, err
+				return err
 			}
 			continue
 		}
 		if err != nil {
-			return nil, bad, 0, err
+			return err
 		}
 		r := importRow{line: line}
 		var ferr error
@@ -103,13 +109,20 @@ func readAzure(ctx context.Context, path string, skip bool) ([]importRow, badRow
 		}
 		if ferr != nil {
 			if err := bad.add(&RowError{File: path, Line: line, Field: names[field], Err: ferr}); err != nil {
-				return nil, bad, 0, err
+				return err
 			}
 			continue
 		}
-		rows = append(rows, r)
+		st.Rows++
+		if err := use(r); err != nil {
+			return err
+		}
 	}
 }
+
+// Prompts is the generator of the virtual prompts the last Stream wrote
+// (Prompter); nil when they hold their text.
+func (a *Azure) Prompts() *trace.PromptGenerator { return a.stats.Prompts }
 
 // Stats reports what the last Conversations call did with the file.
 func (a *Azure) Stats() ImportStats { return a.stats }

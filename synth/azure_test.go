@@ -20,7 +20,7 @@ func TestAzure2023Quirks(t *testing.T) {
 		"2023-11-16 18:15:50.9951690,879,55\r\n" +
 		"2023-11-16 18:16:00.0000000,0,0"
 	p := writeFile(t, "AzureLLMInferenceTrace_conv.csv", body)
-	a := &Azure{Opts: ImportOptions{Path: p, Corpus: importCorpus(t)}}
+	a := &Azure{Opts: ImportOptions{Path: p, Corpus: importCorpus(t), PromptText: true}}
 	convs, err := a.Conversations(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +53,7 @@ func TestAzure2024Quirks(t *testing.T) {
 		"2024-05-10 00:00:01+00:00,100,3\n" +
 		"2024-05-10 00:00:01.5+00:00,100,3\n"
 	p := writeFile(t, "AzureLLMInferenceTrace_code_1week.csv", body)
-	a := &Azure{Opts: ImportOptions{Path: p, Corpus: importCorpus(t)}}
+	a := &Azure{Opts: ImportOptions{Path: p, Corpus: importCorpus(t), PromptText: true}}
 	convs, err := a.Conversations(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -81,13 +81,13 @@ func TestAzureBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		p := writeFile(t, "bad.csv", head+c.row+"\r\n2023-11-16 18:15:48.0000000,5,5")
-		_, err := (&Azure{Opts: ImportOptions{Path: p, Corpus: importCorpus(t)}}).Conversations(context.Background())
+		_, err := (&Azure{Opts: ImportOptions{Path: p, Corpus: importCorpus(t), PromptText: true}}).Conversations(context.Background())
 		var re *RowError
 		if err == nil || !errors.As(err, &re) || !strings.Contains(err.Error(), p+" "+c.want) {
 			t.Errorf("row %q: error %v, want %q", c.row, err, c.want)
 			continue
 		}
-		a := &Azure{Opts: ImportOptions{Path: p, Corpus: importCorpus(t), SkipBad: true}}
+		a := &Azure{Opts: ImportOptions{Path: p, Corpus: importCorpus(t), PromptText: true, SkipBad: true}}
 		convs, err := a.Conversations(context.Background())
 		// A broken quote swallows the rest of the file into one bad row.
 		if err != nil || len(convs) < 1 || a.Stats().BadRows != 1 {
@@ -128,7 +128,7 @@ func TestAzureSharedData(t *testing.T) {
 	for i := range want {
 		want[i] -= t0
 	}
-	a := &Azure{Opts: ImportOptions{Path: sharedAzure, Corpus: importCorpus(t), MaxInputTokens: 8}}
+	a := &Azure{Opts: ImportOptions{Path: sharedAzure, Corpus: importCorpus(t), PromptText: true, MaxInputTokens: 8}}
 	convs, err := a.Conversations(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -1,10 +1,11 @@
 package synth
 
 import (
+	"github.com/tracekit/tracekit/trace"
+
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 )
 
 // BailianBlockSize is the tokens per hash_ids block of the Qwen-Bailian
@@ -38,7 +39,7 @@ type Bailian struct {
 	stats ImportStats
 }
 
-var _ Source = (*Bailian)(nil)
+var _ Streamer = (*Bailian)(nil)
 
 // Name is "bailian".
 func (*Bailian) Name() string { return "bailian" }
@@ -66,34 +67,39 @@ type bailianRow struct {
 }
 
 // Conversations reads the file and chains turns into conversations.
-func (b *Bailian) Conversations(ctx context.Context) ([]Conversation, error) {
+func (b *Bailian) Conversations(ctx context.Context) ([]Conversation, error) { return collect(ctx, b) }
+
+// Stream reads the file, chains turns and emits conversations (Streamer).
+func (b *Bailian) Stream(ctx context.Context, emit func(Conversation) error) error {
 	o, err := b.Opts.validate(BailianBlockSize)
 	if err != nil {
-		return nil, fmt.Errorf("bailian: %w", err)
+		return fmt.Errorf("bailian: %w", err)
 	}
 	b.Opts, b.stats = o, ImportStats{}
+	s, err := newRowStream(o, "bailian", &b.stats, &chatChains{tail: map[int64]*openConv{}, closed: map[int64]bool{}}, false, emit)
+	if err != nil {
+		return err
+	}
 	seen := map[int64]int{} // chat_id -> line
-	read, err := readJSONL(ctx, o, &b.stats, func(line int, text []byte) (bailianRow, *RowError) {
+	err = readJSONL(ctx, o, &b.stats, func(line int, text []byte) (importRow, *RowError) {
 		r, rerr := parseBailianLine(o.Path, line, text)
 		if rerr != nil {
-			return r, rerr
+			return r.importRow, rerr
 		}
 		if prev, dup := seen[r.chat]; dup {
-			return r, &RowError{File: o.Path, Line: line, Field: "chat_id", Err: fmt.Errorf("%d repeats the chat_id of line %d", r.chat, prev)}
+			return r.importRow, &RowError{File: o.Path, Line: line, Field: "chat_id", Err: fmt.Errorf("%d repeats the chat_id of line %d", r.chat, prev)}
 		}
 		seen[r.chat] = line
-		return r, nil
-	})
+		r.importRow.chat, r.importRow.parent = r.chat, r.parent
+		return r.importRow, nil
+	}, s.add)
+	if err == nil {
+		err = s.finish()
+	}
 	if err != nil {
-		return nil, fmt.Errorf("bailian: %w", err)
+		return fmt.Errorf("bailian: %w", err)
 	}
-	links := make(map[int]bailianRow, len(read)) // line -> links, read by the grouper
-	rows := make([]importRow, len(read))
-	for i, r := range read {
-		links[r.line] = r
-		rows[i] = r.importRow
-	}
-	return o.assemble("bailian", 0, rows, func(kept []importRow) []convGroup { return chainChats(kept, links) }, &b.stats)
+	return nil
 }
 
 func parseBailianLine(path string, line int, text []byte) (bailianRow, *RowError) {
@@ -120,33 +126,44 @@ func parseBailianLine(path string, line int, text []byte) (bailianRow, *RowError
 	return bailianRow{importRow: r, chat: *l.ChatID, parent: *l.ParentChatID}, nil
 }
 
-// chainChats follows parent links among the kept rows, in time order: a
-// row continues the conversation whose last turn is its parent, else it
-// starts one keyed by its own chat_id.
-func chainChats(kept []importRow, links map[int]bailianRow) []convGroup {
-	order := append([]importRow(nil), kept...)
-	sort.SliceStable(order, func(i, j int) bool {
-		if order[i].at != order[j].at {
-			return order[i].at < order[j].at
-		}
-		return order[i].line < order[j].line
-	})
-	var gs []convGroup
-	tail := map[int64]int{} // chat_id of a conversation's last turn -> group
-	for _, r := range order {
-		l := links[r.line]
-		i, ok := tail[l.parent]
-		if ok && l.parent >= 0 {
-			delete(tail, l.parent)
-		} else {
-			i = len(gs)
-			gs = append(gs, convGroup{key: fmt.Sprintf("c%d", l.chat)})
-		}
-		gs[i].rows = append(gs[i].rows, r)
-		tail[l.chat] = i
-	}
-	return gs
+// chatChains follows parent links, in time order: a row continues the
+// conversation whose last turn is its parent, else it starts one keyed by
+// its own chat_id.
+type chatChains struct {
+	tail   map[int64]*openConv // chat_id of an open conversation's last turn
+	closed map[int64]bool      // chat_id of a closed conversation's last turn
 }
+
+func (g *chatChains) place(s *rowStream, r importRow) (*openConv, string, bool, error) {
+	if r.parent >= 0 {
+		if c, ok := g.tail[r.parent]; ok {
+			delete(g.tail, r.parent)
+			return c, "", false, nil
+		}
+		if g.closed[r.parent] {
+			return nil, "", false, s.closedError(r, "parent_chat_id", fmt.Sprintf("parent_chat_id %d", r.parent), nil)
+		}
+	}
+	return nil, fmt.Sprintf("c%d", r.chat), false, nil
+}
+
+func (g *chatChains) joined(_ *rowStream, c *openConv, r importRow) {
+	g.tail[r.chat] = c
+	c.tail = r.chat
+}
+
+func (g *chatChains) done(_ *rowStream, c *openConv) {
+	if g.tail[c.tail] == c {
+		delete(g.tail, c.tail)
+		g.closed[c.tail] = true
+	}
+}
+
+func (*chatChains) multi() bool { return true }
+
+// Prompts is the generator of the virtual prompts the last Stream wrote
+// (Prompter); nil when they hold their text.
+func (b *Bailian) Prompts() *trace.PromptGenerator { return b.stats.Prompts }
 
 // Stats reports what the last Conversations call did with the file.
 func (b *Bailian) Stats() ImportStats { return b.stats }

@@ -25,7 +25,7 @@ const bailianQuirks = `{"chat_id": 1, "parent_chat_id": -1, "timestamp": 0.5, "i
 
 func TestBailianChains(t *testing.T) {
 	p := writeFile(t, "qwen_traceA_blksz_16.jsonl", bailianQuirks)
-	b := &Bailian{Opts: ImportOptions{Path: p, Corpus: importCorpus(t)}}
+	b := &Bailian{Opts: ImportOptions{Path: p, Corpus: importCorpus(t), PromptText: true}}
 	convs, err := b.Conversations(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +73,7 @@ func TestBailianChains(t *testing.T) {
 
 func TestBailianWindowSplitsChains(t *testing.T) {
 	p := writeFile(t, "b.jsonl", bailianQuirks)
-	b := &Bailian{Opts: ImportOptions{Path: p, Corpus: importCorpus(t), Start: 4 * time.Second, Duration: 6 * time.Second}}
+	b := &Bailian{Opts: ImportOptions{Path: p, Corpus: importCorpus(t), PromptText: true, Start: 4 * time.Second, Duration: 6 * time.Second}}
 	convs, err := b.Conversations(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -104,12 +104,12 @@ func TestBailianBadInput(t *testing.T) {
 		{`not json`, `line 2, column 2: malformed JSON`},
 	} {
 		p := writeFile(t, "bad.jsonl", good+c.line+"\n")
-		_, err := (&Bailian{Opts: ImportOptions{Path: p, Corpus: importCorpus(t)}}).Conversations(context.Background())
+		_, err := (&Bailian{Opts: ImportOptions{Path: p, Corpus: importCorpus(t), PromptText: true}}).Conversations(context.Background())
 		var re *RowError
 		if err == nil || !errors.As(err, &re) || !strings.Contains(err.Error(), p+" "+c.want) {
 			t.Errorf("line %s: error %v, want %q", c.line, err, c.want)
 		}
-		b := &Bailian{Opts: ImportOptions{Path: p, Corpus: importCorpus(t), SkipBad: true}}
+		b := &Bailian{Opts: ImportOptions{Path: p, Corpus: importCorpus(t), PromptText: true, SkipBad: true}}
 		if convs, err := b.Conversations(context.Background()); err != nil || len(convs) != 1 || b.Stats().BadRows != 1 {
 			t.Errorf("skip-bad %s: %d convs, %+v, %v", c.line, len(convs), b.Stats(), err)
 		}

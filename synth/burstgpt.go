@@ -1,6 +1,8 @@
 package synth
 
 import (
+	"github.com/tracekit/tracekit/trace"
+
 	"context"
 	"errors"
 	"fmt"
@@ -40,7 +42,7 @@ type BurstGPTOptions struct {
 	Failed      string // FailedDrop (default), FailedKeep or FailedFlag
 }
 
-var _ Source = (*BurstGPT)(nil)
+var _ Streamer = (*BurstGPT)(nil)
 
 // Name is "burstgpt".
 func (*BurstGPT) Name() string { return "burstgpt" }
@@ -76,28 +78,39 @@ type burstCols struct {
 }
 
 // Conversations reads the CSV, filters it and groups sessions.
-func (b *BurstGPT) Conversations(ctx context.Context) ([]Conversation, error) {
+func (b *BurstGPT) Conversations(ctx context.Context) ([]Conversation, error) { return collect(ctx, b) }
+
+// Stream reads the CSV, filters it, groups sessions and emits
+// conversations (Streamer).
+func (b *BurstGPT) Stream(ctx context.Context, emit func(Conversation) error) error {
 	o, err := b.Opts.validate()
 	if err != nil {
-		return nil, fmt.Errorf("burstgpt: %w", err)
+		return fmt.Errorf("burstgpt: %w", err)
 	}
 	b.Opts, b.stats, b.failed = o, ImportStats{}, 0
-	rows, span, err := b.read(ctx)
+	s, err := newRowStream(o.ImportOptions, "burstgpt", &b.stats, &sessions{open: map[string]*openConv{}, closed: map[string]bool{}}, false, emit)
 	if err != nil {
-		return nil, fmt.Errorf("burstgpt: %w", err)
+		return err
 	}
-	convs, err := o.assemble("burstgpt", 0, rows, groupByKey, &b.stats)
+	span, err := b.read(ctx, s.add)
+	if err == nil {
+		err = s.finish()
+	}
+	if err != nil {
+		return fmt.Errorf("burstgpt: %w", err)
+	}
 	b.stats.SourceSpanNs = span // of every row, not only the ones the filters kept
-	return convs, err
+	return nil
 }
 
-// read returns the rows the filters keep and the time span of all rows.
-func (b *BurstGPT) read(ctx context.Context) ([]importRow, int64, error) {
+// read hands the rows the filters keep to use and returns the time span
+// of all rows.
+func (b *BurstGPT) read(ctx context.Context, use func(importRow) error) (int64, error) {
 	path := b.Opts.Path
 	bad := badRows{skip: b.Opts.SkipBad}
 	t, err := openCSV(path)
 	if err != nil {
-		return nil, 0, err
+		return 0, err
 	}
 	defer t.Close()
 	c := burstCols{model: t.optional("Model"), logType: t.optional("Log Type"), session: t.optional("Session ID"), elapsed: t.optional("Elapsed time")}
@@ -106,20 +119,19 @@ func (b *BurstGPT) read(ctx context.Context) ([]importRow, int64, error) {
 		at   *int
 	}{{"Timestamp", &c.ts}, {"Request tokens", &c.req}, {"Response tokens", &c.resp}} {
 		if *need.at, err = t.need(need.name); err != nil {
-			return nil, 0, err
+			return 0, err
 		}
 	}
 	if b.Opts.FilterModel != "" && c.model < 0 {
-		return nil, 0, fmt.Errorf("%s line 1: filtering by model %q needs a Model column", path, b.Opts.FilterModel)
+		return 0, fmt.Errorf("%s line 1: filtering by model %q needs a Model column", path, b.Opts.FilterModel)
 	}
 	if b.Opts.LogType != "" && c.logType < 0 {
-		return nil, 0, fmt.Errorf("%s line 1: filtering by log type %q needs a Log Type column", path, b.Opts.LogType)
+		return 0, fmt.Errorf("%s line 1: filtering by log type %q needs a Log Type column", path, b.Opts.LogType)
 	}
-	var rows []importRow
 	lo, hi := int64(-1), int64(0)
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, 0, err
+			return 0, err
 		}
 		rec, line, err := t.next()
 		if errors.Is(err, io.EOF) {
@@ -128,17 +140,17 @@ func (b *BurstGPT) read(ctx context.Context) ([]importRow, int64, error) {
 		var rerr *RowError
 		if errors.As(err, &rerr) {
 			if err := bad.add(rerr); err != nil {
-				return nil, 0, err
+				return 0, err
 			}
 			continue
 		}
 		if err != nil {
-			return nil, 0, err
+			return 0, err
 		}
 		r, rerr := parseBurstRow(path, line, rec, c)
 		if rerr != nil {
 			if err := bad.add(rerr); err != nil {
-				return nil, 0, err
+				return 0, err
 			}
 			continue
 		}
@@ -154,10 +166,12 @@ func (b *BurstGPT) read(ctx context.Context) ([]importRow, int64, error) {
 			b.stats.Filtered++
 			continue
 		}
-		rows = append(rows, r)
+		if err := use(r); err != nil {
+			return 0, err
+		}
 	}
 	b.stats.BadRows, b.stats.BadExamples, b.stats.InvalidUTF8 = bad.count, bad.first, t.invalidUTF8()
-	return rows, max(hi-lo, 0), nil
+	return max(hi-lo, 0), nil
 }
 
 func parseBurstRow(path string, line int, rec []string, c burstCols) (importRow, *RowError) {
@@ -219,36 +233,47 @@ func (b *BurstGPT) keep(rec []string, c burstCols, r *importRow) bool {
 	return true
 }
 
-// groupByKey makes one conversation of the rows sharing a key (a session),
+// sessions makes one conversation of the rows sharing a key (a session),
 // and one of each row without a key. A session with a flagged failed turn
 // is one conversation marked "-failed" as a whole.
-func groupByKey(kept []importRow) []convGroup {
-	var gs []convGroup
-	at := map[string]int{}
-	failed := map[string]bool{}
-	for _, r := range kept {
-		key, isFailed := strings.CutSuffix(r.group, "-failed")
-		if key == "" || strings.HasPrefix(key, "l") {
-			gs = append(gs, convGroup{key: fmt.Sprintf("l%09d", r.line), rows: []importRow{r}})
-			if isFailed {
-				gs[len(gs)-1].key += "-failed"
-			}
-			continue
-		}
-		i, ok := at[key]
-		if !ok {
-			i = len(gs)
-			at[key] = i
-			gs = append(gs, convGroup{key: key})
-		}
-		gs[i].rows = append(gs[i].rows, r)
-		if isFailed && !failed[key] {
-			failed[key] = true
-			gs[i].key += "-failed"
-		}
-	}
-	return gs
+type sessions struct {
+	open   map[string]*openConv
+	closed map[string]bool
 }
+
+func (g *sessions) place(s *rowStream, r importRow) (*openConv, string, bool, error) {
+	key, _ := strings.CutSuffix(r.group, "-failed")
+	if key == "" || strings.HasPrefix(key, "l") {
+		return nil, fmt.Sprintf("l%09d", r.line), true, nil
+	}
+	if c, ok := g.open[key]; ok {
+		return c, "", false, nil
+	}
+	if g.closed[key] {
+		return nil, "", false, s.closedError(r, "Session ID", fmt.Sprintf("session %q", strings.TrimPrefix(key, "s")), nil)
+	}
+	return nil, key, false, nil
+}
+
+func (g *sessions) joined(_ *rowStream, c *openConv, r importRow) {
+	if strings.HasSuffix(r.group, "-failed") {
+		c.failed = true
+	}
+	if c.elem != nil {
+		g.open[c.key] = c
+	}
+}
+
+func (g *sessions) done(_ *rowStream, c *openConv) {
+	delete(g.open, c.key)
+	g.closed[c.key] = true
+}
+
+func (*sessions) multi() bool { return true }
+
+// Prompts is the generator of the virtual prompts the last Stream wrote
+// (Prompter); nil when they hold their text.
+func (b *BurstGPT) Prompts() *trace.PromptGenerator { return b.stats.Prompts }
 
 // Stats reports what the last Conversations call did with the file.
 func (b *BurstGPT) Stats() ImportStats { return b.stats }

@@ -105,12 +105,12 @@ func TestBurstGPTBadInput(t *testing.T) {
 		{"6,ChatGPT,4,5", `line 3: 4 fields, the header has 6`},
 	} {
 		p := writeFile(t, "b.csv", strings.Join(strings.Split(burstOld, "\n")[:2], "\n")+"\n"+c.row+"\n")
-		_, err := (&BurstGPT{Opts: BurstGPTOptions{ImportOptions: ImportOptions{Path: p, Corpus: importCorpus(t)}}}).Conversations(context.Background())
+		_, err := (&BurstGPT{Opts: BurstGPTOptions{ImportOptions: ImportOptions{Path: p, Corpus: importCorpus(t), PromptText: true}}}).Conversations(context.Background())
 		var re *RowError
 		if err == nil || !errors.As(err, &re) || !strings.Contains(err.Error(), p+" "+c.want) {
 			t.Errorf("row %q: error %v, want %q", c.row, err, c.want)
 		}
-		b := &BurstGPT{Opts: BurstGPTOptions{ImportOptions: ImportOptions{Path: p, Corpus: importCorpus(t), SkipBad: true}}}
+		b := &BurstGPT{Opts: BurstGPTOptions{ImportOptions: ImportOptions{Path: p, Corpus: importCorpus(t), PromptText: true, SkipBad: true}}}
 		if convs, err := b.Conversations(context.Background()); err != nil || len(convs) != 1 || b.Stats().BadRows != 1 {
 			t.Errorf("skip-bad %q: %d convs, %+v, %v", c.row, len(convs), b.Stats(), err)
 		}

@@ -63,13 +63,17 @@ func TestCompressedInputs(t *testing.T) {
 		name, body string
 		open       func(path string) (Source, error)
 	}{
-		{"azure", azure, func(p string) (Source, error) { return NewAzure(ImportOptions{Path: p, Corpus: importCorpus(t)}) }},
-		{"bailian", bailianQuirks, func(p string) (Source, error) { return NewBailian(ImportOptions{Path: p, Corpus: importCorpus(t)}) }},
+		{"azure", azure, func(p string) (Source, error) {
+			return NewAzure(ImportOptions{Path: p, Corpus: importCorpus(t), PromptText: true})
+		}},
+		{"bailian", bailianQuirks, func(p string) (Source, error) {
+			return NewBailian(ImportOptions{Path: p, Corpus: importCorpus(t), PromptText: true})
+		}},
 		{"burstgpt", burstNew, func(p string) (Source, error) {
-			return NewBurstGPT(BurstGPTOptions{ImportOptions: ImportOptions{Path: p, Corpus: importCorpus(t)}})
+			return NewBurstGPT(BurstGPTOptions{ImportOptions: ImportOptions{Path: p, Corpus: importCorpus(t), PromptText: true}})
 		}},
 		{"mooncake", mooncakeQuirks, func(p string) (Source, error) {
-			return NewMooncake(ImportOptions{Path: p, Corpus: importCorpus(t), BlockSize: 32})
+			return NewMooncake(ImportOptions{Path: p, Corpus: importCorpus(t), PromptText: true, BlockSize: 32})
 		}},
 		{"sharegpt", quirky, func(p string) (Source, error) { return NewShareGPT(ShareGPTOptions{Path: p, Tokenizer: tok}) }},
 	}
@@ -118,7 +122,7 @@ func TestCompressedInputErrors(t *testing.T) {
 	if err := os.WriteFile(p, gzipBytes(t, []byte(body)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	a, err := NewAzure(ImportOptions{Path: p, Corpus: importCorpus(t)})
+	a, err := NewAzure(ImportOptions{Path: p, Corpus: importCorpus(t), PromptText: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +138,7 @@ func TestCompressedInputErrors(t *testing.T) {
 	if err := os.WriteFile(p, z[:len(z)/2], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	m, err := NewMooncake(ImportOptions{Path: p, Corpus: importCorpus(t), BlockSize: 32})
+	m, err := NewMooncake(ImportOptions{Path: p, Corpus: importCorpus(t), PromptText: true, BlockSize: 32})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,11 +45,18 @@ type Result struct {
 // The source's report, when it has one, is stored in Meta.Options under
 // "report.<key>". When ctx ends first the error is ctx's.
 func Generate(ctx context.Context, job Job) (Result, error) {
+	var res Result
+	if st, ok := job.Source.(Streamer); ok && job.Schedule == nil {
+		if err := writeStream(ctx, job.Output, job.Meta, st, &res); err != nil {
+			return res, err
+		}
+		res.Bytes = fileSize(job.Output)
+		return res, nil
+	}
 	convs, err := job.Source.Conversations(ctx)
 	if err != nil {
 		return Result{}, err
 	}
-	var res Result
 	if rep, ok := job.Source.(Reporter); ok {
 		res.Report = rep.Report()
 	}
@@ -69,28 +76,39 @@ func Generate(ctx context.Context, job Job) (Result, error) {
 	if job.Schedule != nil {
 		job.Schedule.Apply(convs, job.Meta.Seed)
 	}
-	meta := job.Meta
-	meta.Source = job.Source.Name()
-	if len(res.Report) > 0 {
-		opts := make(map[string]string, len(meta.Options)+len(res.Report))
-		for k, v := range meta.Options {
-			opts[k] = v
-		}
-		for k, v := range res.Report {
-			opts["report."+k] = v
-		}
-		meta.Options = opts
-	}
+	meta := withReport(job.Meta, job.Source.Name(), res.Report)
 	if err := Write(ctx, job.Output, meta, convs); err != nil {
 		if ctx.Err() != nil {
 			return res, err
 		}
 		return res, &OutputError{Err: err}
 	}
-	if st, err := os.Stat(job.Output); err == nil {
-		res.Bytes = st.Size()
-	}
+	res.Bytes = fileSize(job.Output)
 	return res, nil
+}
+
+// withReport is meta with its source named and the source's report stored
+// in Options under "report.<key>".
+func withReport(meta trace.TraceMeta, source string, report map[string]string) trace.TraceMeta {
+	meta.Source = source
+	if len(report) > 0 {
+		opts := make(map[string]string, len(meta.Options)+len(report))
+		for k, v := range meta.Options {
+			opts[k] = v
+		}
+		for k, v := range report {
+			opts["report."+k] = v
+		}
+		meta.Options = opts
+	}
+	return meta
+}
+
+func fileSize(path string) int64 {
+	if st, err := os.Stat(path); err == nil {
+		return st.Size()
+	}
+	return 0
 }
 
 // CreatedAt is the trace's creation time: SOURCE_DATE_EPOCH (seconds since

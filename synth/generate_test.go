@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/tracekit/tracekit/tokenizer"
 	"os"
 	"path/filepath"
 	"strings"
@@ -194,5 +195,32 @@ func TestGenerateReplacesAtomically(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Fatalf("left behind: %v", ents)
+	}
+}
+
+// BenchmarkSynthPG1184 is BenchmarkSynth2000x30to40 on vLLM's multi-turn
+// text (pg1184.txt, from ../shared) under o200k_base, corpus encoding
+// included: what vLLM's generator is compared with.
+func BenchmarkSynthPG1184(b *testing.B) {
+	text, err := os.ReadFile("../../shared/data/pg1184/pg1184.txt")
+	if err != nil {
+		b.Skip("../shared/data/pg1184 not present")
+	}
+	dir := b.TempDir()
+	for i := 0; b.Loop(); i++ {
+		c, err := NewCorpus(string(text), tokenizer.Default())
+		if err != nil {
+			b.Fatal(err)
+		}
+		src := &Synthetic{Opts: SyntheticOptions{
+			Corpus: c, Count: 2000, Seed: int64(i),
+			Turns: mustDist(b, "30-40", Count), InputTokens: mustDist(b, "200-400", Count),
+			OutputTokens: mustDist(b, "100-200", Count), ThinkTime: mustDist(b, "0s", Seconds),
+		}}
+		res, err := Generate(context.Background(), Job{Source: src, Schedule: &Schedule{Rate: 5, Burstiness: 1}, Output: filepath.Join(dir, "t.parquet")})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(res.Turns), "turns")
 	}
 }

@@ -1,13 +1,10 @@
 package synth
 
 import (
-	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"time"
 
-	"github.com/tracekit/tracekit/tokenizer"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -34,9 +31,23 @@ type ImportOptions struct {
 	// under the default tokenizer.
 	Corpus *Corpus
 	// MaxBytes refuses an import whose prompts (after the window, limit and
-	// clamp) are estimated above it, before their text is made; 0 means no
-	// limit.
+	// clamp) are estimated above it, once the conversations built so far
+	// pass it; 0 means no limit.
 	MaxBytes int64
+	// GroupWindow bounds the import's memory (see rowStream): rows out of
+	// time order by up to this much are placed in order (a row earlier than
+	// one already placed, which is more than this older than the latest
+	// row, is refused), and a multi-turn conversation (a BurstGPT session, a
+	// Bailian chain) that no row joined for this long on the source's
+	// timeline is complete (a later row that would join it is refused).
+	// 0 means DefaultGroupWindow.
+	GroupWindow time.Duration
+	// PromptText stores every prompt's text in the trace. By default an
+	// import over the default corpus (Corpus nil, or DefaultCorpus under
+	// an embedded tokenizer) writes virtual prompts instead: lengths, the
+	// block hashes and a seed (trace.Message.Virtual), from which replay
+	// makes the same text. With another corpus the text is stored.
+	PromptText bool
 }
 
 // ImportStats says what an import did with the rows of its file. It is
@@ -50,7 +61,10 @@ type ImportStats struct {
 	OverLimit     int      // rows of conversations past --limit
 	Clamped       int      // requests whose prompt was cut to --max-input-tokens
 	InvalidUTF8   int64    // bytes of the file that are not UTF-8 (replaced by U+FFFD where they reach text)
-	Requests      int      // rows written
+	// Prompts is the generator of the virtual prompts written; nil when
+	// they hold their text.
+	Prompts       *trace.PromptGenerator
+	Requests      int // rows written
 	Conversations int
 	SourceSpanNs  int64 // last minus first timestamp of all well-formed rows
 	TraceSpanNs   int64 // last minus first arrival of the written requests
@@ -73,6 +87,11 @@ func (o ImportOptions) validate(defaultBlock int) (ImportOptions, error) {
 		return o, fieldErr(st, "Limit", "limit %d must not be negative", o.Limit)
 	case o.BlockSize < 0:
 		return o, fieldErr(st, "BlockSize", "block size %d must not be negative", o.BlockSize)
+	case o.GroupWindow < 0:
+		return o, fieldErr(st, "GroupWindow", "grouping window %v must not be negative", o.GroupWindow)
+	}
+	if o.GroupWindow == 0 {
+		o.GroupWindow = DefaultGroupWindow
 	}
 	if o.Speed == 0 {
 		o.Speed = 1
@@ -93,117 +112,8 @@ type importRow struct {
 	hashes  []int64 // prefix-block hashes of the full prompt; nil when unknown
 	elapsed int64   // ns the request took in production; 0 when unknown
 	failed  bool
-}
-
-// convGroup is one conversation's rows (ordered by time) and its id suffix.
-type convGroup struct {
-	key  string
-	rows []importRow
-}
-
-// grouper splits the rows kept by the window into conversations. nil makes
-// every row its own single-turn conversation.
-type grouper func(kept []importRow) []convGroup
-
-// singles is the grouping of single-turn sources: one conversation per row,
-// keyed by its line so that requests sharing a timestamp keep file order.
-func singles(kept []importRow) []convGroup {
-	gs := make([]convGroup, len(kept))
-	for i, r := range kept {
-		gs[i] = convGroup{key: fmt.Sprintf("l%09d", r.line), rows: kept[i : i+1]}
-	}
-	return gs
-}
-
-// assemble applies the window, groups, limit, clamp and speed, and
-// synthesizes prompt text: it is the part all importers share.
-//
-// A multi-turn conversation keeps only its turns inside the window; a turn
-// whose earlier turns fall before the window starts a conversation of its
-// own, carrying its whole recorded prompt. So the window holds exactly the
-// source's requests in [Start, Start+Duration).
-//
-// Turn k>0 sends only the new tokens: its recorded prompt minus the previous
-// turn's prompt and output (at least 1), since replay carries the history.
-func (o ImportOptions) assemble(src string, origin int64, rows []importRow, group grouper, st *ImportStats) ([]Conversation, error) {
-	if len(rows) > 0 {
-		lo, hi := rows[0].at, rows[0].at
-		for _, r := range rows {
-			lo, hi = min(lo, r.at), max(hi, r.at)
-		}
-		st.SourceSpanNs = hi - lo
-	}
-	from := origin + int64(o.Start)
-	var kept []importRow
-	for _, r := range rows {
-		if r.at < from || (o.Duration > 0 && r.at >= from+int64(o.Duration)) {
-			st.OutsideWindow++
-			continue
-		}
-		kept = append(kept, r)
-	}
-	if group == nil {
-		group = singles
-	}
-	groups := group(kept)
-	for _, g := range groups {
-		sort.SliceStable(g.rows, func(i, j int) bool { return g.rows[i].at < g.rows[j].at })
-	}
-	sort.SliceStable(groups, func(i, j int) bool {
-		a, b := groups[i].rows[0], groups[j].rows[0]
-		if a.at != b.at {
-			return a.at < b.at
-		}
-		return a.line < b.line
-	})
-	if o.Limit > 0 && len(groups) > o.Limit {
-		for _, g := range groups[o.Limit:] {
-			st.OverLimit += len(g.rows)
-		}
-		groups = groups[:o.Limit]
-	}
-	corpus := o.Corpus
-	if corpus == nil {
-		var err error
-		if corpus, err = DefaultCorpus(tokenizer.Default()); err != nil {
-			return nil, fmt.Errorf("loading the default corpus for %s prompts: %w", src, err)
-		}
-	}
-	blocks, err := NewBlocks(corpus, o.BlockSize)
-	if err != nil {
-		return nil, fmt.Errorf("preparing %s prompt blocks: %w", src, err)
-	}
-	var tokens float64
-	requests := 0
-	for _, g := range groups {
-		for k := range g.rows {
-			_, msg, _ := o.turnTokens(g.rows, k)
-			tokens += float64(msg)
-		}
-		requests += len(g.rows)
-	}
-	if err := checkSize("ImportOptions", tokens*blocks.BytesPerToken(), o.MaxBytes,
-		fmt.Sprintf("%d %s requests of %.0f prompt tokens in all", requests, src, tokens)); err != nil {
-		return nil, err
-	}
-	convs := make([]Conversation, 0, len(groups))
-	first, last := int64(-1), int64(0)
-	for _, g := range groups {
-		c := o.conversation(src+"-"+g.key, from, g.rows, blocks, st)
-		convs = append(convs, c)
-		st.Requests += len(c)
-		for _, t := range c {
-			if first < 0 || t.ArrivalOffsetNs < first {
-				first = t.ArrivalOffsetNs
-			}
-			last = max(last, t.ArrivalOffsetNs)
-		}
-	}
-	st.Conversations = len(convs)
-	if first >= 0 {
-		st.TraceSpanNs = last - first
-	}
-	return convs, nil
+	// chat and parent are Bailian's chat links.
+	chat, parent int64
 }
 
 // scale maps a timeline instant to a trace offset: (t - from) / speed.
@@ -232,8 +142,9 @@ func (o ImportOptions) turnTokens(rows []importRow, k int) (in, msg int, clamped
 	return in, max(in-prevIn-max(rows[k-1].output, 1), 1), clamped
 }
 
-// conversation builds the turns of one group.
-func (o ImportOptions) conversation(id string, from int64, rows []importRow, blocks *Blocks, st *ImportStats) Conversation {
+// conversation builds the turns of one group; virtual leaves the text to
+// replay (trace.Message.Virtual).
+func (o ImportOptions) conversation(id string, from int64, rows []importRow, blocks *Blocks, virtual bool, st *ImportStats) Conversation {
 	c := make(Conversation, len(rows))
 	var prevAt, prevElapsed int64
 	for k, r := range rows {
@@ -249,18 +160,20 @@ func (o ImportOptions) conversation(id string, from int64, rows []importRow, blo
 		// prompt; it is built from the blocks that lie wholly inside them.
 		skip := min((in-msg+blocks.Size()-1)/blocks.Size(), len(hashes))
 		at := o.scale(r.at - from)
+		m := trace.Message{Role: "user", Tokens: int32(msg)}
+		if virtual {
+			m.Virtual, m.BlockStart, m.BlockSeed = true, int32(skip), int64(r.line)
+		} else {
+			m.Content = blocks.Text(hashes[skip:], msg, int64(r.line))
+		}
 		t := trace.Turn{
 			ConversationID:  id,
 			Turn:            int32(k),
 			ArrivalOffsetNs: at,
-			Messages: []trace.Message{{
-				Role:    "user",
-				Content: blocks.Text(hashes[skip:], msg, int64(r.line)),
-				Tokens:  int32(msg),
-			}},
-			InputTokens:  int32(msg),
-			OutputTokens: int32(max(r.output, 1)),
-			Model:        o.Model,
+			Messages:        []trace.Message{m},
+			InputTokens:     int32(msg),
+			OutputTokens:    int32(max(r.output, 1)),
+			Model:           o.Model,
 		}
 		if len(hashes) > 0 {
 			t.PrefixHashes = append([]int64(nil), hashes...)
@@ -291,6 +204,8 @@ func (o ImportOptions) metaOptions(st ImportStats) map[string]string {
 		"model":               o.Model,
 		"skip_bad":            strconv.FormatBool(o.SkipBad),
 		"block_size":          strconv.Itoa(o.BlockSize),
+		"group_window":        o.GroupWindow.String(),
+		"prompts":             "text",
 		"rows":                strconv.Itoa(st.Rows),
 		"bad_rows":            strconv.Itoa(st.BadRows),
 		"filtered_rows":       strconv.Itoa(st.Filtered),
@@ -304,6 +219,9 @@ func (o ImportOptions) metaOptions(st ImportStats) map[string]string {
 	}
 	if o.Duration > 0 {
 		m["window_duration"] = o.Duration.String()
+	}
+	if st.Prompts != nil {
+		m["prompts"] = "virtual"
 	}
 	for i, e := range st.BadExamples {
 		m["bad_row_"+strconv.Itoa(i+1)] = e

@@ -81,7 +81,7 @@ const windowFile = `{"timestamp": 0, "input_length": 10, "output_length": 5, "ha
 
 func TestWindowSpeedLimitClamp(t *testing.T) {
 	p := writeFile(t, "w.jsonl", windowFile)
-	base := ImportOptions{Path: p, Corpus: importCorpus(t), BlockSize: 32}
+	base := ImportOptions{Path: p, Corpus: importCorpus(t), PromptText: true, BlockSize: 32}
 	cases := []struct {
 		name   string
 		mod    func(*ImportOptions)
@@ -176,7 +176,7 @@ func TestRowErrorNamesFileLineField(t *testing.T) {
 // the rows and before making their text; a shared FieldError names MaxBytes.
 func TestImportMaxBytes(t *testing.T) {
 	p := writeFile(t, "w.jsonl", windowFile)
-	o := ImportOptions{Path: p, Corpus: importCorpus(t), BlockSize: 32}
+	o := ImportOptions{Path: p, Corpus: importCorpus(t), PromptText: true, BlockSize: 32}
 	m, err := NewMooncake(o)
 	if err != nil {
 		t.Fatal(err)

@@ -240,12 +240,12 @@ func (l jsonlLengths) row(path string, line int, unitNs int64, unit string) (imp
 }
 
 // readJSONL reads an import's JSONL file: parse makes a row of each
-// non-blank line; a malformed line fails the import or, with SkipBad, is
-// counted and skipped. It fills st's Rows, BadRows, BadExamples and
-// InvalidUTF8.
-func readJSONL[T any](ctx context.Context, o ImportOptions, st *ImportStats, parse func(line int, b []byte) (T, *RowError)) ([]T, error) {
+// non-blank line, handed to use; a malformed line fails the import or, with
+// SkipBad, is counted and skipped. It fills st's Rows, BadRows, BadExamples
+// and InvalidUTF8.
+func readJSONL[T any](ctx context.Context, o ImportOptions, st *ImportStats, parse func(line int, b []byte) (T, *RowError), use func(T) error) error {
 	bad := badRows{skip: o.SkipBad}
-	var rows []T
+	rows := 0
 	invalid, err := eachLine(o.Path, func(line int, b []byte) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -254,12 +254,9 @@ func readJSONL[T any](ctx context.Context, o ImportOptions, st *ImportStats, par
 		if rerr != nil {
 			return bad.add(rerr)
 		}
-		rows = append(rows, r)
-		return nil
+		rows++
+		return use(r)
 	})
-	if err != nil {
-		return nil, err
-	}
-	st.Rows, st.BadRows, st.BadExamples, st.InvalidUTF8 = len(rows), bad.count, bad.first, invalid
-	return rows, nil
+	st.Rows, st.BadRows, st.BadExamples, st.InvalidUTF8 = rows, bad.count, bad.first, invalid
+	return err
 }

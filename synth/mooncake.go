@@ -1,6 +1,8 @@
 package synth
 
 import (
+	"github.com/tracekit/tracekit/trace"
+
 	"context"
 	"fmt"
 )
@@ -21,7 +23,7 @@ type Mooncake struct {
 	stats ImportStats
 }
 
-var _ Source = (*Mooncake)(nil)
+var _ Streamer = (*Mooncake)(nil)
 
 // Name is "mooncake".
 func (*Mooncake) Name() string { return "mooncake" }
@@ -35,24 +37,38 @@ func NewMooncake(o ImportOptions) (*Mooncake, error) {
 }
 
 // Conversations reads the file and builds one conversation per line.
-func (m *Mooncake) Conversations(ctx context.Context) ([]Conversation, error) {
+func (m *Mooncake) Conversations(ctx context.Context) ([]Conversation, error) { return collect(ctx, m) }
+
+// Stream reads the file and emits one conversation per line (Streamer).
+func (m *Mooncake) Stream(ctx context.Context, emit func(Conversation) error) error {
 	o, err := m.Opts.validate(MooncakeBlockSize)
 	if err != nil {
-		return nil, fmt.Errorf("mooncake: %w", err)
+		return fmt.Errorf("mooncake: %w", err)
 	}
 	m.Opts, m.stats = o, ImportStats{}
-	rows, err := readJSONL(ctx, o, &m.stats, func(line int, b []byte) (importRow, *RowError) {
+	s, err := newRowStream(o, "mooncake", &m.stats, nil, false, emit)
+	if err != nil {
+		return err
+	}
+	err = readJSONL(ctx, o, &m.stats, func(line int, b []byte) (importRow, *RowError) {
 		var l jsonlLengths // a Mooncake line has only the shared fields
 		if err := decodeJSONLine(o.Path, line, b, &l); err != nil {
 			return importRow{}, err
 		}
 		return l.row(o.Path, line, 1e6, "milliseconds")
-	})
-	if err != nil {
-		return nil, fmt.Errorf("mooncake: %w", err)
+	}, s.add)
+	if err == nil {
+		err = s.finish()
 	}
-	return o.assemble("mooncake", 0, rows, nil, &m.stats)
+	if err != nil {
+		return fmt.Errorf("mooncake: %w", err)
+	}
+	return nil
 }
+
+// Prompts is the generator of the virtual prompts the last Stream wrote
+// (Prompter); nil when they hold their text.
+func (m *Mooncake) Prompts() *trace.PromptGenerator { return m.stats.Prompts }
 
 // Stats reports what the last Conversations call did with the file.
 func (m *Mooncake) Stats() ImportStats { return m.stats }

@@ -23,7 +23,7 @@ const mooncakeQuirks = `{"timestamp": 0, "input_length": 80, "output_length": 7,
 
 func TestMooncakeQuirks(t *testing.T) {
 	p := writeFile(t, "m.jsonl", mooncakeQuirks)
-	m := &Mooncake{Opts: ImportOptions{Path: p, Corpus: importCorpus(t), BlockSize: 32}}
+	m := &Mooncake{Opts: ImportOptions{Path: p, Corpus: importCorpus(t), PromptText: true, BlockSize: 32}}
 	convs, err := m.Conversations(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -75,13 +75,13 @@ func TestMooncakeBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		p := writeFile(t, "bad.jsonl", good+c.line+"\n"+good)
-		_, err := (&Mooncake{Opts: ImportOptions{Path: p, Corpus: importCorpus(t)}}).Conversations(context.Background())
+		_, err := (&Mooncake{Opts: ImportOptions{Path: p, Corpus: importCorpus(t), PromptText: true}}).Conversations(context.Background())
 		var re *RowError
 		if err == nil || !errors.As(err, &re) || !strings.Contains(err.Error(), p+" "+c.want) {
 			t.Errorf("line %s: error %v, want it to contain %q", c.line, err, p+" "+c.want)
 			continue
 		}
-		m := &Mooncake{Opts: ImportOptions{Path: p, Corpus: importCorpus(t), SkipBad: true}}
+		m := &Mooncake{Opts: ImportOptions{Path: p, Corpus: importCorpus(t), PromptText: true, SkipBad: true}}
 		convs, err := m.Conversations(context.Background())
 		if err != nil || len(convs) != 2 || m.Stats().BadRows != 1 || m.Report()["bad_rows"] != "1" || !strings.Contains(m.Report()["bad_row_1"], "line 2") {
 			t.Errorf("skip-bad: %d convs, stats %+v, err %v", len(convs), m.Stats(), err)
@@ -123,7 +123,7 @@ func readMooncakeRows(t *testing.T) []mooncakeRow {
 // inter-arrival percentiles with the file's own.
 func TestMooncakeSharedData(t *testing.T) {
 	src := readMooncakeRows(t)
-	m := &Mooncake{Opts: ImportOptions{Path: sharedMooncake, Corpus: importCorpus(t), MaxInputTokens: 8}}
+	m := &Mooncake{Opts: ImportOptions{Path: sharedMooncake, Corpus: importCorpus(t), PromptText: true, MaxInputTokens: 8}}
 	convs, err := m.Conversations(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +148,7 @@ func TestMooncakeSharedData(t *testing.T) {
 	}
 
 	// A 60 s window, with speed 2: the same requests, half the gaps.
-	w := &Mooncake{Opts: ImportOptions{Path: sharedMooncake, Corpus: importCorpus(t), MaxInputTokens: 8, Start: 600 * time.Second, Duration: 60 * time.Second, Speed: 2}}
+	w := &Mooncake{Opts: ImportOptions{Path: sharedMooncake, Corpus: importCorpus(t), PromptText: true, MaxInputTokens: 8, Start: 600 * time.Second, Duration: 60 * time.Second, Speed: 2}}
 	wc, err := w.Conversations(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +171,7 @@ func TestMooncakeSharedPrefixes(t *testing.T) {
 	if _, err := os.Stat(sharedMooncake); err != nil {
 		t.Skipf("shared data absent: %v", err)
 	}
-	m := &Mooncake{Opts: ImportOptions{Path: sharedMooncake, Corpus: importCorpus(t), Duration: 4 * time.Second, MaxInputTokens: 4096}}
+	m := &Mooncake{Opts: ImportOptions{Path: sharedMooncake, Corpus: importCorpus(t), PromptText: true, Duration: 4 * time.Second, MaxInputTokens: 4096}}
 	convs, err := m.Conversations(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -36,7 +36,7 @@ type Reporter interface {
 // go to a temporary file in path's directory, which replaces path only
 // once it is complete and synced. On any failure, or when ctx ends first,
 // path is left as it was and the temporary file is removed.
-func Write(ctx context.Context, path string, meta trace.TraceMeta, convs []Conversation) (err error) {
+func Write(ctx context.Context, path string, meta trace.TraceMeta, convs []Conversation) error {
 	sort.SliceStable(convs, func(i, j int) bool {
 		a, b := convs[i][0], convs[j][0]
 		if a.StartOffsetNs != b.StartOffsetNs {
@@ -44,6 +44,30 @@ func Write(ctx context.Context, path string, meta trace.TraceMeta, convs []Conve
 		}
 		return a.ConversationID < b.ConversationID
 	})
+	f, err := createTrace(path, meta)
+	if err != nil {
+		return err
+	}
+	for _, c := range convs {
+		if err := f.write(c); err != nil {
+			f.abort()
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			f.abort()
+			return err
+		}
+	}
+	return f.commit(meta)
+}
+
+// traceFile is a trace being written to a temporary file beside its path.
+type traceFile struct {
+	path, dir, tmp string
+	w              *trace.TraceWriter
+}
+
+func createTrace(path string, meta trace.TraceMeta) (*traceFile, error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -52,29 +76,38 @@ func Write(ctx context.Context, path string, meta trace.TraceMeta, convs []Conve
 	tmp := filepath.Join(dir, fmt.Sprintf(".%s.tmp-%d-%x", base, os.Getpid(), rand.Uint64()))
 	w, err := trace.NewTraceWriter(tmp, meta)
 	if err != nil {
-		return fmt.Errorf("writing trace %s: %w", path, err)
+		return nil, fmt.Errorf("writing trace %s: %w", path, err)
 	}
-	defer func() {
-		if err != nil {
-			os.Remove(tmp)
-		}
-	}()
-	for _, c := range convs {
-		if err := w.Write(c...); err != nil {
-			w.Close()
-			return fmt.Errorf("writing conversation %s of trace %s: %w", c[0].ConversationID, path, err)
-		}
-		if err := ctx.Err(); err != nil {
-			w.Close()
-			return err
-		}
+	return &traceFile{path: path, dir: dir, tmp: tmp, w: w}, nil
+}
+
+func (f *traceFile) write(c Conversation) error {
+	if err := f.w.Write(c...); err != nil {
+		return fmt.Errorf("writing conversation %s of trace %s: %w", c[0].ConversationID, f.path, err)
 	}
-	if err := w.Close(); err != nil {
-		return fmt.Errorf("writing trace %s: %w", path, err)
+	return nil
+}
+
+// abort removes the temporary file.
+func (f *traceFile) abort() {
+	f.w.Close()
+	os.Remove(f.tmp)
+}
+
+// commit stores meta, finishes the file and renames it onto path.
+func (f *traceFile) commit(meta trace.TraceMeta) error {
+	if err := f.w.SetMeta(meta); err != nil {
+		f.abort()
+		return fmt.Errorf("writing trace %s: %w", f.path, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("replacing %s: %w", path, err)
+	if err := f.w.Close(); err != nil {
+		os.Remove(f.tmp)
+		return fmt.Errorf("writing trace %s: %w", f.path, err)
 	}
-	trace.SyncDir(dir)
+	if err := os.Rename(f.tmp, f.path); err != nil {
+		os.Remove(f.tmp)
+		return fmt.Errorf("replacing %s: %w", f.path, err)
+	}
+	trace.SyncDir(f.dir)
 	return nil
 }

@@ -1,6 +1,8 @@
 package synth
 
 import (
+	"github.com/tracekit/tracekit/internal/blocktext"
+
 	"io"
 	"strconv"
 	"unicode/utf8"
@@ -78,20 +80,7 @@ func (c *utf8Counter) scan(b []byte) {
 }
 
 // countInvalidUTF8 counts the invalid bytes of s, as utf8Counter does.
-func countInvalidUTF8(s string) int64 {
-	if utf8.ValidString(s) {
-		return 0
-	}
-	var n int64
-	for len(s) > 0 {
-		r, size := utf8.DecodeRuneInString(s)
-		if r == utf8.RuneError && size == 1 {
-			n++
-		}
-		s = s[size:]
-	}
-	return n
-}
+func countInvalidUTF8(s string) int64 { return blocktext.InvalidUTF8Bytes(s) }
 
 // The report key of invalid UTF-8 bytes in an input file, and in a
 // corpus's text files; each is set only when there were some.

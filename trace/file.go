@@ -161,6 +161,10 @@ func (t *TraceWriter) Rows() int64 { return t.w.rows }
 // Close finishes the file; it is unreadable until then.
 func (t *TraceWriter) Close() error { return t.w.close() }
 
+// SetMeta replaces the metadata written on Close (a streamed import knows
+// its counts only at the end).
+func (t *TraceWriter) SetMeta(meta TraceMeta) error { return t.w.setJSON(MetaTrace, meta) }
+
 // RecordWriter streams Record rows into a recording file.
 type RecordWriter struct{ w *ParquetWriter[Record] }
 

@@ -91,7 +91,9 @@ func TestEveryFieldRoundTrips(t *testing.T) {
 	}
 	t.Run("trace parquet", func(t *testing.T) {
 		p := filepath.Join(dir, "t.parquet")
-		w, err := NewTraceWriter(p, TraceMeta{})
+		var gen PromptGenerator
+		tracetest.Fill(&gen, 7)
+		w, err := NewTraceWriter(p, TraceMeta{Prompts: &gen})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,11 +103,14 @@ func TestEveryFieldRoundTrips(t *testing.T) {
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
-		got, _, err := ReadTurns(p)
+		got, meta, err := ReadTurns(p)
 		if err != nil {
 			t.Fatal(err)
 		}
 		same(t, got, turns)
+		if meta.Prompts == nil || *meta.Prompts != gen {
+			t.Fatalf("prompt generator read back as %+v, wrote %+v", meta.Prompts, gen)
+		}
 	})
 	t.Run("trace journal", func(t *testing.T) {
 		j := []byte(TraceJournalMagic)

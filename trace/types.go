@@ -37,6 +37,20 @@ type Message struct {
 	// ToolCallID names the call a "tool" message answers (sent as
 	// "tool_call_id"); empty for other roles.
 	ToolCallID string `parquet:"tool_call_id" json:"tool_call_id,omitempty"`
+
+	// Virtual marks a message whose text the trace does not hold (an
+	// import with lengths and hash blocks only): Content is empty and
+	// replay makes the text before the request is due, with the trace's
+	// prompt generator (TraceMeta.Prompts), as exactly Tokens tokens made
+	// of the blocks Turn.PrefixHashes[BlockStart:] and, past them, filler
+	// blocks salted by BlockSeed: the text the import would have stored.
+	Virtual bool `parquet:"virtual" json:"virtual,omitempty"`
+	// BlockStart is the index in the turn's PrefixHashes of the first
+	// block of a virtual message.
+	BlockStart int32 `parquet:"block_start" json:"block_start,omitempty"`
+	// BlockSeed salts the filler blocks of a virtual message (blocks the
+	// source gave no hash for).
+	BlockSeed int64 `parquet:"block_seed" json:"block_seed,omitempty"`
 }
 
 // ToolCall is one OpenAI function tool call of an assistant message.
@@ -117,6 +131,24 @@ type TraceMeta struct {
 	Source          string            `json:"source"`     // synthetic, sharegpt, mooncake, capture, ...
 	CreatedAt       string            `json:"created_at"` // RFC 3339, UTC
 	Options         map[string]string `json:"options,omitempty"`
+	// Prompts is the generator of the trace's virtual messages
+	// (Message.Virtual); nil when every message holds its text.
+	Prompts *PromptGenerator `json:"prompts,omitempty"`
+}
+
+// PromptGeneratorBlocks is PromptGenerator.Name of internal/blocktext's
+// Blocks over the default corpus.
+const PromptGeneratorBlocks = "blocktext.default"
+
+// PromptGenerator says how the text of virtual messages is made: Name
+// (PromptGeneratorBlocks: Blocks over the embedded default prose) cut
+// under Tokenizer (an embedded tokenizer's name) in blocks of BlockSize
+// tokens. A reader that does not know Name cannot make the text and must
+// refuse the trace rather than send other text.
+type PromptGenerator struct {
+	Name      string `json:"name"`
+	Tokenizer string `json:"tokenizer"`
+	BlockSize int    `json:"block_size"`
 }
 
 // ErrorKind names what failed in a Record; ErrNone (the empty string)

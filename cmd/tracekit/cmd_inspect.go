@@ -75,6 +75,9 @@ func printTraceSummary(w io.Writer, path string, s trace.TraceSummary) {
 	if s.WithPrefix > 0 {
 		fmt.Fprintf(w, "  prefix hashes       %d turns\n", s.WithPrefix)
 	}
+	if g := s.Meta.Prompts; g != nil {
+		fmt.Fprintf(w, "  virtual prompts     %s under %s, %d-token blocks (replay makes the text)\n", g.Name, g.Tokenizer, g.BlockSize)
+	}
 	if len(s.Models) > 0 {
 		fmt.Fprintf(w, "  models              %v\n", s.Models)
 	}

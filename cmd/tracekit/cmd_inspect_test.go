@@ -51,3 +51,30 @@ func TestInspectBurstinessAndSpeed(t *testing.T) {
 		t.Errorf("--speed 0: exit %d %s", code, stderr)
 	}
 }
+
+// inspect reads a virtual trace: its token counts are the import's, and it
+// says the prompts are virtual; --prompt-text gives the same counts.
+func TestInspectVirtualTrace(t *testing.T) {
+	dir := t.TempDir()
+	var stats []string
+	for i, extra := range [][]string{nil, {"--prompt-text"}} {
+		out := filepath.Join(dir, strconv.Itoa(i)+".parquet")
+		args := append([]string{"synth", "--source", "mooncake", "--input", "testdata/synth/mooncake.jsonl", "-o", out}, extra...)
+		if _, stderr, code := runCLI(t, args...); code != 0 {
+			t.Fatalf("synth: exit %d: %s", code, stderr)
+		}
+		stdout, stderr, code := runCLI(t, "inspect", out)
+		if code != 0 {
+			t.Fatalf("inspect: exit %d: %s", code, stderr)
+		}
+		m := regexp.MustCompile(`input tokens/turn +(.+)`).FindStringSubmatch(stdout)
+		virtual := regexp.MustCompile(`virtual prompts +blocktext.default under o200k_base, 512-token blocks`).MatchString(stdout)
+		if m == nil || virtual != (extra == nil) {
+			t.Fatalf("inspect of %v (virtual line %v):\n%s", extra, virtual, stdout)
+		}
+		stats = append(stats, m[1])
+	}
+	if stats[0] != stats[1] {
+		t.Fatalf("input tokens: virtual %q, text %q", stats[0], stats[1])
+	}
+}

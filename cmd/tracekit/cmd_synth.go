@@ -93,6 +93,8 @@ func declareSynthFlags(f *pflag.FlagSet) {
 	f.String("model", "", "imported traces: model name stamped on every request (default: replay's --model)")
 	f.Bool("skip-bad", false, "imported traces: count and skip malformed rows instead of failing")
 	f.Int("block-size", 0, "imported traces: tokens per hash_ids block (0 = the format's: mooncake 512, bailian 16)")
+	f.Bool("prompt-text", false, "imported traces: store every prompt's text in the trace instead of virtual prompts (lengths, block hashes, a seed) that replay makes into the same text")
+	f.Duration("group-window", synth.DefaultGroupWindow, "imported traces: rows may be out of time order by this much, and a session or chain idle this long is complete; memory holds this much of the file (widen it when synth says so)")
 
 	// vLLM bench serve's datasets
 	f.Int("sharegpt-output-len", 0, "vllm-sharegpt: max_tokens of every request (0 = the answer's length)")
@@ -142,7 +144,7 @@ var (
 		"common-prefix-tokens", "think-time", "config", "prefix-layout"}
 	shareGPTFlags = []string{"input", "conversations", "turns", "input-tokens", "output-tokens", "think-time"}
 	importFlags   = []string{"input", "conversations", "text-file", "start", "duration", "speed", "max-input-tokens",
-		"limit", "model", "skip-bad", "block-size"}
+		"limit", "model", "skip-bad", "block-size", "group-window", "prompt-text"}
 )
 
 // synthSources are the sources, by name.
@@ -355,6 +357,8 @@ func importOptions(f *pflag.FlagSet, in sourceInputs) (synth.ImportOptions, erro
 	o.Model, _ = f.GetString("model")
 	o.SkipBad, _ = f.GetBool("skip-bad")
 	o.BlockSize, _ = f.GetInt("block-size")
+	o.GroupWindow, _ = f.GetDuration("group-window")
+	o.PromptText, _ = f.GetBool("prompt-text")
 	if o.Limit == 0 {
 		o.Limit = in.conversations
 	}
@@ -395,6 +399,7 @@ var optionFlags = map[string]string{
 	"ImportOptions.Limit":                 "limit",
 	"ImportOptions.BlockSize":             "block-size",
 	"ImportOptions.MaxBytes":              "max-trace-size",
+	"ImportOptions.GroupWindow":           "group-window",
 	"BurstGPTOptions.Failed":              "failed",
 	"VLLMShareGPTOptions.Path":            "input",
 	"VLLMShareGPTOptions.Count":           "conversations",

@@ -163,7 +163,17 @@ func TestSynthOutOfRangeExits2(t *testing.T) {
 `), 0o644)
 	sg := filepath.Join(dir, "sg.jsonl")
 	os.WriteFile(sg, []byte(`{"id":"a","conversations":[{"from":"human","value":"hi"},{"from":"gpt","value":"yo"}]}`+"\n"), 0o644)
+	// Line 4 is 25 s before line 3, and earlier than line 2, which the
+	// 5 s window had already placed.
+	late := filepath.Join(dir, "late.jsonl")
+	os.WriteFile(late, []byte(`{"timestamp": 0, "input_length": 10, "output_length": 5}
+{"timestamp": 10000, "input_length": 10, "output_length": 5}
+{"timestamp": 30000, "input_length": 10, "output_length": 5}
+{"timestamp": 5000, "input_length": 10, "output_length": 5}
+`), 0o644)
 	checkSynthRefuses(t, filepath.Join(dir, "out.parquet"), []synthRefusal{
+		{[]string{"--source", "mooncake", "--input", late, "--group-window", "5s"}, []string{"--group-window 5s", "late.jsonl line 4", "widen"}},
+		{[]string{"--source", "mooncake", "--input", late, "--group-window", "-1s"}, []string{"--group-window -1s", "negative"}},
 		{[]string{"--conversations", "0"}, []string{"--conversations 0", "at least 1"}},
 		{[]string{"--conversations", "-3"}, []string{"--conversations -3"}},
 		{[]string{"--turns", "0"}, []string{"--turns 0", "never reaches 1"}},
@@ -187,7 +197,7 @@ func TestSynthOutOfRangeExits2(t *testing.T) {
 		{[]string{"--input-tokens", "99999999999"}, []string{"--input-tokens 99999999999", "2147483647"}},
 		{[]string{"--input-tokens", "1000000000"}, []string{"--max-trace-size 2GiB", "TiB of text", "--input-tokens"}},
 		{[]string{"--conversations", "1000000000000"}, []string{"--max-trace-size 2GiB", "1000000000000 conversations"}},
-		{[]string{"--source", "mooncake", "--input", mc}, []string{"--max-trace-size 2GiB", "2 mooncake requests"}},
+		{[]string{"--source", "mooncake", "--input", mc, "--prompt-text"}, []string{"--max-trace-size 2GiB", "1 mooncake requests of 2000000000 prompt tokens so far"}},
 	})
 }
 

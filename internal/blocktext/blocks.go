@@ -1,4 +1,4 @@
-package synth
+package blocktext
 
 import (
 	"fmt"
@@ -27,7 +27,16 @@ import (
 // blocks' ids. tag(h) is h written in base V with the V distinct words as
 // digits (tagWords of them): two hashes below V^tagWords differ in their
 // first tokens, so distinct blocks never collide; off(h) = mix(h) mod W
-// places the rest of the block in the W-word stream. Block r-token prefixes
+// places the rest of the block in the W-word stream.
+//
+// Prefix reuse is exact up to the tag's digits: two prompts whose hash
+// lists share exactly k leading blocks share k*B tokens plus e, where e is
+// the number of leading tag digits (least significant first: h mod V, h/V
+// mod V, ...) their (k+1)-th hashes have in common. e is 0 unless those
+// hashes are congruent mod V (for unrelated ids, about one pair in V), and
+// e < tagWords for hashes below V^tagWords; no shorter spelling can do
+// better, since V words cannot give more than V distinct first tokens.
+// Block r-token prefixes
 // are prefixes of the full block, so a request whose last block was clamped
 // still shares its tokens with one holding the whole block. Blocks for which
 // a request has no hash (beyond its hash list, or in a source without
@@ -148,6 +157,10 @@ func checkWordRun(tok tokenizer.Tokenizer, words []string, ids []uint) error {
 // BytesPerToken is the mean length in bytes of the words (tokens) blocks
 // are made of.
 func (b *Blocks) BytesPerToken() float64 { return float64(len(b.stream)) / float64(len(b.at)-1) }
+
+// TagBase is V, the number of distinct words the hash tags are spelled
+// with (the base of their digits).
+func (b *Blocks) TagBase() int { return len(b.digits) }
 
 // Size is the block size in tokens.
 func (b *Blocks) Size() int { return b.size }

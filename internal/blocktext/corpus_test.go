@@ -1,4 +1,4 @@
-package synth
+package blocktext
 
 import (
 	"os"
@@ -8,7 +8,7 @@ import (
 	"github.com/tracekit/tracekit/tokenizer"
 )
 
-const pg1184 = "../../shared/data/pg1184/pg1184.txt"
+const pg1184 = "../../../shared/data/pg1184/pg1184.txt"
 
 // checkCorpus asserts Text's contract on many offsets and lengths: exact
 // count on re-encoding, determinism, and additive concatenation.

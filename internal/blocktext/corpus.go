@@ -1,4 +1,4 @@
-package synth
+package blocktext
 
 import (
 	"fmt"
@@ -37,6 +37,14 @@ type Corpus struct {
 	// invalidUTF8 counts the bytes of the given text that were not UTF-8
 	// (dropped).
 	invalidUTF8 int64
+	isDefault   bool // DefaultCorpus under an embedded tokenizer
+	// asciiCuts: under o200k_base and cl100k_base, " letter" after an
+	// ASCII non-space always starts a pre-token (their split patterns
+	// admit a space before letters only as a pre-token's first byte, and
+	// have no look-behind), and BPE never merges across pre-tokens, so
+	// such a cut needs no re-encoding: the text on either side encodes to
+	// the corpus's own tokens (checked on pieces by the corpus tests).
+	asciiCuts bool
 }
 
 // windowTokens is how many tokens on each side of a cut are re-encoded to
@@ -53,7 +61,7 @@ const minCorpusTokens = 64
 //
 // Bytes of text that are not UTF-8 are dropped and counted (InvalidUTF8).
 func NewCorpus(text string, tok tokenizer.Tokenizer) (*Corpus, error) {
-	invalid := countInvalidUTF8(text)
+	invalid := InvalidUTF8Bytes(text)
 	text = strings.TrimSpace(strings.ToValidUTF8(text, "")) + "\n"
 	ids := tok.Encode(text)
 	if len(ids) < minCorpusTokens {
@@ -75,7 +83,8 @@ func NewCorpus(text string, tok tokenizer.Tokenizer) (*Corpus, error) {
 		return nil, fmt.Errorf("building corpus: tokenizer %s decodes %d of %d bytes", tok.Name(), pos, len(text))
 	}
 	off[len(ids)] = pos
-	c := &Corpus{tok: tok, text: text, ids: ids, off: off, cut: make([]atomic.Uint32, len(ids)), invalidUTF8: invalid}
+	c := &Corpus{tok: tok, text: text, ids: ids, off: off, cut: make([]atomic.Uint32, len(ids)), invalidUTF8: invalid,
+		asciiCuts: tok.Name() == tokenizer.DefaultName || tok.Name() == "cl100k_base"}
 	if k := min(windowTokens, len(ids)/2); !c.sameTokens(c.span(len(ids)-k, 2*k), len(ids)-k, 2*k) {
 		return nil, fmt.Errorf("building corpus: under %s the end of the text merges with its start when wrapped; end the text with a sentence", tok.Name())
 	}
@@ -178,7 +187,6 @@ func (c *Corpus) joinable(i int) bool {
 }
 
 func (c *Corpus) checkCut(i int) bool {
-	N := len(c.ids)
 	next := c.text[c.off[i]:]
 	if !strings.HasPrefix(next, " ") || len(next) < 2 || next[1] == ' ' {
 		return false
@@ -191,6 +199,16 @@ func (c *Corpus) checkCut(i int) bool {
 	if unicode.IsSpace(last) {
 		return false
 	}
+	if c.asciiCuts && last < utf8.RuneSelf && isLetter(next, 1) {
+		return true
+	}
+	return c.windowCut(i)
+}
+
+// windowCut is the tokenizer-agnostic proof of a cut: both sides
+// re-encode to the corpus's own tokens.
+func (c *Corpus) windowCut(i int) bool {
+	N := len(c.ids)
 	k := min(windowTokens, N/2)
 	left := c.span((i-k+N)%N, k)
 	right := c.span(i, k)
@@ -210,4 +228,20 @@ func (c *Corpus) sameTokens(t string, s, k int) bool {
 		}
 	}
 	return true
+}
+
+// InvalidUTF8Bytes counts the bytes of s that are not UTF-8.
+func InvalidUTF8Bytes(s string) int64 {
+	if utf8.ValidString(s) {
+		return 0
+	}
+	var n int64
+	for len(s) > 0 {
+		r, size := utf8.DecodeRuneInString(s)
+		if r == utf8.RuneError && size == 1 {
+			n++
+		}
+		s = s[size:]
+	}
+	return n
 }

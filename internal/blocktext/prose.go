@@ -1,6 +1,7 @@
-package synth
+package blocktext
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 
@@ -47,8 +48,48 @@ func DefaultCorpus(tok tokenizer.Tokenizer) (*Corpus, error) {
 	if err != nil || !embedded {
 		return c, err
 	}
+	c.isDefault = true
 	got, _ := defaultCorpora.LoadOrStore(name, c)
 	return got.(*Corpus), nil
+}
+
+// IsDefault reports whether c is the default corpus under an embedded
+// tokenizer: text made from it can be named (DefaultBlocks) instead of
+// stored.
+func (c *Corpus) IsDefault() bool { return c.isDefault }
+
+type blocksKey struct {
+	tok  string
+	size int
+}
+
+var defaultBlocks sync.Map // blocksKey -> *Blocks
+
+// DefaultBlocks returns Blocks of size tokens over the default corpus
+// under the embedded tokenizer named tok (o200k_base, cl100k_base), built
+// once per process: what synth's imports cut their prompts from, and what
+// replay makes virtual prompts with.
+func DefaultBlocks(tok string, size int) (*Blocks, error) {
+	if b, ok := defaultBlocks.Load(blocksKey{tok, size}); ok {
+		return b.(*Blocks), nil
+	}
+	if tok != tokenizer.DefaultName && tok != "cl100k_base" {
+		return nil, fmt.Errorf("the default prompt blocks exist under o200k_base and cl100k_base, not %q", tok)
+	}
+	t, err := tokenizer.Open(tok)
+	if err != nil {
+		return nil, err
+	}
+	c, err := DefaultCorpus(t)
+	if err != nil {
+		return nil, err
+	}
+	b, err := NewBlocks(c, size)
+	if err != nil {
+		return nil, err
+	}
+	got, _ := defaultBlocks.LoadOrStore(blocksKey{tok, size}, b)
+	return got.(*Blocks), nil
 }
 
 var (

@@ -1,0 +1,114 @@
+package replay
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tracekit/tracekit/synth"
+	"github.com/tracekit/tracekit/trace"
+)
+
+// importBoth writes one input as a virtual trace (the default) and as a
+// --prompt-text trace.
+func importBoth(t *testing.T, make func(o synth.ImportOptions) synth.Source, path string) (virt, text string) {
+	t.Helper()
+	dir := t.TempDir()
+	for i, promptText := range []bool{false, true} {
+		out := filepath.Join(dir, []string{"virtual.parquet", "text.parquet"}[i])
+		src := make(synth.ImportOptions{Path: path, PromptText: promptText})
+		if _, err := synth.Generate(context.Background(), synth.Job{Source: src, Meta: trace.TraceMeta{Tokenizer: "o200k_base"}, Output: out}); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			virt = out
+		} else {
+			text = out
+		}
+	}
+	return virt, text
+}
+
+// bodiesOf replays path against a fresh mock and returns every request
+// body by request id.
+func bodiesOf(t *testing.T, path string) map[string]string {
+	t.Helper()
+	srv := fastMock(t, nil)
+	_, res := run(t, Config{Trace: path, Targets: []string{srv.URL()}, IgnoreEOS: true, ContinuousUsage: "off", Speed: 50})
+	if res.Errors != 0 {
+		t.Fatalf("%s: %d errors", path, res.Errors)
+	}
+	bodies := map[string]string{}
+	for _, e := range srv.Log() {
+		bodies[e.RequestID] = string(e.Body)
+	}
+	return bodies
+}
+
+// A replay of a virtual trace sends the same bytes as a replay of the same
+// import with its text stored: every request body, history included, is
+// equal. The virtual file holds no prompt text.
+func TestVirtualTraceSendsTheSameBodies(t *testing.T) {
+	dir := t.TempDir()
+	mooncake := filepath.Join(dir, "m.jsonl")
+	os.WriteFile(mooncake, []byte(`{"timestamp": 0, "input_length": 700, "output_length": 5, "hash_ids": [1, 2]}
+{"timestamp": 10, "input_length": 1300, "output_length": 5, "hash_ids": [1, 2, 3]}
+{"timestamp": 20, "input_length": 9, "output_length": 3}
+`), 0o644)
+	bailian := filepath.Join(dir, "b.jsonl")
+	os.WriteFile(bailian, []byte(`{"chat_id": 1, "parent_chat_id": -1, "timestamp": 0.5, "input_length": 40, "output_length": 10, "hash_ids": [100, 101, 102]}
+{"chat_id": 3, "parent_chat_id": 1, "timestamp": 1.5, "input_length": 90, "output_length": 8, "hash_ids": [100, 101, 104, 105, 106, 107]}
+{"chat_id": 4, "parent_chat_id": -1, "timestamp": 1.6, "input_length": 20, "output_length": 8, "hash_ids": [100]}
+`), 0o644)
+	cases := []struct {
+		name, path string
+		make       func(o synth.ImportOptions) synth.Source
+	}{
+		{"mooncake", mooncake, func(o synth.ImportOptions) synth.Source { return &synth.Mooncake{Opts: o} }},
+		{"bailian", bailian, func(o synth.ImportOptions) synth.Source { return &synth.Bailian{Opts: o} }},
+	}
+	for _, c := range cases {
+		virt, text := importBoth(t, c.make, c.path)
+		turns, meta, err := trace.ReadTurns(virt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if meta.Prompts == nil {
+			t.Fatalf("%s: the virtual trace names no prompt generator", c.name)
+		}
+		for _, tu := range turns {
+			for _, m := range tu.Messages {
+				if !m.Virtual || m.Content != "" {
+					t.Fatalf("%s: message of %s/%d holds text or is not virtual", c.name, tu.ConversationID, tu.Turn)
+				}
+			}
+		}
+		vb, tb := bodiesOf(t, virt), bodiesOf(t, text)
+		n := 0
+		for id, b := range tb {
+			if !strings.HasPrefix(id, c.name+"-") {
+				continue // the usage probe
+			}
+			n++
+			if vb[id] != b {
+				t.Fatalf("%s: request %s differs:\nvirtual %.300s\ntext    %.300s", c.name, id, vb[id], b)
+			}
+		}
+		if n != len(turns) {
+			t.Fatalf("%s: %d bodies of %d turns", c.name, n, len(turns))
+		}
+	}
+}
+
+// A trace naming a prompt generator this build does not know is refused
+// before anything is sent.
+func TestUnknownPromptGeneratorRefused(t *testing.T) {
+	c := conv("u", 1, 0, 0, 5)
+	c[0].Messages = []trace.Message{{Role: "user", Tokens: 10, Virtual: true}}
+	src := NewMemorySource(trace.TraceMeta{Tokenizer: "o200k_base", Prompts: &trace.PromptGenerator{Name: "other", Tokenizer: "o200k_base", BlockSize: 16}}, c)
+	if _, err := New(Config{Targets: []string{"http://127.0.0.1:1"}}, src); err == nil {
+		t.Fatal("a trace with an unknown prompt generator was accepted")
+	}
+}
