@@ -49,6 +49,7 @@ is set (it fixes the created_at metadata; otherwise it is the current time).`,
       --prefix-tokens lognormal:average=1000,max=5000 --common-prefix-tokens 500
   tracekit synth --config generate_multi_turn.json --text-file pg1184.txt
   tracekit synth --source sharegpt --input ShareGPT_V3.json --conversations 500 --turns 2-20
+  tracekit synth --source otel --input ./otel_genai/ -o agents.parquet
   tracekit synth --tokenizer ./Llama-3.1-8B/tokenizer.json --seed 7
   tracekit synth --from-vllm 'vllm bench serve --dataset-name sharegpt --dataset-path sg.json --num-prompts 500 --request-rate 10'`,
 		Args: cobra.NoArgs,
@@ -160,6 +161,8 @@ var synthSources = []synthSource{
 			b.Failed, _ = f.GetString("failed")
 			return synth.NewBurstGPT(b)
 		}),
+	{name: "otel", summary: "OpenTelemetry GenAI spans (--input FILE|DIR: span-list JSON or OTLP JSON): agent workflows as dependency graphs",
+		timed: true, needsInput: true, flags: []string{"input", "conversations", "limit", "model"}, build: buildOTel},
 	importer("mooncake", "Mooncake JSONL trace (--input): real arrivals, lengths and hash-prefix reuse", importFlags,
 		func(_ *pflag.FlagSet, o synth.ImportOptions) (synth.Source, error) { return synth.NewMooncake(o) }),
 	{name: "sharegpt", summary: "ShareGPT JSON or JSONL conversations (--input), with reference answers; --turns/--input-tokens/--output-tokens filter",
@@ -344,6 +347,18 @@ func buildVLLMRandom(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
 	return synth.NewRandom(o)
 }
 
+// buildOTel reads the OpenTelemetry import's flags.
+func buildOTel(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
+	o := synth.OTelOptions{Path: in.input, Tokenizer: in.tok, MaxBytes: in.maxBytes}
+	o.Limit, _ = f.GetInt("limit")
+	o.Model, _ = f.GetString("model")
+	if o.Limit == 0 {
+		o.Limit = in.conversations
+	}
+	in.used["limit"] = strconv.Itoa(o.Limit)
+	return synth.NewOTel(o)
+}
+
 // importOptions reads the flags every production-trace import shares.
 func importOptions(f *pflag.FlagSet, in sourceInputs) (synth.ImportOptions, error) {
 	o := synth.ImportOptions{Path: in.input, MaxBytes: in.maxBytes}
@@ -387,6 +402,9 @@ var optionFlags = map[string]string{
 	"ShareGPTOptions.OutputMax":           "output-tokens",
 	"ShareGPTOptions.ThinkTime":           "think-time",
 	"ShareGPTOptions.MaxBytes":            "max-trace-size",
+	"OTelOptions.Path":                    "input",
+	"OTelOptions.Limit":                   "limit",
+	"OTelOptions.MaxBytes":                "max-trace-size",
 	"ImportOptions.Path":                  "input",
 	"ImportOptions.Start":                 "start",
 	"ImportOptions.Duration":              "duration",
