@@ -256,7 +256,9 @@ func TestOTelHistoryReproducesInput(t *testing.T) {
 func otlpFile(t *testing.T) []byte {
 	base := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC).UnixNano()
 	at := func(ms int) string { return fmt.Sprint(base + int64(ms)*1e6) }
-	str := func(k, v string) map[string]any { return map[string]any{"key": k, "value": map[string]any{"stringValue": v}} }
+	str := func(k, v string) map[string]any {
+		return map[string]any{"key": k, "value": map[string]any{"stringValue": v}}
+	}
 	num := func(k string, v int) map[string]any {
 		return map[string]any{"key": k, "value": map[string]any{"intValue": fmt.Sprint(v)}}
 	}
