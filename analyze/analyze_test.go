@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -317,14 +318,14 @@ func TestBadInput(t *testing.T) {
 	}
 	tw.Write(trace.Turn{ConversationID: "c"})
 	tw.Close()
-	// A recording from a newer tracekit: schema version 2.
+	// A recording from a newer tracekit: the next schema version.
 	newer := filepath.Join(dir, "newer.parquet")
 	f, err := os.Create(newer)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pw := parquet.NewGenericWriter[trace.Record](f, parquet.KeyValueMetadata(trace.MetaFormat, trace.FormatRecording),
-		parquet.KeyValueMetadata(trace.MetaSchemaVersion, "2"))
+		parquet.KeyValueMetadata(trace.MetaSchemaVersion, strconv.Itoa(trace.RecordingSchemaVersion+1)))
 	pw.Write(handRecords())
 	if err := pw.Close(); err != nil {
 		t.Fatal(err)
@@ -338,7 +339,7 @@ func TestBadInput(t *testing.T) {
 		"not parquet": {write("x.csv", []byte("a,b\n1,2\n")), "not a readable Parquet file"},
 		"truncated":   {write("trunc.parquet", raw[:len(raw)/2]), "not a readable Parquet file"},
 		"a trace":     {filepath.Join(dir, "trace.parquet"), "expected a tracekit.recording file"},
-		"newer":       {newer, "schema version 2"},
+		"newer":       {newer, "schema version " + strconv.Itoa(trace.RecordingSchemaVersion+1)},
 		"no rows":     {writeRecording(t, dir, "none.parquet", trace.RunMeta{}, nil), "holds no requests"},
 		"missing":     {filepath.Join(dir, "nope.parquet"), "no such file"},
 		"parallel":    {writeRecording(t, dir, "par.parquet", trace.RunMeta{}, []trace.Record{bad}), "row 0 (request \"x\"): 1 event_ns but 0 event_tokens"},

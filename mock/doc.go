@@ -22,6 +22,24 @@
 // Bad bodies get vLLM's error JSON
 // {"error":{"message":...,"type":"BadRequestError","param":...,"code":400}}.
 //
+// # Tool calls
+//
+// A chat request whose tool_choice is "required" or names a function
+// ({"type":"function","function":{"name":...}}) is answered with one tool
+// call (of the named function, else the first of its tools); the request
+// header X-Tracekit-Tool-Calls: N (1..64) asks for N calls whatever
+// tool_choice says (names taken from tools in turn, "tool" without tools).
+// tool_choice without tools is a 400, as in vLLM. The planned output length
+// is unchanged and split evenly over the calls: every token is one word of
+// an argument {"text": "w1 w2 ..."} (no end-of-text token), and
+// finish_reason is "tool_calls". Streamed as vLLM does: the event of a
+// call's first token carries its fragment {"id","type":"function","index",
+// "function":{"name","arguments"}}, later events {"index","function":
+// {"arguments"}} pieces (one fragment per call an event's tokens touch);
+// the timing of every event is the latency model's, as for text. A
+// non-streaming answer has content null and message.tool_calls. The log's
+// tool_calls column counts the calls sent.
+//
 // Every response carries X-Request-Id: the request's own X-Request-Id
 // header when it has one (replay sends its ids there), else a generated id.
 // The log is keyed by it.

@@ -67,6 +67,8 @@ func (x *exchange) appendEvent(b []byte, from, to int, role bool) []byte {
 	if x.chat {
 		if role {
 			b = append(b, `"delta":{"role":"assistant","content":""}`...)
+		} else if len(x.toolNames) > 0 {
+			b = x.appendToolDelta(b, from, to)
 		} else {
 			b = append(b, `"delta":{"content":"`...)
 			b = append(x.appendText(b, from, to), `"}`...)

@@ -34,6 +34,9 @@ type exchange struct {
 	e        LogEntry
 	admitted bool
 	kvHeld   int64 // tokens counted in metrics.kvTokens for this request
+	// toolNames are the function names of the answer's tool calls (tools.go);
+	// empty for a content answer.
+	toolNames []string
 
 	// Stream encoding: head opens every chunk up to the inside of
 	// choices[0]; buf is reused for every event.
@@ -130,6 +133,19 @@ func (x *exchange) run() {
 	x.rng = requestRand(s.cfg.Seed, id, x.p.hash)
 	n, finish := s.cfg.Latency.outputLength(x.rng, maxTokens, x.req.IgnoreEOS)
 	x.e.MaxTokens, x.e.CompletionTokens, x.e.FinishReason = int32(maxTokens), int32(n), finish
+	if x.chat {
+		calls, names, err := x.toolPlan(x.r.Header.Get(ToolCallsHeader))
+		if err != nil {
+			x.reject(err)
+			return
+		}
+		if calls = min(calls, n); calls > 0 {
+			// Every output token is argument text (no end-of-text token)
+			// and the calls end exactly there, whether the length was
+			// drawn or max_tokens.
+			x.toolNames, x.e.ToolCalls, x.e.FinishReason = names[:calls], int32(calls), "tool_calls"
+		}
+	}
 
 	if h := x.r.Header.Get(FaultHeader); h != "" {
 		if x.fault, err = ParseFault(h); err != nil {
@@ -336,7 +352,10 @@ func (x *exchange) planConn(p connPlan) {
 func (x *exchange) cacheAnswer() {
 	segs := x.p.segs
 	if x.chat && x.s.cache.capacity > 0 {
-		text := string(x.appendText(nil, 0, int(x.e.CompletionTokens)))
+		var text string // a tool-call answer is sent back with content null
+		if len(x.toolNames) == 0 {
+			text = string(x.appendText(nil, 0, int(x.e.CompletionTokens)))
+		}
 		segs = append(segs[:len(segs):len(segs)], segment{chain(x.p.hash, "assistant", text), x.p.tokens + x.s.tokens.Count(text)})
 	}
 	x.s.cache.insert(segs)

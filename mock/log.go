@@ -12,7 +12,7 @@ import (
 // trace.MetaFormat and trace.MetaSchemaVersion.
 const (
 	FormatLog        = "tracekit.mock_log"
-	LogSchemaVersion = 1
+	LogSchemaVersion = 2
 	// MetaLog is the key of the LogMeta JSON in the file's metadata.
 	MetaLog = "tracekit.mock_meta"
 )
@@ -51,6 +51,9 @@ type LogEntry struct {
 	Fault         string `parquet:"fault" json:"fault"` // canonical X-Tracekit-Fault form, empty if none
 	Error         string `parquet:"error" json:"error,omitempty"`
 	FinishReason  string `parquet:"finish_reason" json:"finish_reason"`
+	// ToolCalls is how many tool calls the answer carried (0: text);
+	// logs before schema version 2 read 0.
+	ToolCalls int32 `parquet:"tool_calls" json:"tool_calls"`
 
 	PromptTokens     int32  `parquet:"prompt_tokens" json:"prompt_tokens"`
 	CachedTokens     int32  `parquet:"cached_tokens" json:"cached_tokens"`

@@ -44,7 +44,10 @@ func (x *exchange) unary() {
 		x.abort(false)
 		return
 	}
-	text := string(x.appendText(nil, 0, int(x.e.CompletionTokens)))
+	var text string
+	if len(x.toolNames) == 0 {
+		text = string(x.appendText(nil, 0, int(x.e.CompletionTokens)))
+	}
 	x.cacheAnswer()
 	body := x.unaryBody(text)
 	if x.eff.malformedAt >= 0 {
@@ -62,6 +65,15 @@ func (x *exchange) unary() {
 	x.w.Write(body)
 }
 
+// unaryMessage is a non-streaming chat answer's message: the text, or
+// content null and the tool calls.
+func (x *exchange) unaryMessage(text string) map[string]any {
+	if len(x.toolNames) > 0 {
+		return map[string]any{"role": "assistant", "content": nil, "tool_calls": x.unaryToolCalls()}
+	}
+	return map[string]any{"role": "assistant", "content": text, "tool_calls": []any{}}
+}
+
 func (x *exchange) usage() map[string]any {
 	c := int(x.e.CompletionTokens)
 	return map[string]any{
@@ -77,7 +89,7 @@ func (x *exchange) unaryBody(text string) []byte {
 		v = map[string]any{
 			"id": "chatcmpl-" + x.e.RequestID, "object": "chat.completion", "created": created, "model": x.e.Model,
 			"choices": []any{map[string]any{
-				"index": 0, "message": map[string]any{"role": "assistant", "content": text, "tool_calls": []any{}},
+				"index": 0, "message": x.unaryMessage(text),
 				"logprobs": nil, "finish_reason": x.e.FinishReason, "stop_reason": nil,
 			}},
 			"usage": x.usage(), "prompt_logprobs": nil,

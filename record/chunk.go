@@ -98,6 +98,8 @@ func choiceField(c *chunk, key, b []byte, i, depth int) int {
 		}
 	case "text": // completions
 		return textValue(b, i, depth, &c.s.content)
+	case "finish_reason":
+		return finishReason(c, b, i, depth)
 	}
 	return skipValue(b, i, depth)
 }
@@ -108,6 +110,8 @@ func deltaField(c *chunk, key, b []byte, i, depth int) int {
 		return textValue(b, i, depth, &c.s.content)
 	case "reasoning_content", "reasoning":
 		return textValue(b, i, depth, &c.s.reasoning)
+	case "tool_calls":
+		return toolCallsValue(c, b, i, depth)
 	}
 	return skipValue(b, i, depth)
 }

@@ -52,6 +52,7 @@ type Stream struct {
 	lastStamp int64
 
 	chunk chunk
+	tools toolCalls // toolcalls.go
 }
 
 // NewStream returns a Stream counting tokens with counter when the server
@@ -73,6 +74,7 @@ func (s *Stream) Reset() {
 	s.done, s.events = false, 0
 	s.errKind, s.errMsg = "", ""
 	s.lastStamp = 0
+	s.tools.reset()
 }
 
 // ReadBody reads body until EOF or an error, stamping each read with now()
@@ -329,6 +331,10 @@ func (s *Stream) Fill(rec *trace.Record) {
 		prevContent, prevReason = s.evContent[i], s.evReason[i]
 		rec.EventTokens = append(rec.EventTokens, n)
 	}
+	if !rec.TokensExact {
+		s.tools.addTokens(s, rec.EventTokens)
+	}
+	rec.ToolCalls = int32(s.tools.n)
 	rec.PromptTokens, rec.CompletionTokens, rec.CachedTokens = s.prompt, s.complete, s.cached
 }
 

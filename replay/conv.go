@@ -19,6 +19,10 @@ import (
 // think time (scaled by --speed) after the response to turn k ended, with
 // the history so far (the server's answers, or the reference answers).
 func (r *runState) closedLoop(runCtx, stopCtx context.Context, conv []trace.Turn, at int64) {
+	if isGraph(conv) {
+		r.graphClosed(runCtx, stopCtx, conv, at)
+		return
+	}
 	ex := r.exPool.Get().(*exchange)
 	defer r.exPool.Put(ex)
 	var hist []trace.Message
@@ -35,14 +39,25 @@ func (r *runState) closedLoop(runCtx, stopCtx context.Context, conv []trace.Turn
 		if !r.do(runCtx, stopCtx, ex, turn, hist, msgs, histTokens+tokens, at) {
 			return
 		}
-		answer, answerTokens := r.answer(ex, turn)
+		answer := r.chatAnswer(ex, turn)
 		hist = append(hist, msgs...)
-		hist = append(hist, trace.Message{Role: "assistant", Content: answer, Tokens: answerTokens})
-		histTokens += tokens + answerTokens
+		hist = append(hist, answer)
+		histTokens += tokens + answer.Tokens
 		if runCtx.Err() != nil {
 			return
 		}
 	}
+}
+
+// chatAnswer is the assistant message of a chat's next turn: the text of
+// answer, and tool calls when the answer or the trace has any
+// (answerMessage; a chat without tool calls never gets there).
+func (r *runState) chatAnswer(ex *exchange, turn *trace.Turn) trace.Message {
+	if ex.stream.ToolCalls() > 0 || len(turn.ReferenceToolCalls) > 0 {
+		return r.answerMessage(ex, turn)
+	}
+	answer, answerTokens := r.answer(ex, turn)
+	return trace.Message{Role: "assistant", Content: answer, Tokens: answerTokens}
 }
 
 // answer is what the next turn's history holds as the assistant's reply to
@@ -65,6 +80,10 @@ func (r *runState) answer(ex *exchange, turn *trace.Turn) (string, int32) {
 // not the previous turn has finished, with the reference history (a
 // synthesized answer of OutputTokens tokens where the trace has none).
 func (r *runState) openLoop(runCtx, stopCtx context.Context, conv []trace.Turn) {
+	if isGraph(conv) {
+		r.graphOpen(runCtx, stopCtx, conv)
+		return
+	}
 	done := make(chan struct{}, len(conv))
 	launched := 0
 	var hist []trace.Message
@@ -96,8 +115,11 @@ func (r *runState) openLoop(runCtx, stopCtx context.Context, conv []trace.Turn) 
 			answer = fillerText(turn.OutputTokens, r.cfg.Seed, fmt.Sprintf("%s/%d/answer", turn.ConversationID, turn.Turn))
 		}
 		answerTokens := int32(r.tok.Count(answer))
+		if len(turn.ReferenceToolCalls) > 0 {
+			answerTokens += r.callTokens(turn.ReferenceToolCalls)
+		}
 		hist = append(hist, msgs...)
-		hist = append(hist, trace.Message{Role: "assistant", Content: answer, Tokens: answerTokens})
+		hist = append(hist, trace.Message{Role: "assistant", Content: answer, Tokens: answerTokens, ToolCalls: turn.ReferenceToolCalls})
 		histTokens += tokens + answerTokens
 	}
 	for range launched {
@@ -135,7 +157,7 @@ func (r *runState) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace
 	ex.stream.Reset()
 	rec := &ex.rec
 	*rec = trace.Record{
-		RequestID:      turn.ConversationID + "-" + strconv.Itoa(int(turn.Turn)) + "-0",
+		RequestID:      requestID(turn, 0),
 		ConversationID: turn.ConversationID,
 		Turn:           turn.Turn,
 		Shard:          int32(r.cfg.Shard),
@@ -148,13 +170,14 @@ func (r *runState) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace
 		EventNs:        rec.EventNs[:0],
 		EventTokens:    rec.EventTokens[:0],
 		PromptTokens:   -1, CompletionTokens: -1, CachedTokens: -1,
+		Parents: turn.Parents, // the trace's, never written: sinks may keep it
 	}
 	model := r.cfg.Model
 	if turn.Model != "" {
 		model = turn.Model
 	}
 	rec.NonStreaming = turn.NonStreaming
-	ex.body = r.bo.appendBody(ex.body[:0], model, hist, msgs, turn.OutputTokens, turn.NonStreaming)
+	ex.body = r.bo.appendRequest(ex.body[:0], model, hist, msgs, turn.OutputTokens, turn.NonStreaming, turn.Tools, turn.ToolChoice)
 
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
@@ -177,6 +200,10 @@ func (r *runState) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace
 	r.done.Add(1)
 	if rec.ErrorKind != "" {
 		r.errs.Add(1)
+	} else if rec.ToolCalls > 0 || len(turn.ReferenceToolCalls) > 0 {
+		if rec.ToolCallMismatch = toolCallMismatch(ex, turn); rec.ToolCallMismatch {
+			r.mismatches.Add(1)
+		}
 	}
 	r.sink.Submit(rec)
 	return true
@@ -198,7 +225,7 @@ func (r *runState) exchangeOnce(runCtx context.Context, t *target, req *fasthttp
 	if r.cfg.RequestTimeout > 0 {
 		deadline = time.Now().Add(r.cfg.RequestTimeout)
 	}
-	retryID := rec.ConversationID + "-" + strconv.Itoa(int(rec.Turn)) + "-1"
+	retryID := rec.ConversationID + "-" + strconv.Itoa(int(rec.Turn)) + "-1" // requestID(turn, 1)
 	retried, err := t.do(req, resp, deadline, retryID)
 	if retried {
 		rec.Attempt, rec.RequestID = 1, retryID

@@ -35,6 +35,13 @@ type bodyOptions struct {
 // far (history, then this turn's messages) and maxTokens to dst, streamed
 // with usage unless nonStreaming ("stream": false).
 func (o *bodyOptions) appendBody(dst []byte, model string, history, msgs []trace.Message, maxTokens int32, nonStreaming bool) []byte {
+	return o.appendRequest(dst, model, history, msgs, maxTokens, nonStreaming, "", "")
+}
+
+// appendRequest is appendBody with the turn's "tools" and "tool_choice"
+// JSON texts (chat only; "" leaves a field out). They are copied as they
+// are: trace.Turn.Check validated them when the trace was read.
+func (o *bodyOptions) appendRequest(dst []byte, model string, history, msgs []trace.Message, maxTokens int32, nonStreaming bool, tools, toolChoice string) []byte {
 	dst = append(dst, `{"model":`...)
 	dst = appendJSONString(dst, model)
 	if o.endpoint == EndpointCompletions {
@@ -59,14 +66,18 @@ func (o *bodyOptions) appendBody(dst []byte, model string, history, msgs []trace
 					dst = append(dst, ',')
 				}
 				first = false
-				dst = append(dst, `{"role":`...)
-				dst = appendJSONString(dst, m.Role)
-				dst = append(dst, `,"content":`...)
-				dst = appendJSONString(dst, m.Content)
-				dst = append(dst, '}')
+				dst = appendMessage(dst, &m)
 			}
 		}
 		dst = append(dst, ']')
+		if tools != "" {
+			dst = append(dst, `,"tools":`...)
+			dst = append(dst, tools...)
+		}
+		if toolChoice != "" {
+			dst = append(dst, `,"tool_choice":`...)
+			dst = append(dst, toolChoice...)
+		}
 	}
 	if maxTokens > 0 {
 		dst = append(dst, `,"max_tokens":`...)
@@ -91,6 +102,42 @@ func (o *bodyOptions) appendBody(dst []byte, model string, history, msgs []trace
 	if len(o.extra) > 0 {
 		dst = append(dst, ',')
 		dst = append(dst, o.extra...)
+	}
+	return append(dst, '}')
+}
+
+// appendMessage appends one chat message: an assistant's tool calls as
+// OpenAI's "tool_calls" (content null when it has no text, as the API
+// sends it), a tool result's "tool_call_id".
+func appendMessage(dst []byte, m *trace.Message) []byte {
+	dst = append(dst, `{"role":`...)
+	dst = appendJSONString(dst, m.Role)
+	dst = append(dst, `,"content":`...)
+	if m.Content == "" && len(m.ToolCalls) > 0 {
+		dst = append(dst, "null"...)
+	} else {
+		dst = appendJSONString(dst, m.Content)
+	}
+	if len(m.ToolCalls) > 0 {
+		dst = append(dst, `,"tool_calls":[`...)
+		for i := range m.ToolCalls {
+			c := &m.ToolCalls[i]
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"id":`...)
+			dst = appendJSONString(dst, c.ID)
+			dst = append(dst, `,"type":"function","function":{"name":`...)
+			dst = appendJSONString(dst, c.Name)
+			dst = append(dst, `,"arguments":`...)
+			dst = appendJSONString(dst, c.Arguments)
+			dst = append(dst, "}}"...)
+		}
+		dst = append(dst, ']')
+	}
+	if m.ToolCallID != "" {
+		dst = append(dst, `,"tool_call_id":`...)
+		dst = appendJSONString(dst, m.ToolCallID)
 	}
 	return append(dst, '}')
 }

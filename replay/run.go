@@ -45,6 +45,10 @@ type Result struct {
 	Sent     int64
 	Errors   int64
 	Canceled string // why the run was cut short ("" if it ran to the end)
+	// ToolCallMismatches counts answers whose tool calls differed from the
+	// trace's; ParentFailed the graph requests not sent because a parent
+	// failed (recorded as parent_failed, not in Sent or Errors).
+	ToolCallMismatches, ParentFailed int64
 }
 
 // Runner replays one Source. New validates and builds the clients;
@@ -86,6 +90,7 @@ type runState struct {
 	sink    record.Sink
 
 	sent, done, errs, inflight atomic.Int64
+	mismatches, parentFailed   atomic.Int64 // graph.go
 }
 
 // exchange is one request goroutine's reusable scratch.
@@ -252,7 +257,8 @@ func (rr *Runner) Run(ctx context.Context, sink record.Sink) (*Result, error) {
 
 	meta.Health = r.mon.finish()
 	sink.SetRunMeta(meta)
-	res := &Result{Meta: meta, Sent: r.sent.Load(), Errors: r.errs.Load()}
+	res := &Result{Meta: meta, Sent: r.sent.Load(), Errors: r.errs.Load(),
+		ToolCallMismatches: r.mismatches.Load(), ParentFailed: r.parentFailed.Load()}
 	switch {
 	case timeoutHit.Load():
 		res.Canceled = fmt.Sprintf("--benchmark-timeout %v passed", r.cfg.BenchmarkTimeout)

@@ -305,6 +305,7 @@ func (r *ParquetReader[T]) close() error {
 type TraceReader struct {
 	r    *ParquetReader[Turn]
 	Meta TraceMeta
+	rows int64 // rows read so far, for error messages
 }
 
 // OpenTrace opens and validates a trace file.
@@ -326,8 +327,18 @@ func (t *TraceReader) NumRows() int64 { return t.r.pf.NumRows() }
 
 // Read fills rows and returns how many it read; io.EOF at the end. The
 // reader may reuse the slices already in rows: copy a row's lists before
-// handing the same rows to Read again.
-func (t *TraceReader) Read(rows []Turn) (int, error) { return t.r.read(rows) }
+// handing the same rows to Read again. Every row is checked (Turn.Check):
+// a bad one ends the read with an error naming its row.
+func (t *TraceReader) Read(rows []Turn) (int, error) {
+	n, err := t.r.read(rows)
+	for i := range rows[:n] {
+		if cerr := rows[i].Check(); cerr != nil {
+			return i, fmt.Errorf("trace row %d: %w", t.rows+int64(i), cerr)
+		}
+	}
+	t.rows += int64(n)
+	return n, err
+}
 
 // Close releases the file.
 func (t *TraceReader) Close() error { return t.r.close() }
@@ -388,7 +399,7 @@ func ReadTurns(path string) ([]Turn, TraceMeta, error) {
 		return nil, TraceMeta{}, err
 	}
 	defer r.Close()
-	rows, err := readAll(r.r)
+	rows, err := readAll(r.r) // unchecked: tests read back any row they wrote
 	return rows, r.Meta, err
 }
 

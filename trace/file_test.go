@@ -94,7 +94,7 @@ func TestRecordRoundTripWithLateMeta(t *testing.T) {
 	}
 	want := []Record{
 		{RequestID: "a", ConversationID: "c", Turn: 0, IntendedNs: 10, SlotNs: 11, SentNs: 12, HeadersNs: 20, DoneNs: 99, Status: 200,
-			PromptTokens: 5, CompletionTokens: 3, CachedTokens: -1, EventNs: []int64{30, 40, 50}, EventTokens: []int32{0, 2, 1}, TokensExact: true},
+			PromptTokens: 5, CompletionTokens: 3, CachedTokens: -1, EventNs: []int64{30, 40, 50}, EventTokens: []int32{0, 2, 1}, TokensExact: true, Parents: []int32{}},
 		{RequestID: "b", ConversationID: "c", Turn: 1, Status: 503, ErrorKind: ErrHTTPStatus, ErrorMessage: "overloaded", PromptTokens: -1, CompletionTokens: -1, CachedTokens: -1},
 	}
 	if err := w.Write(want...); err != nil {
@@ -229,6 +229,36 @@ func TestSchemaIsNotebookFriendly(t *testing.T) {
 			if !strings.Contains(str, want) {
 				t.Errorf("schema lacks %s:\n%s", want, str)
 			}
+		}
+	}
+}
+
+// TraceReader.Read checks each row once: bad tools JSON or a parent that
+// is not an earlier turn ends the read naming the row.
+func TestTraceReaderChecksRows(t *testing.T) {
+	for _, c := range []struct {
+		turn Turn
+		want string
+	}{
+		{Turn{ConversationID: "a", Turn: 1, Tools: `[{"type":"function"`}, "trace row 1: conversation \"a\" turn 1: tools: expected a JSON array"},
+		{Turn{ConversationID: "a", Turn: 1, ToolChoice: `required`}, "tool_choice: expected a JSON string or object"},
+		{Turn{ConversationID: "a", Turn: 1, Parents: []int32{1}}, "parent 1: expected an earlier turn (0..0)"},
+		{Turn{ConversationID: "a", Turn: 1, Parents: []int32{-2}}, "parent -2"},
+	} {
+		p := filepath.Join(t.TempDir(), "t.parquet")
+		ok := Turn{ConversationID: "a", Turn: 0, Tools: `[{"type":"function","function":{"name":"f"}}]`, ToolChoice: `"required"`, Parents: []int32{RootParent}}
+		if err := WriteTrace(p, TraceMeta{}, []Turn{ok, c.turn}); err != nil {
+			t.Fatal(err)
+		}
+		r, err := OpenTrace(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows := make([]Turn, 4)
+		n, err := r.Read(rows)
+		r.Close()
+		if err == nil || !strings.Contains(err.Error(), c.want) || n != 1 {
+			t.Errorf("%+v: read %d rows, error %v; want 1 row and %q", c.turn, n, err, c.want)
 		}
 	}
 }

@@ -20,7 +20,12 @@ import (
 //
 // A frame cut short or failing its CRC ends the journal: a crash can only
 // tear the tail.
-const JournalMagic = "tracekit.journal.v2\n"
+const JournalMagic = "tracekit.journal.v3\n"
+
+// journalMagicV2 is the journal of a build before Record's graph fields
+// (Parents, ToolCalls, ToolCallMismatch): its record payloads end after
+// the event lists. Recover still reads it.
+const journalMagicV2 = "tracekit.journal.v2\n"
 
 // journalMagicV1 is the journal of a build before Record.NonStreaming: its
 // record payloads end after TokensExact. Recover still reads it.
@@ -81,7 +86,12 @@ func AppendRecordPayload(dst []byte, r *Record) []byte {
 	for _, n := range r.EventTokens {
 		dst = binary.AppendVarint(dst, int64(n))
 	}
-	return dst
+	dst = binary.AppendUvarint(dst, uint64(len(r.Parents)))
+	for _, p := range r.Parents {
+		dst = binary.AppendVarint(dst, int64(p))
+	}
+	dst = binary.AppendVarint(dst, int64(r.ToolCalls))
+	return binary.AppendVarint(dst, b2i(r.ToolCallMismatch))
 }
 
 func b2i(b bool) int64 {
@@ -130,7 +140,14 @@ func (d *decoder) str() string {
 	return s
 }
 
-func decodeRecord(body []byte, r *Record, v1 bool) error {
+// Journal versions decodeRecord reads: the number in the magic line.
+const (
+	journalV1 = 1 // before Record.NonStreaming
+	journalV2 = 2 // before Record.Parents, ToolCalls, ToolCallMismatch
+	journalV3 = 3
+)
+
+func decodeRecord(body []byte, r *Record, ver int) error {
 	d := decoder{b: body}
 	r.RequestID, r.ConversationID, r.Target, r.ErrorKind, r.ErrorMessage = d.str(), d.str(), d.str(), ErrorKind(d.str()), d.str()
 	r.Turn, r.Shard, r.Attempt, r.Warmup = int32(d.varint()), int32(d.varint()), int32(d.varint()), d.varint() != 0
@@ -138,7 +155,7 @@ func decodeRecord(body []byte, r *Record, v1 bool) error {
 	r.Status, r.InputTokens, r.MaxTokens = int32(d.varint()), int32(d.varint()), int32(d.varint())
 	r.PromptTokens, r.CompletionTokens, r.CachedTokens = int32(d.varint()), int32(d.varint()), int32(d.varint())
 	r.TokensExact = d.varint() != 0
-	if !v1 {
+	if ver >= journalV2 {
 		r.NonStreaming = d.varint() != 0
 	}
 	n := d.uvarint()
@@ -159,6 +176,20 @@ func decodeRecord(body []byte, r *Record, v1 bool) error {
 	for i := range r.EventTokens {
 		r.EventTokens[i] = int32(d.varint())
 	}
+	r.Parents, r.ToolCalls, r.ToolCallMismatch = nil, 0, false
+	if ver >= journalV3 {
+		n = d.uvarint()
+		if n > uint64(len(d.b)) {
+			return errShortPayload
+		}
+		if n > 0 {
+			r.Parents = make([]int32, n)
+			for i := range r.Parents {
+				r.Parents[i] = int32(d.varint())
+			}
+		}
+		r.ToolCalls, r.ToolCallMismatch = int32(d.varint()), d.varint() != 0
+	}
 	if d.err == nil && len(d.b) != 0 {
 		return fmt.Errorf("%d unexpected bytes after the record", len(d.b))
 	}
@@ -171,7 +202,7 @@ type JournalReader struct {
 	name   string
 	offset int64 // of the next frame
 	buf    []byte
-	v1     bool // a journalMagicV1 journal
+	ver    int // journalV1.. of the magic line
 	Meta   RunMeta
 	// Torn is set when the journal ended in a partial or corrupt frame,
 	// which a crash leaves; TornOffset is where the valid part ends.
@@ -181,7 +212,7 @@ type JournalReader struct {
 
 // SniffJournal returns the magic line r starts with, if it is one of ours.
 func SniffJournal(r *bufio.Reader) string {
-	for _, m := range []string{JournalMagic, journalMagicV1, TraceJournalMagic} {
+	for _, m := range []string{JournalMagic, journalMagicV2, journalMagicV1, TraceJournalMagic} {
 		if b, err := r.Peek(len(m)); err == nil && string(b) == m {
 			return m
 		}
@@ -192,12 +223,20 @@ func SniffJournal(r *bufio.Reader) string {
 func NewJournalReader(r io.Reader, name, magic string) (*JournalReader, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	got := SniffJournal(br)
-	v1 := magic == JournalMagic && got == journalMagicV1
-	if got != magic && !v1 {
+	ver := journalV3
+	if magic == JournalMagic {
+		switch got {
+		case journalMagicV1:
+			ver = journalV1
+		case journalMagicV2:
+			ver = journalV2
+		}
+	}
+	if got != magic && ver == journalV3 {
 		return nil, fmt.Errorf("%s: %w (expected it to start with %q)", name, ErrNotJournal, magic[:len(magic)-1])
 	}
 	br.Discard(len(got))
-	return &JournalReader{r: br, name: name, offset: int64(len(got)), v1: v1}, nil
+	return &JournalReader{r: br, name: name, offset: int64(len(got)), ver: ver}, nil
 }
 
 // frame returns the next intact frame's payload and offset; io.EOF at the
@@ -243,7 +282,7 @@ func (j *JournalReader) Next(rec *Record) error {
 				return fmt.Errorf("%s: byte %d: run meta frame: %w", j.name, at, err)
 			}
 		case frameRecord:
-			if err := decodeRecord(p[1:], rec, j.v1); err != nil {
+			if err := decodeRecord(p[1:], rec, j.ver); err != nil {
 				return fmt.Errorf("%s: byte %d: record frame: %w", j.name, at, err)
 			}
 			return nil

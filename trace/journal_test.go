@@ -11,8 +11,11 @@ import (
 // after TokensExact) still decodes, and a v2 journal keeps the field.
 func TestJournalV1StillReads(t *testing.T) {
 	rec := Record{RequestID: "r1", ConversationID: "c", Turn: 2, SentNs: 5, EventNs: []int64{7, 9}, EventTokens: []int32{0, 3}, TokensExact: true}
-	v2 := AppendRecordPayload(nil, &rec)
-	// v1's payload: the same bytes without the trailing NonStreaming varint
+	v3 := AppendRecordPayload(nil, &rec)
+	// v2's payload: v3's without the graph fields' three trailing bytes
+	// (no parents, 0 tool calls, no mismatch).
+	v2 := v3[:len(v3)-3]
+	// v1's payload: v2's without the trailing NonStreaming varint
 	// (0 is one byte) before the event lists.
 	tail := binary.AppendUvarint(nil, uint64(len(rec.EventNs)))
 	i := bytes.LastIndex(v2, append([]byte{0}, tail...))
@@ -24,7 +27,7 @@ func TestJournalV1StillReads(t *testing.T) {
 		magic   string
 		payload []byte
 		nonStr  bool
-	}{{journalMagicV1, v1, false}, {JournalMagic, v2, false}} {
+	}{{journalMagicV1, v1, false}, {journalMagicV2, v2, false}, {JournalMagic, v3, false}} {
 		j := AppendJournalFrame([]byte(c.magic), c.payload)
 		jr, err := NewJournalReader(bytes.NewReader(j), "test", JournalMagic)
 		if err != nil {
@@ -46,5 +49,21 @@ func TestJournalV1StillReads(t *testing.T) {
 	var got Record
 	if err := jr.Next(&got); err != nil || !got.NonStreaming {
 		t.Fatalf("v2 NonStreaming lost: %v %+v", err, got)
+	}
+}
+
+// A v3 journal carries the graph fields; a v2 one reads them empty.
+func TestJournalGraphFields(t *testing.T) {
+	rec := Record{RequestID: "r1", Parents: []int32{RootParent, 3}, ToolCalls: 2, ToolCallMismatch: true}
+	jr, _ := NewJournalReader(bytes.NewReader(AppendJournalFrame([]byte(JournalMagic), AppendRecordPayload(nil, &rec))), "test", JournalMagic)
+	var got Record
+	if err := jr.Next(&got); err != nil || len(got.Parents) != 2 || got.Parents[0] != RootParent || got.Parents[1] != 3 || got.ToolCalls != 2 || !got.ToolCallMismatch {
+		t.Fatalf("v3 graph fields lost: %v %+v", err, got)
+	}
+	p := AppendRecordPayload(nil, &Record{RequestID: "r2"})
+	jr, _ = NewJournalReader(bytes.NewReader(AppendJournalFrame([]byte(journalMagicV2), p[:len(p)-3])), "test", JournalMagic)
+	got = Record{Parents: []int32{9}, ToolCalls: 9}
+	if err := jr.Next(&got); err != nil || got.Parents != nil || got.ToolCalls != 0 || got.RequestID != "r2" {
+		t.Fatalf("v2 journal: %v %+v", err, got)
 	}
 }

@@ -9,8 +9,11 @@ const (
 	// TraceSchemaVersion 2 adds tool calls, tool definitions and graph
 	// parents (agentic traffic) and virtual prompts; version 1 files read
 	// with those columns empty, which is what they meant.
-	TraceSchemaVersion     = 2
-	RecordingSchemaVersion = 1
+	TraceSchemaVersion = 2
+	// RecordingSchemaVersion 2 adds each request's graph parents and its
+	// answer's tool calls (parents, tool_calls, tool_call_mismatch);
+	// version 1 recordings read with them empty: chats.
+	RecordingSchemaVersion = 2
 )
 
 // Keys of the Parquet file-level key-value metadata.
@@ -132,6 +135,10 @@ const (
 	ErrCanceled        ErrorKind = "canceled"         // the run ended (signal, --benchmark-timeout) while in flight
 	ErrHeadersTimeout  ErrorKind = "headers_timeout"  // no response headers within --idle-timeout of the send
 	ErrNotStreaming    ErrorKind = "not_streaming"    // a stream was asked for and the server answered one JSON body
+	// ErrParentFailed: a graph node not sent because a parent it waits for
+	// failed (or was never sent); its message names the parent's request
+	// id and error kind. Nothing went over the network.
+	ErrParentFailed ErrorKind = "parent_failed"
 )
 
 // Record is one row of a recording: one request attempt.
@@ -181,6 +188,19 @@ type Record struct {
 	// TTFT or inter-token gaps. Recordings written before this column read
 	// as false.
 	NonStreaming bool `parquet:"non_streaming" json:"non_streaming,omitempty"`
+
+	// Parents are the trace turn's graph parents (Turn.Parents) as sent:
+	// empty for a chat turn (it waits for the previous turn), RootParent
+	// for a branch that starts at the conversation start. analyze builds
+	// the session graph from them without the trace. Recordings before
+	// schema version 2 read as empty.
+	Parents []int32 `parquet:"parents,list" parquet-element:",delta" json:"parents,omitempty"`
+	// ToolCalls counts the tool calls of the live answer (0 without).
+	ToolCalls int32 `parquet:"tool_calls" json:"tool_calls,omitempty"`
+	// ToolCallMismatch is true when the live answer's tool calls differed
+	// from the trace's ReferenceToolCalls in count or names; replay then
+	// carried the recorded assistant message into the descendants.
+	ToolCallMismatch bool `parquet:"tool_call_mismatch" json:"tool_call_mismatch,omitempty"`
 }
 
 // RunMeta is the file-level description of a recording. Health is filled
