@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -141,5 +142,106 @@ func TestProxyGroupsGraphs(t *testing.T) {
 	recs, _ := readRecordsT(t, ps.Proxy().Segments()[0].Recording)
 	if len(recs) != 6 {
 		t.Fatalf("%d records", len(recs))
+	}
+}
+
+// sseToolCalls assembles the streamed tool calls with an independent
+// parse: fragments by index, id and name first, arguments concatenated.
+func sseToolCalls(t *testing.T, body []byte) []map[string]any {
+	t.Helper()
+	type frag struct {
+		Index    int    `json:"index"`
+		ID       string `json:"id"`
+		Function struct {
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+		} `json:"function"`
+	}
+	var calls []map[string]any
+	for _, line := range bytes.Split(body, []byte("\n")) {
+		d, ok := bytes.CutPrefix(line, []byte("data: "))
+		if !ok || string(d) == "[DONE]" {
+			continue
+		}
+		var c struct {
+			Choices []struct {
+				Delta struct {
+					ToolCalls []frag `json:"tool_calls"`
+				} `json:"delta"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal(d, &c); err != nil {
+			t.Fatal(err)
+		}
+		for _, ch := range c.Choices {
+			for _, f := range ch.Delta.ToolCalls {
+				for len(calls) <= f.Index {
+					calls = append(calls, map[string]any{"type": "function", "function": map[string]any{"name": "", "arguments": ""}})
+				}
+				cl := calls[f.Index]
+				if f.ID != "" {
+					cl["id"] = f.ID
+				}
+				fn := cl["function"].(map[string]any)
+				fn["name"] = fn["name"].(string) + f.Function.Name
+				fn["arguments"] = fn["arguments"].(string) + f.Function.Arguments
+			}
+		}
+	}
+	return calls
+}
+
+// Answers that are tool calls: the proxy records them as the turn's
+// reference tool calls, and requests feeding their results back (two
+// branches, then a join holding both) become the graph they are.
+func TestProxyGroupsToolCallAnswers(t *testing.T) {
+	up := fastMock(t)
+	ps, _ := startProxy(t, up.URL(), nil)
+	send := func(msgs []map[string]any, hdr map[string]string) []byte {
+		t.Helper()
+		st, _, body := post(t, ps.URL(), "/v1/chat/completions", toolBody(t, msgs), hdr)
+		if st != 200 {
+			t.Fatalf("status %d: %s", st, body)
+		}
+		return body
+	}
+	u := mm("user", "look both up")
+	calls := sseToolCalls(t, send([]map[string]any{u}, map[string]string{"X-Tracekit-Tool-Calls": "2"}))
+	if len(calls) != 2 {
+		t.Fatalf("the mock answered %d tool calls", len(calls))
+	}
+	asst := map[string]any{"role": "assistant", "content": nil, "tool_calls": calls}
+	res := []map[string]any{
+		{"role": "tool", "tool_call_id": calls[0]["id"], "content": "first result"},
+		{"role": "tool", "tool_call_id": calls[1]["id"], "content": "second result"},
+	}
+	hist := append([]map[string]any{u, asst}, res...)
+	b1 := append(slices.Clone(hist), mm("user", "branch 1"))
+	b2 := append(slices.Clone(hist), mm("user", "branch 2"))
+	a1, _ := sseAnswer(t, send(b1, nil))
+	a2, _ := sseAnswer(t, send(b2, nil))
+	send(append(slices.Clone(b1), mm("assistant", a1), mm("user", "branch 2"), mm("assistant", a2), mm("user", "join")), nil)
+	if err := ps.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rows := readTrace(t, ps.Proxy().Segments()[0].Trace)
+	if len(rows) != 4 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	ref := rows[0].ReferenceToolCalls
+	if len(ref) != 2 || ref[0].ID != calls[0]["id"] || ref[1].Name != calls[1]["function"].(map[string]any)["name"] || rows[0].ReferenceAnswer != "" {
+		t.Fatalf("turn 0 reference tool calls %+v, the client got %v", ref, calls)
+	}
+	want := [][]int32{nil, nil, {0}, {1, 2}}
+	for k, r := range rows {
+		if r.ConversationID != rows[0].ConversationID || !slices.Equal(r.Parents, want[k]) {
+			t.Errorf("turn %d of %s: parents %v, want %v", r.Turn, r.ConversationID, r.Parents, want[k])
+		}
+	}
+	if m := rows[1].Messages; len(m) != 3 || m[0].Role != "tool" || m[0].ToolCallID != ref[0].ID || m[2].Content != "branch 1" {
+		t.Errorf("branch 1 messages %+v", m)
+	}
+	if m := rows[3].Messages; len(m) != 1 || m[0].Content != "join" {
+		t.Errorf("join messages %+v", m)
 	}
 }
