@@ -17,7 +17,9 @@ func writeOTLP(t *testing.T, path string) {
 	t.Helper()
 	base := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC).UnixNano()
 	at := func(ms int) string { return fmt.Sprint(base + int64(ms)*1e6) }
-	str := func(k, v string) map[string]any { return map[string]any{"key": k, "value": map[string]any{"stringValue": v}} }
+	str := func(k, v string) map[string]any {
+		return map[string]any{"key": k, "value": map[string]any{"stringValue": v}}
+	}
 	msgs := func(ms ...any) string { b, _ := json.Marshal(ms); return string(b) }
 	user := map[string]any{"role": "user", "content": "Weather in Paris and Rome?"}
 	call := map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{
