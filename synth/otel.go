@@ -35,7 +35,11 @@ import (
 //  1. history: an earlier span whose answer (text or tool calls) is an
 //     assistant message of this span's input is a candidate parent;
 //  2. parentage: where history names none, the nearest LLM ancestor
-//     through non-LLM spans (parent_span_id) is a candidate;
+//     through non-LLM spans (parent_span_id) is a candidate (it can carry
+//     the edge only when its transcript is a prefix of the input, which
+//     its answer being in the input already finds; otherwise it is the
+//     commonest unexpressed dependency: the trace has no edge that waits
+//     without carrying history);
 //  3. timing: a candidate must have ended before this span started;
 //     overlapping spans are parallel branches, never parents.
 //
@@ -413,7 +417,9 @@ func (s *OTel) parents(nodes []otelNode, k int, byID map[string]*otelSpan, index
 		// 2. parentage through non-LLM spans
 		for p := byID[sp.parentID]; p != nil; p = byID[p.parentID] {
 			if j, ok := index[p]; ok && p.isLLM() && j < k {
-				if p.end > sp.start {
+				if !nodes[j].hasAnswer { // no transcript replay could rebuild
+					s.report.unexpressed++
+				} else if p.end > sp.start {
 					s.report.lateDropped++
 				} else {
 					cands = append(cands, cand{j, 0})
@@ -458,8 +464,7 @@ func (s *OTel) parents(nodes []otelNode, k int, byID map[string]*otelSpan, index
 		parents = append(parents, c.node)
 		kinds = append(kinds, kind)
 	}
-	// listed in index order, which merges to the same history only when
-	// the order does not matter: keep the input's order instead
+	// in the order their answers appear in the input: the merge order
 	return parents, kinds
 }
 

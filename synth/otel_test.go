@@ -472,3 +472,27 @@ func TestOTelDirectory(t *testing.T) {
 		t.Errorf("first conversation starts at %d", convs[0][0].StartOffsetNs)
 	}
 }
+
+// A sub-agent span under a tool span under a planner, with a fresh prompt
+// of its own: the parentage is found but cannot be a trace parent (its
+// history would be the planner's transcript), so it is counted and the
+// span is a root at its recorded offset.
+func TestOTelParentageWithoutHistory(t *testing.T) {
+	body := `{"spans":[
+ {"span_id":"plan","start_time":"2026-01-01T00:00:00","end_time":"2026-01-01T00:00:01","attributes":{"gen_ai.operation.name":"chat","gen_ai.input.messages":"[{\"role\":\"user\",\"content\":\"plan\"}]","gen_ai.output.text":"delegate"}},
+ {"span_id":"tool","parent_span_id":"plan","start_time":"2026-01-01T00:00:01.1","end_time":"2026-01-01T00:00:03","attributes":{"gen_ai.operation.name":"execute_tool"}},
+ {"span_id":"sub","parent_span_id":"tool","start_time":"2026-01-01T00:00:01.5","end_time":"2026-01-01T00:00:02","attributes":{"gen_ai.operation.name":"chat","gen_ai.input.messages":"[{\"role\":\"system\",\"content\":\"you research\"},{\"role\":\"user\",\"content\":\"x\"}]","gen_ai.output.text":"found"}}]}`
+	p := filepath.Join(t.TempDir(), "sub.json")
+	os.WriteFile(p, []byte(body), 0o644)
+	convs, s := importOTel(t, p)
+	if len(convs) != 1 || len(convs[0]) != 2 {
+		t.Fatalf("%v", convs)
+	}
+	c := convs[0]
+	if !slices.Equal(c[1].Parents, []int32{trace.RootParent}) || c[1].ThinkTimeNs != int64(1500*time.Millisecond) || len(c[1].Messages) != 2 {
+		t.Errorf("sub-agent: parents %v think %d messages %d", c[1].Parents, c[1].ThinkTimeNs, len(c[1].Messages))
+	}
+	if r := s.Report(); r["dependencies_unexpressed"] != "1" || r["edges_parentage"] != "0" || r["spans"] != "3" || r["llm_spans"] != "2" {
+		t.Errorf("report %v", r)
+	}
+}
