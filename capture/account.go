@@ -35,9 +35,12 @@ func (p *Proxy) account(seg *segment, ex *exchange, call *llmCall, r *http.Reque
 	// body completely read, carrying every completion token.
 	rec.NonStreaming = !call.stream || (res.sendErr == nil && res.status/100 == 2 && !res.sse)
 	answer := ex.stream.Text()
-	turn := trace.Turn{ArrivalOffsetNs: ex.arrival - seg.origin, Model: call.model, NonStreaming: !call.stream}
+	answerMsg := trace.Message{Role: "assistant", Content: answer, ToolCalls: answerToolCalls(ex.stream)}
+	turn := trace.Turn{ArrivalOffsetNs: ex.arrival - seg.origin, Model: call.model, NonStreaming: !call.stream,
+		Tools: call.tools, ToolChoice: call.toolChoice}
 	if !p.cfg.RedactContent {
 		turn.ReferenceAnswer = answer
+		turn.ReferenceToolCalls = answerMsg.ToolCalls
 	}
 
 	p.mu.Lock()
@@ -48,23 +51,44 @@ func (p *Proxy) account(seg *segment, ex *exchange, call *llmCall, r *http.Reque
 	}
 	var c *conv
 	histLen := 0
+	var m match
 	if p.cfg.SessionHeader != "" && r.Header.Get(p.cfg.SessionHeader) != "" {
 		c = p.convs.session(r.Header.Get(p.cfg.SessionHeader))
 		if c.seq > 0 && c.seg == seg {
 			histLen = -1 // the client's history layout is unknown: keep the new tail below
 		}
 	} else if call.chat {
-		c, histLen = p.convs.match(call.messages)
+		m = p.convs.match(call.messages)
+		c, histLen = m.c, m.histLen
 	}
 	if c == nil {
 		p.convSeq++
 		c = &conv{id: fmt.Sprintf("conv-%d", p.convSeq)}
 	}
-	if c.seg != seg || c.seq == 0 { // first turn here: the whole history is this turn's messages
+	// a graph node: parents other than the latest turn, all in this segment
+	graph := len(m.parents) > 1 || (len(m.parents) == 1 && m.parents[0].seq != c.seq-1)
+	for _, pr := range m.parents {
+		if pr.seg != seg || pr.seq < c.segBase {
+			graph = false
+		}
+	}
+	switch {
+	case c.seg != seg || c.seq == 0: // first turn here: the whole history is this turn's messages
 		c.seg, c.segBase, c.start = seg, c.seq, ex.arrival
 		histLen = 0
 		turn.ThinkTimeNs = 0
-	} else {
+	case graph:
+		last := int64(0)
+		for _, pr := range m.parents {
+			turn.Parents = append(turn.Parents, pr.seq-c.segBase)
+			last = max(last, pr.done)
+		}
+		turn.ThinkTimeNs = max(0, ex.arrival-last)
+	case len(m.parents) > 0 && m.parents[0].seq != c.seq-1:
+		// continues an older turn of an earlier segment's conversation
+		histLen = 0
+		turn.ThinkTimeNs = max(0, ex.arrival-c.prevDone)
+	default:
 		turn.ThinkTimeNs = max(0, ex.arrival-c.prevDone)
 	}
 	if histLen < 0 { // session header: new messages are those after the last assistant message
@@ -81,7 +105,7 @@ func (p *Proxy) account(seg *segment, ex *exchange, call *llmCall, r *http.Reque
 	turn.ConversationID, turn.Turn = c.id, seq-c.segBase
 	turn.StartOffsetNs = c.start - seg.origin
 	if call.chat {
-		p.convs.register(c, seq, call.messages, answer)
+		p.convs.register(c, seg, seq, call.messages, answerMsg, res.doneNs)
 	}
 	p.mu.Unlock()
 
@@ -137,7 +161,7 @@ func (p *Proxy) account(seg *segment, ex *exchange, call *llmCall, r *http.Reque
 		var all int32
 		for i := range call.messages {
 			m := &call.messages[i]
-			m.Tokens = int32(p.tok.Count(m.Content))
+			m.Tokens = int32(messageTokens(p.tok.Count, m))
 			all += m.Tokens
 		}
 		rec.InputTokens = all
@@ -149,6 +173,9 @@ func (p *Proxy) account(seg *segment, ex *exchange, call *llmCall, r *http.Reque
 			bytes += int64(len(m.Content))
 			if p.cfg.RedactContent {
 				m.Content = ""
+				for j := range m.ToolCalls {
+					m.ToolCalls[j].Arguments = ""
+				}
 			}
 		}
 		turn.OutputTokens = outputTokens(rec, call, answer, p.tok.Count)
@@ -164,6 +191,31 @@ func (p *Proxy) account(seg *segment, ex *exchange, call *llmCall, r *http.Reque
 		w.Submit(rec)
 		seg.addTurn(&turn, bytes+64)
 	}()
+}
+
+// toolCallsAppender is a parsed answer that knows its tool calls (the
+// record.Stream does once it parses tool-call deltas).
+type toolCallsAppender interface {
+	AppendToolCalls(dst []trace.ToolCall) []trace.ToolCall
+}
+
+// answerToolCalls is the answer's tool calls, nil when it has none or the
+// parser does not report them.
+func answerToolCalls(s any) []trace.ToolCall {
+	if a, ok := s.(toolCallsAppender); ok {
+		return a.AppendToolCalls(nil)
+	}
+	return nil
+}
+
+// messageTokens counts a message's text and its tool calls' names and
+// arguments.
+func messageTokens(count func(string) int, m *trace.Message) int {
+	n := count(m.Content)
+	for _, c := range m.ToolCalls {
+		n += count(c.Name) + count(c.Arguments)
+	}
+	return n
 }
 
 // RedactBlockSize is the tokens per PrefixHashes block of a redacted

@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 
@@ -48,15 +49,28 @@ type llmCall struct {
 	// stream is the request's "stream": true; absent or false asks for one
 	// JSON body (the OpenAI default).
 	stream bool
+	// tools and toolChoice are the request's "tools" and "tool_choice" as
+	// compact JSON text, "" when absent.
+	tools, toolChoice string
 }
 
 func parseLLMCall(body []byte) *llmCall {
 	var req struct {
 		Model    string `json:"model"`
 		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
+			Role      string          `json:"role"`
+			Content   json.RawMessage `json:"content"`
+			ToolCalls []struct {
+				ID       string `json:"id"`
+				Function struct {
+					Name      string          `json:"name"`
+					Arguments json.RawMessage `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+			ToolCallID string `json:"tool_call_id"`
 		} `json:"messages"`
+		Tools               json.RawMessage `json:"tools"`
+		ToolChoice          json.RawMessage `json:"tool_choice"`
 		Prompt              json.RawMessage `json:"prompt"`
 		MaxTokens           *int32          `json:"max_tokens"`
 		MaxCompletionTokens *int32          `json:"max_completion_tokens"`
@@ -65,7 +79,8 @@ func parseLLMCall(body []byte) *llmCall {
 	if err := json.Unmarshal(body, &req); err != nil {
 		return nil
 	}
-	c := &llmCall{model: req.Model, chat: req.Messages != nil, stream: req.Stream}
+	c := &llmCall{model: req.Model, chat: req.Messages != nil, stream: req.Stream,
+		tools: compactJSON(req.Tools), toolChoice: compactJSON(req.ToolChoice)}
 	switch {
 	case req.MaxCompletionTokens != nil:
 		c.maxTokens = *req.MaxCompletionTokens
@@ -73,7 +88,11 @@ func parseLLMCall(body []byte) *llmCall {
 		c.maxTokens = *req.MaxTokens
 	}
 	for _, m := range req.Messages {
-		c.messages = append(c.messages, trace.Message{Role: m.Role, Content: contentText(m.Content)})
+		msg := trace.Message{Role: m.Role, Content: contentText(m.Content), ToolCallID: m.ToolCallID}
+		for _, tc := range m.ToolCalls {
+			msg.ToolCalls = append(msg.ToolCalls, trace.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: argumentsText(tc.Function.Arguments)})
+		}
+		c.messages = append(c.messages, msg)
 	}
 	if !c.chat {
 		c.messages = []trace.Message{{Role: "user", Content: contentText(req.Prompt)}}
@@ -104,4 +123,26 @@ func contentText(raw json.RawMessage) string {
 		}
 	}
 	return b.String()
+}
+
+// compactJSON is raw as compact JSON text, "" for absent or null.
+func compactJSON(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return ""
+	}
+	return b.String()
+}
+
+// argumentsText is a tool call's arguments as the API carries them: the
+// JSON string's value (an object some clients send is kept as its JSON).
+func argumentsText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return compactJSON(raw)
 }

@@ -49,6 +49,9 @@ is set (it fixes the created_at metadata; otherwise it is the current time).`,
       --prefix-tokens lognormal:average=1000,max=5000 --common-prefix-tokens 500
   tracekit synth --config generate_multi_turn.json --text-file pg1184.txt
   tracekit synth --source sharegpt --input ShareGPT_V3.json --conversations 500 --turns 2-20
+  tracekit synth --agent --conversations 200 --rounds 2-6 --fan-out 1-4 --sub-agents 0-3 \
+      --tool-latency lognormal:average=800ms --tool-result-tokens 100-600 --rate 2 -o agents.parquet
+  tracekit synth --source otel --input ./otel_genai/ -o agents.parquet
   tracekit synth --tokenizer ./Llama-3.1-8B/tokenizer.json --seed 7
   tracekit synth --from-vllm 'vllm bench serve --dataset-name sharegpt --dataset-path sg.json --num-prompts 500 --request-rate 10'`,
 		Args: cobra.NoArgs,
@@ -83,6 +86,16 @@ func declareSynthFlags(f *pflag.FlagSet) {
 	f.String("think-time", "0s", "user think time before turns 2..n: a distribution of durations, e.g. lognormal:average=5s")
 	f.String("config", "", "vLLM multi-turn generation config JSON (generate_multi_turn.json); flags given explicitly override it")
 	f.String("prefix-layout", "", "turn 0's prefixes: vllm (in the user message, the common prefix inside --input-tokens) or system (a system message on top of a full user message); default vllm with --config, else system")
+
+	// agent sessions (--agent)
+	f.Bool("agent", false, "synthetic agent sessions (same as --source agent): tool-calling rounds, parallel tool calls and sub-agent fan-outs as dependency graphs")
+	f.String("rounds", synth.DefaultAgentRounds, "agent: tool-calling rounds per session (then one text answer): a distribution")
+	f.String("fan-out", synth.DefaultAgentWidth, "agent: parallel tool calls per round: a distribution")
+	f.String("sub-agents", "0", "agent: parallel LLM branches a round fans out to, joined by one request (0 or 1 = none): a distribution")
+	f.String("tool-result-tokens", synth.DefaultAgentResultTokens, "agent: tokens per tool result: a distribution")
+	f.String("tool-latency", synth.DefaultAgentToolLatency, "agent: time each tool call runs (a round waits for its slowest): a distribution of durations")
+	f.String("system-tokens", synth.DefaultAgentSystemTokens, "agent: tokens of each session's system prompt: a distribution")
+	f.Int("tools", 8, "agent: function definitions in every request's tools array")
 
 	// the production-trace imports
 	f.Duration("start", 0, "imported traces: start of the window on the trace's timeline")
@@ -143,7 +156,9 @@ var (
 	syntheticFlags = []string{"conversations", "text-file", "turns", "input-tokens", "output-tokens", "prefix-tokens",
 		"common-prefix-tokens", "think-time", "config", "prefix-layout"}
 	shareGPTFlags = []string{"input", "conversations", "turns", "input-tokens", "output-tokens", "think-time"}
-	importFlags   = []string{"input", "conversations", "text-file", "start", "duration", "speed", "max-input-tokens",
+	agentFlags    = []string{"conversations", "text-file", "rounds", "fan-out", "sub-agents", "tool-result-tokens", "tool-latency",
+		"input-tokens", "output-tokens", "system-tokens", "tools", "rate", "burstiness", "token-time"}
+	importFlags = []string{"input", "conversations", "text-file", "start", "duration", "speed", "max-input-tokens",
 		"limit", "model", "skip-bad", "block-size", "group-window", "prompt-text"}
 )
 
@@ -162,6 +177,10 @@ var synthSources = []synthSource{
 			b.Failed, _ = f.GetString("failed")
 			return synth.NewBurstGPT(b)
 		}),
+	{name: "agent", summary: "synthetic agent sessions: rounds of parallel tool calls, sub-agent fan-outs and joins, as dependency graphs (--agent)",
+		timed: true, flags: agentFlags, build: buildAgent},
+	{name: "otel", summary: "OpenTelemetry GenAI spans (--input FILE|DIR: span-list JSON or OTLP JSON): agent workflows as dependency graphs",
+		timed: true, needsInput: true, flags: []string{"input", "conversations", "limit", "model"}, build: buildOTel},
 	importer("mooncake", "Mooncake JSONL trace (--input): real arrivals, lengths and hash-prefix reuse", importFlags,
 		func(_ *pflag.FlagSet, o synth.ImportOptions) (synth.Source, error) { return synth.NewMooncake(o) }),
 	{name: "sharegpt", summary: "ShareGPT JSON or JSONL conversations (--input), with reference answers; --turns/--input-tokens/--output-tokens filter",
@@ -346,6 +365,60 @@ func buildVLLMRandom(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
 	return synth.NewRandom(o)
 }
 
+// buildAgent reads the agent source's flags; it schedules its own
+// sessions (open-loop arrivals follow the graph), from --rate,
+// --burstiness and --token-time.
+func buildAgent(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
+	o := synth.AgentOptions{Count: synth.DefaultConversations, Seed: in.seed, MaxBytes: in.maxBytes}
+	if in.conversations > 0 {
+		o.Count = in.conversations
+	}
+	in.used["conversations"] = strconv.Itoa(o.Count)
+	for _, d := range []struct {
+		flag string
+		unit synth.Unit
+		dst  *synth.Dist
+	}{
+		{"rounds", synth.Count, &o.Rounds},
+		{"fan-out", synth.Count, &o.Width},
+		{"sub-agents", synth.Count, &o.SubAgents},
+		{"tool-result-tokens", synth.Count, &o.ResultTokens},
+		{"tool-latency", synth.Seconds, &o.ToolLatency},
+		{"input-tokens", synth.Count, &o.InputTokens},
+		{"output-tokens", synth.Count, &o.OutputTokens},
+		{"system-tokens", synth.Count, &o.SystemTokens},
+	} {
+		spec, _ := f.GetString(d.flag)
+		v, err := synth.ParseDist(spec, d.unit)
+		if err != nil {
+			return nil, fmt.Errorf("--%s: %w", d.flag, err)
+		}
+		*d.dst = v
+		in.used[d.flag] = v.String()
+	}
+	o.Tools, _ = f.GetInt("tools")
+	o.Schedule.Rate, _ = f.GetFloat64("rate")
+	o.Schedule.Burstiness, _ = f.GetFloat64("burstiness")
+	o.Schedule.TokenTime, _ = f.GetDuration("token-time")
+	var err error
+	if o.Corpus, err = in.corpus(); err != nil {
+		return nil, err
+	}
+	return synth.NewAgent(o)
+}
+
+// buildOTel reads the OpenTelemetry import's flags.
+func buildOTel(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
+	o := synth.OTelOptions{Path: in.input, Tokenizer: in.tok, MaxBytes: in.maxBytes}
+	o.Limit, _ = f.GetInt("limit")
+	o.Model, _ = f.GetString("model")
+	if o.Limit == 0 {
+		o.Limit = in.conversations
+	}
+	in.used["limit"] = strconv.Itoa(o.Limit)
+	return synth.NewOTel(o)
+}
+
 // importOptions reads the flags every production-trace import shares.
 func importOptions(f *pflag.FlagSet, in sourceInputs) (synth.ImportOptions, error) {
 	o := synth.ImportOptions{Path: in.input, MaxBytes: in.maxBytes}
@@ -391,6 +464,21 @@ var optionFlags = map[string]string{
 	"ShareGPTOptions.OutputMax":           "output-tokens",
 	"ShareGPTOptions.ThinkTime":           "think-time",
 	"ShareGPTOptions.MaxBytes":            "max-trace-size",
+	"AgentOptions.Corpus":                 "text-file",
+	"AgentOptions.Count":                  "conversations",
+	"AgentOptions.Rounds":                 "rounds",
+	"AgentOptions.Width":                  "fan-out",
+	"AgentOptions.SubAgents":              "sub-agents",
+	"AgentOptions.ResultTokens":           "tool-result-tokens",
+	"AgentOptions.ToolLatency":            "tool-latency",
+	"AgentOptions.InputTokens":            "input-tokens",
+	"AgentOptions.OutputTokens":           "output-tokens",
+	"AgentOptions.SystemTokens":           "system-tokens",
+	"AgentOptions.Tools":                  "tools",
+	"AgentOptions.MaxBytes":               "max-trace-size",
+	"OTelOptions.Path":                    "input",
+	"OTelOptions.Limit":                   "limit",
+	"OTelOptions.MaxBytes":                "max-trace-size",
 	"ImportOptions.Path":                  "input",
 	"ImportOptions.Start":                 "start",
 	"ImportOptions.Duration":              "duration",
@@ -499,6 +587,12 @@ func runSynth(cmd *cobra.Command, _ []string) error {
 		}
 	}
 	name, _ := f.GetString("source")
+	if agent, _ := f.GetBool("agent"); agent {
+		if f.Changed("source") && name != "agent" {
+			return badInput(fmt.Errorf("--agent is --source agent, not --source %s: give one of them", name))
+		}
+		name = "agent"
+	}
 	src, ok := lookupSource(name)
 	if !ok {
 		return badInput(fmt.Errorf("--source %q: unknown source (want one of %s)", name, strings.Join(sourceNames(), ", ")))
@@ -638,7 +732,7 @@ func flagOptions(f *pflag.FlagSet, src synthSource, used map[string]string) map[
 	f.Visit(func(fl *pflag.Flag) {
 		if fl.Name == "from-vllm" {
 			m[fl.Name] = fl.Value.String()
-		} else if fl.Name != "output" && !slices.Contains(reads, fl.Name) {
+		} else if fl.Name != "output" && fl.Name != "agent" && !slices.Contains(reads, fl.Name) {
 			ignored = append(ignored, fl.Name)
 		}
 	})

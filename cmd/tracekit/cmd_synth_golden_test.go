@@ -40,6 +40,10 @@ var synthGoldenCases = []struct {
 	{"azure", []string{"--source", "azure", "--input", "testdata/synth/azure.csv", "--conversations", "3"}},
 	{"burstgpt", []string{"--source", "burstgpt", "--input", "testdata/synth/burstgpt.csv", "--failed", "flag",
 		"--filter-model", "ChatGPT"}},
+	{"agent", []string{"--agent", "--conversations", "6", "--rounds", "1-3", "--fan-out", "1-4", "--sub-agents", "0-3",
+		"--tool-result-tokens", "10-40", "--tool-latency", "200ms-2s", "--input-tokens", "10-30", "--output-tokens", "5-15",
+		"--system-tokens", "20", "--tools", "3", "--rate", "1", "--burstiness", "0.5", "--seed", "9"}},
+	{"otel", []string{"--source", "otel", "--input", "testdata/synth/otel_spans.json", "--model", "m1"}},
 }
 
 // wroteTime is the one part of synth's stdout that changes run to run.
