@@ -3,7 +3,7 @@ package capture
 import (
 	"errors"
 	"fmt"
-	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -36,8 +36,10 @@ type ProxyConfig struct {
 	RotateBytes int64
 	// Tokenizer counts message and answer tokens; default o200k_base.
 	Tokenizer tokenizer.Tokenizer
-	// Transport reaches the upstream; default: an http.Transport without
-	// timeouts on responses (streams are long) and without compression.
+	// Transport reaches the upstream. Default: for an http:// upstream the
+	// proxy's own HTTP/1.1 client (forward.go's rawForward), for https an
+	// http.Transport without timeouts on responses (streams are long) and
+	// without compression.
 	Transport http.RoundTripper
 	// InsecureSkipVerify accepts any upstream TLS certificate (default
 	// transport only).
@@ -75,6 +77,9 @@ type ProxyConfig struct {
 // fewer cycles, for a heap up to that many percent above the live one.
 const DefaultGCPercent = 400
 
+// maxIdleUpstream bounds the idle upstream connections kept for reuse.
+const maxIdleUpstream = 4096
+
 // Segment names the pair of files one segment wrote.
 type Segment struct {
 	Trace, Recording string
@@ -90,6 +95,7 @@ type Proxy struct {
 	target    string // upstream with credentials removed, for files
 	rt        http.RoundTripper
 	ownRT     *http.Transport // rt when the proxy made it: its idle connections close with the proxy
+	pool      *upstreamPool   // the proxy's own client (rawForward): a plain-http upstream and no Transport given
 	tok       tokenizer.Tokenizer
 	runStart  int64 // mono ns
 	wallStart int64
@@ -182,6 +188,13 @@ func NewProxy(cfg ProxyConfig) (*Proxy, error) {
 		convs: newConversations(cfg.MaxConversations),
 		stop:  make(chan struct{}),
 	}
+	if cfg.Transport == nil && u.Scheme == "http" {
+		port := u.Port()
+		if port == "" {
+			port = "80"
+		}
+		p.pool = newUpstreamPool(net.JoinHostPort(u.Hostname(), port), maxIdleUpstream)
+	}
 	p.restoreGC = setGC(cfg.GCPercent)
 	p.streams.New = func() any { return record.NewStream(cfg.Tokenizer) }
 	p.bufs.New = func() any { b := make([]byte, 32<<10); return &b }
@@ -215,6 +228,9 @@ func (p *Proxy) Close() error {
 	p.closers.Wait()
 	if p.ownRT != nil {
 		p.ownRT.CloseIdleConnections() // each idle connection holds two goroutines
+	}
+	if p.pool != nil {
+		p.pool.close()
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -266,56 +282,6 @@ func (p *Proxy) waitHandlers() {
 	idle := p.idle
 	p.hmu.Unlock()
 	<-idle
-}
-
-// ServeHTTP forwards r and records it when it is an LLM call.
-func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	arrival := clock.Mono()
-	p.enter()
-	defer p.leave()
-	body, err := io.ReadAll(io.LimitReader(r.Body, p.cfg.MaxBodyBytes+1))
-	if err != nil {
-		http.Error(w, "tracekit capture: reading the request body: "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	if int64(len(body)) > p.cfg.MaxBodyBytes {
-		http.Error(w, fmt.Sprintf("tracekit capture: request body larger than %d bytes", p.cfg.MaxBodyBytes), http.StatusRequestEntityTooLarge)
-		return
-	}
-	out, err := p.upstreamRequest(r, body)
-	if err != nil {
-		http.Error(w, "tracekit capture: "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	if r.Method == http.MethodPost && !isLLMPath(r.URL.Path) {
-		p.warnUnparsed(r.URL.Path)
-	}
-	if r.Method != http.MethodPost || !isLLMPath(r.URL.Path) || r.Header.Get(ProbeHeader) != "" {
-		if res := p.forward(w, out, nil); res.readErr != nil && res.status != 0 {
-			panic(http.ErrAbortHandler) // the upstream broke off: so does the client's response
-		}
-		return
-	}
-	// Parse the request while the upstream works on it.
-	parsed := make(chan *llmCall, 1)
-	go func() { parsed <- parseLLMCall(body) }()
-
-	seg, err := p.segmentFor(arrival)
-	if err != nil {
-		p.cfg.Logf("capture: %v (request forwarded, not recorded)", err)
-		<-parsed
-		p.forward(w, out, nil)
-		return
-	}
-	ex := &exchange{arrival: arrival, stream: p.streams.Get().(*record.Stream), header: r.Header.Get}
-	ex.stream.Reset()
-	res := p.forward(w, out, ex)
-	call := <-parsed
-	ex.res = res
-	p.account(seg, ex, call, r)
-	if res.readErr != nil && res.status != 0 && !res.clientGone {
-		panic(http.ErrAbortHandler)
-	}
 }
 
 // ProbeHeader marks a request tracekit itself sends that is not traffic
