@@ -24,13 +24,13 @@ type chunkScanner struct {
 type chunkState uint8
 
 const (
-	csSize     chunkState = iota // reading hex digits
-	csExt                        // chunk extension, until LF
-	csData                       // size bytes of data
-	csDataCR                     // CR after data
-	csDataLF                     // LF after data
-	csTrailer                    // trailer lines after the last chunk, until an empty line
-	csDone                       // the body ended
+	csSize    chunkState = iota // reading hex digits
+	csExt                       // chunk extension, until LF
+	csData                      // size bytes of data
+	csDataCR                    // CR after data
+	csDataLF                    // LF after data
+	csTrailer                   // trailer lines after the last chunk, until an empty line
+	csDone                      // the body ended
 )
 
 // maxChunkTrailer bounds the trailer section (and a size line's extension).
