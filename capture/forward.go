@@ -292,73 +292,13 @@ func (p *Proxy) rawForward(w *clientWriter, r *http.Request, body []byte, buffer
 	if err := w.writeHead(resp.StatusCode, h, length, chunked); err != nil {
 		res.clientGone = true
 	}
-	pass := chunked && w.mode == bodyRaw && !w.closeAfter // verbatim chunks
+	rb := rawBody{w: w, rc: &rc, res: &res, chunked: chunked, left: length, reuse: reuse,
+		pass:     chunked && w.mode == bodyRaw && !w.closeAfter, // verbatim chunks
+		complete: noBody || length == 0}
 	bp := p.bufs.Get().(*[]byte)
 	defer p.bufs.Put(bp)
-	buf := *bp
-	var cs chunkScanner
-	var one [1][]byte
-	left := length
-	complete := noBody || length == 0
-	var t int64
-	for !complete && !res.clientGone {
-		n, err := uc.br.Read(buf)
-		t = clock.Mono()
-		raw := buf[:n]
-		var segs [][]byte
-		switch {
-		case chunked:
-			var end int
-			var cerr error
-			segs, end, complete, cerr = cs.scan(raw)
-			if end < n {
-				reuse = false // bytes past the body's end: not to be trusted
-			}
-			raw = raw[:end]
-			if cerr != nil {
-				err = fmt.Errorf("upstream body: %w", cerr)
-			}
-		case left >= 0:
-			if int64(n) > left {
-				raw, reuse = raw[:left], false // more than its Content-Length said
-			}
-			left -= int64(len(raw))
-			complete = left == 0
-			one[0], segs = raw, one[:]
-		default:
-			one[0], segs = raw, one[:]
-		}
-		if len(raw) > 0 {
-			var werr error
-			switch {
-			case pass, !chunked && w.mode == bodyRaw:
-				werr = w.write(raw)
-			default:
-				werr = w.writeSegs(segs)
-			}
-			if werr != nil {
-				res.clientGone = true
-			}
-		}
-		for _, s := range segs {
-			rc.feed(s, t)
-		}
-		if complete {
-			break
-		}
-		if err != nil {
-			if err == io.EOF && length < 0 && !chunked {
-				complete = true // a body delimited by the upstream's close
-				break
-			}
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
-			}
-			res.readErr = err
-			reuse = false
-			break
-		}
-	}
+	rb.read(uc, *bp)
+	complete, reuse, t := rb.complete, rb.reuse, rb.t
 	if t == 0 {
 		t = clock.Mono()
 	}
@@ -388,6 +328,159 @@ func (p *Proxy) rawForward(w *clientWriter, r *http.Request, body []byte, buffer
 		uc.c.Close()
 	}
 	return res
+}
+
+// rawBody is the state of one response body being forwarded by
+// rawForward.
+type rawBody struct {
+	w        *clientWriter
+	rc       *recorder
+	res      *fwdResult
+	cs       chunkScanner
+	one      [1][]byte
+	chunked  bool  // the upstream's body is chunked
+	pass     bool  // its chunks go to the client verbatim
+	left     int64 // Content-Length bytes still to come (-1: not delimited by length)
+	complete bool  // the body ended as its framing said
+	reuse    bool  // the upstream connection can be kept
+	t        int64 // stamp of the last read
+}
+
+// read forwards the body: first what the head's read buffered, then
+// straight from the socket. Inside one RawRead the loop reads, forwards
+// and parses, and waits for the poller only after a read that drained the
+// socket (shorter than the buffer): an arrival after that read wakes it,
+// so no read is spent learning that nothing is there (EAGAIN) as a plain
+// Read loop would after every event.
+func (b *rawBody) read(uc *upConn, buf []byte) {
+	if b.complete || b.res.clientGone {
+		return
+	}
+	if n := uc.br.Buffered(); n > 0 {
+		k, _ := uc.br.Read(buf[:min(n, len(buf))])
+		if !b.process(buf[:k], clock.Mono(), nil) || uc.br.Buffered() > 0 {
+			b.loopBuffered(uc, buf)
+			return
+		}
+	}
+	sc, ok := uc.c.(syscall.Conn)
+	if !ok {
+		b.loopBuffered(uc, buf)
+		return
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		b.process(nil, clock.Mono(), err)
+		return
+	}
+	ended := false
+	err = rc.Read(func(fd uintptr) bool {
+		for {
+			n, err := syscall.Read(int(fd), buf)
+			if err == syscall.EINTR {
+				continue
+			}
+			if err == syscall.EAGAIN {
+				return false
+			}
+			t := clock.Mono()
+			if err == nil && n == 0 {
+				err = io.EOF
+			}
+			if n < 0 {
+				n = 0
+			}
+			if !b.process(buf[:n], t, err) {
+				ended = true
+				return true
+			}
+			if n < len(buf) {
+				return false // drained: wait for the next arrival
+			}
+		}
+	})
+	if !ended {
+		if err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		b.process(nil, clock.Mono(), err) // closed under us (the client went away)
+	}
+}
+
+// loopBuffered is read through the connection's bufio.Reader (a conn
+// without a file descriptor, or bytes left buffered).
+func (b *rawBody) loopBuffered(uc *upConn, buf []byte) {
+	for {
+		if b.complete || b.res.clientGone {
+			return
+		}
+		n, err := uc.br.Read(buf)
+		if !b.process(buf[:n], clock.Mono(), err) {
+			return
+		}
+	}
+}
+
+// process forwards one read of the body (raw, stamped t; err is the
+// read's error) and records it; false means the forward is over.
+func (b *rawBody) process(raw []byte, t int64, err error) bool {
+	if b.complete || b.res.clientGone {
+		return false
+	}
+	b.t = t
+	n := len(raw)
+	var segs [][]byte
+	switch {
+	case b.chunked:
+		var end int
+		var cerr error
+		segs, end, b.complete, cerr = b.cs.scan(raw)
+		if end < n {
+			b.reuse = false // bytes past the body's end: not to be trusted
+		}
+		raw = raw[:end]
+		if cerr != nil {
+			err = fmt.Errorf("upstream body: %w", cerr)
+		}
+	case b.left >= 0:
+		if int64(n) > b.left {
+			raw, b.reuse = raw[:b.left], false // more than its Content-Length said
+		}
+		b.left -= int64(len(raw))
+		b.complete = b.left == 0
+		b.one[0], segs = raw, b.one[:]
+	default:
+		b.one[0], segs = raw, b.one[:]
+	}
+	if len(raw) > 0 {
+		var werr error
+		if b.pass || !b.chunked && b.w.mode == bodyRaw {
+			werr = b.w.write(raw)
+		} else {
+			werr = b.w.writeSegs(segs)
+		}
+		if werr != nil {
+			b.res.clientGone = true
+		}
+	}
+	for _, s := range segs {
+		b.rc.feed(s, t)
+	}
+	if b.complete || b.res.clientGone {
+		return false
+	}
+	if err != nil {
+		if err == io.EOF && b.left < 0 && !b.chunked {
+			b.complete = true // a body delimited by the upstream's close
+			return false
+		}
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		b.res.readErr, b.reuse = err, false
+		return false
+	}
+	return true
 }
 
 // closer returns a function that closes c (the watcher's abort).
