@@ -118,13 +118,15 @@ type Proxy struct {
 	warned [len(unparsedLLMPaths)]atomic.Bool // warnUnparsed said so once
 
 	closers sync.WaitGroup // segment-closing goroutines
-	// acct bounds the accounting goroutines (one per finished LLM call,
-	// waiting on the disk when it falls behind): when all are busy the
-	// next handler waits, so a stalled disk holds back clients instead of
-	// queueing records in memory without end.
-	acct      chan struct{}
-	acctStall atomic.Bool // logged once
-	encWarned atomic.Bool // an undecodable Content-Encoding, logged once
+	// acct holds the accounting jobs (one per finished LLM call) for the
+	// worker, at most Queue: when it is full (the worker waits on the
+	// disk) the next handler waits, so a stalled disk holds back clients
+	// instead of queueing records in memory without end.
+	acct       chan func()
+	acctClosed bool           // under mu
+	acctDone   sync.WaitGroup // the worker
+	acctStall  atomic.Bool    // logged once
+	encWarned  atomic.Bool    // an undecodable Content-Encoding, logged once
 
 	hmu    sync.Mutex
 	active int           // handlers running, under hmu
@@ -182,7 +184,7 @@ func NewProxy(cfg ProxyConfig) (*Proxy, error) {
 	p := &Proxy{
 		host: host,
 		cfg:  cfg, upstream: u, target: u.Redacted(), rt: rt, ownRT: own, tok: cfg.Tokenizer,
-		acct:     make(chan struct{}, cfg.Queue),
+		acct:     make(chan func(), cfg.Queue),
 		runStart: clock.Mono(), wallStart: clock.Wall(),
 		stamp: time.Now().UTC().Format("20060102T150405Z"),
 		convs: newConversations(cfg.MaxConversations),
@@ -200,6 +202,8 @@ func NewProxy(cfg ProxyConfig) (*Proxy, error) {
 	p.bufs.New = func() any { b := make([]byte, 32<<10); return &b }
 	p.ticker.Add(1)
 	go p.rotateIdle()
+	p.acctDone.Add(1)
+	go p.accountWorker(p.acct)
 	return p, nil
 }
 
@@ -224,6 +228,13 @@ func (p *Proxy) Close() error {
 	}
 	p.mu.Unlock()
 	p.waitHandlers()
+	p.mu.Lock()
+	if !p.acctClosed {
+		close(p.acct) // no handler is left to account
+		p.acctClosed = true
+	}
+	p.mu.Unlock()
+	p.acctDone.Wait()
 	p.ticker.Wait()
 	p.closers.Wait()
 	if p.ownRT != nil {
