@@ -347,11 +347,12 @@ type rawBody struct {
 }
 
 // read forwards the body: first what the head's read buffered, then
-// straight from the socket. Inside one RawRead the loop reads, forwards
-// and parses, and waits for the poller only after a read that drained the
-// socket (shorter than the buffer): an arrival after that read wakes it,
-// so no read is spent learning that nothing is there (EAGAIN) as a plain
-// Read loop would after every event.
+// straight from the socket, inside one RawRead: each read is forwarded
+// and parsed in the callback, which reads again until the socket says
+// EAGAIN and only then waits for the poller. (Waiting right after a short
+// read would save that read, but a peer's FIN that came with the data
+// raises no further readiness edge: an upstream cut mid-body would then
+// never be seen.)
 func (b *rawBody) read(uc *upConn, buf []byte) {
 	if b.complete || b.res.clientGone {
 		return
@@ -393,9 +394,6 @@ func (b *rawBody) read(uc *upConn, buf []byte) {
 			if !b.process(buf[:n], t, err) {
 				ended = true
 				return true
-			}
-			if n < len(buf) {
-				return false // drained: wait for the next arrival
 			}
 		}
 	})
