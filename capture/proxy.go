@@ -86,9 +86,9 @@ type Segment struct {
 	Requests         int
 }
 
-// Proxy is an http.Handler that forwards every request to the upstream
-// untouched and records the LLM calls among them: a trace turn and a
-// recording row each.
+// Proxy forwards every request to the upstream untouched and records the
+// LLM calls among them: a trace turn and a recording row each. A
+// ProxyServer (StartProxy) serves it on a listener.
 type Proxy struct {
 	cfg       ProxyConfig
 	upstream  *url.URL
