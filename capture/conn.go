@@ -71,12 +71,17 @@ func (cc *clientConn) serve() {
 }
 
 // setIdle records whether the connection waits for a request; false means
-// the server is closing and the connection must end.
+// the server is closing and the connection must end. The flag is set
+// before closing is read, and Shutdown sets closing before it looks at
+// the flags: either it closes this connection or this sees it closing.
+// The two locks are never held together here (Shutdown holds the
+// server's while it takes each connection's).
 func (cc *clientConn) setIdle(idle bool) bool {
 	cc.mu.Lock()
-	defer cc.mu.Unlock()
 	cc.idle = idle
-	return !cc.closed && !(idle && cc.srv.isClosing())
+	closed := cc.closed
+	cc.mu.Unlock()
+	return !closed && !(idle && cc.srv.isClosing())
 }
 
 // closeIfIdle closes the connection when no request is in flight (Shutdown).
