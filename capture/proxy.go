@@ -84,6 +84,7 @@ const maxIdleUpstream = 4096
 type Segment struct {
 	Trace, Recording string
 	Requests         int
+	n                int // the segment's number, for the order of Segments
 }
 
 // Proxy forwards every request to the upstream untouched and records the
@@ -207,7 +208,8 @@ func NewProxy(cfg ProxyConfig) (*Proxy, error) {
 	return p, nil
 }
 
-// Segments lists the files written so far (complete after Close).
+// Segments lists the files written so far, in segment order (complete
+// after Close).
 func (p *Proxy) Segments() []Segment {
 	p.mu.Lock()
 	defer p.mu.Unlock()
