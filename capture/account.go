@@ -13,7 +13,8 @@ import (
 // account turns a finished exchange into a recording row and a trace turn.
 // The conversation bookkeeping is done here, before the handler returns
 // (a client sends its next turn only after this response ended); token
-// counting, the slow part, runs on a goroutine the segment waits for.
+// counting, the slow part, runs on the accounting worker (accountWorker),
+// which the segment waits for.
 func (p *Proxy) account(seg *segment, ex *exchange, call *llmCall, r *http.Request) {
 	if call == nil { // not a JSON completion request after all: forwarded, not recorded
 		p.streams.Put(ex.stream)
@@ -112,17 +113,9 @@ func (p *Proxy) account(seg *segment, ex *exchange, call *llmCall, r *http.Reque
 	rec.ConversationID, rec.Turn = turn.ConversationID, turn.Turn
 	turn.Messages = append([]trace.Message(nil), call.messages[histLen:]...)
 
-	// The rest runs off the request path; the segment waits for it.
-	select {
-	case p.acct <- struct{}{}:
-	default:
-		if p.acctStall.CompareAndSwap(false, true) {
-			p.cfg.Logf("capture: %d finished requests wait for the disk; responses now wait for their records to be written", cap(p.acct))
-		}
-		p.acct <- struct{}{}
-	}
-	go func() {
-		defer func() { <-p.acct }()
+	// The rest runs off the request path, on the accounting worker; the
+	// segment waits for it.
+	job := func() {
 		defer seg.inflight.Done()
 		defer p.streams.Put(ex.stream)
 		ex.stream.Fill(rec)
@@ -190,7 +183,26 @@ func (p *Proxy) account(seg *segment, ex *exchange, call *llmCall, r *http.Reque
 		}
 		w.Submit(rec)
 		seg.addTurn(&turn, bytes+64)
-	}()
+	}
+	select {
+	case p.acct <- job:
+	default:
+		if p.acctStall.CompareAndSwap(false, true) {
+			p.cfg.Logf("capture: %d finished requests wait for the disk; responses now wait for their records to be written", cap(p.acct))
+		}
+		p.acct <- job
+	}
+}
+
+// accountWorker runs the accounting jobs in order until Close closes the
+// queue. One worker keeps token counting and encoding, which come in
+// bursts when many streams end together, to one core's worth of CPU: the
+// forwarding goroutines keep the rest.
+func (p *Proxy) accountWorker(jobs <-chan func()) {
+	defer p.acctDone.Done()
+	for job := range jobs {
+		job()
+	}
 }
 
 // toolCallsAppender is a parsed answer that knows its tool calls (the

@@ -1,13 +1,16 @@
-// Package capture is the recording proxy (tracekit capture): an
-// http.Handler in front of a real server that forwards traffic untouched
-// and records it as a replayable trace plus a recording.
+// Package capture is the recording proxy (tracekit capture): a server in
+// front of a real one that forwards traffic untouched and records it as a
+// replayable trace plus a recording.
 //
-//	client ──> Proxy.ServeHTTP (proxy.go) ──> forward (forward.go) ──> upstream
-//	              │ each upstream read: written and flushed to the client first,
-//	              │ then stamped and parsed by a record.Stream
-//	              │ request body ──> parseLLMCall (llmcall.go)
+//	client ──> ProxyServer (server.go, conn.go: own HTTP/1.1, one goroutine per connection)
+//	              │ Proxy.serve (forward.go) ──> rawForward (own HTTP/1.1 client, upstream.go pool)
+//	              │                          or rtForward (http.RoundTripper: https, ProxyConfig.Transport)
+//	              │ each upstream read: written to the client socket as it is (chunked framing
+//	              │ passed through, scanned in place by framing.go), then stamped and parsed by a
+//	              │ record.Stream on the same goroutine; watch.go notices a client that goes away
+//	              │ request body ──> parseLLMCall (llmcall.go), after the response
 //	              v
-//	          account (account.go): conversation, trace turn, recording row
+//	          account (account.go): conversation, trace turn, recording row (accounting worker)
 //	              v
 //	          segment (segment.go; opened and rotated by age or size in rotate.go)
 //	              ├─> record.Recorder ──> *.recording.parquet (as requests finish)
@@ -34,11 +37,13 @@
 // SyncEvery, which record.Recover also converts.
 //
 // Requests are grouped into conversations by message history
-// (conversations.go) or a session header. Goroutines: one rotation ticker
-// (stopped by Close), one accounting goroutine per finished LLM call (at
-// most Queue; more make the handler wait), one decoder per compressed
-// response in flight (ended by its forward), one closer per retired segment;
-// Close waits for all of them and for every handler, and closes the idle
-// upstream connections of the transport it made. StartProxy runs the proxy
-// on a listener, like httptest.Server (server.go).
+// (conversations.go) or a session header. Goroutines: the accept loop and
+// one per client connection (ended by ProxyServer.Shutdown, which closes
+// idle connections at once and cuts the rest after its grace), one
+// disconnect watcher per response in flight (ended by its forward), one
+// rotation ticker and one accounting worker (its queue holds at most
+// Queue jobs; when full, the next handler waits), one decoder per
+// compressed response in flight (ended by its forward), one closer per
+// retired segment; Close waits for all of them and for every handler, and
+// closes the idle upstream connections.
 package capture

@@ -1,15 +1,20 @@
 package capture
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/tracekit/tracekit/clock"
@@ -18,7 +23,9 @@ import (
 
 // defaultTransport reaches the upstream without timeouts on responses
 // (streams are long) and without compression (the client's Accept-Encoding
-// passes through; ours is never added).
+// passes through; ours is never added). The proxy's own client
+// (rawForward) serves plain-http upstreams; this transport serves https
+// ones and CheckUpstream.
 func defaultTransport(insecure bool) *http.Transport {
 	return &http.Transport{
 		Proxy:               nil,
@@ -50,30 +57,13 @@ func copyHeaders(dst, src http.Header) {
 	}
 }
 
-func (p *Proxy) upstreamRequest(r *http.Request, body []byte) (*http.Request, error) {
-	u := *p.upstream
-	u.Path = strings.TrimSuffix(u.Path, "/") + r.URL.Path
-	u.RawPath = ""
-	u.RawQuery = r.URL.RawQuery
-	out, err := http.NewRequestWithContext(r.Context(), r.Method, u.String(), bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("building the upstream request: %w", err)
-	}
-	copyHeaders(out.Header, r.Header)
-	if _, ok := r.Header["User-Agent"]; !ok {
-		out.Header["User-Agent"] = nil // Go would add its own
-	}
-	out.ContentLength = int64(len(body))
-	return out, nil
-}
-
 // fwdResult is how one exchange went at the HTTP level.
 type fwdResult struct {
 	sentNs, headersNs, doneNs int64
 	status                    int
 	sendErr                   error // no response
 	readErr                   error // the upstream body broke off
-	clientGone                bool  // writing to the client failed
+	clientGone                bool  // writing to the client failed, or it went away
 	sse                       bool
 	jsonBody                  []byte // a non-SSE body, bounded, for FeedJSON
 	// undecoded names a Content-Encoding the proxy cannot decode (its
@@ -88,100 +78,585 @@ type exchange struct {
 	arrival int64
 	stream  *record.Stream
 	res     fwdResult
-	header  func(string) string
 }
 
 // maxJSONBody bounds the non-streaming body kept for parsing.
 const maxJSONBody = 16 << 20
 
-// forward sends out upstream and copies the response to w as it arrives:
-// each read is written and flushed before anything else is done with it.
-// With ex set, each read is then stamped and parsed.
-func (p *Proxy) forward(w http.ResponseWriter, out *http.Request, ex *exchange) fwdResult {
+// serve forwards one request and records it when it is an LLM call.
+func (p *Proxy) serve(w *clientWriter, r *http.Request) {
+	arrival := clock.Mono()
+	p.enter()
+	defer p.leave()
+	llm := r.Method == http.MethodPost && isLLMPath(r.URL.Path)
+	if r.Method == http.MethodPost && !llm {
+		p.warnUnparsed(r.URL.Path)
+	}
+	// An LLM call's body is kept whole for parsing (bounded); so is every
+	// body when an http.RoundTripper sends it (it reads the body on its
+	// own goroutine, which must not race the disconnect watcher). Other
+	// bodies stream upstream as they come.
+	var body []byte
+	buffered := llm || p.pool == nil || r.ContentLength == 0
+	if buffered && r.ContentLength != 0 {
+		if r.ContentLength > p.cfg.MaxBodyBytes {
+			w.jsonError(http.StatusRequestEntityTooLarge, "invalid_request_error", fmt.Sprintf("tracekit capture: request body larger than %d bytes", p.cfg.MaxBodyBytes))
+			w.closeAfter = true
+			return
+		}
+		var err error
+		body, err = io.ReadAll(io.LimitReader(r.Body, p.cfg.MaxBodyBytes+1))
+		if err != nil {
+			w.jsonError(http.StatusBadRequest, "invalid_request_error", "tracekit capture: reading the request body: "+err.Error())
+			w.closeAfter = true
+			return
+		}
+		if int64(len(body)) > p.cfg.MaxBodyBytes {
+			w.jsonError(http.StatusRequestEntityTooLarge, "invalid_request_error", fmt.Sprintf("tracekit capture: request body larger than %d bytes", p.cfg.MaxBodyBytes))
+			w.closeAfter = true
+			return
+		}
+	}
+	var seg *segment
+	if llm && r.Header.Get(ProbeHeader) == "" {
+		var err error
+		if seg, err = p.segmentFor(arrival); err != nil {
+			p.cfg.Logf("capture: %v (request forwarded, not recorded)", err)
+			seg = nil
+		}
+	}
+	var ex *exchange
+	if seg != nil {
+		ex = &exchange{arrival: arrival, stream: p.streams.Get().(*record.Stream)}
+		ex.stream.Reset()
+	}
 	var res fwdResult
+	if p.pool != nil {
+		res = p.rawForward(w, r, body, buffered, ex)
+	} else {
+		res = p.rtForward(w, r, body, ex)
+	}
+	if res.readErr != nil && res.status != 0 {
+		w.abort() // the upstream broke off: so does the client's response
+	}
+	if seg != nil {
+		// Parsed here, after the response: nothing on the forwarding path
+		// waits for it, and the conversation is matched before the client
+		// can send its next turn.
+		ex.res = res
+		p.account(seg, ex, parseLLMCall(body), r)
+	}
+}
+
+// badGateway answers an upstream that gave no response with a 502 saying
+// why (never a success the upstream did not send).
+func badGateway(w *clientWriter, what string, err error) {
+	msg, _ := json.Marshal("tracekit capture: " + what + ": " + err.Error())
+	body := `{"error":{"message":` + string(msg) + `,"type":"upstream_error","code":502}}`
+	if w.writeHead(http.StatusBadGateway, http.Header{"Content-Type": {"application/json"}}, int64(len(body)), false) == nil {
+		w.write([]byte(body))
+	}
+}
+
+// recorder is what forward does with each piece of body it forwarded:
+// parse it now (stamped by the read that brought it), or hand it to a
+// decoder in lock step when the body is compressed.
+type recorder struct {
+	ex    *exchange
+	res   *fwdResult
+	dec   *decoder
+	parse bool
+}
+
+func (rc *recorder) init(ex *exchange, res *fwdResult, h http.Header) {
+	rc.ex, rc.res, rc.parse = ex, res, ex != nil
+	res.sse = strings.HasPrefix(h.Get("Content-Type"), "text/event-stream")
+	if enc := strings.ToLower(strings.TrimSpace(h.Get("Content-Encoding"))); rc.parse && enc != "" && enc != "identity" {
+		if decodable(enc) {
+			rc.dec = startDecoder(enc, rc.consume)
+		} else {
+			rc.parse, res.undecoded = false, enc
+		}
+	}
+}
+
+func (rc *recorder) consume(b []byte, t int64) {
+	if rc.res.sse {
+		rc.ex.stream.Feed(b, t)
+	} else if len(rc.res.jsonBody)+len(b) <= maxJSONBody {
+		rc.res.jsonBody = append(rc.res.jsonBody, b...)
+	}
+}
+
+// feed records one forwarded piece.
+func (rc *recorder) feed(b []byte, t int64) {
+	if !rc.parse || len(b) == 0 {
+		return
+	}
+	if rc.dec != nil {
+		rc.dec.feed(b, t)
+	} else {
+		rc.consume(b, t)
+	}
+}
+
+// end finishes recording: complete says the body ended as its framing
+// said.
+func (rc *recorder) end(complete bool, t int64) {
+	if rc.dec != nil {
+		rc.res.decodeErr = rc.dec.finish()
+		rc.dec = nil
+	}
+	if rc.parse && complete && !rc.res.sse {
+		rc.ex.stream.FeedJSON(rc.res.jsonBody, t)
+	}
+}
+
+// rawForward is the proxy's own HTTP/1.1 client for a plain-http
+// upstream. Each upstream read lands in one buffer and is written to the
+// client socket as it is (an HTTP/1.1 upstream's chunked framing passes
+// through verbatim; chunkScanner only finds the data in it and the body's
+// end), then parsed on the same goroutine: no copy, no allocation and no
+// goroutine hop per read. The head is parsed by net/http (once per
+// response, off the per-event path).
+func (p *Proxy) rawForward(w *clientWriter, r *http.Request, body []byte, buffered bool, ex *exchange) fwdResult {
+	var res fwdResult
+	cc := w.cc
+	res.sentNs = clock.Mono()
+	head := p.requestHead(r, buffered, len(body))
+	var uc *upConn
+	var resp *http.Response
+	for attempt := 0; ; attempt++ {
+		var err error
+		uc, err = p.pool.get()
+		if err != nil {
+			res.sendErr, res.doneNs = err, clock.Mono()
+			badGateway(w, "upstream unreachable", err)
+			return res
+		}
+		bufs := net.Buffers{head, body}
+		_, err = bufs.WriteTo(uc.c)
+		if err == nil && !buffered {
+			err = streamBody(uc.c, r)
+		}
+		if attempt == 0 {
+			cc.watch.start(cc, closer(uc.c))
+		} else {
+			cc.watch.setAbort(closer(uc.c))
+		}
+		if err == nil {
+			resp, err = readResponseHead(uc.br, r)
+		}
+		if err == nil {
+			break
+		}
+		uc.c.Close()
+		if cc.watch.gone.Load() {
+			cc.watch.stop(cc)
+			res.sendErr, res.clientGone, res.doneNs = err, true, clock.Mono()
+			return res
+		}
+		// A kept-alive connection the server had closed: send once more
+		// on a new one, when the request can be sent again.
+		if attempt == 0 && uc.reused && buffered && staleConn(err) {
+			continue
+		}
+		cc.watch.stop(cc)
+		res.sendErr, res.doneNs = err, clock.Mono()
+		badGateway(w, "upstream unreachable", err)
+		return res
+	}
+	res.headersNs = clock.Mono()
+	res.status = resp.StatusCode
+	reuse := !resp.Close
+	h := make(http.Header, len(resp.Header))
+	copyHeaders(h, resp.Header)
+	chunked := len(resp.TransferEncoding) > 0 && resp.TransferEncoding[0] == "chunked"
+	noBody := r.Method == http.MethodHead || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified
+	length := int64(-1)
+	switch {
+	case noBody:
+		length = 0
+	case !chunked && resp.ContentLength >= 0:
+		length = resp.ContentLength
+	case !chunked:
+		reuse = false // ends when the upstream closes
+	}
+	if noBody && r.Method == http.MethodHead {
+		if cl := resp.Header.Get("Content-Length"); cl != "" {
+			h.Set("Content-Length", cl)
+		}
+	}
+	var rc recorder
+	rc.init(ex, &res, resp.Header)
+	if err := w.writeHead(resp.StatusCode, h, length, chunked); err != nil {
+		res.clientGone = true
+	}
+	rb := rawBody{w: w, rc: &rc, res: &res, chunked: chunked, left: length, reuse: reuse,
+		pass:     chunked && w.mode == bodyRaw && !w.closeAfter, // verbatim chunks
+		complete: noBody || length == 0}
+	bp := p.bufs.Get().(*[]byte)
+	defer p.bufs.Put(bp)
+	rb.read(uc, *bp)
+	complete, reuse, t := rb.complete, rb.reuse, rb.t
+	if t == 0 {
+		t = clock.Mono()
+	}
+	res.doneNs = t
+	if complete && !res.clientGone {
+		if w.finish() != nil {
+			res.clientGone = true
+		}
+	}
+	if cc.watch.stop(cc) {
+		res.clientGone = true
+		reuse = false
+		if res.readErr == nil && !complete {
+			res.readErr = errors.New("the client went away")
+		}
+	}
+	rc.end(complete && res.readErr == nil, t)
+	if res.clientGone {
+		reuse = false
+		if !complete && res.readErr == nil {
+			res.readErr = errors.New("the client went away")
+		}
+	}
+	if reuse && complete {
+		p.pool.put(uc)
+	} else {
+		uc.c.Close()
+	}
+	return res
+}
+
+// rawBody is the state of one response body being forwarded by
+// rawForward.
+type rawBody struct {
+	w        *clientWriter
+	rc       *recorder
+	res      *fwdResult
+	cs       chunkScanner
+	one      [1][]byte
+	chunked  bool  // the upstream's body is chunked
+	pass     bool  // its chunks go to the client verbatim
+	left     int64 // Content-Length bytes still to come (-1: not delimited by length)
+	complete bool  // the body ended as its framing said
+	reuse    bool  // the upstream connection can be kept
+	t        int64 // stamp of the last read
+}
+
+// read forwards the body: first what the head's read buffered, then
+// straight from the socket, inside one RawRead: each read is forwarded
+// and parsed in the callback, which reads again until the socket says
+// EAGAIN and only then waits for the poller. (Waiting right after a short
+// read would save that read, but a peer's FIN that came with the data
+// raises no further readiness edge: an upstream cut mid-body would then
+// never be seen.)
+func (b *rawBody) read(uc *upConn, buf []byte) {
+	if b.complete || b.res.clientGone {
+		return
+	}
+	if n := uc.br.Buffered(); n > 0 {
+		k, _ := uc.br.Read(buf[:min(n, len(buf))])
+		if !b.process(buf[:k], clock.Mono(), nil) || uc.br.Buffered() > 0 {
+			b.loopBuffered(uc, buf)
+			return
+		}
+	}
+	sc, ok := uc.c.(syscall.Conn)
+	if !ok {
+		b.loopBuffered(uc, buf)
+		return
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		b.process(nil, clock.Mono(), err)
+		return
+	}
+	ended := false
+	err = rc.Read(func(fd uintptr) bool {
+		for {
+			n, err := syscall.Read(int(fd), buf)
+			if err == syscall.EINTR {
+				continue
+			}
+			if err == syscall.EAGAIN {
+				return false
+			}
+			t := clock.Mono()
+			if err == nil && n == 0 {
+				err = io.EOF
+			}
+			if n < 0 {
+				n = 0
+			}
+			if !b.process(buf[:n], t, err) {
+				ended = true
+				return true
+			}
+		}
+	})
+	if !ended {
+		if err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		b.process(nil, clock.Mono(), err) // closed under us (the client went away)
+	}
+}
+
+// loopBuffered is read through the connection's bufio.Reader (a conn
+// without a file descriptor, or bytes left buffered).
+func (b *rawBody) loopBuffered(uc *upConn, buf []byte) {
+	for {
+		if b.complete || b.res.clientGone {
+			return
+		}
+		n, err := uc.br.Read(buf)
+		if !b.process(buf[:n], clock.Mono(), err) {
+			return
+		}
+	}
+}
+
+// process forwards one read of the body (raw, stamped t; err is the
+// read's error) and records it; false means the forward is over.
+func (b *rawBody) process(raw []byte, t int64, err error) bool {
+	if b.complete || b.res.clientGone {
+		return false
+	}
+	b.t = t
+	n := len(raw)
+	var segs [][]byte
+	switch {
+	case b.chunked:
+		var end int
+		var cerr error
+		segs, end, b.complete, cerr = b.cs.scan(raw)
+		if end < n {
+			b.reuse = false // bytes past the body's end: not to be trusted
+		}
+		raw = raw[:end]
+		if cerr != nil {
+			err = fmt.Errorf("upstream body: %w", cerr)
+		}
+	case b.left >= 0:
+		if int64(n) > b.left {
+			raw, b.reuse = raw[:b.left], false // more than its Content-Length said
+		}
+		b.left -= int64(len(raw))
+		b.complete = b.left == 0
+		b.one[0], segs = raw, b.one[:]
+	default:
+		b.one[0], segs = raw, b.one[:]
+	}
+	if len(raw) > 0 {
+		var werr error
+		if b.pass || !b.chunked && b.w.mode == bodyRaw {
+			werr = b.w.write(raw)
+		} else {
+			werr = b.w.writeSegs(segs)
+		}
+		if werr != nil {
+			b.res.clientGone = true
+		}
+	}
+	for _, s := range segs {
+		b.rc.feed(s, t)
+	}
+	if b.complete || b.res.clientGone {
+		return false
+	}
+	if err != nil {
+		if err == io.EOF && b.left < 0 && !b.chunked {
+			b.complete = true // a body delimited by the upstream's close
+			return false
+		}
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		b.res.readErr, b.reuse = err, false
+		return false
+	}
+	return true
+}
+
+// closer returns a function that closes c (the watcher's abort).
+func closer(c net.Conn) func() { return func() { c.Close() } }
+
+// staleConn reports whether err means a kept-alive connection had been
+// closed by the server before it read the request.
+func staleConn(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// readResponseHead reads the response head, skipping informational (1xx)
+// responses.
+func readResponseHead(br *bufio.Reader, r *http.Request) (*http.Response, error) {
+	for {
+		resp, err := http.ReadResponse(br, r)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode/100 != 1 || resp.StatusCode == http.StatusSwitchingProtocols {
+			return resp, nil
+		}
+	}
+}
+
+// requestHead is the upstream request's head: the upstream's path prefix
+// and host, the client's headers without hop-by-hop ones, and the body's
+// framing.
+func (p *Proxy) requestHead(r *http.Request, buffered bool, n int) []byte {
+	u := *p.upstream
+	u.Path = strings.TrimSuffix(u.Path, "/") + r.URL.Path
+	u.RawPath = ""
+	u.RawQuery = r.URL.RawQuery
+	b := make([]byte, 0, 512)
+	b = append(b, r.Method...)
+	b = append(b, ' ')
+	b = append(b, u.RequestURI()...)
+	b = append(b, " HTTP/1.1\r\nHost: "...)
+	b = append(b, p.upstream.Host...)
+	b = append(b, '\r', '\n')
+	h := make(http.Header, len(r.Header))
+	copyHeaders(h, r.Header)
+	for k, vs := range h {
+		if k == "Host" || k == "Content-Length" {
+			continue
+		}
+		for _, v := range vs {
+			b = append(b, k...)
+			b = append(b, ':', ' ')
+			b = appendHeaderValue(b, v)
+			b = append(b, '\r', '\n')
+		}
+	}
+	switch {
+	case buffered && (n > 0 || r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch):
+		b = append(b, "Content-Length: "...)
+		b = strconv.AppendInt(b, int64(n), 10)
+		b = append(b, '\r', '\n')
+	case !buffered && r.ContentLength > 0:
+		b = append(b, "Content-Length: "...)
+		b = strconv.AppendInt(b, r.ContentLength, 10)
+		b = append(b, '\r', '\n')
+	case !buffered:
+		b = append(b, "Transfer-Encoding: chunked\r\n"...)
+	}
+	return append(b, '\r', '\n')
+}
+
+// streamBody copies a request body upstream as it arrives: as is with a
+// Content-Length, re-chunked without one.
+func streamBody(c net.Conn, r *http.Request) error {
+	if r.ContentLength > 0 {
+		n, err := io.CopyN(c, r.Body, r.ContentLength)
+		if err != nil && n < r.ContentLength {
+			return fmt.Errorf("streaming the request body upstream: %w", err)
+		}
+		return nil
+	}
+	cw := httputil.NewChunkedWriter(c)
+	if _, err := io.Copy(cw, r.Body); err != nil {
+		return fmt.Errorf("streaming the request body upstream: %w", err)
+	}
+	if err := cw.Close(); err != nil {
+		return err
+	}
+	_, err := io.WriteString(c, "\r\n")
+	return err
+}
+
+// rtForward sends the request through an http.RoundTripper (an https
+// upstream, or ProxyConfig.Transport) and copies the body to the client as
+// it arrives: each read is written before anything else is done with it,
+// then parsed.
+func (p *Proxy) rtForward(w *clientWriter, r *http.Request, body []byte, ex *exchange) fwdResult {
+	var res fwdResult
+	cc := w.cc
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, err := p.upstreamRequest(ctx, r, body)
+	if err != nil {
+		w.jsonError(http.StatusBadRequest, "invalid_request_error", "tracekit capture: "+err.Error())
+		return res
+	}
+	cc.watch.start(cc, cancel)
 	res.sentNs = clock.Mono()
 	resp, err := p.rt.RoundTrip(out)
 	if err != nil {
 		res.sendErr, res.doneNs = err, clock.Mono()
-		if out.Context().Err() != nil {
+		if cc.watch.stop(cc) {
 			res.clientGone = true
 			return res
 		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadGateway)
-		msg, _ := json.Marshal("tracekit capture: upstream unreachable: " + err.Error())
-		fmt.Fprintf(w, `{"error":{"message":%s,"type":"upstream_error","code":502}}`, msg)
+		badGateway(w, "upstream unreachable", err)
 		return res
 	}
 	defer resp.Body.Close()
 	res.headersNs = clock.Mono()
 	res.status = resp.StatusCode
-	copyHeaders(w.Header(), resp.Header)
-	w.WriteHeader(resp.StatusCode)
-	rc := http.NewResponseController(w)
-	rc.Flush()
-	ct := resp.Header.Get("Content-Type")
-	res.sse = strings.HasPrefix(ct, "text/event-stream")
-	parse := ex != nil
-	consume := func(b []byte, t int64) {
-		if res.sse {
-			ex.stream.Feed(b, t)
-		} else if len(res.jsonBody)+len(b) <= maxJSONBody {
-			res.jsonBody = append(res.jsonBody, b...)
-		}
-	}
-	var dec *decoder
-	if enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); parse && enc != "" && enc != "identity" {
-		if decodable(enc) {
-			dec = startDecoder(enc, consume)
-			defer dec.finish()
-		} else {
-			parse, res.undecoded = false, enc
-		}
+	h := make(http.Header, len(resp.Header))
+	copyHeaders(h, resp.Header)
+	var rc recorder
+	rc.init(ex, &res, resp.Header)
+	if err := w.writeHead(resp.StatusCode, h, resp.ContentLength, false); err != nil {
+		res.clientGone = true
 	}
 	bp := p.bufs.Get().(*[]byte)
 	defer p.bufs.Put(bp)
 	buf := *bp
-	for {
+	complete := false
+	var t int64
+	for !res.clientGone {
 		n, err := resp.Body.Read(buf)
-		t := clock.Mono()
-		if n > 0 && !res.clientGone {
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				res.clientGone = true
-			} else if ferr := rc.Flush(); ferr != nil {
-				res.clientGone = true
-			}
+		t = clock.Mono()
+		if n > 0 && w.write(buf[:n]) != nil {
+			res.clientGone = true
 		}
-		if n > 0 && parse {
-			if dec != nil {
-				dec.feed(buf[:n], t)
-			} else {
-				consume(buf[:n], t)
-			}
-		}
-		if dec != nil && (err != nil || res.clientGone) {
-			res.decodeErr = dec.finish()
+		rc.feed(buf[:n], t)
+		if err == io.EOF {
+			complete = true
+			break
 		}
 		if err != nil {
-			res.doneNs = t
-			if err != io.EOF {
-				res.readErr = err
-				// The client's going away cancels the upstream request:
-				// tell that apart from the upstream breaking off.
-				res.clientGone = res.clientGone || out.Context().Err() != nil
-			}
-			if parse && !res.sse && err == io.EOF {
-				ex.stream.FeedJSON(res.jsonBody, t)
-			}
-			return res
-		}
-		if res.clientGone {
-			// Stop reading: the client went away, and canceling its
-			// request context aborts the upstream request.
-			res.doneNs = t
-			return res
+			res.readErr = err
+			break
 		}
 	}
+	if t == 0 {
+		t = clock.Mono()
+	}
+	res.doneNs = t
+	if complete && !res.clientGone && w.finish() != nil {
+		res.clientGone = true
+	}
+	if cc.watch.stop(cc) {
+		res.clientGone = true
+	}
+	rc.end(complete && res.readErr == nil, t)
+	return res
+}
+
+func (p *Proxy) upstreamRequest(ctx context.Context, r *http.Request, body []byte) (*http.Request, error) {
+	u := *p.upstream
+	u.Path = strings.TrimSuffix(u.Path, "/") + r.URL.Path
+	u.RawPath = ""
+	u.RawQuery = r.URL.RawQuery
+	out, err := http.NewRequestWithContext(ctx, r.Method, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("building the upstream request: %w", err)
+	}
+	copyHeaders(out.Header, r.Header)
+	if _, ok := r.Header["User-Agent"]; !ok {
+		out.Header["User-Agent"] = nil // Go would add its own
+	}
+	out.ContentLength = int64(len(body))
+	if len(body) == 0 {
+		out.Body = http.NoBody
+	}
+	return out, nil
 }
 
 // CheckUpstream asks the upstream for its base URL once, marked as a probe

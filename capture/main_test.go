@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -25,13 +27,17 @@ func TestMain(m *testing.M) {
 // or until SIGINT or SIGTERM: then it closes the proxy (completing its
 // files) and exits 0, or 1 saying why not. TRACEKIT_PROXY_BENCH=1 keeps
 // the default journal sync period (tests shorten it);
-// TRACEKIT_PROXY_CPUPROFILE names a CPU profile to write.
+// TRACEKIT_PROXY_CPUPROFILE names a CPU profile to write;
+// TRACEKIT_PROXY_GOMAXPROCS sets the child's GOMAXPROCS.
 func proxyChild(dir, upstream string) {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	cfg := ProxyConfig{Upstream: upstream, OutDir: dir, Tokenizer: testTok, SyncEvery: 50 * time.Millisecond}
 	if os.Getenv("TRACEKIT_PROXY_BENCH") == "1" {
 		cfg.SyncEvery = 0
+	}
+	if n, err := strconv.Atoi(os.Getenv("TRACEKIT_PROXY_GOMAXPROCS")); err == nil && n > 0 {
+		runtime.GOMAXPROCS(n)
 	}
 	if path := os.Getenv("TRACEKIT_PROXY_CPUPROFILE"); path != "" {
 		f, err := os.Create(path)

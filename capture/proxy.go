@@ -3,7 +3,7 @@ package capture
 import (
 	"errors"
 	"fmt"
-	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -36,8 +36,10 @@ type ProxyConfig struct {
 	RotateBytes int64
 	// Tokenizer counts message and answer tokens; default o200k_base.
 	Tokenizer tokenizer.Tokenizer
-	// Transport reaches the upstream; default: an http.Transport without
-	// timeouts on responses (streams are long) and without compression.
+	// Transport reaches the upstream. Default: for an http:// upstream the
+	// proxy's own HTTP/1.1 client (forward.go's rawForward), for https an
+	// http.Transport without timeouts on responses (streams are long) and
+	// without compression.
 	Transport http.RoundTripper
 	// InsecureSkipVerify accepts any upstream TLS certificate (default
 	// transport only).
@@ -75,21 +77,26 @@ type ProxyConfig struct {
 // fewer cycles, for a heap up to that many percent above the live one.
 const DefaultGCPercent = 400
 
+// maxIdleUpstream bounds the idle upstream connections kept for reuse.
+const maxIdleUpstream = 4096
+
 // Segment names the pair of files one segment wrote.
 type Segment struct {
 	Trace, Recording string
 	Requests         int
+	n                int // the segment's number, for the order of Segments
 }
 
-// Proxy is an http.Handler that forwards every request to the upstream
-// untouched and records the LLM calls among them: a trace turn and a
-// recording row each.
+// Proxy forwards every request to the upstream untouched and records the
+// LLM calls among them: a trace turn and a recording row each. A
+// ProxyServer (StartProxy) serves it on a listener.
 type Proxy struct {
 	cfg       ProxyConfig
 	upstream  *url.URL
 	target    string // upstream with credentials removed, for files
 	rt        http.RoundTripper
 	ownRT     *http.Transport // rt when the proxy made it: its idle connections close with the proxy
+	pool      *upstreamPool   // the proxy's own client (rawForward): a plain-http upstream and no Transport given
 	tok       tokenizer.Tokenizer
 	runStart  int64 // mono ns
 	wallStart int64
@@ -112,13 +119,15 @@ type Proxy struct {
 	warned [len(unparsedLLMPaths)]atomic.Bool // warnUnparsed said so once
 
 	closers sync.WaitGroup // segment-closing goroutines
-	// acct bounds the accounting goroutines (one per finished LLM call,
-	// waiting on the disk when it falls behind): when all are busy the
-	// next handler waits, so a stalled disk holds back clients instead of
-	// queueing records in memory without end.
-	acct      chan struct{}
-	acctStall atomic.Bool // logged once
-	encWarned atomic.Bool // an undecodable Content-Encoding, logged once
+	// acct holds the accounting jobs (one per finished LLM call) for the
+	// worker, at most Queue: when it is full (the worker waits on the
+	// disk) the next handler waits, so a stalled disk holds back clients
+	// instead of queueing records in memory without end.
+	acct       chan func()
+	acctClosed bool           // under mu
+	acctDone   sync.WaitGroup // the worker
+	acctStall  atomic.Bool    // logged once
+	encWarned  atomic.Bool    // an undecodable Content-Encoding, logged once
 
 	hmu    sync.Mutex
 	active int           // handlers running, under hmu
@@ -176,21 +185,31 @@ func NewProxy(cfg ProxyConfig) (*Proxy, error) {
 	p := &Proxy{
 		host: host,
 		cfg:  cfg, upstream: u, target: u.Redacted(), rt: rt, ownRT: own, tok: cfg.Tokenizer,
-		acct:     make(chan struct{}, cfg.Queue),
+		acct:     make(chan func(), cfg.Queue),
 		runStart: clock.Mono(), wallStart: clock.Wall(),
 		stamp: time.Now().UTC().Format("20060102T150405Z"),
 		convs: newConversations(cfg.MaxConversations),
 		stop:  make(chan struct{}),
+	}
+	if cfg.Transport == nil && u.Scheme == "http" {
+		port := u.Port()
+		if port == "" {
+			port = "80"
+		}
+		p.pool = newUpstreamPool(net.JoinHostPort(u.Hostname(), port), maxIdleUpstream)
 	}
 	p.restoreGC = setGC(cfg.GCPercent)
 	p.streams.New = func() any { return record.NewStream(cfg.Tokenizer) }
 	p.bufs.New = func() any { b := make([]byte, 32<<10); return &b }
 	p.ticker.Add(1)
 	go p.rotateIdle()
+	p.acctDone.Add(1)
+	go p.accountWorker(p.acct)
 	return p, nil
 }
 
-// Segments lists the files written so far (complete after Close).
+// Segments lists the files written so far, in segment order (complete
+// after Close).
 func (p *Proxy) Segments() []Segment {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -211,10 +230,20 @@ func (p *Proxy) Close() error {
 	}
 	p.mu.Unlock()
 	p.waitHandlers()
+	p.mu.Lock()
+	if !p.acctClosed {
+		close(p.acct) // no handler is left to account
+		p.acctClosed = true
+	}
+	p.mu.Unlock()
+	p.acctDone.Wait()
 	p.ticker.Wait()
 	p.closers.Wait()
 	if p.ownRT != nil {
 		p.ownRT.CloseIdleConnections() // each idle connection holds two goroutines
+	}
+	if p.pool != nil {
+		p.pool.close()
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -266,56 +295,6 @@ func (p *Proxy) waitHandlers() {
 	idle := p.idle
 	p.hmu.Unlock()
 	<-idle
-}
-
-// ServeHTTP forwards r and records it when it is an LLM call.
-func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	arrival := clock.Mono()
-	p.enter()
-	defer p.leave()
-	body, err := io.ReadAll(io.LimitReader(r.Body, p.cfg.MaxBodyBytes+1))
-	if err != nil {
-		http.Error(w, "tracekit capture: reading the request body: "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	if int64(len(body)) > p.cfg.MaxBodyBytes {
-		http.Error(w, fmt.Sprintf("tracekit capture: request body larger than %d bytes", p.cfg.MaxBodyBytes), http.StatusRequestEntityTooLarge)
-		return
-	}
-	out, err := p.upstreamRequest(r, body)
-	if err != nil {
-		http.Error(w, "tracekit capture: "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	if r.Method == http.MethodPost && !isLLMPath(r.URL.Path) {
-		p.warnUnparsed(r.URL.Path)
-	}
-	if r.Method != http.MethodPost || !isLLMPath(r.URL.Path) || r.Header.Get(ProbeHeader) != "" {
-		if res := p.forward(w, out, nil); res.readErr != nil && res.status != 0 {
-			panic(http.ErrAbortHandler) // the upstream broke off: so does the client's response
-		}
-		return
-	}
-	// Parse the request while the upstream works on it.
-	parsed := make(chan *llmCall, 1)
-	go func() { parsed <- parseLLMCall(body) }()
-
-	seg, err := p.segmentFor(arrival)
-	if err != nil {
-		p.cfg.Logf("capture: %v (request forwarded, not recorded)", err)
-		<-parsed
-		p.forward(w, out, nil)
-		return
-	}
-	ex := &exchange{arrival: arrival, stream: p.streams.Get().(*record.Stream), header: r.Header.Get}
-	ex.stream.Reset()
-	res := p.forward(w, out, ex)
-	call := <-parsed
-	ex.res = res
-	p.account(seg, ex, call, r)
-	if res.readErr != nil && res.status != 0 && !res.clientGone {
-		panic(http.ErrAbortHandler)
-	}
 }
 
 // ProbeHeader marks a request tracekit itself sends that is not traffic

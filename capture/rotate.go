@@ -3,6 +3,7 @@ package capture
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -87,7 +88,10 @@ func (p *Proxy) rotateLocked() {
 			p.cfg.Logf("capture: %v", err)
 			return
 		}
-		p.files = append(p.files, Segment{Trace: s.tracePath, Recording: s.recPath, Requests: s.requests})
+		// Closers finish in any order (a larger segment takes longer to
+		// write): the list stays in segment order.
+		p.files = append(p.files, Segment{Trace: s.tracePath, Recording: s.recPath, Requests: s.requests, n: s.n})
+		slices.SortFunc(p.files, func(a, b Segment) int { return a.n - b.n })
 	}()
 }
 

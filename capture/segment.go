@@ -156,21 +156,31 @@ func (s *segment) addTurn(t *trace.Turn, bytes int64) {
 
 // syncTrace makes the trace journal durable (called every SyncEvery). It
 // returns a journal failure once; the trace is still written at close.
+// The fsync runs outside mu: an arrival (segmentFor asks due) and the
+// accounting (addTurn) never wait on the disk.
 func (s *segment) syncTrace() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.tjw == nil || s.tjReported {
+		s.mu.Unlock()
 		return nil
 	}
 	if s.tjErr == nil {
-		if s.tjErr = s.tjw.Flush(); s.tjErr == nil {
-			s.tjErr = s.tj.Sync()
+		s.tjErr = s.tjw.Flush()
+	}
+	err, f := s.tjErr, s.tj
+	s.mu.Unlock()
+	if err == nil {
+		err = f.Sync()
+	}
+	if err != nil {
+		s.mu.Lock()
+		if s.tjErr == nil {
+			s.tjErr = err
 		}
-	}
-	if s.tjErr != nil {
 		s.tjReported = true
+		s.mu.Unlock()
 	}
-	return s.tjErr
+	return err
 }
 
 func (s *segment) due(now int64) bool {

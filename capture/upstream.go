@@ -1,0 +1,115 @@
+package capture
+
+import (
+	"bufio"
+	"errors"
+	"net"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// upstreamPool keeps idle HTTP/1.1 keep-alive connections to a plain-http
+// upstream for the proxy's own client (rawForward). It holds no goroutine:
+// a connection the server closed while idle is found when it is taken
+// (alive peeks at the socket without blocking).
+type upstreamPool struct {
+	addr   string
+	dialer net.Dialer
+	max    int
+
+	mu     sync.Mutex
+	idle   []*upConn // most recently used last
+	closed bool
+}
+
+// upConn is one connection to the upstream and its read buffer.
+type upConn struct {
+	c      net.Conn
+	br     *bufio.Reader
+	idleAt time.Time
+	reused bool // taken from the pool (it may have been closed meanwhile)
+}
+
+// upstreamIdleTimeout closes connections idle longer than this.
+const upstreamIdleTimeout = 90 * time.Second
+
+func newUpstreamPool(addr string, max int) *upstreamPool {
+	return &upstreamPool{addr: addr, max: max, dialer: net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}}
+}
+
+// get returns an idle live connection, or dials a new one.
+func (u *upstreamPool) get() (*upConn, error) {
+	now := time.Now()
+	for {
+		u.mu.Lock()
+		n := len(u.idle)
+		if n == 0 {
+			u.mu.Unlock()
+			break
+		}
+		uc := u.idle[n-1]
+		u.idle[n-1] = nil
+		u.idle = u.idle[:n-1]
+		u.mu.Unlock()
+		if now.Sub(uc.idleAt) < upstreamIdleTimeout && uc.br.Buffered() == 0 && alive(uc.c) {
+			uc.reused = true
+			return uc, nil
+		}
+		uc.c.Close()
+	}
+	c, err := u.dialer.Dial("tcp", u.addr)
+	if err != nil {
+		return nil, err
+	}
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	return &upConn{c: c, br: bufio.NewReaderSize(c, 8<<10)}, nil
+}
+
+// put returns a connection whose response ended cleanly to the pool.
+func (u *upstreamPool) put(uc *upConn) {
+	uc.idleAt = time.Now()
+	u.mu.Lock()
+	if u.closed || len(u.idle) >= u.max {
+		u.mu.Unlock()
+		uc.c.Close()
+		return
+	}
+	u.idle = append(u.idle, uc)
+	u.mu.Unlock()
+}
+
+// close closes the idle connections; later puts close theirs.
+func (u *upstreamPool) close() {
+	u.mu.Lock()
+	idle := u.idle
+	u.idle, u.closed = nil, true
+	u.mu.Unlock()
+	for _, uc := range idle {
+		uc.c.Close()
+	}
+}
+
+// alive reports whether an idle connection is still open and quiet: a
+// non-blocking peek sees nothing to read (EAGAIN). End of file means the
+// server closed it; unexpected bytes mean it cannot be trusted.
+func alive(c net.Conn) bool {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return true
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	ok = false
+	var b [1]byte
+	rerr := rc.Read(func(fd uintptr) bool {
+		_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		ok = errors.Is(err, syscall.EAGAIN)
+		return true // never wait
+	})
+	return rerr == nil && ok
+}
