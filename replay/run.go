@@ -217,7 +217,8 @@ func (rr *Runner) Run(ctx context.Context, sink record.Sink) (*Result, error) {
 	meta := trace.RunMeta{
 		TracekitVersion: trace.Version, Targets: r.cfg.Targets, Host: host,
 		Command: r.cfg.Command, Config: r.cfg.meta(), Trace: &r.meta, Usage: r.usage,
-		Load: &trace.RunLoad{Model: r.cfg.Model, MaxConcurrency: r.cfg.MaxConcurrency},
+		Load:   &trace.RunLoad{Model: r.cfg.Model, MaxConcurrency: r.cfg.MaxConcurrency},
+		Stamps: r.conns.stamp.meta(),
 	}
 
 	defer r.setGC()()
@@ -251,6 +252,7 @@ func (rr *Runner) Run(ctx context.Context, sink record.Sink) (*Result, error) {
 	wg.Wait()
 
 	meta.Health = r.mon.finish()
+	meta.Stamps = r.conns.stamp.meta()
 	sink.SetRunMeta(meta)
 	res := &Result{Meta: meta, Sent: r.sent.Load(), Errors: r.errs.Load()}
 	switch {
