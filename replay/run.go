@@ -181,6 +181,7 @@ func (r *Runner) Close() error {
 	if r.precise != nil {
 		r.precise.Close()
 	}
+	r.conns.stamp.close() // the arrival observer's thread
 	if r.ownSrc != nil {
 		return r.ownSrc.Close()
 	}

@@ -20,9 +20,12 @@ import (
 //     several events that queued up before a late read share its stamp.
 //   - StampKernelOffset: as StampKernel, and every read ends at the end of
 //     the first event among the queued bytes (peeked first, then read up
-//     to there), so each event gets the receive stamp of the segment that
-//     carried its last byte, late reader or not. It costs a second
-//     syscall per read.
+//     to there), so the read's end is an event's byte offset on the
+//     connection; an observer thread (stamp_observe_linux.go) records when
+//     each byte offset arrived, and the event gets the earlier of the two
+//     times, late reader or not. The kernel alone cannot tell: TCP merges
+//     queued segments and keeps the newest stamp. It costs a second
+//     syscall per read and the observer's wake per arrival.
 //
 // Where a mode does not apply the run falls back and says so in
 // trace.RunStamps.Note: no SO_TIMESTAMPING (not Linux) means goroutine
@@ -61,9 +64,11 @@ type stamper struct {
 	conv      *clock.RealToMono // kernel modes
 	start     atomic.Int64      // the run's start (Mono): stamps are run-relative
 
-	kernelReads, fallbackReads, splitReads atomic.Int64
-	tlsConns, plainFallback                atomic.Int64
-	enableErr                              atomic.Pointer[string]
+	obs *observer // kernel-offset: the arrival observer (stamp_observe_linux.go)
+
+	kernelReads, fallbackReads, splitReads, observedReads, observeErrs atomic.Int64
+	tlsConns, plainFallback                                            atomic.Int64
+	enableErr                                                          atomic.Pointer[string]
 }
 
 // newStamper settles the mode of a run of cfg: the requested (or
@@ -93,10 +98,25 @@ func newStamper(cfg *Config) *stamper {
 			s.note = "https targets get kernel stamps of the TCP reads under TLS, without event offsets"
 		}
 	}
+	if s.mode == StampKernelOffset {
+		o, err := startObserver()
+		if err != nil {
+			s.mode, s.note = StampKernel, fmt.Sprintf("no arrival observer (%v): kernel stamps", err)
+		}
+		s.obs = o
+	}
 	if s.mode != StampGoroutine {
 		s.conv = clock.NewRealToMono(stampRemeasure)
 	}
 	return s
+}
+
+// close stops the arrival observer, if any.
+func (s *stamper) close() {
+	if s.obs != nil {
+		s.obs.stop()
+		s.obs = nil
+	}
 }
 
 // kernel reports whether connections read with kernel stamps.
@@ -108,7 +128,14 @@ func (s *stamper) toMono(realNs int64) int64 { return s.conv.Mono(realNs) }
 // meta is the run's trace.RunStamps so far.
 func (s *stamper) meta() *trace.RunStamps {
 	m := &trace.RunStamps{Requested: s.requested, Mode: s.mode, Note: s.note,
-		KernelReads: s.kernelReads.Load(), FallbackReads: s.fallbackReads.Load(), SplitReads: s.splitReads.Load()}
+		KernelReads: s.kernelReads.Load(), FallbackReads: s.fallbackReads.Load(), SplitReads: s.splitReads.Load(),
+		ObservedReads: s.observedReads.Load()}
+	if s.obs != nil {
+		m.ObserverPriority = s.obs.priority
+	}
+	if n := s.observeErrs.Load(); n > 0 {
+		m.Note = strings.TrimPrefix(m.Note+"; ", "; ") + fmt.Sprintf("%d connections could not join the arrival observer: kernel stamps", n)
+	}
 	if e := s.enableErr.Load(); e != nil {
 		m.Note = strings.TrimPrefix(m.Note+"; ", "; ") + fmt.Sprintf("%d connections could not enable SO_TIMESTAMPING (%s) and used goroutine stamps", s.plainFallback.Load(), *e)
 	}

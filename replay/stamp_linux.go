@@ -37,6 +37,8 @@ type rxConn struct {
 	st    *stamper
 	split bool
 	last  atomic.Int64 // Mono ns of the last read's stamp
+	arr   arrivals     // split: what the observer saw arrive
+	obsID uint64       // split: registration with st.obs, 0 none
 
 	// The read in progress.
 	p      []byte
@@ -71,7 +73,23 @@ func newRxConn(nc net.Conn, split bool, st *stamper) (*rxConn, error) {
 	c := &rxConn{TCPConn: tc, raw: raw, st: st, split: split}
 	c.readFn = c.read
 	c.last.Store(clock.Mono())
+	if split && st.obs != nil {
+		var aerr error
+		raw.Control(func(fd uintptr) { c.obsID, aerr = st.obs.add(int(fd), &c.arr) })
+		if aerr != nil {
+			c.obsID = 0
+			st.observeErrs.Add(1)
+		}
+	}
 	return c, nil
+}
+
+// Close leaves the observer before the socket closes.
+func (c *rxConn) Close() error {
+	if c.obsID != 0 {
+		c.st.obs.remove(c.obsID)
+	}
+	return c.TCPConn.Close()
 }
 
 // lastNs is the Mono time of the last read's stamp.
@@ -144,6 +162,15 @@ func (c *rxConn) read(fd uintptr) bool {
 	} else {
 		stamp = clock.Mono()
 		c.st.fallbackReads.Add(1)
+	}
+	if c.split {
+		end := c.arr.consumed.Add(int64(n))
+		if c.obsID != 0 {
+			if at, ok := c.arr.firstAt(end); ok && at < stamp {
+				stamp = at
+				c.st.observedReads.Add(1)
+			}
+		}
 	}
 	// Segments arrive in order; only a re-measured offset could step a
 	// stamp back by its width.

@@ -18,3 +18,10 @@ func newRxConn(nc net.Conn, split bool, st *stamper) (*rxConn, error) {
 }
 
 func (c *rxConn) lastNs() int64 { return 0 }
+
+// observer is Linux-only.
+type observer struct{ priority string }
+
+func startObserver() (*observer, error) { return nil, errors.New("the arrival observer needs Linux") }
+
+func (o *observer) stop() {}

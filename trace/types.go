@@ -262,10 +262,16 @@ type RunStamps struct {
 	// KernelReads counts reads stamped by the kernel, FallbackReads reads
 	// that carried no kernel stamp and were stamped by the clock instead,
 	// SplitReads the reads kernel-offset cut at an event's end with more
-	// bytes queued behind it (events that would have shared a stamp).
+	// bytes queued behind it (events that would have shared a stamp),
+	// ObservedReads the reads whose stamp came from the arrival observer
+	// (earlier than the kernel stamp of the read).
 	KernelReads   int64 `json:"kernel_reads,omitempty"`
 	FallbackReads int64 `json:"fallback_reads,omitempty"`
 	SplitReads    int64 `json:"split_reads,omitempty"`
+	ObservedReads int64 `json:"observed_reads,omitempty"`
+	// ObserverPriority is the scheduling the kernel-offset arrival
+	// observer thread got (SCHED_FIFO, a nice value, or normal).
+	ObserverPriority string `json:"observer_priority,omitempty"`
 }
 
 // UsageProbe is the finding of replay's pre-run probe request: whether the
