@@ -125,6 +125,7 @@ func stages() []stage {
 		{"mock", 3 * time.Minute, mockBench},
 		{"capture proxy", 2 * time.Minute, proxyOverhead},
 		{"calibrate", 4 * time.Minute, calibrateBench},
+		{"stamps", 10 * time.Minute, stampsBench},
 		{"deadlock", 6 * time.Minute, deadlockBench},
 	}
 }
