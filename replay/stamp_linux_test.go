@@ -97,6 +97,8 @@ func TestKernelOffsetSplitsQueuedEvents(t *testing.T) {
 		}
 		if m := st.meta(); m.Mode != StampKernelOffset || m.ObserverPriority == "" || m.RealMinusMonoNs == 0 {
 			t.Errorf("run stamps %+v", m)
+		} else {
+			t.Logf("observer priority: %s", m.ObserverPriority)
 		}
 		srv.Close()
 		if n, err := rx.Read(buf); n != 0 || err != io.EOF {
