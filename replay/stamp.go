@@ -40,7 +40,7 @@ const (
 
 // DefaultStampMode is the mode of an empty Config.StampMode where the
 // kernel supports it.
-const DefaultStampMode = StampKernelOffset
+const DefaultStampMode = StampKernel
 
 // stampRemeasure is how often the kernel stamps' REALTIME-to-monotonic
 // offset is measured again.
