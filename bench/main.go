@@ -127,6 +127,7 @@ func stages() []stage {
 		{"mock", 3 * time.Minute, mockBench},
 		{"capture proxy", 2 * time.Minute, proxyOverhead},
 		{"calibrate", 4 * time.Minute, calibrateBench},
+		{"stamps", 10 * time.Minute, stampsBench},
 		{"deadlock", 6 * time.Minute, deadlockBench},
 		{"shard skew", 3 * time.Minute, shardSkew},
 		{"sweep", 5 * time.Minute, sweepBench},

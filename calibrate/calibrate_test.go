@@ -97,9 +97,11 @@ func TestTinyLadderJoinsEveryEvent(t *testing.T) {
 			if len(rep.Steps) != 3 {
 				t.Fatalf("%d steps, want probe, rate=40, streams=10", len(rep.Steps))
 			}
-			// A client stamp follows the server's write on the same
-			// clock: the typical difference is positive and small.
-			if rep.OffsetNs <= 0 || rep.OffsetNs > int64(20*time.Millisecond) {
+			// Same clock on both sides: the typical difference is small.
+			// Its sign depends on the stamp mode: a kernel receive stamp
+			// is taken inside the mock's write on loopback, before the
+			// mock stamps the write's end.
+			if rep.OffsetNs < -int64(20*time.Millisecond) || rep.OffsetNs > int64(20*time.Millisecond) || rep.OffsetNs == 0 {
 				t.Errorf("offset %v: expected a loopback transit of microseconds", time.Duration(rep.OffsetNs))
 			}
 			full, _ := cfg.withDefaults()
@@ -380,6 +382,98 @@ func TestConfigErrors(t *testing.T) {
 	} {
 		if err := Validate(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want %q", tc.cfg, err, tc.want)
+		}
+	}
+}
+
+// TestVariationsJoinEveryEvent runs a burst step, a burner step and a
+// scrape pair in two stamp modes against child mocks, and checks the
+// join (every event paired), the waves' schedule, the scrapes and
+// burners, each step's stamp mode as its recording states it, the
+// per-mode offsets and the TTFT inflation recomputed from the files.
+func TestVariationsJoinEveryEvent(t *testing.T) {
+	cfg := Config{
+		Streams: []int{}, Bursts: []int{6}, BurstITL: 40 * time.Millisecond, Burn: []int{6}, Burners: 2, ScrapePairs: []int{6},
+		ScrapeInterval: 100 * time.Millisecond, Stamps: []string{"goroutine", "kernel"},
+		EventsPerS: []float64{60}, Duration: 400 * time.Millisecond, MaxError: time.Second,
+		Mode: ModeProcess, MockCommand: []string{os.Args[0]}, MockEnv: []string{childEnv + "=1"},
+		Dir: t.TempDir(), Logf: t.Logf,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range rep.Steps {
+		names = append(names, r.Name)
+	}
+	want := []string{"probe/goroutine", "probe/kernel", "burst=6/goroutine", "burst=6/kernel", "streams=6+burn/goroutine", "streams=6+burn/kernel",
+		"streams=6/goroutine", "streams=6/kernel", "streams=6+scrape/goroutine", "streams=6+scrape/kernel"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("steps %v, want %v", names, want)
+	}
+	if len(rep.OffsetsNs) != 2 || rep.OffsetsNs["goroutine"] != rep.Steps[0].RawMedianNs || rep.OffsetsNs["kernel"] != rep.Steps[1].RawMedianNs {
+		t.Errorf("offsets %v, probes' medians %d %d", rep.OffsetsNs, rep.Steps[0].RawMedianNs, rep.Steps[1].RawMedianNs)
+	}
+	for i, r := range rep.Steps {
+		p := size(r.Step, cfg.Duration, r.Step.ITL(), i)
+		n := p.requests * (p.maxTokens + 1)
+		if r.Matched != n || r.EventsServer != n || r.Unmatched != 0 || r.Errors != 0 {
+			t.Errorf("%s: matched %d, server %d of %d events, %d unmatched, %d errors", r.Name, r.Matched, r.EventsServer, n, r.Unmatched, r.Errors)
+		}
+		if r.StampMode != r.Step.Stamp {
+			t.Errorf("%s: the recording says stamp mode %q", r.Name, r.StampMode)
+		}
+		if off := rep.OffsetsNs[r.Step.Stamp]; r.ErrP50Ns != r.RawMedianNs-off {
+			t.Errorf("%s: error p50 %d, raw median %d, its mode's offset %d", r.Name, r.ErrP50Ns, r.RawMedianNs, off)
+		}
+		if got := r.Scrapes > 0; got != r.Step.Scrape || r.ScrapeFailures != 0 {
+			t.Errorf("%s: %d scrapes, %d failed", r.Name, r.Scrapes, r.ScrapeFailures)
+		}
+		if (r.Burners == cfg.Burners) != r.Step.Burner {
+			t.Errorf("%s: %d burners", r.Name, r.Burners)
+		}
+		recs, meta, err := readRecording(r.Recording)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if meta.Stamps == nil || meta.Stamps.Mode != r.Step.Stamp || (r.Step.Stamp == "kernel") != (meta.Stamps.KernelReads > 0) {
+			t.Errorf("%s: run stamps %+v", r.Name, meta.Stamps)
+		}
+		log, _, err := mock.ReadLog(strings.TrimSuffix(r.Recording, ".recording.parquet") + ".mock.parquet")
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := map[string]int64{}
+		for _, e := range log {
+			first[e.RequestID] = e.EventMonoNs[0]
+		}
+		var infl []int64
+		waves := map[int64]int{}
+		for _, rec := range recs {
+			infl = append(infl, meta.StartMonoNs+rec.EventNs[0]-first[rec.RequestID])
+			waves[rec.IntendedNs]++
+		}
+		slices.Sort(infl)
+		if got := infl[(len(infl)+1)/2-1]; got != r.TTFTInflP50Ns {
+			t.Errorf("%s: TTFT inflation p50 %d, by hand %d", r.Name, r.TTFTInflP50Ns, got)
+		}
+		if r.Step.Kind == KindBurst {
+			// Two waves of 6 together: the second due as the first's last event.
+			if len(waves) != 2 || waves[0] != 6 || waves[int64(p.wave)] != 6 || r.Steady != nil {
+				t.Errorf("%s: requests by intended start %v, want 6 at 0 and 6 at %v; steady %+v", r.Name, waves, p.wave, r.Steady)
+			}
+		}
+	}
+	var out strings.Builder
+	if err := rep.WriteText(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"ttft infl p50", "offset removed per stamp mode", "scrapes of the mock's /metrics", "burner goroutines"} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("text report lacks %q:\n%s", s, out.String())
 		}
 	}
 }

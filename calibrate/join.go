@@ -23,6 +23,10 @@ type Joined struct {
 	EventsClient, EventsServer, Unmatched int
 	// Errors counts records with an error kind.
 	Errors int
+	// FirstDiffs are the Diffs of each matched request's first event
+	// (the server's first-event write to the client's stamp of it: what the
+	// client adds to TTFT), sorted.
+	FirstDiffs []int64
 	// FirstNs and LastNs bound the matched client stamps (run-relative).
 	FirstNs, LastNs int64
 
@@ -86,6 +90,9 @@ func Join(recs []trace.Record, startMono int64, log []mock.LogEntry, prefix stri
 		seen[r.RequestID] = true
 		n := min(len(r.EventNs), len(e.EventMonoNs))
 		j.Unmatched += len(r.EventNs) - n + len(e.EventMonoNs) - n
+		if n > 0 {
+			j.FirstDiffs = append(j.FirstDiffs, startMono+r.EventNs[0]-e.EventMonoNs[0])
+		}
 		for k := range n {
 			j.Diffs = append(j.Diffs, startMono+r.EventNs[k]-e.EventMonoNs[k])
 			writes = append(writes, e.EventMonoNs[k])
@@ -104,6 +111,7 @@ func Join(recs []trace.Record, startMono int64, log []mock.LogEntry, prefix stri
 	}
 	j.steady(byID, writes)
 	slices.Sort(j.Diffs)
+	slices.Sort(j.FirstDiffs)
 	return j
 }
 

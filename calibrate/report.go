@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,20 +16,38 @@ import (
 // A step passes when it ran to the end, every request succeeded, every
 // event on either side found its partner, and its p99 error is at most
 // maxErr.
+//
+// With several stamp modes each mode has its own probe, and a step's
+// offset is its mode's: a kernel stamp is taken before the wake-up that a
+// goroutine stamp includes, so the constant parts differ.
 func (rep *Report) finish(maxErr time.Duration) {
+	offsets := map[string]int64{}
+	first, named := true, false
 	for _, r := range rep.Steps {
-		if r.Step.Kind == KindProbe {
-			rep.OffsetNs = r.RawMedianNs
+		if r.Step.Kind != KindProbe {
+			continue
 		}
+		offsets[r.Step.Stamp] = r.RawMedianNs
+		named = named || r.Step.Stamp != ""
+		if first {
+			rep.OffsetNs, first = r.RawMedianNs, false
+		}
+	}
+	if named {
+		rep.OffsetsNs = offsets
 	}
 	for i := range rep.Steps {
 		r := &rep.Steps[i]
+		off, ok := offsets[r.Step.Stamp]
+		if !ok {
+			off = rep.OffsetNs
+		}
 		d := r.diffs
-		r.ErrMinNs, r.ErrP50Ns = quantile(d, 0)-rep.OffsetNs, quantile(d, 0.5)-rep.OffsetNs
-		r.ErrP99Ns, r.ErrMaxNs = quantile(d, 0.99)-rep.OffsetNs, quantile(d, 1)-rep.OffsetNs
+		r.ErrMinNs, r.ErrP50Ns = quantile(d, 0)-off, quantile(d, 0.5)-off
+		r.ErrP99Ns, r.ErrMaxNs = quantile(d, 0.99)-off, quantile(d, 1)-off
 		r.diffs = nil
 		if st := r.Steady; st != nil {
-			st.ErrP50Ns, st.ErrP99Ns, st.ErrMaxNs = quantile(st.diffs, 0.5)-rep.OffsetNs, quantile(st.diffs, 0.99)-rep.OffsetNs, quantile(st.diffs, 1)-rep.OffsetNs
+			st.ErrP50Ns, st.ErrP99Ns, st.ErrMaxNs = quantile(st.diffs, 0.5)-off, quantile(st.diffs, 0.99)-off, quantile(st.diffs, 1)-off
 			st.diffs = nil
 		}
 		var why []string
@@ -94,9 +113,22 @@ func (rep *Report) verdict(maxErr time.Duration) string {
 // WriteText prints the report as a table.
 func (rep *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "tracekit calibrate: %s\n", rep.Note)
-	fmt.Fprintf(w, "offset removed: %s (%s)\n\n", fmtNs(rep.OffsetNs), rep.Offset)
+	if len(rep.OffsetsNs) > 0 {
+		modes := make([]string, 0, len(rep.OffsetsNs))
+		for m := range rep.OffsetsNs {
+			modes = append(modes, m)
+		}
+		slices.Sort(modes)
+		var parts []string
+		for _, m := range modes {
+			parts = append(parts, fmt.Sprintf("%s %s", m, fmtNs(rep.OffsetsNs[m])))
+		}
+		fmt.Fprintf(w, "offset removed per stamp mode: %s (%s)\n\n", strings.Join(parts, ", "), rep.Offset)
+	} else {
+		fmt.Fprintf(w, "offset removed: %s (%s)\n\n", fmtNs(rep.OffsetNs), rep.Offset)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "step\trequests\tevents/s\tlag p50\tp99\tmax\terror p50\tp99\tmax\tclient cores\tclient RSS\tmock cores\tmatched\tunmatched\terrors\tpass\t")
+	fmt.Fprintln(tw, "step\trequests\tevents/s\tlag p50\tp99\tmax\terror p50\tp99\tmax\tttft infl p50\tstamps\tclient cores\tclient RSS\tmock cores\tmatched\tunmatched\terrors\tpass\t")
 	for _, r := range rep.Steps {
 		mc := "-"
 		if r.MockCores > 0 {
@@ -106,15 +138,22 @@ func (rep *Report) WriteText(w io.Writer) error {
 		if !r.Pass {
 			pass = "NO"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.0f MiB\t%s\t%d\t%d\t%d\t%s\t\n",
+		stamps := r.StampMode
+		if stamps == "" {
+			stamps = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.0f MiB\t%s\t%d\t%d\t%d\t%s\t\n",
 			r.Name, r.Requests, r.EventsPerS, fmtNs(r.LagP50Ns), fmtNs(r.LagP99Ns), fmtNs(r.LagMaxNs),
-			fmtNs(r.ErrP50Ns), fmtNs(r.ErrP99Ns), fmtNs(r.ErrMaxNs), r.ClientCores, float64(r.ClientRSSBytes)/(1<<20),
+			fmtNs(r.ErrP50Ns), fmtNs(r.ErrP99Ns), fmtNs(r.ErrMaxNs), fmtNs(r.TTFTInflP50Ns), stamps, r.ClientCores, float64(r.ClientRSSBytes)/(1<<20),
 			mc, r.Matched, r.Unmatched, r.Errors, pass)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	if err := rep.writeSteady(w); err != nil {
+		return err
+	}
+	if err := rep.writeNotes(w); err != nil {
 		return err
 	}
 	_, err := fmt.Fprintf(w, "\n%s\n", rep.Verdict)
@@ -142,6 +181,28 @@ func (rep *Report) writeSteady(w io.Writer) error {
 			100*float64(st.Events)/float64(max(1, r.Matched)), fmtNs(st.ErrP50Ns), fmtNs(st.ErrP99Ns), fmtNs(st.ErrMaxNs), fmtNs(r.ErrP99Ns))
 	}
 	return tw.Flush()
+}
+
+// writeNotes lists what the variations did: scrapes, burners, and stamp
+// modes that fell back.
+func (rep *Report) writeNotes(w io.Writer) error {
+	var notes []string
+	for _, r := range rep.Steps {
+		if r.Step.Scrape {
+			notes = append(notes, fmt.Sprintf("%s: %d scrapes of the mock's /metrics (%d failed)", r.Name, r.Scrapes, r.ScrapeFailures))
+		}
+		if r.Step.Burner {
+			notes = append(notes, fmt.Sprintf("%s: %d burner goroutines spun beside the client (%v slices between yields)", r.Name, r.Burners, BurnSlice))
+		}
+		if r.StampNote != "" {
+			notes = append(notes, fmt.Sprintf("%s: stamps %s: %s", r.Name, r.StampMode, r.StampNote))
+		}
+	}
+	if len(notes) == 0 {
+		return nil
+	}
+	_, err := fmt.Fprintf(w, "\n%s\n", strings.Join(notes, "\n"))
+	return err
 }
 
 // WriteJSON writes the report as indented JSON.

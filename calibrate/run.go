@@ -35,9 +35,24 @@ type Result struct {
 	ErrMaxNs int64 `json:"error_max_ns"`
 	// RawMedianNs is the median diff before the offset is removed.
 	RawMedianNs int64 `json:"raw_median_diff_ns"`
+	// TTFTInflP50Ns is the median over requests of (client stamp of the
+	// first event - the server's write time of it), the offset not
+	// removed: what the client adds to every TTFT it records, loopback
+	// hand-off included.
+	TTFTInflP50Ns int64 `json:"ttft_inflation_p50_ns"`
+	// StampMode is the stamp mode the recording says it used
+	// (trace.RunStamps.Mode), "" when it says none.
+	StampMode string `json:"stamp_mode,omitempty"`
+	// StampNote says why the mode differs from the one asked for.
+	StampNote string `json:"stamp_note,omitempty"`
+	// Scrapes and ScrapeFailures count the scrapes of the mock's /metrics
+	// during a Scrape step; Burners the goroutines of a Burner step.
+	Scrapes        int `json:"scrapes,omitempty"`
+	ScrapeFailures int `json:"scrape_failures,omitempty"`
+	Burners        int `json:"burners,omitempty"`
 	// Steady is the error over the steady-state window, where every
-	// stream of the step is open; nil for rate steps and when the window
-	// is empty. It does not decide Pass.
+	// stream of the step is open; nil for rate and burst steps (a burst's
+	// two waves are never open together) and when the window is empty. It does not decide Pass.
 	Steady *Steady `json:"steady_state,omitempty"`
 
 	ClientCores       float64 `json:"client_cores"` // CPU seconds / wall seconds of this process
@@ -74,7 +89,7 @@ type Steady struct {
 // steadyOf is j's steady-state figures before the offset is removed, nil
 // for a rate step or an empty window.
 func steadyOf(s Step, j *Joined) *Steady {
-	if s.Kind == KindRate || len(j.SteadyDiffs) == 0 {
+	if s.Kind == KindRate || s.Kind == KindBurst || len(j.SteadyDiffs) == 0 {
 		return nil
 	}
 	return &Steady{StartNs: j.SteadyFromNs - j.ServerFirstNs, WindowNs: j.SteadyWindowNs(),
@@ -83,15 +98,18 @@ func steadyOf(s Step, j *Joined) *Steady {
 
 // Report is a whole calibration.
 type Report struct {
-	Mode       string   `json:"mode"` // process, inprocess or target
-	Target     string   `json:"target,omitempty"`
-	Cores      int      `json:"cores"`
-	GoMaxProcs int      `json:"gomaxprocs"`
-	Note       string   `json:"note"`
-	MaxErrorNs int64    `json:"max_error_ns"`
-	OffsetNs   int64    `json:"offset_ns"` // removed from every diff
-	Offset     string   `json:"offset_method"`
-	Steps      []Result `json:"steps"`
+	Mode       string `json:"mode"` // process, inprocess or target
+	Target     string `json:"target,omitempty"`
+	Cores      int    `json:"cores"`
+	GoMaxProcs int    `json:"gomaxprocs"`
+	Note       string `json:"note"`
+	MaxErrorNs int64  `json:"max_error_ns"`
+	OffsetNs   int64  `json:"offset_ns"` // removed from every diff (of the first stamp mode)
+	// OffsetsNs is each stamp mode's offset (its own probe's median), with
+	// Config.Stamps; a step's errors are taken against its mode's.
+	OffsetsNs map[string]int64 `json:"offsets_ns,omitempty"`
+	Offset    string           `json:"offset_method"`
+	Steps     []Result         `json:"steps"`
 
 	// Faithful is the heaviest passing stream step (by events/s), nil if
 	// none passed; FaithfulRate the heaviest passing rate step.
@@ -177,10 +195,25 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 }
 
 func describe(s Step) string {
-	if s.Kind == KindRate {
-		return fmt.Sprintf("%g requests/s of %d tokens", s.Rate, RateTokens)
+	var d string
+	switch s.Kind {
+	case KindRate:
+		d = fmt.Sprintf("%g requests/s of %d tokens", s.Rate, RateTokens)
+	case KindBurst:
+		d = fmt.Sprintf("2 waves of %d streams started together, %g events/s", s.Streams, s.EventsPerS)
+	default:
+		d = fmt.Sprintf("%d streams, %g events/s", s.Streams, s.EventsPerS)
 	}
-	return fmt.Sprintf("%d streams, %g events/s", s.Streams, s.EventsPerS)
+	if s.Burner {
+		d += ", CPU burner beside the client"
+	}
+	if s.Scrape {
+		d += ", scraping the mock's /metrics"
+	}
+	if s.Stamp != "" {
+		d += ", stamp mode " + s.Stamp
+	}
+	return d
 }
 
 // result reads the step's records (its recording, or memory) and joins
@@ -202,11 +235,16 @@ func (r *stepRun) result() (Result, error) {
 		Requests: j.Requests, Errors: j.Errors, EventsClient: j.EventsClient, EventsServer: j.EventsServer,
 		Matched: j.Matched(), Unmatched: j.Unmatched, RequestsUnmatched: j.RequestsUnmatched,
 		LagP50Ns: r.health.DispatchLagP50Ns, LagP99Ns: r.health.DispatchLagP99Ns, LagMaxNs: r.health.DispatchLagMaxNs,
-		RawMedianNs:       quantile(j.Diffs, 0.5),
+		RawMedianNs:   quantile(j.Diffs, 0.5),
+		TTFTInflP50Ns: quantile(j.FirstDiffs, 0.5),
+		Scrapes:       r.scrapes, ScrapeFailures: r.scrapeErr, Burners: r.burners,
 		ClientRSSBytes:    r.rssPeak,
 		MockLatenessP99Ns: r.mockStats.LatenessP99Ns,
 		WallSeconds:       r.wall.Seconds(),
 		Canceled:          r.canceled,
+	}
+	if st := meta.Stamps; st != nil {
+		res.StampMode, res.StampNote = st.Mode, st.Note
 	}
 	if r.health.WallSeconds > 0 {
 		res.ClientCores = r.health.CPUSeconds / r.health.WallSeconds

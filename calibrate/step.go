@@ -18,6 +18,7 @@ import (
 	"github.com/tracekit/tracekit/mock"
 	"github.com/tracekit/tracekit/record"
 	"github.com/tracekit/tracekit/replay"
+	"github.com/tracekit/tracekit/telemetry"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -35,12 +36,23 @@ type plan struct {
 	spacing   time.Duration // between request starts
 	itl       time.Duration // mock decode step (and prefill)
 	seqs      int           // mock batch capacity: nobody queues
+	wave      time.Duration // burst: the second wave's start offset; 0 otherwise
+}
+
+// span is when p's last stream should end, from the run start.
+func (p plan) span() time.Duration {
+	return time.Duration(p.requests)*p.spacing + p.wave + time.Duration(p.maxTokens+1)*p.itl
 }
 
 // size turns a step into a plan. A stream lasts about d: it emits
 // d * EventsPerS / Streams events, one every ITL; streams start evenly over
 // min(maxRamp, d/4). A rate step sends Rate*d requests Rate per second,
-// each RateTokens tokens long.
+// each RateTokens tokens long. A burst step is two waves of Streams
+// streams of d*EventsPerS/Streams events each; every stream of a wave
+// starts at the same offset, the first wave at 0, the second when the
+// first's last event is due:
+//
+//	wave = (maxTokens+1) * ITL    (the prefill, then one event per ITL)
 func size(s Step, d, itl time.Duration, idx int) plan {
 	p := plan{step: s, prefix: fmt.Sprintf("cal%02d-", idx), itl: itl}
 	switch s.Kind {
@@ -50,6 +62,12 @@ func size(s Step, d, itl time.Duration, idx int) plan {
 		p.spacing = time.Duration(float64(time.Second) / s.Rate)
 		// Concurrency is rate * request time; leave twice that.
 		p.seqs = 2*int(s.Rate*(time.Duration(RateTokens+1)*itl+50*time.Millisecond).Seconds()) + 16
+	case KindBurst:
+		p.requests = 2 * s.Streams
+		events := max(2, int(math.Round(d.Seconds()*s.EventsPerS/float64(s.Streams))))
+		p.maxTokens = events - 1
+		p.wave = time.Duration(events) * itl
+		p.seqs = 2*s.Streams + 16
 	default:
 		p.requests = s.Streams
 		events := max(2, int(math.Round(d.Seconds()*s.EventsPerS/float64(s.Streams))))
@@ -80,6 +98,9 @@ func (p plan) turns() []trace.Turn {
 	turns := make([]trace.Turn, p.requests)
 	for i := range turns {
 		at := int64(i) * int64(p.spacing)
+		if p.wave > 0 && i >= p.requests/2 {
+			at = int64(p.wave)
+		}
 		id := p.prefix + strconv.Itoa(i)
 		turns[i] = trace.Turn{
 			ConversationID: id, StartOffsetNs: at, ArrivalOffsetNs: at,
@@ -116,6 +137,9 @@ type stepRun struct {
 	rssPeak   int64
 	wall      time.Duration
 	canceled  string // why the replay was cut short, "" if it ran to the end
+	scrapes   int    // successful scrapes of the mock's /metrics (Step.Scrape)
+	scrapeErr int    // failed ones
+	burners   int    // goroutines the burner ran (Step.Burner)
 }
 
 // runStep runs one step: starts its mock (unless cfg.Target), replays its
@@ -123,7 +147,7 @@ type stepRun struct {
 // memory) and stops the mock.
 func runStep(ctx context.Context, cfg Config, dir string, idx int, s Step) (*stepRun, error) {
 	p := size(s, cfg.Duration, cfg.itl(s), idx)
-	base := filepath.Join(dir, fmt.Sprintf("%02d-%s", idx, strings.ReplaceAll(s.Name(), "=", "-")))
+	base := filepath.Join(dir, fmt.Sprintf("%02d-%s", idx, strings.NewReplacer("=", "-", "/", "-", "+", "-").Replace(s.Name())))
 	run := &stepRun{plan: p}
 	turns := p.turns()
 	var sink record.Sink
@@ -167,10 +191,38 @@ func runStep(ctx context.Context, cfg Config, dir string, idx int, s Step) (*ste
 	defer stopMock()
 
 	debug.FreeOSMemory() // the previous step's garbage must not count here
+	var scr *telemetry.Scraper
+	if s.Scrape {
+		var err error
+		if scr, err = telemetry.New(telemetry.Options{Endpoints: []string{telemetry.MetricsURL(target)},
+			Interval: cfg.ScrapeInterval, Sink: &telemetry.Memory{}}); err != nil {
+			return nil, fmt.Errorf("setting up the scrape of %s: %w", target, err)
+		}
+	}
 	rss := startRSSSampler(50 * time.Millisecond)
+	var burn *burner
+	if s.Burner {
+		burn, run.burners = startBurner(cfg.Burners, BurnSlice), cfg.Burners
+	}
+	if scr != nil {
+		if err := scr.Start(ctx); err != nil {
+			return nil, fmt.Errorf("starting the scrape of %s: %w", target, err)
+		}
+	}
 	began := time.Now()
 	h, canceled, err := replayInto(ctx, p, replay.NewMemorySource(traceMeta, turns), target, model, run.recording, sink)
-	run.wall, run.rssPeak = time.Since(began), rss.stop()
+	run.wall = time.Since(began)
+	if scr != nil {
+		scr.Stop()
+		for _, st := range scr.Stats() {
+			run.scrapes += int(st.Scrapes - st.Failures)
+			run.scrapeErr += int(st.Failures)
+		}
+	}
+	if burn != nil {
+		burn.Stop()
+	}
+	run.rssPeak = rss.stop()
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +239,7 @@ func runStep(ctx context.Context, cfg Config, dir string, idx int, s Step) (*ste
 // stream should end by ramp + duration, so anything beyond a generous
 // margin is canceled (and recorded as such).
 func replayInto(ctx context.Context, p plan, src replay.Source, target, model, out string, sink record.Sink) (trace.Health, string, error) {
-	span := time.Duration(p.requests)*p.spacing + time.Duration(p.maxTokens+1)*p.itl
+	span := p.span()
 	var rec *record.Recorder
 	open := replay.Into(sink)
 	if sink == nil {
@@ -202,8 +254,8 @@ func replayInto(ctx context.Context, p plan, src replay.Source, target, model, o
 		Targets: []string{target}, Model: model,
 		IgnoreEOS: true, ContinuousUsage: "on",
 		IdleTimeout: 30 * time.Second, ReadyTimeout: 10 * time.Second,
-		BenchmarkTimeout: 2*span + time.Minute,
-		Command:          "tracekit calibrate (" + p.step.Name() + ")",
+		BenchmarkTimeout: 2*span + time.Minute, StampMode: p.step.Stamp,
+		Command: "tracekit calibrate (" + p.step.Name() + ")",
 	}, src, open)
 	var cfgErr *replay.ConfigError
 	if errors.As(runErr, &cfgErr) {

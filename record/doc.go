@@ -18,7 +18,9 @@
 //
 // Stream is an incremental Server-Sent Events parser. Every event gets the
 // stamp of the network read that completed it, taken when Read returned and
-// before any parsing, so parsing cost never shifts a time. It reads only
+// before any parsing, so parsing cost never shifts a time. The stamp is
+// whatever the caller's clock says then: replay's kernel stamp modes pass a
+// clock that returns the kernel's receive time of the read instead. It reads only
 // the JSON keys a recording needs (choices[].delta.content, .text,
 // reasoning_content, usage, error, and tool calls: toolcalls.go) with a
 // small allocation-free scanner.

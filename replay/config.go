@@ -133,6 +133,10 @@ type Config struct {
 	// Insecure accepts any TLS certificate from an https:// target (a
 	// self-signed test deployment); the default verifies it.
 	Insecure bool
+	// StampMode is how event arrivals are stamped (stamp.go): StampGoroutine,
+	// StampKernel or StampKernelOffset; "" is DefaultStampMode where the
+	// kernel supports it. The mode used is in RunMeta.Stamps.
+	StampMode string
 
 	ResetPrefixCache bool // POST /reset_prefix_cache to every target first
 	// NoProbe skips the pre-run probe request (which fails a run whose
@@ -228,6 +232,9 @@ func (c Config) withDefaults(haveSource bool) (Config, error) {
 	if c.IdleConnTimeout == 0 {
 		c.IdleConnTimeout = DefaultIdleConnTimeout
 	}
+	if _, err := ParseStampMode(c.StampMode); err != nil {
+		return c, err
+	}
 	if c.ExtraBody != "" {
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal([]byte(c.ExtraBody), &m); err != nil {
@@ -300,6 +307,7 @@ func (c Config) meta() map[string]any {
 		"ready_timeout": c.ReadyTimeout.String(), "dial_timeout": c.DialTimeout.String(),
 		"idle_conn_timeout":  c.IdleConnTimeout.String(),
 		"reset_prefix_cache": c.ResetPrefixCache, "no_probe": c.NoProbe, "insecure": c.Insecure,
+		"stamp_mode": c.StampMode,
 	}
 	if c.Temperature != nil {
 		m["temperature"] = *c.Temperature

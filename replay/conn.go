@@ -29,6 +29,10 @@ var errStaleConn = errors.New("the pooled connection was idle too long to trust"
 //     whole streamed body, so before each Read (response headers included)
 //     we set the deadline to min(request deadline, now + idle);
 //   - cancel: the run can interrupt every blocked Read;
+//   - stamps: in a kernel stamp mode (stamp.go) the TCP connection under it
+//     (and under TLS) is an rxConn, whose reads carry the kernel's receive
+//     stamps; stampFn reads the last one, run-relative, for the body's
+//     parser (runState.bodyClock);
 //   - reuse: the first Write of a request on a connection that served one
 //     before checks how long it sat idle (errStaleConn past
 //     Config.IdleConnTimeout), and the request goroutine learns whether a
@@ -52,6 +56,9 @@ type conn struct {
 	requests atomic.Int32 // requests started on this connection
 	writing  atomic.Bool  // the current request is being written or awaits its first response byte
 	gotByte  atomic.Bool  // the current request received a response byte
+
+	rx      *rxConn      // the stamping TCP conn beneath, nil in goroutine mode
+	stampFn func() int64 // rx's last stamp minus the run start, made once per conn
 }
 
 // connAddr is the conn's local address with a way back to the conn.
@@ -154,6 +161,7 @@ type connSet struct {
 	idle            time.Duration // Config.IdleTimeout: per read, 0 none
 	idleConnTimeout time.Duration // Config.IdleConnTimeout: pooled connections older are not reused
 	tls             *tls.Config   // for https:// targets; nil for http://
+	stamp           *stamper      // the run's stamp mode and counters
 	canceled        atomic.Bool
 	mu              sync.Mutex
 	conns           map[*conn]struct{}
@@ -162,13 +170,15 @@ type connSet struct {
 func newConnSet(cfg *Config) *connSet {
 	return &connSet{
 		dialTimeout: cfg.DialTimeout, idle: cfg.IdleTimeout, idleConnTimeout: cfg.IdleConnTimeout,
-		conns: make(map[*conn]struct{}),
+		conns: make(map[*conn]struct{}), stamp: newStamper(cfg),
 	}
 }
 
 // dialer returns fasthttp's Dial for one target: TCP with the run's dial
-// timeout, then TLS when tlsCfg is not nil (so that the wrapper sees plain
-// HTTP), wrapped.
+// timeout, with receive stamps in a kernel stamp mode (a socket that
+// refuses them is read as before, counted in the run's stamp note), then
+// TLS when tlsCfg is not nil (so that the wrapper sees plain HTTP),
+// wrapped.
 func (s *connSet) dialer(tlsCfg *tls.Config) func(addr string) (net.Conn, error) {
 	return func(addr string) (net.Conn, error) {
 		if s.canceled.Load() {
@@ -181,6 +191,17 @@ func (s *connSet) dialer(tlsCfg *tls.Config) func(addr string) (net.Conn, error)
 		if err != nil {
 			return nil, err
 		}
+		var rx *rxConn
+		if s.stamp.kernel() {
+			var rerr error
+			if rx, rerr = newRxConn(nc, s.stamp.mode == StampKernelOffset && tlsCfg == nil, s.stamp); rerr != nil {
+				msg := rerr.Error()
+				s.stamp.enableErr.CompareAndSwap(nil, &msg)
+				s.stamp.plainFallback.Add(1)
+			} else {
+				nc = rx
+			}
+		}
 		if tlsCfg != nil {
 			tc := tls.Client(nc, tlsCfg)
 			if err := tc.HandshakeContext(ctx); err != nil {
@@ -189,7 +210,13 @@ func (s *connSet) dialer(tlsCfg *tls.Config) func(addr string) (net.Conn, error)
 			}
 			nc = tc
 		}
-		c := &conn{Conn: nc, set: s}
+		c := &conn{Conn: nc, set: s, rx: rx}
+		if rx != nil {
+			// Never before the request's recorded send: that is read
+			// after Write returned and can be later than the answer's
+			// arrival when the goroutine waited between the two.
+			c.stampFn = func() int64 { return max(rx.lastNs(), c.wroteNs.Load()) - s.stamp.start.Load() }
+		}
 		c.addr = connAddr{Addr: nc.LocalAddr(), c: c}
 		c.readNs.Store(clock.Mono())
 		s.mu.Lock()

@@ -232,6 +232,7 @@ func (r *runState) exchangeOnce(runCtx context.Context, t *target, req *fasthttp
 	}
 	headers := r.now()
 	c := connOf(resp.LocalAddr())
+	headers = r.headerStamp(c, headers) // stamp.go: the kernel's receive stamp in kernel modes
 	if c != nil {
 		if w := c.wroteNs.Load(); w >= slot {
 			rec.SentNs = w - r.start
@@ -253,9 +254,9 @@ func (r *runState) exchangeOnce(runCtx context.Context, t *target, req *fasthttp
 		closeBody(resp, errors.New("discarding an error body"))
 		return
 	}
-	now := r.now
+	now := r.bodyClock(c) // stamp.go: the run clock, or c's kernel receive stamps
 	if enc := resp.Header.ContentEncoding(); len(enc) > 0 && !bytes.EqualFold(enc, []byte("identity")) {
-		dec, err := ex.dec.decode(enc, body, r.now)
+		dec, err := ex.dec.decode(enc, body, now)
 		if err != nil {
 			o.failed(stageDecode, err, runCtx.Err() != nil, c, err.Error())
 			closeBody(resp, err)

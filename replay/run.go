@@ -190,6 +190,7 @@ func (r *Runner) Close() error {
 	if r.precise != nil {
 		r.precise.Close()
 	}
+	r.conns.stamp.close() // the arrival observer's thread
 	if r.ownSrc != nil {
 		return r.ownSrc.Close()
 	}
@@ -226,7 +227,8 @@ func (rr *Runner) Run(ctx context.Context, sink record.Sink) (*Result, error) {
 	meta := trace.RunMeta{
 		TracekitVersion: trace.Version, Targets: r.cfg.Targets, Host: host,
 		Command: r.cfg.Command, Config: r.cfg.meta(), Trace: &r.meta, Usage: r.usage,
-		Load: &trace.RunLoad{Model: r.cfg.Model, MaxConcurrency: r.cfg.MaxConcurrency},
+		Load:   &trace.RunLoad{Model: r.cfg.Model, MaxConcurrency: r.cfg.MaxConcurrency},
+		Stamps: r.conns.stamp.meta(),
 	}
 
 	defer r.setGC()()
@@ -263,6 +265,7 @@ func (rr *Runner) Run(ctx context.Context, sink record.Sink) (*Result, error) {
 	wg.Wait()
 
 	meta.Health = r.mon.finish()
+	meta.Stamps = r.conns.stamp.meta()
 	sink.SetRunMeta(meta)
 	res := &Result{Meta: meta, Sent: r.sent.Load(), Errors: r.errs.Load(),
 		ToolCallMismatches: r.mismatches.Load(), ParentFailed: r.parentFailed.Load()}

@@ -266,6 +266,64 @@ type RunMeta struct {
 	Clock *RunClock `json:"clock,omitempty"`
 	// Metrics is the base name of the run's telemetry sidecar (same directory), "" when not scraped.
 	Metrics string `json:"metrics,omitempty"`
+	// Stamps is how the run stamped its events' arrival times; nil in
+	// recordings that predate it (they used goroutine stamps).
+	Stamps *RunStamps `json:"stamps,omitempty"`
+}
+
+// Stamp modes of RunStamps.Mode.
+const (
+	// StampGoroutine: the clock read when the read goroutine got the
+	// bytes (after the kernel delivered them and the goroutine ran).
+	StampGoroutine = "goroutine"
+	// StampKernel: the kernel's software receive time of the last TCP
+	// segment of the read that completed the event (SO_TIMESTAMPING).
+	StampKernel = "kernel"
+	// StampKernelOffset: as StampKernel, but each read ends at an event's
+	// end (the queued bytes are peeked and read up to the end of the first
+	// event in them), so every event gets the receive time of the segment
+	// that carried its last byte, even when several arrived before the
+	// reader ran.
+	StampKernelOffset = "kernel-offset"
+)
+
+// RunStamps is how a run stamped arrivals: the mode it asked for and the
+// one it used, and for kernel modes the conversion of the kernel's
+// CLOCK_REALTIME stamps to the run's monotonic clock:
+//
+//	mono = realtime stamp - RealMinusMonoNs
+//
+// where RealMinusMonoNs is the narrowest of several bracketing (monotonic,
+// realtime, monotonic) reads, re-measured every RemeasureNs while the run
+// reads; OffsetDriftNs is the largest change a re-measure found (a step of
+// the wall clock shows here).
+type RunStamps struct {
+	Requested string `json:"requested,omitempty"` // the mode asked for ("" default)
+	Mode      string `json:"mode"`                // the mode used: StampGoroutine, StampKernel or StampKernelOffset
+	// Note says why Mode is not Requested, or what applies where (TLS
+	// connections: kernel stamps of the TCP reads under TLS, no byte
+	// offsets). Empty when the mode applied everywhere.
+	Note string `json:"note,omitempty"`
+
+	RealMinusMonoNs int64 `json:"real_minus_mono_ns,omitempty"`
+	OffsetWidthNs   int64 `json:"offset_width_ns,omitempty"` // bracket of the offset's measure: its error bound
+	RemeasureNs     int64 `json:"remeasure_ns,omitempty"`
+	Remeasures      int64 `json:"remeasures,omitempty"`
+	OffsetDriftNs   int64 `json:"offset_drift_ns,omitempty"`
+
+	// KernelReads counts reads stamped by the kernel, FallbackReads reads
+	// that carried no kernel stamp and were stamped by the clock instead,
+	// SplitReads the reads kernel-offset cut at an event's end with more
+	// bytes queued behind it (events that would have shared a stamp),
+	// ObservedReads the reads whose stamp came from the arrival observer
+	// (earlier than the kernel stamp of the read).
+	KernelReads   int64 `json:"kernel_reads,omitempty"`
+	FallbackReads int64 `json:"fallback_reads,omitempty"`
+	SplitReads    int64 `json:"split_reads,omitempty"`
+	ObservedReads int64 `json:"observed_reads,omitempty"`
+	// ObserverPriority is the scheduling the kernel-offset arrival
+	// observer thread got (SCHED_FIFO, a nice value, or normal).
+	ObserverPriority string `json:"observer_priority,omitempty"`
 }
 
 // UsageProbe is the finding of replay's pre-run probe request: whether the

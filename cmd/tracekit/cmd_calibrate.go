@@ -36,6 +36,17 @@ connection ramp and the tail are left out; with the window's start, length and
 event count. It is shown next to the whole-step figures; pass/fail and the
 verdict stay on the whole step.
 
+Variations measure the tails: --bursts N runs N streams of identical length
+started together, then N more started as the first wave ends (the wave
+boundary: N streams end while N requests start); --burn N runs a stream step
+with a CPU burner inside the client (--burners goroutines spinning in 100us
+slices between yields); --scrape-pair N runs a stream step without and then
+with scraping the mock's /metrics every --scrape-interval. --stamp
+goroutine,kernel,kernel-offset runs every step once per replay stamp mode,
+back to back, each against its own probe's offset. Every step also prints its
+TTFT inflation p50: the client's stamp of each request's first event minus
+the mock's write of it, no offset removed.
+
 Stream steps (--streams, --events-per-s; default 4 events/s per stream) run N
 streams of about --duration each, started over min(1s, duration/4). Rate steps
 (--rates) send short requests (4 tokens, 5 ms apart) at R requests/s for
@@ -49,6 +60,7 @@ elsewhere: give that FILE as --mock-log; calibrate waits for it to be complete
 		Example: `  tracekit calibrate
   tracekit calibrate --streams 1000,5000,10000 --events-per-s 4000,20000,40000 --rates 500,2000,5000 --json cal.json
   tracekit calibrate --streams 100,500 --duration 3s --mock inprocess --max-error 500us
+  tracekit calibrate --streams 10 --bursts 500,1000 --burn 500 --scrape-pair 1000 --stamp goroutine,kernel,kernel-offset
   tracekit mock --listen 127.0.0.1:8000 --emit-log truth.parquet &   # then:
   tracekit calibrate --target http://127.0.0.1:8000 --mock-log truth.parquet --streams 200`,
 		Args: cobra.NoArgs,
@@ -91,6 +103,13 @@ elsewhere: give that FILE as --mock-log; calibrate waits for it to be complete
 	f.StringVar(&c.MockLog, "mock-log", "", "with --target: that mock's --emit-log file, read once it is complete")
 	f.DurationVar(&c.LogWait, "log-wait", 2*time.Minute, "with --target: how long to wait for --mock-log to be complete")
 	f.DurationVar(&c.TargetITL, "target-itl", 15*time.Millisecond, "with --target: that mock's --decode-base, to size the streams")
+	f.IntSliceVar(&c.Bursts, "bursts", nil, "burst steps: N streams started together, then N more as they end (the wave boundary)")
+	f.DurationVar(&c.BurstITL, "burst-itl", calibrate.DefaultBurstITL, "inter-event time of a burst step's streams")
+	f.IntSliceVar(&c.Burn, "burn", nil, "stream steps run with a CPU burner beside the client (busy goroutines)")
+	f.IntVar(&c.Burners, "burners", 0, "goroutines of the CPU burner (default GOMAXPROCS)")
+	f.IntSliceVar(&c.ScrapePairs, "scrape-pair", nil, "stream steps run twice: without and with scraping the mock's /metrics")
+	f.DurationVar(&c.ScrapeInterval, "scrape-interval", time.Second, "scrape interval of --scrape-pair's second step")
+	f.StringSliceVar(&c.Stamps, "stamp", nil, "replay stamp modes to run every step in, side by side (goroutine,kernel,kernel-offset); default replay's default only")
 	f.StringVar(&c.Dir, "keep", "", "keep each step's trace, recording and mock log in this directory")
 	f.StringVar(&jsonOut, "json", "", "also write the report as JSON to this file")
 	return cmd

@@ -98,6 +98,9 @@ beside the output, verified, removed after).`,
 			if err := scrape.validate(); err != nil {
 				return badInput(err)
 			}
+			if _, err := replay.ParseStampMode(c.StampMode); err != nil {
+				return badInput(fieldFlagError("--stamp", err))
+			}
 			scrape.insecure, o.scrape = c.Insecure, &scrape
 			return runReplay(cmd, c, o)
 		},
@@ -132,6 +135,7 @@ beside the output, verified, removed after).`,
 	f.DurationVar(&c.ReadyTimeout, "ready-timeout", 0, "wait up to this long for /health or /v1/models to answer before starting (0: no wait)")
 	f.DurationVar(&c.DialTimeout, "dial-timeout", 10*time.Second, "TCP connect timeout")
 	f.DurationVar(&c.IdleConnTimeout, "idle-conn-timeout", replay.DefaultIdleConnTimeout, "never reuse a keep-alive connection idle longer than this (below the server's own limit: uvicorn closes after 5s)")
+	f.StringVar(&c.StampMode, "stamp", "", "how event arrivals are stamped: kernel-offset, kernel (SO_TIMESTAMPING receive stamps, Linux) or goroutine; default "+replay.DefaultStampMode+" where supported (the mode used is in the recording's metadata)")
 	f.BoolVar(&c.Insecure, "insecure", false, "accept any TLS certificate from an https:// target (self-signed test deployments)")
 	f.BoolVar(&c.ResetPrefixCache, "reset-prefix-cache", false, "POST /reset_prefix_cache to every target before the run")
 	f.BoolVar(&c.NoProbe, "no-probe", false, "skip the tiny request that checks each target and the model before the clock starts (--continuous-usage auto is then off)")

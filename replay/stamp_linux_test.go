@@ -1,0 +1,192 @@
+//go:build linux
+
+package replay
+
+import (
+	"slices"
+
+	"github.com/tracekit/tracekit/mock"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/tracekit/tracekit/clock"
+)
+
+// rxPair dials a loopback listener and returns the client side wrapped
+// as an rxConn (split or not) and the accepted server side.
+func rxPair(t *testing.T, split bool) (*rxConn, net.Conn, *stamper) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := newStamper(&Config{StampMode: StampKernelOffset, Targets: []string{"http://x"}})
+	rx, err := newRxConn(nc, split, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rx.Close(); srv.Close(); st.close() })
+	return rx, srv, st
+}
+
+// writeSpaced writes three SSE events gap apart and returns the Mono time
+// before each write.
+func writeSpaced(t *testing.T, srv net.Conn, gap time.Duration) [3]int64 {
+	t.Helper()
+	var before [3]int64
+	for i := range 3 {
+		if i > 0 {
+			time.Sleep(gap)
+		}
+		before[i] = clock.Mono()
+		if _, err := srv.Write([]byte("data: {\"choices\":[{\"text\":\"x\"}]}\n\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return before
+}
+
+// TestKernelOffsetSplitsQueuedEvents: three events that all queued before
+// the reader came are read one by one in kernel-offset mode, each stamped
+// with its own arrival (the observer's record; the kernel's stamps of the
+// merged queue are all the last one's): after its write began, before the
+// read returned, in the writes' order. Kernel mode reads them in one go
+// with the last one's stamp.
+func TestKernelOffsetSplitsQueuedEvents(t *testing.T) {
+	const gap = 50 * time.Millisecond
+	const ev = len("data: {\"choices\":[{\"text\":\"x\"}]}\n\n")
+	t.Run("kernel-offset", func(t *testing.T) {
+		rx, srv, st := rxPair(t, true)
+		before := writeSpaced(t, srv, gap)
+		time.Sleep(gap) // every event queued before the first read
+		buf := make([]byte, 4096)
+		var stamps []int64
+		for range 3 {
+			n, err := rx.Read(buf)
+			if err != nil || n != ev {
+				t.Fatalf("read %d bytes (%v), want one event of %d", n, err, ev)
+			}
+			stamps = append(stamps, rx.lastNs())
+			if after := clock.Mono(); stamps[len(stamps)-1] > after {
+				t.Errorf("stamp %d after the read returned (%d)", stamps[len(stamps)-1], after)
+			}
+		}
+		for i, s := range stamps {
+			_, width := st.conv.Offset()
+			if s < before[i]-width {
+				t.Errorf("event %d stamped %d, before its write began (%d)", i, s, before[i])
+			}
+			if i > 0 && s <= stamps[i-1] {
+				t.Errorf("events %d and %d stamped %v apart; they were written %v apart", i-1, i, time.Duration(s-stamps[i-1]), gap)
+			}
+		}
+		if st.kernelReads.Load() != 3 || st.fallbackReads.Load() != 0 || st.splitReads.Load() != 2 || st.observedReads.Load() < 2 {
+			t.Errorf("kernel reads %d, fallback %d, split %d, observed %d; want 3, 0, 2, at least 2", st.kernelReads.Load(), st.fallbackReads.Load(),
+				st.splitReads.Load(), st.observedReads.Load())
+		}
+		if m := st.meta(); m.Mode != StampKernelOffset || m.ObserverPriority == "" || m.RealMinusMonoNs == 0 {
+			t.Errorf("run stamps %+v", m)
+		} else {
+			t.Logf("observer priority: %s", m.ObserverPriority)
+		}
+		srv.Close()
+		if n, err := rx.Read(buf); n != 0 || err != io.EOF {
+			t.Errorf("after the peer closed: %d, %v; want EOF", n, err)
+		}
+	})
+	t.Run("kernel", func(t *testing.T) {
+		rx, srv, st := rxPair(t, false)
+		before := writeSpaced(t, srv, gap)
+		time.Sleep(gap)
+		buf := make([]byte, 4096)
+		n, err := rx.Read(buf)
+		if err != nil || n != 3*ev {
+			t.Fatalf("read %d bytes (%v), want the three events at once (%d)", n, err, 3*ev)
+		}
+		if s := rx.lastNs(); s < before[2] || s > clock.Mono() {
+			t.Errorf("one read's stamp %d: want the last segment's, after %d", s, before[2])
+		}
+		if st.kernelReads.Load() != 1 || st.splitReads.Load() != 0 {
+			t.Errorf("kernel reads %d, split %d", st.kernelReads.Load(), st.splitReads.Load())
+		}
+	})
+}
+
+// TestRxConnDeadline: a read deadline interrupts a read that waits in the
+// netpoller, as on a plain conn (replay's idle timeout relies on it).
+func TestRxConnDeadline(t *testing.T) {
+	rx, _, _ := rxPair(t, true)
+	rx.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	_, err := rx.Read(make([]byte, 64))
+	if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+		t.Fatalf("read past the deadline: %v, want a timeout", err)
+	}
+}
+
+// TestEventEnd: a cut after the first blank line of either style.
+func TestEventEnd(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int
+	}{
+		{"data: a\n\ndata: b\n\n", 9}, {"data: a\r\n\r\nx", 11}, {"HTTP/1.1 200 OK\r\nA: b\r\n\r\n1a\r\ndata", 25},
+		{"data: a\n", 8}, {"", 0}, {"\n\n", 2}, {"a\r\n\n", 4},
+	} {
+		if got := eventEnd([]byte(tc.in)); got != tc.want {
+			t.Errorf("eventEnd(%q) = %d, want %d", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestStampModesAgainstTheMock replays against the mock in each mode:
+// the recording names the mode used and its counters, every event of
+// every stream is stamped in order after the headers, which follow the
+// send, and each stamp is no earlier than the mock's write of the event
+// began (its log stamps the end of the write) minus the clock
+// conversion's width.
+func TestStampModesAgainstTheMock(t *testing.T) {
+	for _, mode := range []string{StampGoroutine, StampKernel, StampKernelOffset} {
+		t.Run(mode, func(t *testing.T) {
+			srv := fastMock(t, func(c *mock.Config) { c.Latency.DecodeBase = mock.Duration(3 * time.Millisecond) })
+			sink, res := run(t, Config{Trace: writeTrace(t, conv("s", 3, 0, 0, 8)), Targets: []string{srv.URL()}, IgnoreEOS: true, StampMode: mode})
+			if res.Errors != 0 || res.Sent != 3 {
+				t.Fatalf("result %+v", res)
+			}
+			st := sink.RunMeta().Stamps
+			if st == nil || st.Mode != mode || st.Requested != mode {
+				t.Fatalf("run stamps %+v, want mode %s", st, mode)
+			}
+			if kernel := mode != StampGoroutine; kernel != (st.KernelReads > 0) || kernel != (st.RealMinusMonoNs != 0) {
+				t.Errorf("%s: %+v", mode, st)
+			}
+			log := map[string][]int64{}
+			for _, e := range srv.Log() {
+				log[e.RequestID] = e.EventMonoNs
+			}
+			start := sink.RunMeta().StartMonoNs
+			for _, r := range sink.Records() {
+				if len(r.EventNs) != 9 || !(r.SentNs <= r.HeadersNs && r.HeadersNs <= r.EventNs[0]) || !slices.IsSorted(r.EventNs) {
+					t.Errorf("%s: sent %d headers %d events %v", r.RequestID, r.SentNs, r.HeadersNs, r.EventNs)
+				}
+				for i, w := range log[r.RequestID] {
+					// The write began at most one decode step before the
+					// mock stamped its end.
+					if i < len(r.EventNs) && start+r.EventNs[i] < w-int64(3*time.Millisecond)-st.OffsetWidthNs {
+						t.Errorf("%s event %d: stamped %d, written by %d", r.RequestID, i, start+r.EventNs[i], w)
+					}
+				}
+			}
+		})
+	}
+}
