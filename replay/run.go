@@ -190,7 +190,9 @@ func (r *Runner) Close() error {
 	if r.precise != nil {
 		r.precise.Close()
 	}
-	r.conns.stamp.close() // the arrival observer's thread
+	if r.conns != nil { // nil when build failed before it
+		r.conns.stamp.close() // the arrival observer's thread
+	}
 	if r.ownSrc != nil {
 		return r.ownSrc.Close()
 	}
