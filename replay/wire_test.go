@@ -54,8 +54,8 @@ func wireConv(id string, n int) []trace.Turn {
 	return turns
 }
 
-// wireGraph is a fan-out of three with a join, a RootParent node and a
-// node hanging off the join.
+// wireGraph is a fan-out of three with a join, a RootParent node, a node
+// joining both, and a chain of twelve after it.
 func wireGraph(id string) []trace.Turn {
 	g := []trace.Turn{gturn(id, 0, nil, 0,
 		trace.Message{Role: "system", Content: "You are an agent.", Tokens: 4},
@@ -64,6 +64,10 @@ func wireGraph(id string) []trace.Turn {
 		g = append(g, gturn(id, k, []int32{0}, 0))
 	}
 	g = append(g, gturn(id, 4, []int32{3, 1, 2}, 0), gturn(id, 5, []int32{trace.RootParent}, 0), gturn(id, 6, []int32{4, 5}, 0))
+	// A chain after the join: each node its parent's only child.
+	for k := int32(7); k < 19; k++ {
+		g = append(g, gturn(id, k, []int32{k - 1}, 0))
+	}
 	for k := range g {
 		g[k].ArrivalOffsetNs = int64(k) * int64(time.Millisecond)
 		g[k].ReferenceAnswer = fmt.Sprintf("graph ref %d", k)
@@ -143,7 +147,7 @@ func TestWireBodiesUnchanged(t *testing.T) {
 		}
 		t.Fatalf("%d body lines, want %d", len(gl), len(wl))
 	}
-	if len(lines) < 5*(34+31+7) {
+	if len(lines) < 5*(34+31+19) {
 		t.Fatalf("only %d bodies captured", len(lines))
 	}
 }
