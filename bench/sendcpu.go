@@ -17,10 +17,10 @@ import (
 // replay.BenchmarkBody40Turns (body building alone, per request of a
 // 40-turn chat of about 80 KB at its last turn, the encoder of before,
 // "reencode", beside the pre-encoded history, "preencoded"; the median of
-// -count runs), and whole replays of 64 conversations of 36 turns
-// (--history reference, so the history is the trace's 2 KB a turn)
-// against a mock child, closed loop and open loop, whose client CPU per
-// request is the recording's health CPU seconds over its requests.
+// -count runs), and whole replays of 64 conversations of 36 turns (about
+// 2 KB of history a turn) against a mock child: closed and open loop with
+// the reference history, closed loop with the server's, whose client CPU
+// per request is the recording's health CPU seconds over its requests.
 
 const (
 	sendConvs = 64
@@ -30,15 +30,16 @@ const (
 var sendMockArgs = []string{"mock", "--listen", "127.0.0.1:0", "--prefill-base", "2ms", "--prefill-per-token", "0",
 	"--decode-base", "1ms", "--decode-per-seq", "0", "--jitter-cv", "0", "--max-num-seqs", "4096"}
 
-func sendReplayArgs(tr, url, out, timing string) []string {
-	return []string{"replay", tr, "--target", url, "--timing", timing, "--history", "reference", "--max-concurrency", "64",
+func sendReplayArgs(tr, url, out, timing, history string) []string {
+	return []string{"replay", tr, "--target", url, "--timing", timing, "--history", history, "--max-concurrency", "64",
 		"--continuous-usage", "off", "--model", "tracekit-mock", "--no-analyze", "--progress", "none", "--benchmark-timeout", "100s", "-o", out}
 }
 
 // sendTrace is the stage's trace: each turn a question of about 600
-// bytes and a reference answer of about 1.5 KB; turns 1 ms of think time
-// apart (closed loop) or 4 ms of arrival apart (open loop).
-func sendTrace() []trace.Turn {
+// bytes and a reference answer of about 1.5 KB, asking for out tokens;
+// turns 1 ms of think time apart (closed loop) or 4 ms of arrival apart
+// (open loop).
+func sendTrace(out int32) []trace.Turn {
 	q := strings.Repeat("please explain the \"next\" step of the plan in detail.\n", 11)
 	a := strings.Repeat("The next step is to measure, then to change one thing at a time. ", 23)
 	var turns []trace.Turn
@@ -48,7 +49,7 @@ func sendTrace() []trace.Turn {
 			turns = append(turns, trace.Turn{ConversationID: id, Turn: int32(k), StartOffsetNs: start,
 				ArrivalOffsetNs: start + int64(k)*int64(4*time.Millisecond), ThinkTimeNs: int64(time.Millisecond),
 				Messages:        []trace.Message{{Role: "user", Content: fmt.Sprintf("%d: %s", k, q), Tokens: 120}},
-				ReferenceAnswer: fmt.Sprintf("%d: %s", k, a), OutputTokens: 8})
+				ReferenceAnswer: fmt.Sprintf("%d: %s", k, a), OutputTokens: out})
 		}
 	}
 	return turns
@@ -84,21 +85,27 @@ func sendCPUBench(ctx context.Context, e *env) ([]figure, error) {
 			Value:   fmt.Sprintf("%.1f us pre-encoded vs %.1f us re-encoding the history (%.1fx less), last body %.0f kB, %.0f allocs per conversation", pre/1e3, re/1e3, re/pre, kb, allocs),
 			Command: cmd, Note: fmt.Sprintf("medians of 5 runs; load average %s", loadAvg())})
 	}
-	tr := filepath.Join(e.work, "sendcpu.parquet")
-	if err := trace.WriteTrace(tr, trace.TraceMeta{Tokenizer: "o200k_base", Source: "bench"}, sendTrace()); err != nil {
-		return figs, err
-	}
-	for _, timing := range []string{"closed", "trace"} {
+	// The mock's answers are 300 tokens (about 1.5 KB, as the reference
+	// answers) when the history is the server's.
+	for _, run := range []struct {
+		timing, history string
+		out             int32
+	}{{"closed", "reference", 8}, {"trace", "reference", 8}, {"closed", "actual", 300}} {
+		base := fmt.Sprintf("sendcpu-%d.parquet", run.out)
+		tr := filepath.Join(e.work, base)
+		if err := trace.WriteTrace(tr, trace.TraceMeta{Tokenizer: "o200k_base", Source: "bench"}, sendTrace(run.out)); err != nil {
+			return figs, err
+		}
 		url, stop, err := startMock(ctx, e.bin, sendMockArgs)
 		if err != nil {
 			return figs, err
 		}
-		rec := filepath.Join(e.work, "sendcpu-rec-"+timing+".parquet")
+		rec := filepath.Join(e.work, "sendcpu-rec-"+run.timing+"-"+run.history+".parquet")
 		la := loadAvg()
-		wall, out, err := elapsed(exec.CommandContext(ctx, e.bin, sendReplayArgs(tr, url, rec, timing)...))
+		wall, out, err := elapsed(exec.CommandContext(ctx, e.bin, sendReplayArgs(tr, url, rec, run.timing, run.history)...))
 		stop()
-		name := fmt.Sprintf("client CPU per request, %d conversations x %d turns, --timing %s", sendConvs, sendTurns, timing)
-		cmd := "bin/tracekit " + shellJoin(sendMockArgs) + " &  bin/tracekit " + shellJoin(sendReplayArgs("sendcpu.parquet", "http://127.0.0.1:PORT", "recording.parquet", timing)) +
+		name := fmt.Sprintf("client CPU per request, %d conversations x %d turns, --timing %s --history %s", sendConvs, sendTurns, run.timing, run.history)
+		cmd := "bin/tracekit " + shellJoin(sendMockArgs) + " &  bin/tracekit " + shellJoin(sendReplayArgs(base, "http://127.0.0.1:PORT", "recording.parquet", run.timing, run.history)) +
 			"   # the trace is built by bench/sendcpu.go (go run ./bench -only 'send cpu')"
 		if err != nil {
 			figs = append(figs, figure{Section: sec, Name: name, Value: fmt.Sprintf("failed after %.1f s", wall.Seconds()), Verdict: "**missed**: " + firstLine(out), Command: cmd})
