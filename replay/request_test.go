@@ -152,6 +152,17 @@ func TestEncodedBodies(t *testing.T) {
 		}); n != 0 {
 			t.Fatalf("%s: %v allocations per conversation body", o.endpoint, n)
 		}
+		// An open-loop turn: its body copied out of the encoded history
+		// into a grown buffer, the history grown by its messages in place.
+		buf := o.appendBodyEnc(nil, "m", enc.b, turn)
+		grown := enc.clone(4<<10, 16)
+		if n := testing.AllocsPerRun(100, func() {
+			buf = o.appendBodyEnc(buf[:0], "m", enc.b, turn)
+			g := grown
+			g.add(o, &msgs[1])
+		}); n != 0 {
+			t.Fatalf("%s: %v allocations per open-loop body", o.endpoint, n)
+		}
 	}
 }
 
