@@ -123,7 +123,8 @@ func stages() []stage {
 		{"synth", 2 * time.Minute, synthBench},
 		{"imports", 6 * time.Minute, importsBench},
 		{"analyze", 2 * time.Minute, analyzeBench},
-		{"agent", 4 * time.Minute, agentBench}, // agent.go
+		{"agent", 4 * time.Minute, agentBench},      // agent.go
+		{"send cpu", 4 * time.Minute, sendCPUBench}, // sendcpu.go
 		{"mock", 3 * time.Minute, mockBench},
 		{"capture proxy", 2 * time.Minute, proxyOverhead},
 		{"calibrate", 4 * time.Minute, calibrateBench},

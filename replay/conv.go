@@ -25,28 +25,47 @@ func (r *runState) closedLoop(runCtx, stopCtx context.Context, conv []trace.Turn
 	}
 	ex := r.exPool.Get().(*exchange)
 	defer r.exPool.Put(ex)
-	var hist []trace.Message
+	// The body lives in ex.body from turn to turn: each message and answer
+	// is encoded once, when it is known (an answer right after its stream
+	// ended), and a turn's body is prepared before its think time passes,
+	// so the send instant only writes.
+	cb := convBody{buf: ex.body[:0]}
+	defer func() { ex.body = cb.buf[:0] }()
 	var histTokens int32
 	for k := range conv {
 		turn := &conv[k]
 		if k > 0 {
 			at = r.start + ex.rec.DoneNs + r.scale(turn.ThinkTimeNs)
 		}
+		model := r.model(turn)
+		msgs, tokens := r.messages(turn)
+		for i := range msgs {
+			cb.add(&r.bo, model, &msgs[i])
+		}
+		body := cb.build(&r.bo, model, turn)
 		if !r.waitUntil(stopCtx, at) {
 			return
 		}
-		msgs, tokens := r.messages(turn)
-		if !r.do(runCtx, stopCtx, ex, turn, hist, msgs, histTokens+tokens, at) {
+		if !r.do(runCtx, stopCtx, ex, turn, body, histTokens+tokens, at) {
 			return
 		}
-		answer := r.chatAnswer(ex, turn)
-		hist = append(hist, msgs...)
-		hist = append(hist, answer)
-		histTokens += tokens + answer.Tokens
+		if k+1 < len(conv) {
+			answer := r.chatAnswer(ex, turn)
+			cb.add(&r.bo, model, &answer)
+			histTokens += tokens + answer.Tokens
+		}
 		if runCtx.Err() != nil {
 			return
 		}
 	}
+}
+
+// model is the model turn asks for: its own, or the run's.
+func (r *runState) model(turn *trace.Turn) string {
+	if turn.Model != "" {
+		return turn.Model
+	}
+	return r.cfg.Model
 }
 
 // chatAnswer is the assistant message of a chat's next turn: the text of
@@ -86,23 +105,33 @@ func (r *runState) openLoop(runCtx, stopCtx context.Context, conv []trace.Turn) 
 	}
 	done := make(chan struct{}, len(conv))
 	launched := 0
-	var hist []trace.Message
+	// hist is the history encoded once, message by message; each turn's
+	// body (head, hist, tail) is copied out of it into a buffer of its own
+	// before the turn's arrival time, as requests of one conversation
+	// overlap. One prepared body per conversation at a time.
+	var hist encMsgs
 	var histTokens int32
 	for k := range conv {
 		turn := &conv[k]
 		at := r.start + r.scale(turn.ArrivalOffsetNs)
+		msgs, tokens := r.messages(turn)
+		for i := range msgs {
+			hist.add(&r.bo, &msgs[i])
+		}
+		bp := r.bodies.Get().(*[]byte)
+		*bp = r.bo.appendBodyEnc((*bp)[:0], r.model(turn), hist.b, turn)
 		if !r.waitUntil(stopCtx, at) {
+			r.bodies.Put(bp)
 			break
 		}
-		msgs, tokens := r.messages(turn)
-		h := hist[:len(hist):len(hist)] // later appends must not write into h
 		input := histTokens + tokens
 		launched++
 		go func() {
 			defer func() { done <- struct{}{} }()
+			defer r.bodies.Put(bp)
 			ex := r.exPool.Get().(*exchange)
 			defer r.exPool.Put(ex)
-			r.do(runCtx, stopCtx, ex, turn, h, msgs, input, at)
+			r.do(runCtx, stopCtx, ex, turn, *bp, input, at)
 		}()
 		if k+1 == len(conv) {
 			break // no later turn needs this one's answer in its history
@@ -118,8 +147,7 @@ func (r *runState) openLoop(runCtx, stopCtx context.Context, conv []trace.Turn) 
 		if len(turn.ReferenceToolCalls) > 0 {
 			answerTokens += r.callTokens(turn.ReferenceToolCalls)
 		}
-		hist = append(hist, msgs...)
-		hist = append(hist, trace.Message{Role: "assistant", Content: answer, Tokens: answerTokens, ToolCalls: turn.ReferenceToolCalls})
+		hist.add(&r.bo, &trace.Message{Role: "assistant", Content: answer, Tokens: answerTokens, ToolCalls: turn.ReferenceToolCalls})
 		histTokens += tokens + answerTokens
 	}
 	for range launched {
@@ -127,11 +155,12 @@ func (r *runState) openLoop(runCtx, stopCtx context.Context, conv []trace.Turn) 
 	}
 }
 
-// do sends one request and records it. It returns false when the request
-// was not sent because the run is stopping (limits, duration, canceled).
+// do sends one request with the prepared body and records it. It returns
+// false when the request was not sent because the run is stopping (limits,
+// duration, canceled).
 // The outcome is left in ex.rec and ex.stream.
 func (r *runState) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace.Turn,
-	hist, msgs []trace.Message, inputTokens int32, intended int64) bool {
+	body []byte, inputTokens int32, intended int64) bool {
 	if r.slots != nil {
 		select {
 		case r.slots <- struct{}{}:
@@ -172,12 +201,7 @@ func (r *runState) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace
 		PromptTokens:   -1, CompletionTokens: -1, CachedTokens: -1,
 		Parents: turn.Parents, // the trace's, never written: sinks may keep it
 	}
-	model := r.cfg.Model
-	if turn.Model != "" {
-		model = turn.Model
-	}
 	rec.NonStreaming = turn.NonStreaming
-	ex.body = r.bo.appendRequest(ex.body[:0], model, hist, msgs, turn.OutputTokens, turn.NonStreaming, turn.Tools, turn.ToolChoice)
 
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
@@ -190,7 +214,7 @@ func (r *runState) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace
 		req.Header.Set("Accept", "text/event-stream")
 	}
 	req.Header.Set("Accept-Encoding", "identity")
-	req.SetBodyRaw(ex.body)
+	req.SetBodyRaw(body)
 
 	r.sent.Add(1)
 	r.inflight.Add(1)

@@ -20,10 +20,14 @@
 //	waiter busy-waits the rest)
 //	                    │
 //	                    v
-//	conversation loop (closed loop): wait for a concurrency slot (queue time),
-//	send turn k with its history, read the stream through record.Stream,
-//	append the server's answer (or the reference answer), think, send k+1.
-//	With --timing trace every turn is sent at its own arrival offset instead.
+//	conversation loop (closed loop): build turn k's body, wait for its send
+//	time and a concurrency slot (queue time), send it, read the stream
+//	through record.Stream, encode the server's answer (or the reference
+//	answer) into the history, think, send k+1. With --timing trace every
+//	turn is sent at its own arrival offset instead, its body built before.
+//	Bodies (request.go) are a fixed head, the history encoded once message
+//	by message as it grew (never encoded again per turn), the turn's new
+//	messages and a fixed tail.
 //	A conversation whose turns carry Parents runs as a graph (graph.go):
 //	each node when its parents finished, branches concurrently.
 //	                    │ one trace.Record per attempt

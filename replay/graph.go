@@ -43,12 +43,14 @@ type gnode struct {
 
 	// The outcome, set once by the goroutine that ran the node (or by the
 	// coordinator for a node not sent) before it reports.
-	state   nodeState
-	reqID   string
-	kind    trace.ErrorKind // the error of a failed node
-	doneAt  int64           // absolute clock.Mono of the end
-	transcr []trace.Message // history + messages + answer, for the children
-	tokens  int32           // tokens of transcr
+	state  nodeState
+	reqID  string
+	kind   trace.ErrorKind // the error of a failed node
+	doneAt int64           // absolute clock.Mono of the end
+	tr     transcript      // history + messages + answer, for the children
+	// unmerged counts the children that have not taken tr into their
+	// history yet (closed loop): at 0 tr is released.
+	unmerged int
 	// missing is a parent turn the conversation does not hold before this
 	// one, noMissing if none.
 	missing int32
@@ -104,11 +106,33 @@ func buildGraph(conv []trace.Turn) []gnode {
 		for _, p := range n.parents {
 			if p != rootIdx {
 				nodes[p].children = append(nodes[p].children, i)
+				nodes[p].unmerged++
 				n.pending++
 			}
 		}
 	}
 	return nodes
+}
+
+// transcript is a node's history, messages and answer: the messages (to
+// find the prefix two parents share), their encoding for a body (each
+// message encoded once, copied after), and their tokens.
+type transcript struct {
+	msgs   []trace.Message
+	enc    encMsgs
+	tokens int32
+}
+
+// add appends m to t.
+func (t *transcript) add(o *bodyOptions, m *trace.Message) {
+	t.msgs = append(t.msgs, *m)
+	t.enc.add(o, m)
+}
+
+// clone is a copy of t with room for grow more bytes and more messages.
+func (t *transcript) clone(grow, growMsgs int) transcript {
+	return transcript{msgs: append(make([]trace.Message, 0, len(t.msgs)+growMsgs), t.msgs...),
+		enc: t.enc.clone(grow, growMsgs), tokens: t.tokens}
 }
 
 // graphClosed runs conv closed-loop as a graph that started at the
@@ -143,7 +167,8 @@ func (r *runState) graphClosed(runCtx, stopCtx context.Context, conv []trace.Tur
 					at = max(at, nodes[p].doneAt+r.scale(n.turn.ThinkTimeNs))
 				}
 			}
-			go r.runNode(runCtx, stopCtx, nodes, i, at, reports)
+			ex, input := r.prepareNode(nodes, i)
+			go r.runNode(runCtx, stopCtx, nodes, i, at, ex, input, reports)
 		}
 		if resolved == len(nodes) {
 			break
@@ -225,22 +250,57 @@ func requestID(t *trace.Turn, a int) string {
 	return t.ConversationID + "-" + strconv.Itoa(int(t.Turn)) + "-" + strconv.Itoa(a)
 }
 
-// runNode sends node i at the absolute instant at with its parents'
-// merged transcripts as history, records it, and reports i.
-func (r *runState) runNode(runCtx, stopCtx context.Context, nodes []gnode, i int, at int64, reports chan<- int) {
+// prepareNode builds node i's transcript so far (its parents' merged,
+// then its messages) and its request body in an exchange of its own, on
+// the graph's goroutine as soon as the node is ready: its think time
+// passes with the body built. A parent's transcript is released when its
+// last child took it; a node that is its single parent's only child takes
+// the parent's transcript over and extends it in place, so a chain of
+// nodes encodes and copies each message once, as a chat does.
+func (r *runState) prepareNode(nodes []gnode, i int) (*exchange, int32) {
+	n := &nodes[i]
+	msgs, tokens := r.messages(n.turn)
+	var tr transcript
+	if p := n.parents[0]; len(n.parents) == 1 && p != rootIdx && len(nodes[p].children) == 1 {
+		tr, nodes[p].tr = nodes[p].tr, transcript{}
+	} else {
+		hist := mergeTranscripts(&r.bo, nodes, n.parents, func(p int) *transcript { return &nodes[p].tr })
+		tr = hist.clone(0, len(msgs)+1)
+	}
+	for _, p := range n.parents {
+		if p != rootIdx {
+			if nodes[p].unmerged--; nodes[p].unmerged == 0 {
+				nodes[p].tr = transcript{}
+			}
+		}
+	}
+	input := tr.tokens + tokens
+	for k := range msgs {
+		tr.add(&r.bo, &msgs[k])
+	}
+	tr.tokens = input
+	n.tr = tr
+	ex := r.exPool.Get().(*exchange)
+	ex.body = r.bo.appendBodyEnc(ex.body[:0], r.model(n.turn), tr.enc.b, n.turn)
+	return ex, input
+}
+
+// runNode sends node i, prepared in ex (prepareNode), at the absolute
+// instant at, records it, and reports i. ex goes back to the pool.
+func (r *runState) runNode(runCtx, stopCtx context.Context, nodes []gnode, i int, at int64, ex *exchange, input int32, reports chan<- int) {
 	n := &nodes[i]
 	defer func() { reports <- i }()
+	defer r.exPool.Put(ex)
+	defer func() {
+		if n.state != nodeOK || len(n.children) == 0 {
+			n.tr = transcript{} // no child will take it
+		}
+	}()
 	n.state = nodeStopped
 	if !r.waitUntil(stopCtx, at) {
 		return
 	}
-	hist, histTokens := mergeTranscripts(nodes, n.parents, func(p int) ([]trace.Message, int32) {
-		return nodes[p].transcr, nodes[p].tokens
-	})
-	msgs, tokens := r.messages(n.turn)
-	ex := r.exPool.Get().(*exchange)
-	defer r.exPool.Put(ex)
-	if !r.do(runCtx, stopCtx, ex, n.turn, hist, msgs, histTokens+tokens, at) {
+	if !r.do(runCtx, stopCtx, ex, n.turn, ex.body, input, at) {
 		return
 	}
 	n.reqID, n.kind, n.doneAt = ex.rec.RequestID, ex.rec.ErrorKind, r.start+ex.rec.DoneNs
@@ -250,47 +310,48 @@ func (r *runState) runNode(runCtx, stopCtx context.Context, nodes []gnode, i int
 	}
 	if len(n.children) > 0 {
 		answer := r.answerMessage(ex, n.turn)
-		n.transcr = concat(hist, msgs, answer)
-		n.tokens = histTokens + tokens + answer.Tokens
+		n.tr.add(&r.bo, &answer)
+		n.tr.tokens += answer.Tokens
 	}
 	n.state = nodeOK
 }
 
-// concat returns hist + msgs + answer in a slice of its own.
-func concat(hist, msgs []trace.Message, answer trace.Message) []trace.Message {
-	out := make([]trace.Message, 0, len(hist)+len(msgs)+1)
-	return append(append(append(out, hist...), msgs...), answer)
-}
-
 // mergeTranscripts is the history of a node with the given parents: their
 // transcripts in the order listed, each one's prefix shared with what is
-// merged so far taken once. tr gives a parent's transcript and its tokens.
-func mergeTranscripts(nodes []gnode, parents []int, tr func(p int) ([]trace.Message, int32)) ([]trace.Message, int32) {
-	var out []trace.Message
-	var tokens int32
+// merged so far taken once (its encoding copied, not encoded again). tr
+// gives a parent's transcript. The result may share the first parent's
+// transcript: callers extend a clone.
+func mergeTranscripts(o *bodyOptions, nodes []gnode, parents []int, tr func(p int) *transcript) transcript {
+	var out transcript
+	have := false
 	for _, p := range parents {
 		if p == rootIdx {
 			continue
 		}
-		t, tt := tr(p)
-		if out == nil {
-			out, tokens = t, tt // shared, not copied: callers never append in place
+		t := tr(p)
+		if !have {
+			out, have = *t, true // shared, not copied: callers never append in place
 			continue
 		}
 		k := 0
-		for k < len(out) && k < len(t) && sameMessage(&out[k], &t[k]) {
+		for k < len(out.msgs) && k < len(t.msgs) && sameMessage(&out.msgs[k], &t.msgs[k]) {
 			k++
 		}
-		if k == len(t) {
+		if k == len(t.msgs) {
 			continue
 		}
-		merged := make([]trace.Message, 0, len(out)+len(t)-k)
-		out = append(append(merged, out...), t[k:]...)
-		for _, m := range t[k:] {
-			tokens += m.Tokens
+		merged := out.clone(len(t.enc.from(k))+len(o.sep()), len(t.msgs)-k)
+		merged.msgs = append(merged.msgs, t.msgs[k:]...)
+		merged.enc.extend(o, &t.enc, k)
+		for _, m := range t.msgs[k:] {
+			merged.tokens += m.Tokens
 		}
+		out = merged
 	}
-	return out[:len(out):len(out)], tokens
+	out.msgs = out.msgs[:len(out.msgs):len(out.msgs)]
+	out.enc.b = out.enc.b[:len(out.enc.b):len(out.enc.b)]
+	out.enc.ends = out.enc.ends[:len(out.enc.ends):len(out.enc.ends)]
+	return out
 }
 
 // sameMessage compares two history messages (a prefix shared by two
@@ -368,11 +429,11 @@ func (r *runState) graphOpen(runCtx, stopCtx context.Context, conv []trace.Turn)
 		return int(min(max(conv[a].ArrivalOffsetNs-conv[b].ArrivalOffsetNs, -1), 1))
 	})
 	built := make([]bool, len(nodes))
-	var transcript func(p int) ([]trace.Message, int32)
-	transcript = func(p int) ([]trace.Message, int32) {
+	var transcriptOf func(p int) *transcript
+	transcriptOf = func(p int) *transcript {
 		n := &nodes[p]
 		if !built[p] {
-			hist, ht := mergeTranscripts(nodes, n.parents, transcript)
+			hist := mergeTranscripts(&r.bo, nodes, n.parents, transcriptOf)
 			msgs, tokens := r.messages(n.turn)
 			t := n.turn
 			answer := t.ReferenceAnswer
@@ -381,26 +442,38 @@ func (r *runState) graphOpen(runCtx, stopCtx context.Context, conv []trace.Turn)
 			}
 			a := trace.Message{Role: "assistant", Content: answer, ToolCalls: t.ReferenceToolCalls,
 				Tokens: int32(r.tok.Count(answer)) + r.callTokens(t.ReferenceToolCalls)}
-			n.transcr, n.tokens, built[p] = concat(hist, msgs, a), ht+tokens+a.Tokens, true
+			tr := hist.clone(0, len(msgs)+1)
+			for k := range msgs {
+				tr.add(&r.bo, &msgs[k])
+			}
+			tr.add(&r.bo, &a)
+			tr.tokens += tokens + a.Tokens
+			n.tr, built[p] = tr, true
 		}
-		return n.transcr, n.tokens
+		return &n.tr
 	}
 	done := make(chan struct{}, len(nodes))
 	launched := 0
 	for _, i := range order {
 		n := &nodes[i]
 		at := r.start + r.scale(n.turn.ArrivalOffsetNs)
+		// Prepared before its arrival time, one body at a time.
+		hist := mergeTranscripts(&r.bo, nodes, n.parents, transcriptOf)
+		msgs, tokens := r.messages(n.turn)
+		bp := r.bodies.Get().(*[]byte)
+		*bp = r.bo.appendBodyMsgs((*bp)[:0], r.model(n.turn), hist.enc.b, len(hist.msgs), msgs, n.turn)
 		if !r.waitUntil(stopCtx, at) {
+			r.bodies.Put(bp)
 			break
 		}
-		hist, ht := mergeTranscripts(nodes, n.parents, transcript)
-		msgs, tokens := r.messages(n.turn)
+		input := hist.tokens + tokens
 		launched++
 		go func() {
 			defer func() { done <- struct{}{} }()
+			defer r.bodies.Put(bp)
 			ex := r.exPool.Get().(*exchange)
 			defer r.exPool.Put(ex)
-			r.do(runCtx, stopCtx, ex, n.turn, hist, msgs, ht+tokens, at)
+			r.do(runCtx, stopCtx, ex, n.turn, *bp, input, at)
 		}()
 	}
 	for range launched {

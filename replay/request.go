@@ -42,33 +42,53 @@ func (o *bodyOptions) appendBody(dst []byte, model string, history, msgs []trace
 // JSON texts (chat only; "" leaves a field out). They are copied as they
 // are: trace.Turn.Check validated them when the trace was read.
 func (o *bodyOptions) appendRequest(dst []byte, model string, history, msgs []trace.Message, maxTokens int32, nonStreaming bool, tools, toolChoice string) []byte {
+	dst = o.appendHead(dst, model)
+	first := true
+	for _, part := range [][]trace.Message{history, msgs} {
+		for i := range part {
+			dst = o.appendMsg(dst, &part[i], first)
+			first = false
+		}
+	}
+	return o.appendTail(dst, maxTokens, nonStreaming, tools, toolChoice)
+}
+
+// appendHead appends what a body holds before its first message: the
+// model and the opening of "messages" (chat) or "prompt" (completions).
+func (o *bodyOptions) appendHead(dst []byte, model string) []byte {
 	dst = append(dst, `{"model":`...)
 	dst = appendJSONString(dst, model)
 	if o.endpoint == EndpointCompletions {
-		dst = append(dst, `,"prompt":"`...)
-		first := true
-		for _, part := range [][]trace.Message{history, msgs} {
-			for _, m := range part {
-				if !first {
-					dst = append(dst, `\n\n`...)
-				}
-				first = false
-				dst = appendJSONStringBody(dst, m.Content)
-			}
+		return append(dst, `,"prompt":"`...)
+	}
+	return append(dst, `,"messages":[`...)
+}
+
+// appendMsg appends message m as the body carries it: a chat message
+// object after a "," (completions: its escaped text after a "\n\n"),
+// without the separator when it is the first. Messages so encoded
+// concatenate: the encoding of a list is the encodings of its messages
+// one after the other.
+func (o *bodyOptions) appendMsg(dst []byte, m *trace.Message, first bool) []byte {
+	if o.endpoint == EndpointCompletions {
+		if !first {
+			dst = append(dst, `\n\n`...)
 		}
+		return appendJSONStringBody(dst, m.Content)
+	}
+	if !first {
+		dst = append(dst, ',')
+	}
+	return appendMessage(dst, m)
+}
+
+// appendTail appends what a body holds after its last message: the end
+// of the messages or prompt, tools and tool_choice (chat only; "" leaves
+// a field out), then the run's fixed fields.
+func (o *bodyOptions) appendTail(dst []byte, maxTokens int32, nonStreaming bool, tools, toolChoice string) []byte {
+	if o.endpoint == EndpointCompletions {
 		dst = append(dst, '"')
 	} else {
-		dst = append(dst, `,"messages":[`...)
-		first := true
-		for _, part := range [][]trace.Message{history, msgs} {
-			for _, m := range part {
-				if !first {
-					dst = append(dst, ',')
-				}
-				first = false
-				dst = appendMessage(dst, &m)
-			}
-		}
 		dst = append(dst, ']')
 		if tools != "" {
 			dst = append(dst, `,"tools":`...)
@@ -104,6 +124,134 @@ func (o *bodyOptions) appendRequest(dst []byte, model string, history, msgs []tr
 		dst = append(dst, o.extra...)
 	}
 	return append(dst, '}')
+}
+
+// encMsgs is a message list encoded once, as a body carries it between
+// its head and tail (appendMsg): a turn's body is the head, the encoded
+// history and new messages, and the tail, whatever the history's length,
+// without encoding an earlier message again.
+type encMsgs struct {
+	b []byte
+	// ends[i] is where message i ends in b: the messages from i on are
+	// b[ends[i-1]:], a segment that starts with its separator.
+	ends []int32
+}
+
+// add encodes m after the messages e holds.
+func (e *encMsgs) add(o *bodyOptions, m *trace.Message) {
+	e.b = o.appendMsg(e.b, m, len(e.ends) == 0)
+	e.ends = append(e.ends, int32(len(e.b)))
+}
+
+// from is the encoding of messages i and later, as they follow earlier
+// messages (with its leading separator unless i is 0).
+func (e *encMsgs) from(i int) []byte {
+	if i == 0 {
+		return e.b
+	}
+	return e.b[e.ends[i-1]:]
+}
+
+// clone is a copy of e with room for grow more bytes and more messages,
+// for a transcript that extends a shared one.
+func (e *encMsgs) clone(grow, growMsgs int) encMsgs {
+	return encMsgs{b: append(make([]byte, 0, len(e.b)+grow), e.b...),
+		ends: append(make([]int32, 0, len(e.ends)+growMsgs), e.ends...)}
+}
+
+// extend appends the messages of src from i on to e, copying their
+// encoding (a separator added or dropped where e's messages and src's
+// meet), never encoding them again.
+func (e *encMsgs) extend(o *bodyOptions, src *encMsgs, i int) {
+	if i >= len(src.ends) {
+		return
+	}
+	seg, base := src.from(i), 0
+	if i > 0 {
+		base = int(src.ends[i-1])
+	}
+	switch sep := o.sep(); {
+	case i == 0 && len(e.ends) > 0:
+		e.b = append(e.b, sep...)
+	case i > 0 && len(e.ends) == 0:
+		seg, base = seg[len(sep):], base+len(sep)
+	}
+	shift := int32(len(e.b) - base)
+	e.b = append(e.b, seg...)
+	for _, x := range src.ends[i:] {
+		e.ends = append(e.ends, x+shift)
+	}
+}
+
+// sep is what appendMsg writes between two messages.
+func (o *bodyOptions) sep() string {
+	if o.endpoint == EndpointCompletions {
+		return `\n\n`
+	}
+	return ","
+}
+
+// appendBodyEnc appends the body of a request whose history and messages
+// are already encoded in msgs: head, msgs, tail. Its bytes are those of
+// appendRequest with the same messages.
+func (o *bodyOptions) appendBodyEnc(dst []byte, model string, msgs []byte, turn *trace.Turn) []byte {
+	dst = o.appendHead(dst, model)
+	dst = append(dst, msgs...)
+	return o.appendTail(dst, turn.OutputTokens, turn.NonStreaming, turn.Tools, turn.ToolChoice)
+}
+
+// appendBodyMsgs is appendBodyEnc of the encoded history hist (n
+// messages) followed by msgs, encoded into dst as they go.
+func (o *bodyOptions) appendBodyMsgs(dst []byte, model string, hist []byte, n int, msgs []trace.Message, turn *trace.Turn) []byte {
+	dst = o.appendHead(dst, model)
+	dst = append(dst, hist...)
+	for i := range msgs {
+		dst = o.appendMsg(dst, &msgs[i], n == 0 && i == 0)
+	}
+	return o.appendTail(dst, turn.OutputTokens, turn.NonStreaming, turn.Tools, turn.ToolChoice)
+}
+
+// convBody is a chat conversation's request body kept from turn to turn
+// in one buffer: its head, every message so far encoded once (add), and
+// the tail of the turn due (build). Between turns the tail is cut and the
+// new messages and answer appended in its place, so a turn's body costs
+// its new messages and its tail, never its history again. The buffer is
+// not in use by the time the next add runs: a closed-loop conversation
+// has one request at a time.
+type convBody struct {
+	buf       []byte
+	head, end int // the encoded messages are buf[head:end]
+	n         int // messages encoded
+	model     string
+	started   bool
+}
+
+// add encodes m after the conversation's messages.
+func (c *convBody) add(o *bodyOptions, model string, m *trace.Message) {
+	if !c.started {
+		c.buf, c.model, c.started = o.appendHead(c.buf[:0], model), model, true
+		c.head, c.end = len(c.buf), len(c.buf)
+	}
+	c.buf = o.appendMsg(c.buf[:c.end], m, c.n == 0)
+	c.end, c.n = len(c.buf), c.n+1
+}
+
+// build returns the body of turn with model: the head (rewritten when the
+// model differs from the head's), the messages so far, turn's tail. The
+// slice is c's buffer: valid until the next add or build.
+func (c *convBody) build(o *bodyOptions, model string, turn *trace.Turn) []byte {
+	if !c.started {
+		c.buf, c.model, c.started = o.appendHead(c.buf[:0], model), model, true
+		c.head, c.end = len(c.buf), len(c.buf)
+	}
+	if model != c.model {
+		b := o.appendHead(make([]byte, 0, cap(c.buf)+len(model)), model)
+		h := len(b)
+		b = append(b, c.buf[c.head:c.end]...)
+		c.buf, c.head, c.end, c.model = b, h, len(b), model
+	}
+	c.buf = o.appendTail(c.buf[:c.end], turn.OutputTokens, turn.NonStreaming, turn.Tools, turn.ToolChoice)
+	return c.buf
 }
 
 // appendMessage appends one chat message: an assistant's tool calls as

@@ -1,8 +1,11 @@
 package replay
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/tracekit/tracekit/trace"
@@ -69,4 +72,151 @@ func TestBodyToolCalls(t *testing.T) {
 	}); n != 0 {
 		t.Fatalf("%v allocations per body", n)
 	}
+}
+
+// encTestMsgs is a history with every kind of message and escape.
+func encTestMsgs() []trace.Message {
+	return []trace.Message{
+		{Role: "system", Content: "be \"terse\"\n"},
+		{Role: "user", Content: "weather in Paris\tand Rome? é \xff \x02"},
+		{Role: "assistant", ToolCalls: []trace.ToolCall{{ID: "call_1", Name: "get_weather", Arguments: `{"city":"Paris"}`}}},
+		{Role: "tool", Content: "sunny \"22\"", ToolCallID: "call_1"},
+		{Role: "assistant", Content: ""},
+		{Role: "user", Content: "thanks \\ bye"},
+	}
+}
+
+// Bodies built from pre-encoded history (a chat's buffer kept from turn
+// to turn with a model switch, an open loop's encoded history, a graph's
+// merged transcripts with a shared prefix) are byte for byte the bodies
+// appendRequest encodes from the whole message list, for both endpoints;
+// a turn built into a grown buffer allocates nothing.
+func TestEncodedBodies(t *testing.T) {
+	temp := 0.25
+	msgs := encTestMsgs()
+	for _, o := range []*bodyOptions{
+		{endpoint: EndpointChat, ignoreEOS: true, temperature: &temp, continuousUsage: true, extra: []byte(`"top_p":1`)},
+		{endpoint: EndpointCompletions},
+	} {
+		var cb convBody
+		var enc encMsgs
+		for k := range msgs {
+			turn := &trace.Turn{OutputTokens: int32(k), NonStreaming: k == 2}
+			if k == 3 && o.endpoint == EndpointChat {
+				turn.Tools, turn.ToolChoice = `[{"type":"function","function":{"name":"f"}}]`, `"auto"`
+			}
+			model := "m"
+			if k >= 4 {
+				model = "other \"model\""
+			}
+			want := o.appendRequest(nil, model, msgs[:k], msgs[k:k+1], turn.OutputTokens, turn.NonStreaming, turn.Tools, turn.ToolChoice)
+			cb.add(o, "m", &msgs[k])
+			if got := cb.build(o, model, turn); !bytes.Equal(got, want) {
+				t.Fatalf("%s turn %d: convBody\n%s\nwant\n%s", o.endpoint, k, got, want)
+			}
+			if got := o.appendBodyMsgs(nil, model, enc.b, len(enc.ends), msgs[k:k+1], turn); !bytes.Equal(got, want) {
+				t.Fatalf("%s turn %d: appendBodyMsgs\n%s\nwant\n%s", o.endpoint, k, got, want)
+			}
+			enc.add(o, &msgs[k])
+			if got := o.appendBodyEnc(nil, model, enc.b, turn); !bytes.Equal(got, want) {
+				t.Fatalf("%s turn %d: appendBodyEnc\n%s\nwant\n%s", o.endpoint, k, got, want)
+			}
+		}
+		// extend: every split of the list, and a list extended from its
+		// start (a separator added) or onto nothing (one dropped).
+		for i := 0; i <= len(msgs); i++ {
+			for j := i; j <= len(msgs); j++ {
+				var a encMsgs
+				for k := range msgs[:i] {
+					a.add(o, &msgs[k])
+				}
+				a.extend(o, &enc, j)
+				want := o.appendRequest(nil, "m", msgs[:i], msgs[j:], 1, false, "", "")
+				if got := o.appendBodyEnc(nil, "m", a.b, &trace.Turn{OutputTokens: 1}); !bytes.Equal(got, want) {
+					t.Fatalf("%s extend %d+%d:\n%s\nwant\n%s", o.endpoint, i, j, got, want)
+				}
+				for k := range a.ends {
+					if k > 0 && a.ends[k] <= a.ends[k-1] || int(a.ends[len(a.ends)-1]) != len(a.b) {
+						t.Fatalf("%s extend %d+%d: ends %v of %d bytes", o.endpoint, i, j, a.ends, len(a.b))
+					}
+				}
+			}
+		}
+		turn := &trace.Turn{OutputTokens: 16}
+		if n := testing.AllocsPerRun(100, func() {
+			cb.end, cb.n = cb.head, 0
+			for k := range msgs {
+				cb.add(o, "m", &msgs[k])
+			}
+			_ = cb.build(o, "m", turn)
+		}); n != 0 {
+			t.Fatalf("%s: %v allocations per conversation body", o.endpoint, n)
+		}
+		// An open-loop turn: its body copied out of the encoded history
+		// into a grown buffer, the history grown by its messages in place.
+		buf := o.appendBodyEnc(nil, "m", enc.b, turn)
+		grown := enc.clone(4<<10, 16)
+		if n := testing.AllocsPerRun(100, func() {
+			buf = o.appendBodyEnc(buf[:0], "m", enc.b, turn)
+			g := grown
+			g.add(o, &msgs[1])
+		}); n != 0 {
+			t.Fatalf("%s: %v allocations per open-loop body", o.endpoint, n)
+		}
+	}
+}
+
+// benchConv is a 40-turn chat of realistic sizes: a question of about
+// 600 bytes and an answer of about 1.5 KB a turn (about 80 KB of history
+// at the last turn).
+func benchConv() (turns []trace.Turn, answers []trace.Message) {
+	q := strings.Repeat("please explain the \"next\" step of the plan in detail.\n", 11)
+	a := strings.Repeat("The next step is to measure, then to change one thing at a time. ", 23)
+	for k := range 40 {
+		turns = append(turns, trace.Turn{Turn: int32(k), OutputTokens: 300,
+			Messages: []trace.Message{{Role: "user", Content: fmt.Sprintf("%d: %s", k, q)}}})
+		answers = append(answers, trace.Message{Role: "assistant", Content: fmt.Sprintf("%d: %s", k, a)})
+	}
+	return turns, answers
+}
+
+// BenchmarkBody40Turns is the client CPU spent building the request
+// bodies of one 40-turn chat, per request: reencode is the encoder of
+// before (the whole history encoded every turn), preencoded the chat's
+// kept buffer (each message encoded once). kB-last is the last body.
+func BenchmarkBody40Turns(b *testing.B) {
+	o := &bodyOptions{endpoint: EndpointChat, ignoreEOS: true}
+	turns, answers := benchConv()
+	var last int
+	b.Run("reencode", func(b *testing.B) {
+		var buf []byte
+		var hist []trace.Message
+		b.ReportAllocs()
+		for b.Loop() {
+			hist = hist[:0]
+			for k := range turns {
+				t := &turns[k]
+				buf = o.appendRequest(buf[:0], "m", hist, t.Messages, t.OutputTokens, false, "", "")
+				hist = append(append(hist, t.Messages...), answers[k])
+			}
+			last = len(buf)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(turns)), "ns/request")
+		b.ReportMetric(float64(last)/1e3, "kB-last")
+	})
+	b.Run("preencoded", func(b *testing.B) {
+		var cb convBody
+		b.ReportAllocs()
+		for b.Loop() {
+			cb.started = false
+			for k := range turns {
+				t := &turns[k]
+				cb.add(o, "m", &t.Messages[0])
+				last = len(cb.build(o, "m", t))
+				cb.add(o, "m", &answers[k])
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(turns)), "ns/request")
+		b.ReportMetric(float64(last)/1e3, "kB-last")
+	})
 }

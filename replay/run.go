@@ -70,6 +70,7 @@ type Runner struct {
 	slots     chan struct{} // request slots; nil: unlimited
 	convSlots chan struct{} // conversation slots; nil: unlimited
 	exPool    sync.Pool     // *exchange
+	bodies    sync.Pool     // *[]byte: open-loop request bodies prepared ahead
 
 	usage    *trace.UsageProbe // the probe's finding
 	prepared bool
@@ -172,6 +173,7 @@ func (r *Runner) build() error {
 	if cfg.MaxRequests > 0 {
 		r.total = min(r.total, int64(cfg.MaxRequests+cfg.Warmup))
 	}
+	r.bodies.New = func() any { return new([]byte) }
 	r.exPool.New = func() any {
 		return &exchange{stream: record.NewStream(r.tok), buf: make([]byte, 4<<10)}
 	}
