@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tracekit/tracekit/tokenizer"
 	"github.com/tracekit/tracekit/trace"
@@ -71,6 +72,12 @@ type OTelOptions struct {
 	Limit     int    // keep the first Limit conversations in start order; 0 all
 	Model     string // stamped on every request when set
 	MaxBytes  int64  // refuse inputs larger in total; 0 no limit
+	// MaxIdle shortens every stretch longer than MaxIdle in which no span
+	// of the kept conversations is open (exports collected days apart, a
+	// directory of unrelated captures) to MaxIdle; 0 keeps the recorded
+	// times. Timing inside and between overlapping conversations is kept:
+	// a conversation moves only by the idle time cut before it starts.
+	MaxIdle time.Duration
 }
 
 var (
@@ -88,6 +95,8 @@ func NewOTel(o OTelOptions) (*OTel, error) {
 		return nil, fieldErr(st, "Tokenizer", "no tokenizer")
 	case o.Limit < 0:
 		return nil, fieldErr(st, "Limit", "%d is negative", o.Limit)
+	case o.MaxIdle < 0:
+		return nil, fieldErr(st, "MaxIdle", "%v is negative", o.MaxIdle)
 	}
 	return &OTel{Opts: o}, nil
 }
@@ -102,6 +111,7 @@ type otelReport struct {
 	droppedNoInput, droppedNoTime                   int
 	outUsage, outTokenizer                          int
 	withToolCalls                                   int
+	idleCutNs                                       int64
 }
 
 // Report says what was read, the edges by how they were inferred, what
@@ -124,6 +134,7 @@ func (s *OTel) Report() map[string]string {
 		"output_tokens_from_usage":   strconv.Itoa(r.outUsage),
 		"output_tokens_by_tokenizer": strconv.Itoa(r.outTokenizer),
 		"answers_with_tool_calls":    strconv.Itoa(r.withToolCalls),
+		"idle_time_cut":              time.Duration(r.idleCutNs).String(),
 	}
 	return m
 }
@@ -198,14 +209,20 @@ func (s *OTel) Conversations(ctx context.Context) ([]Conversation, error) {
 	}
 	origin := convs[0].start
 	out := make([]Conversation, len(convs))
+	var cut, busyUntil int64 // idle time removed so far; latest span end so far
 	for i, c := range convs {
+		if limit := int64(s.Opts.MaxIdle); limit > 0 && i > 0 && c.start-busyUntil > limit {
+			cut += c.start - busyUntil - limit
+		}
+		busyUntil = max(busyUntil, c.end)
 		for k := range c.turns {
-			c.turns[k].StartOffsetNs = c.start - origin
-			c.turns[k].ArrivalOffsetNs = c.arrivals[k] - origin
+			c.turns[k].StartOffsetNs = c.start - origin - cut
+			c.turns[k].ArrivalOffsetNs = c.arrivals[k] - origin - cut
 		}
 		out[i] = c.turns
 	}
 	s.report.conversations = len(out)
+	s.report.idleCutNs = cut
 	return out, nil
 }
 
@@ -249,6 +266,7 @@ type otelConv struct {
 	turns    Conversation
 	start    int64   // first span's start, unix ns
 	arrivals []int64 // each turn's span start, unix ns
+	end      int64   // last span end, unix ns
 }
 
 // otelNode is an LLM span being placed in its conversation's graph.
@@ -330,6 +348,7 @@ func (s *OTel) graph(id string, spans []*otelSpan) (otelConv, error) {
 		t.Model = s.Opts.Model
 		t.ThinkTimeNs = sp.start - lastEnd
 		c.arrivals[k] = sp.start
+		c.end = max(c.end, sp.end)
 		switch {
 		case len(parents) > 0:
 			t.Parents = make([]int32, len(parents))

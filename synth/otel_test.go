@@ -496,3 +496,57 @@ func TestOTelParentageWithoutHistory(t *testing.T) {
 		t.Errorf("report %v", r)
 	}
 }
+
+// MaxIdle cuts stretches with no span open down to MaxIdle: a file
+// collected two days after the others starts MaxIdle after the last span
+// before it ended, while two overlapping sessions keep their relative
+// timing and each session its own.
+func TestOTelMaxIdle(t *testing.T) {
+	span := func(id, session, start, end string) string {
+		return `{"span_id":"` + id + `","start_time":"` + start + `","end_time":"` + end + `","attributes":{"session.id":"` + session +
+			`","gen_ai.operation.name":"chat","gen_ai.input.messages":"[{\"role\":\"user\",\"content\":\"q ` + id + `\"}]","gen_ai.output.text":"a ` + id + `"}}`
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.json"), []byte(`{"spans":[`+
+		span("a1", "A", "2026-01-01T00:00:00", "2026-01-01T00:00:02")+","+
+		span("b1", "B", "2026-01-01T00:00:01", "2026-01-01T00:00:05")+"]}"), 0o644)
+	os.WriteFile(filepath.Join(dir, "c.json"), []byte(`{"spans":[`+
+		span("c1", "C", "2026-01-03T00:00:00", "2026-01-03T00:00:01")+","+
+		span("c2", "C", "2026-01-03T00:00:03", "2026-01-03T00:00:04")+"]}"), 0o644)
+	starts := func(maxIdle time.Duration) (map[string][]int64, map[string]string) {
+		s, err := NewOTel(OTelOptions{Path: dir, Tokenizer: tokenizer.Default(), MaxIdle: maxIdle})
+		if err != nil {
+			t.Fatal(err)
+		}
+		convs, err := s.Conversations(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string][]int64{}
+		for _, c := range convs {
+			for _, turn := range c {
+				got[turn.ConversationID] = append(got[turn.ConversationID], turn.ArrivalOffsetNs)
+			}
+		}
+		return got, s.Report()
+	}
+	sec := int64(time.Second)
+	kept, r := starts(0)
+	if kept["C"][0] != 48*3600*sec || r["idle_time_cut"] != "0s" {
+		t.Fatalf("MaxIdle 0 moved the times: %v, report %v", kept, r)
+	}
+	cut, r := starts(10 * time.Second)
+	// B ends at 5 s: C starts 10 s later, its second turn 3 s after its first.
+	want := map[string][]int64{"A": {0}, "B": {1 * sec}, "C": {15 * sec, 18 * sec}}
+	for id, w := range want {
+		if !slices.Equal(cut[id], w) {
+			t.Errorf("%s: arrivals %v, want %v", id, cut[id], w)
+		}
+	}
+	if r["idle_time_cut"] != (48*time.Hour - 15*time.Second).String() {
+		t.Errorf("report idle_time_cut %q", r["idle_time_cut"])
+	}
+	if _, err := NewOTel(OTelOptions{Path: dir, Tokenizer: tokenizer.Default(), MaxIdle: -time.Second}); err == nil {
+		t.Error("a negative MaxIdle was accepted")
+	}
+}

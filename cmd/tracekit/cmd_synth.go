@@ -102,6 +102,7 @@ func declareSynthFlags(f *pflag.FlagSet) {
 	f.Duration("duration", 0, "imported traces: window length (0 = to the end)")
 	f.Float64("speed", 1, "imported traces: time compression (2 = twice as fast)")
 	f.Int("max-input-tokens", 0, "imported traces: clamp each prompt to this many tokens (0 = none)")
+	f.Duration("max-idle", 0, "otel: shorten every stretch with no span open that is longer than this to this (exports collected days apart); 0 keeps the recorded times")
 	f.Int("limit", 0, "imported traces: keep the first N conversations of the window (0 = all; default --conversations)")
 	f.String("model", "", "imported traces: model name stamped on every request (default: replay's --model)")
 	f.Bool("skip-bad", false, "imported traces: count and skip malformed rows instead of failing")
@@ -180,7 +181,7 @@ var synthSources = []synthSource{
 	{name: "agent", summary: "synthetic agent sessions: rounds of parallel tool calls, sub-agent fan-outs and joins, as dependency graphs (--agent)",
 		timed: true, flags: agentFlags, build: buildAgent},
 	{name: "otel", summary: "OpenTelemetry GenAI spans (--input FILE|DIR: span-list JSON or OTLP JSON): agent workflows as dependency graphs",
-		timed: true, needsInput: true, flags: []string{"input", "conversations", "limit", "model"}, build: buildOTel},
+		timed: true, needsInput: true, flags: []string{"input", "conversations", "limit", "model", "max-idle"}, build: buildOTel},
 	importer("mooncake", "Mooncake JSONL trace (--input): real arrivals, lengths and hash-prefix reuse", importFlags,
 		func(_ *pflag.FlagSet, o synth.ImportOptions) (synth.Source, error) { return synth.NewMooncake(o) }),
 	{name: "sharegpt", summary: "ShareGPT JSON or JSONL conversations (--input), with reference answers; --turns/--input-tokens/--output-tokens filter",
@@ -412,6 +413,7 @@ func buildOTel(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
 	o := synth.OTelOptions{Path: in.input, Tokenizer: in.tok, MaxBytes: in.maxBytes}
 	o.Limit, _ = f.GetInt("limit")
 	o.Model, _ = f.GetString("model")
+	o.MaxIdle, _ = f.GetDuration("max-idle")
 	if o.Limit == 0 {
 		o.Limit = in.conversations
 	}
@@ -478,6 +480,7 @@ var optionFlags = map[string]string{
 	"AgentOptions.MaxBytes":               "max-trace-size",
 	"OTelOptions.Path":                    "input",
 	"OTelOptions.Limit":                   "limit",
+	"OTelOptions.MaxIdle":                 "max-idle",
 	"OTelOptions.MaxBytes":                "max-trace-size",
 	"ImportOptions.Path":                  "input",
 	"ImportOptions.Start":                 "start",
