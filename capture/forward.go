@@ -309,10 +309,15 @@ func (p *Proxy) rawForward(w *clientWriter, r *http.Request, body []byte, buffer
 		}
 	}
 	if cc.watch.stop(cc) {
-		res.clientGone = true
+		// abort closed the upstream connection. A client that hangs up
+		// after the whole response reached it did not cut anything: the
+		// body's own verdict stands.
 		reuse = false
-		if res.readErr == nil && !complete {
-			res.readErr = errors.New("the client went away")
+		if !complete {
+			res.clientGone = true
+			if res.readErr == nil {
+				res.readErr = errors.New("the client went away")
+			}
 		}
 	}
 	rc.end(complete && res.readErr == nil, t)
@@ -632,7 +637,7 @@ func (p *Proxy) rtForward(w *clientWriter, r *http.Request, body []byte, ex *exc
 	if complete && !res.clientGone && w.finish() != nil {
 		res.clientGone = true
 	}
-	if cc.watch.stop(cc) {
+	if cc.watch.stop(cc) && !complete {
 		res.clientGone = true
 	}
 	rc.end(complete && res.readErr == nil, t)
