@@ -572,7 +572,10 @@ func TestProxySIGKILLRecover(t *testing.T) {
 		text, _ := sseAnswer(t, b)
 		hist = append(hist, msg{"assistant", text}, msg{"user", fmt.Sprintf("q%d", k+1)})
 	}
-	time.Sleep(500 * time.Millisecond) // ten journal sync periods
+	// Kill once the journals hold the three turns: what a journal holds
+	// survives SIGKILL, and a loaded machine may take longer than any fixed
+	// number of sync periods to write it.
+	waitJournals(t, dir, 3, 3)
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	res, err := record.RecoverAll(dir, "")
@@ -599,4 +602,48 @@ func TestProxySIGKILLRecover(t *testing.T) {
 		t.Fatalf("results %+v", res)
 	}
 	noSecretIn(t, dir)
+}
+
+// waitJournals waits (at most 30 s, a hang guard) until the journals in
+// dir hold at least records records and turns turns, read as recover
+// reads them.
+func waitJournals(t *testing.T, dir string, records, turns int) {
+	t.Helper()
+	var r, u int
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		r, u = journalCounts(dir)
+		if r >= records && u >= turns {
+			return
+		}
+	}
+	t.Fatalf("after 30 s the journals in %s hold %d records and %d turns, want %d and %d", dir, r, u, records, turns)
+}
+
+// journalCounts counts the record and turn frames of every journal in dir.
+func journalCounts(dir string) (records, turns int) {
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.journal"))
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			continue
+		}
+		br := bufio.NewReader(f)
+		magic := trace.SniffJournal(br)
+		if jr, err := trace.NewJournalReader(br, p, magic); err == nil {
+			for {
+				b, _, err := jr.Frame()
+				if err != nil {
+					break
+				}
+				switch b[0] {
+				case 'R':
+					records++
+				case trace.FrameTurn:
+					turns++
+				}
+			}
+		}
+		f.Close()
+	}
+	return records, turns
 }
