@@ -266,18 +266,24 @@ func TestFeedJSON(t *testing.T) {
 	}
 }
 
-// TestReadBodyStampsReads streams from a real loopback server that flushes
-// each event separately, pausing between them: each event must be stamped
-// by its own read, within the read's time window.
+// TestReadBodyStampsReads streams from a real loopback server that sends
+// each event only after the client has read the one before (lockstep), so
+// every event arrives in a read of its own: each must carry its own read's
+// stamp, later than the one before, within the read's time window.
 func TestReadBodyStampsReads(t *testing.T) {
 	const n = 5
+	next := make(chan struct{}, n+1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		fl := w.(http.Flusher)
 		for i := range n {
 			fmt.Fprintf(w, "data: {\"choices\":[{\"delta\":{\"content\":\"t%d \"}}]}\n\n", i)
 			fl.Flush()
-			time.Sleep(15 * time.Millisecond)
+			select {
+			case <-next:
+			case <-time.After(20 * time.Second): // hang guard
+				return
+			}
 		}
 		io.WriteString(w, "data: [DONE]\n\n")
 	}))
@@ -289,7 +295,8 @@ func TestReadBodyStampsReads(t *testing.T) {
 	defer resp.Body.Close()
 	start := clock.Mono()
 	s := NewStream(nil)
-	if err := s.ReadBody(resp.Body, make([]byte, 4096), clock.Mono); err != nil {
+	body := &lockstepReader{r: resp.Body, next: next}
+	if err := s.ReadBody(body, make([]byte, 4096), clock.Mono); err != nil {
 		t.Fatal(err)
 	}
 	end := clock.Mono()
@@ -301,12 +308,31 @@ func TestReadBodyStampsReads(t *testing.T) {
 		if ts < start || ts > end {
 			t.Fatalf("event %d stamped %d outside [%d, %d]", i, ts, start, end)
 		}
-		// The server sleeps 15 ms between flushes: distinct reads, so
-		// stamps at least ~10 ms apart (a lower bound, not a speed claim).
-		if i > 0 && ts-r.EventNs[i-1] < 10e6 {
-			t.Fatalf("events %d and %d stamped %d ns apart: not stamped per read", i-1, i, ts-r.EventNs[i-1])
+		if i > 0 && ts <= r.EventNs[i-1] {
+			t.Fatalf("events %d and %d, read by separate reads, stamped %d and %d: not stamped per read", i-1, i, r.EventNs[i-1], ts)
 		}
 	}
+}
+
+// lockstepReader tells the server (on next) each time the bytes read so
+// far complete another event ("\n\n"), so the next event is sent only
+// after this one was read whole.
+type lockstepReader struct {
+	r    io.Reader
+	next chan<- struct{}
+	tail byte // the last byte read, for a "\n\n" split across reads
+}
+
+func (l *lockstepReader) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	for _, c := range p[:n] {
+		if c == '\n' && l.tail == '\n' {
+			l.next <- struct{}{}
+			c = 0
+		}
+		l.tail = c
+	}
+	return n, err
 }
 
 // errReader returns its data then a non-EOF error.

@@ -256,8 +256,9 @@ func TestGraphLimits(t *testing.T) {
 	}
 	// Ctrl-C: the run's context ends while the branches are in flight (a
 	// slow mock, canceled once the six roots are done); they are recorded
-	// canceled, their joins are not sent.
-	slow := fastMock(t, func(c *mock.Config) { c.Latency.DecodeBase = mock.Duration(20 * time.Millisecond) })
+	// canceled, their joins are not sent. Each answer takes 0.6 s, so the
+	// cancel lands while the branches stream even on a loaded machine.
+	slow := fastMock(t, func(c *mock.Config) { c.Latency.DecodeBase = mock.Duration(200 * time.Millisecond) })
 	r, err := New(Config{Trace: path, Targets: []string{slow.URL()}}, nil)
 	if err != nil {
 		t.Fatal(err)
