@@ -199,8 +199,8 @@ func TestHistoryCarried(t *testing.T) {
 // arrival offset, before the previous turn's answer is over, carrying the
 // reference history.
 func TestTimingTrace(t *testing.T) {
-	srv := fastMock(t, func(c *mock.Config) { c.Latency.DecodeBase = mock.Duration(10 * time.Millisecond) })
-	c := conv("o", 3, 10*time.Millisecond, 0, 20) // arrivals 20 ms apart, answers take 200 ms
+	srv := fastMock(t, func(c *mock.Config) { c.Latency.DecodeBase = mock.Duration(40 * time.Millisecond) })
+	c := conv("o", 3, 10*time.Millisecond, 0, 20) // arrivals 20 ms apart, answers take 800 ms
 	sink, res := run(t, Config{Trace: writeTrace(t, c), Targets: []string{srv.URL()}, Timing: TimingTrace, IgnoreEOS: true})
 	if res.Errors != 0 || res.Sent != 3 {
 		t.Fatalf("result %+v", res)
