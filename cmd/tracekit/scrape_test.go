@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -79,7 +80,7 @@ func TestReplayScrapeMatchesMock(t *testing.T) {
 		t.Fatalf("replay exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	side := trace.MetricsPath(out)
-	_, meta, err := trace.ReadRecords(out)
+	recs, meta, err := trace.ReadRecords(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,9 +221,39 @@ func TestReplayScrapeMatchesMock(t *testing.T) {
 	if q.P != 50 || q.ServerMs == nil || q.ClientMs == nil || q.BucketLowMs == nil || q.BucketHighMs == nil {
 		t.Fatalf("p50: %+v", q)
 	}
-	if *q.ClientMs < *q.BucketLowMs-netAllowanceMs || *q.ClientMs > *q.BucketHighMs+netAllowanceMs {
-		t.Errorf("client TTFT p50 %.2f ms outside the server's p50 bucket [%.2f, %.2f] ms widened by %d ms",
-			*q.ClientMs, *q.BucketLowMs, *q.BucketHighMs, netAllowanceMs)
+	// The histogram is the mock's own ground truth: its p50 bucket holds
+	// the log's TTFT p50 exactly. The client's p50 sits in that bucket
+	// widened by the network allowance plus how late the client saw each
+	// first token beyond the mock's write (median over the joined
+	// requests): milliseconds when quiet, tens of them on a loaded
+	// machine, and a unit or join mistake is off by far more.
+	var logTTFT, late []float64
+	byID := map[string]trace.Record{}
+	for _, r := range recs {
+		byID[r.RequestID] = r
+	}
+	for _, e := range log {
+		if len(e.EventMonoNs) == 0 {
+			continue
+		}
+		serverMs := float64(e.EventMonoNs[0]-e.ArrivalMonoNs) / 1e6
+		logTTFT = append(logTTFT, serverMs)
+		if r, ok := byID[e.RequestID]; ok && len(r.EventNs) > 0 {
+			late = append(late, float64(r.EventNs[0]-r.SentNs)/1e6-serverMs)
+		}
+	}
+	slices.Sort(logTTFT)
+	slices.Sort(late)
+	if len(late) != 16 {
+		t.Fatalf("%d requests joined between the recording and the mock's log, want 16", len(late))
+	}
+	if p50 := trace.Percentile(logTTFT, 50); p50 < *q.BucketLowMs || p50 > *q.BucketHighMs {
+		t.Errorf("the mock log's TTFT p50 %.2f ms outside its own histogram's p50 bucket [%.2f, %.2f] ms", p50, *q.BucketLowMs, *q.BucketHighMs)
+	}
+	allow := netAllowanceMs + max(0, trace.Percentile(late, 50))
+	if *q.ClientMs < *q.BucketLowMs-netAllowanceMs || *q.ClientMs > *q.BucketHighMs+allow {
+		t.Errorf("client TTFT p50 %.2f ms outside the server's p50 bucket [%.2f, %.2f] ms widened by %d ms (plus the client's median lateness, %.2f ms in all)",
+			*q.ClientMs, *q.BucketLowMs, *q.BucketHighMs, netAllowanceMs, allow)
 	}
 	h, _ := os.ReadFile(htmlPath)
 	for _, want := range []string{`id="server-requests"`, `data-series="running"`, `data-series="waiting"`, `id="server-kv"`} {
