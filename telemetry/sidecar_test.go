@@ -22,7 +22,7 @@ func TestSidecarWritesAndReplaces(t *testing.T) {
 	defer srv.Close()
 	dir := t.TempDir()
 	recPath := filepath.Join(dir, "run.parquet")
-	o := SidecarOptions{Recording: recPath, Endpoints: []string{MetricsURL(srv.URL())}, Interval: 20 * time.Millisecond}
+	o := SidecarOptions{Recording: recPath, Endpoints: []string{MetricsURL(srv.URL())}, Interval: 20 * time.Millisecond, Timeout: hangGuard}
 
 	before := clock.Mono()
 	sc, err := StartSidecar(context.Background(), o)
