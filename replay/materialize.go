@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync/atomic"
 
 	"github.com/tracekit/tracekit/internal/blocktext"
 	"github.com/tracekit/tracekit/trace"
@@ -20,6 +21,7 @@ const prefetchConvs = 64
 // equivalent --prompt-text trace.
 type materializer struct {
 	blocks *blocktext.Blocks
+	made   atomic.Int64 // messages whose text was made: the tests' count
 }
 
 // newMaterializer returns the trace's materializer, nil when it has no
@@ -58,6 +60,7 @@ func (m *materializer) fill(conv []trace.Turn) []trace.Turn {
 				msgs = slices.Clone(conv[i].Messages)
 			}
 			hashes := conv[i].PrefixHashes
+			m.made.Add(1)
 			msgs[j].Content = m.blocks.Text(hashes[min(max(int(msg.BlockStart), 0), len(hashes)):], int(msg.Tokens), msg.BlockSeed)
 		}
 		if msgs != nil {
@@ -71,10 +74,13 @@ func (m *materializer) fill(conv []trace.Turn) []trace.Turn {
 // dispatcher's side): one goroutine takes conversations from the source,
 // makes the text of their virtual messages and hands them over through a
 // buffer of prefetchConvs, so no text is made on the dispatch path. It is
-// a Source for feed; stop ends the goroutine and waits for it.
+// a Source for feed; stop ends the goroutine and waits for it. Another
+// shard's conversations pass through as they are: prime and feed skip
+// them, and their text would be made for nothing.
 type prefetch struct {
 	src  Source
 	mat  *materializer
+	mine func([]trace.Turn) bool
 	ch   chan prefetched
 	quit chan struct{}
 	done chan struct{}
@@ -94,7 +100,7 @@ func (r *Runner) input() (in Source, stop func()) {
 	if r.mat == nil {
 		return r.src, func() {}
 	}
-	p := &prefetch{src: r.src, mat: r.mat, ch: make(chan prefetched, prefetchConvs), quit: make(chan struct{}), done: make(chan struct{})}
+	p := &prefetch{src: r.src, mat: r.mat, mine: r.mine, ch: make(chan prefetched, prefetchConvs), quit: make(chan struct{}), done: make(chan struct{})}
 	go p.run()
 	return p, func() { close(p.quit); <-p.done }
 }
@@ -107,7 +113,7 @@ func (p *prefetch) run() {
 		if err == io.EOF {
 			return
 		}
-		if err == nil {
+		if err == nil && len(conv) > 0 && p.mine(conv) {
 			conv = p.mat.fill(conv)
 		}
 		select {

@@ -2,10 +2,12 @@ package replay
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tracekit/tracekit/synth"
 	"github.com/tracekit/tracekit/trace"
@@ -110,5 +112,41 @@ func TestUnknownPromptGeneratorRefused(t *testing.T) {
 	src := NewMemorySource(trace.TraceMeta{Tokenizer: "o200k_base", Prompts: &trace.PromptGenerator{Name: "other", Tokenizer: "o200k_base", BlockSize: 16}}, c)
 	if _, err := New(Config{Targets: []string{"http://127.0.0.1:1"}}, src); err == nil {
 		t.Fatal("a trace with an unknown prompt generator was accepted")
+	}
+}
+
+// A shard's prefetch stage makes the text of its own conversations only:
+// over the shards of one trace, each virtual message is made once, by the
+// shard that sends it, and every shard sends what it owns.
+func TestPrefetchSkipsOtherShards(t *testing.T) {
+	srv := fastMock(t, nil)
+	const shards, n = 3, 60
+	var turns []trace.Turn
+	own := make([]int64, shards)
+	for i := range n {
+		c := conv(fmt.Sprintf("v%03d", i), 2, 0, 0, 2)
+		for k := range c {
+			c[k].Messages = []trace.Message{{Role: "user", Tokens: 20, Virtual: true, BlockSeed: int64(i*10 + k)}}
+		}
+		own[hash(c[0].ConversationID)%shards] += int64(len(c))
+		turns = append(turns, c...)
+	}
+	meta := trace.TraceMeta{Tokenizer: "o200k_base", Prompts: &trace.PromptGenerator{Name: trace.PromptGeneratorBlocks, Tokenizer: "o200k_base", BlockSize: 16}}
+	for shard := range shards {
+		r, err := New(Config{Targets: []string{srv.URL()}, IgnoreEOS: true, Shard: shard, Shards: shards}, NewMemorySource(meta, turns))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		res, err := r.Run(ctx, &memSink{})
+		cancel()
+		made := r.mat.made.Load()
+		r.Close()
+		if err != nil || res.Errors != 0 || res.Sent != own[shard] {
+			t.Fatalf("shard %d: result %+v, %v; it owns %d turns", shard, res, err, own[shard])
+		}
+		if own[shard] == 0 || made != own[shard] {
+			t.Errorf("shard %d/%d: %d messages materialized, it owns %d", shard, shards, made, own[shard])
+		}
 	}
 }
