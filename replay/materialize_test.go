@@ -3,9 +3,11 @@ package replay
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -150,3 +152,79 @@ func TestPrefetchSkipsOtherShards(t *testing.T) {
 		}
 	}
 }
+
+// The prefetch stage runs ahead of its reader as far as its text budget
+// allows and no further: with room for everything it makes the whole
+// source before the first Next; with room for 3 conversations' text it
+// holds 3 and reads on only as Next takes them, and hands them over in the
+// source's order.
+func TestPrefetchBudget(t *testing.T) {
+	meta := trace.TraceMeta{Tokenizer: "o200k_base", Prompts: &trace.PromptGenerator{Name: trace.PromptGeneratorBlocks, Tokenizer: "o200k_base", BlockSize: 16}}
+	var turns []trace.Turn
+	for i := range 40 {
+		c := conv(fmt.Sprintf("b%02d", i), 1, 0, 0, 2)
+		c[0].Messages = []trace.Message{{Role: "user", Tokens: 100, Virtual: true, BlockSeed: int64(i)}}
+		turns = append(turns, c...)
+	}
+	mat, err := newMaterializer(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, one := mat.fill(turns[:1])
+	state := func(p *prefetch) (queued int, ended bool) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(p.q), p.ended
+	}
+	waitFor := func(p *prefetch, ok func(queued int, ended bool) bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+			if ok(state(p)) {
+				return
+			}
+			if time.Now().After(deadline) {
+				q, e := state(p)
+				t.Fatalf("prefetch stuck: %d queued, ended %v", q, e)
+			}
+		}
+	}
+	all := func(_ []trace.Turn) bool { return true }
+
+	big := newPrefetch(NewMemorySource(meta, turns), mat, all, prefetchConvs, prefetchBytes)
+	waitFor(big, func(q int, ended bool) bool { return ended })
+	if q, _ := state(big); q != 40 {
+		t.Errorf("a large budget holds %d of 40 conversations before the first Next", q)
+	}
+	big.stop()
+
+	src := &countedSource{Source: NewMemorySource(meta, turns)}
+	small := newPrefetch(src, mat, all, prefetchConvs, 3*one+one/2)
+	defer small.stop()
+	for i := range 40 {
+		if i < 37 {
+			waitFor(small, func(q int, _ bool) bool { return q == 3 })
+			time.Sleep(2 * time.Millisecond) // room to overrun, if it would
+			if q, _ := state(small); q != 3 {
+				t.Fatalf("after %d taken: %d queued, budget 3", i, q)
+			}
+			if reads := int(src.n.Load()); reads > i+4 {
+				t.Fatalf("after %d taken: %d source reads, want at most %d", i, reads, i+4)
+			}
+		}
+		c, err := small.Next()
+		if err != nil || c[0].ConversationID != fmt.Sprintf("b%02d", i) || c[0].Messages[0].Content == "" {
+			t.Fatalf("Next %d: %v %v", i, c, err)
+		}
+	}
+	if _, err := small.Next(); err != io.EOF {
+		t.Fatalf("after the last: %v, want EOF", err)
+	}
+}
+
+// countedSource counts its Next calls.
+type countedSource struct {
+	Source
+	n atomic.Int64
+}
+
+func (s *countedSource) Next() ([]trace.Turn, error) { s.n.Add(1); return s.Source.Next() }
