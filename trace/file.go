@@ -53,12 +53,21 @@ type ParquetWriter[T any] struct {
 
 // CreateParquet creates path (replacing a file there) for rows of T.
 func CreateParquet[T any](path string, format FileFormat) (*ParquetWriter[T], error) {
+	return createParquet[T](path, format, zstd.SpeedDefault)
+}
+
+// traceLevel is the zstd level of trace files: the fastest, since a
+// trace's stored text is most of what synth does (any zstd reader reads
+// every level; the files are a little larger).
+const traceLevel = zstd.SpeedFastest
+
+func createParquet[T any](path string, format FileFormat, level zstd.Level) (*ParquetWriter[T], error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("creating %s: %w", path, err)
 	}
 	w := parquet.NewGenericWriter[T](f,
-		parquet.Compression(&zstd.Codec{Level: zstd.SpeedDefault}),
+		parquet.Compression(&zstd.Codec{Level: level}),
 		parquet.KeyValueMetadata(MetaFormat, format.Name),
 		parquet.KeyValueMetadata(MetaSchemaVersion, strconv.Itoa(format.Version)),
 	)
@@ -141,7 +150,7 @@ type TraceWriter struct{ w *ParquetWriter[Turn] }
 
 // NewTraceWriter creates path and writes meta into its footer on Close.
 func NewTraceWriter(path string, meta TraceMeta) (*TraceWriter, error) {
-	w, err := CreateParquet[Turn](path, TraceFormat)
+	w, err := createParquet[Turn](path, TraceFormat, traceLevel)
 	if err != nil {
 		return nil, err
 	}
