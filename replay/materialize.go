@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tracekit/tracekit/clock"
 	"github.com/tracekit/tracekit/internal/blocktext"
 	"github.com/tracekit/tracekit/trace"
 )
@@ -26,6 +27,7 @@ const (
 type materializer struct {
 	blocks *blocktext.Blocks
 	made   atomic.Int64 // messages whose text was made: the tests' count
+	lastNs atomic.Int64 // clock.Mono() at the last one made: the tests' too
 }
 
 // newMaterializer returns the trace's materializer, nil when it has no
@@ -67,6 +69,7 @@ func (m *materializer) fill(conv []trace.Turn) ([]trace.Turn, int) {
 			m.made.Add(1)
 			msgs[j].Content = m.blocks.Text(hashes[min(max(int(msg.BlockStart), 0), len(hashes)):], int(msg.Tokens), msg.BlockSeed)
 			n += len(msgs[j].Content)
+			m.lastNs.Store(clock.Mono())
 		}
 		if msgs != nil {
 			conv[i].Messages = msgs
@@ -82,7 +85,10 @@ func (m *materializer) fill(conv []trace.Turn) ([]trace.Turn, int) {
 // holds (prefetchBytes) and by its length (prefetchConvs), not by a few
 // conversations: it runs as far ahead as that memory allows, so the text of
 // a burst is made well before the burst, not while the dispatcher sends it
-// on the same cores. It is a Source for feed; stop ends the goroutine and
+// on the same cores. The first Next (prime's, before the run's clock)
+// waits until the queue is full or the source ended: the text of the
+// first 64 MiB is made before the clock starts, not during the first
+// dispatches. It is a Source for feed; stop ends the goroutine and
 // waits for it. Another shard's conversations pass through as they are:
 // prime and feed skip them, and their text would be made for nothing.
 type prefetch struct {
@@ -96,6 +102,8 @@ type prefetch struct {
 	q      []prefetched
 	bytes  int  // text made for the queued conversations
 	ended  bool // the goroutine queues nothing more
+	full   bool // the goroutine waits for room
+	primed bool // the first Next returned
 	quit   bool // stop was called
 	maxLen int
 	maxB   int
@@ -148,8 +156,13 @@ func (p *prefetch) run() {
 		// The first conversation always fits, so one larger than the
 		// budget is not a deadlock.
 		for !p.quit && len(p.q) > 0 && (len(p.q) >= p.maxLen || p.bytes+n > p.maxB) {
+			if !p.full {
+				p.full = true
+				p.cond.Broadcast()
+			}
 			p.cond.Wait()
 		}
+		p.full = false
 		if p.quit {
 			p.mu.Unlock()
 			return
@@ -178,9 +191,10 @@ func (p *prefetch) stop() {
 func (p *prefetch) Next() ([]trace.Turn, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for len(p.q) == 0 && !p.ended {
+	for !p.ended && (len(p.q) == 0 || !p.primed && !p.full) {
 		p.cond.Wait()
 	}
+	p.primed = true
 	if len(p.q) == 0 {
 		return nil, io.EOF
 	}

@@ -228,3 +228,42 @@ type countedSource struct {
 }
 
 func (s *countedSource) Next() ([]trace.Turn, error) { s.n.Add(1); return s.Source.Next() }
+
+// The text of a trace whose virtual prompts fit the prefetch budget is
+// all made before the run's clock starts: none is made while requests are
+// dispatched.
+func TestPrefetchDoneBeforeClock(t *testing.T) {
+	srv := fastMock(t, nil)
+	var turns []trace.Turn
+	const n = 3 * primeRows // more than prime reads before the clock
+	for i := range n {
+		c := conv(fmt.Sprintf("p%03d", i), 1, time.Duration(i)*time.Millisecond, 0, 2)
+		c[0].Messages = []trace.Message{{Role: "user", Tokens: 2000, Virtual: true, BlockSeed: int64(i)}}
+		turns = append(turns, c...)
+	}
+	meta := trace.TraceMeta{Tokenizer: "o200k_base", Prompts: &trace.PromptGenerator{Name: trace.PromptGeneratorBlocks, Tokenizer: "o200k_base", BlockSize: 16}}
+	r, err := New(Config{Targets: []string{srv.URL()}, IgnoreEOS: true, Timing: TimingTrace, MaxConcurrency: 32}, NewMemorySource(meta, turns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sink := &memSink{}
+	res, err := r.Run(ctx, sink)
+	if err != nil || res.Sent != n || res.Errors != 0 {
+		for _, rec := range sink.Records() {
+			if rec.ErrorKind != trace.ErrNone {
+				t.Logf("%s: %s %s", rec.RequestID, rec.ErrorKind, rec.ErrorMessage)
+				break
+			}
+		}
+		t.Fatalf("%d sent, %d errors, %v", res.Sent, res.Errors, err)
+	}
+	if made := r.mat.made.Load(); made != n {
+		t.Fatalf("%d prompts made, want %d", made, n)
+	}
+	if last, start := r.mat.lastNs.Load(), sink.RunMeta().StartMonoNs; last >= start {
+		t.Errorf("the last prompt was made %v after the clock started", time.Duration(last-start))
+	}
+}
