@@ -56,11 +56,6 @@ func CreateParquet[T any](path string, format FileFormat) (*ParquetWriter[T], er
 	return createParquet[T](path, format, zstd.SpeedDefault)
 }
 
-// traceLevel is the zstd level of trace files: the fastest, since a
-// trace's stored text is most of what synth does (any zstd reader reads
-// every level; the files are a little larger).
-const traceLevel = zstd.SpeedFastest
-
 func createParquet[T any](path string, format FileFormat, level zstd.Level) (*ParquetWriter[T], error) {
 	f, err := os.Create(path)
 	if err != nil {
@@ -150,7 +145,26 @@ type TraceWriter struct{ w *ParquetWriter[Turn] }
 
 // NewTraceWriter creates path and writes meta into its footer on Close.
 func NewTraceWriter(path string, meta TraceMeta) (*TraceWriter, error) {
-	w, err := createParquet[Turn](path, TraceFormat, traceLevel)
+	return NewTraceWriterWith(path, meta, TraceWriterOptions{})
+}
+
+// TraceWriterOptions tune a TraceWriter.
+type TraceWriterOptions struct {
+	// FastCompression writes at zstd's fastest level instead of its
+	// default: for traces of stored text, where compressing the text is
+	// most of the time to write them and the files grow a little. Traces
+	// of numbers (virtual prompts) compress much worse at that level.
+	// Every zstd reader reads either.
+	FastCompression bool
+}
+
+// NewTraceWriterWith is NewTraceWriter with options.
+func NewTraceWriterWith(path string, meta TraceMeta, o TraceWriterOptions) (*TraceWriter, error) {
+	level := zstd.SpeedDefault
+	if o.FastCompression {
+		level = zstd.SpeedFastest
+	}
+	w, err := createParquet[Turn](path, TraceFormat, level)
 	if err != nil {
 		return nil, err
 	}
