@@ -121,7 +121,7 @@ func stages() []stage {
 		{"hot paths", 3 * time.Minute, hotPaths},
 		{"dispatch lag", 3 * time.Minute, dispatchLag},
 		{"synth", 2 * time.Minute, synthBench},
-		{"imports", 6 * time.Minute, importsBench},
+		{"imports", 10 * time.Minute, importsBench},
 		{"analyze", 2 * time.Minute, analyzeBench},
 		{"agent", 4 * time.Minute, agentBench},      // agent.go
 		{"send cpu", 4 * time.Minute, sendCPUBench}, // sendcpu.go

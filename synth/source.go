@@ -44,7 +44,7 @@ func Write(ctx context.Context, path string, meta trace.TraceMeta, convs []Conve
 		}
 		return a.ConversationID < b.ConversationID
 	})
-	f, err := createTrace(path, meta)
+	f, err := createTrace(path, meta, true)
 	if err != nil {
 		return err
 	}
@@ -67,14 +67,18 @@ type traceFile struct {
 	w              *trace.TraceWriter
 }
 
-func createTrace(path string, meta trace.TraceMeta) (*traceFile, error) {
+// createTrace starts a trace file; fast compresses at zstd's fastest
+// level (trace.TraceWriterOptions), for the in-memory sources, whose
+// traces are mostly stored text. The streamed imports keep the default:
+// their rows are numbers and hashes, which that level compresses worse.
+func createTrace(path string, meta trace.TraceMeta, fast bool) (*traceFile, error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
 	}
 	// Not os.CreateTemp: the trace gets the mode a plain create gives it.
 	tmp := filepath.Join(dir, fmt.Sprintf(".%s.tmp-%d-%x", base, os.Getpid(), rand.Uint64()))
-	w, err := trace.NewTraceWriter(tmp, meta)
+	w, err := trace.NewTraceWriterWith(tmp, meta, trace.TraceWriterOptions{FastCompression: fast})
 	if err != nil {
 		return nil, fmt.Errorf("writing trace %s: %w", path, err)
 	}

@@ -453,7 +453,7 @@ var _ heap.Interface = (*rowHeap)(nil)
 // writeStream is Generate's path for a Streamer: conversations are written
 // as they come into a temporary file that replaces path at the end.
 func writeStream(ctx context.Context, path string, meta trace.TraceMeta, s Streamer, res *Result) error {
-	f, err := createTrace(path, meta)
+	f, err := createTrace(path, meta, false)
 	if err != nil {
 		return &OutputError{Err: err}
 	}

@@ -53,12 +53,16 @@ type ParquetWriter[T any] struct {
 
 // CreateParquet creates path (replacing a file there) for rows of T.
 func CreateParquet[T any](path string, format FileFormat) (*ParquetWriter[T], error) {
+	return createParquet[T](path, format, zstd.SpeedDefault)
+}
+
+func createParquet[T any](path string, format FileFormat, level zstd.Level) (*ParquetWriter[T], error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("creating %s: %w", path, err)
 	}
 	w := parquet.NewGenericWriter[T](f,
-		parquet.Compression(&zstd.Codec{Level: zstd.SpeedDefault}),
+		parquet.Compression(&zstd.Codec{Level: level}),
 		parquet.KeyValueMetadata(MetaFormat, format.Name),
 		parquet.KeyValueMetadata(MetaSchemaVersion, strconv.Itoa(format.Version)),
 	)
@@ -141,7 +145,26 @@ type TraceWriter struct{ w *ParquetWriter[Turn] }
 
 // NewTraceWriter creates path and writes meta into its footer on Close.
 func NewTraceWriter(path string, meta TraceMeta) (*TraceWriter, error) {
-	w, err := CreateParquet[Turn](path, TraceFormat)
+	return NewTraceWriterWith(path, meta, TraceWriterOptions{})
+}
+
+// TraceWriterOptions tune a TraceWriter.
+type TraceWriterOptions struct {
+	// FastCompression writes at zstd's fastest level instead of its
+	// default: for traces of stored text, where compressing the text is
+	// most of the time to write them and the files grow a little. Traces
+	// of numbers (virtual prompts) compress much worse at that level.
+	// Every zstd reader reads either.
+	FastCompression bool
+}
+
+// NewTraceWriterWith is NewTraceWriter with options.
+func NewTraceWriterWith(path string, meta TraceMeta, o TraceWriterOptions) (*TraceWriter, error) {
+	level := zstd.SpeedDefault
+	if o.FastCompression {
+		level = zstd.SpeedFastest
+	}
+	w, err := createParquet[Turn](path, TraceFormat, level)
 	if err != nil {
 		return nil, err
 	}

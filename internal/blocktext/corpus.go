@@ -63,7 +63,7 @@ const minCorpusTokens = 64
 func NewCorpus(text string, tok tokenizer.Tokenizer) (*Corpus, error) {
 	invalid := InvalidUTF8Bytes(text)
 	text = strings.TrimSpace(strings.ToValidUTF8(text, "")) + "\n"
-	ids := tok.Encode(text)
+	ids := encode(tok, text)
 	if len(ids) < minCorpusTokens {
 		return nil, fmt.Errorf("building corpus: text has %d tokens under %s, need at least %d", len(ids), tok.Name(), minCorpusTokens)
 	}
@@ -84,7 +84,7 @@ func NewCorpus(text string, tok tokenizer.Tokenizer) (*Corpus, error) {
 	}
 	off[len(ids)] = pos
 	c := &Corpus{tok: tok, text: text, ids: ids, off: off, cut: make([]atomic.Uint32, len(ids)), invalidUTF8: invalid,
-		asciiCuts: tok.Name() == tokenizer.DefaultName || tok.Name() == "cl100k_base"}
+		asciiCuts: asciiCutsTokenizer(tok)}
 	if k := min(windowTokens, len(ids)/2); !c.sameTokens(c.span(len(ids)-k, 2*k), len(ids)-k, 2*k) {
 		return nil, fmt.Errorf("building corpus: under %s the end of the text merges with its start when wrapped; end the text with a sentence", tok.Name())
 	}

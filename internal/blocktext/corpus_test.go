@@ -2,6 +2,7 @@ package blocktext
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -105,6 +106,40 @@ func TestNewCorpusRejectsUnusableText(t *testing.T) {
 	} {
 		if _, err := NewCorpus(text, tokenizer.Default()); err == nil {
 			t.Errorf("%s: NewCorpus accepted it", name)
+		}
+	}
+}
+
+// The split encoding of a long text is the whole text's encoding, on the
+// default prose under both tokenizers with ASCII cuts, and on vLLM's
+// multi-turn text (not under -race: too slow there).
+func TestEncodeSplitEqualsWhole(t *testing.T) {
+	texts := map[string]string{"default prose": DefaultProse()}
+	if b, err := os.ReadFile(pg1184); err == nil && !raceOn {
+		texts["pg1184"] = string(b)
+	}
+	for _, name := range []string{"o200k_base", "cl100k_base"} {
+		tok, err := tokenizer.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for what, text := range texts {
+			if what == "pg1184" && name != tokenizer.DefaultName {
+				continue // 2.7 MB: one tokenizer is enough time
+			}
+			if len(text) < parallelEncodeBytes {
+				t.Fatalf("%s: %d bytes, below the split threshold: the test would not split", what, len(text))
+			}
+			want := tok.Encode(text)
+			for _, procs := range []int{2, 5} {
+				got, ok := splitEncode(tok, text, procs)
+				if !ok {
+					t.Errorf("%s under %s in %d pieces: a seam failed its check", what, name, procs)
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("%s under %s, %d processors: split encoding differs (%d vs %d ids)", what, name, procs, len(got), len(want))
+				}
+			}
 		}
 	}
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package blocktext
+
+const raceOn = false
