@@ -98,15 +98,15 @@ func newStamper(cfg *Config) *stamper {
 			s.note = "https targets get kernel stamps of the TCP reads under TLS, without event offsets"
 		}
 	}
+	if s.mode != StampGoroutine {
+		s.conv = clock.NewRealToMono(stampRemeasure)
+	}
 	if s.mode == StampKernelOffset {
-		o, err := startObserver()
+		o, err := startObserver(s.conv)
 		if err != nil {
 			s.mode, s.note = StampKernel, fmt.Sprintf("no arrival observer (%v): kernel stamps", err)
 		}
 		s.obs = o
-	}
-	if s.mode != StampGoroutine {
-		s.conv = clock.NewRealToMono(stampRemeasure)
 	}
 	return s
 }

@@ -3,6 +3,7 @@
 package replay
 
 import (
+	"bytes"
 	"slices"
 
 	"github.com/tracekit/tracekit/mock"
@@ -90,9 +91,16 @@ func TestKernelOffsetSplitsQueuedEvents(t *testing.T) {
 			if i > 0 && s <= stamps[i-1] {
 				t.Errorf("events %d and %d stamped %v apart; they were written %v apart", i-1, i, time.Duration(s-stamps[i-1]), gap)
 			}
+			// The observer's record carries the kernel's stamp of the
+			// arrival, which the next write cannot precede.
+			if i < 2 && s >= before[i+1] {
+				t.Errorf("event %d stamped %d, after event %d's write began (%d)", i, s, i+1, before[i+1])
+			}
 		}
-		if st.kernelReads.Load() != 3 || st.fallbackReads.Load() != 0 || st.splitReads.Load() != 2 || st.observedReads.Load() < 2 {
-			t.Errorf("kernel reads %d, fallback %d, split %d, observed %d; want 3, 0, 2, at least 2", st.kernelReads.Load(), st.fallbackReads.Load(),
+		// One recvmsg brought all three; the second and third came from
+		// what it kept.
+		if st.kernelReads.Load() != 1 || st.fallbackReads.Load() != 0 || st.splitReads.Load() != 2 || st.observedReads.Load() < 2 {
+			t.Errorf("kernel reads %d, fallback %d, split %d, observed %d; want 1, 0, 2, at least 2", st.kernelReads.Load(), st.fallbackReads.Load(),
 				st.splitReads.Load(), st.observedReads.Load())
 		}
 		if m := st.meta(); m.Mode != StampKernelOffset || m.ObserverPriority == "" || m.RealMinusMonoNs == 0 {
@@ -121,6 +129,77 @@ func TestKernelOffsetSplitsQueuedEvents(t *testing.T) {
 			t.Errorf("kernel reads %d, split %d", st.kernelReads.Load(), st.splitReads.Load())
 		}
 	})
+}
+
+// TestKernelOffsetSmallReads: a reader whose buffer is smaller than an
+// event gets the queued bytes in order and whole, across the kept
+// remainder and the socket, and every piece's stamp is no later than the
+// one after it.
+func TestKernelOffsetSmallReads(t *testing.T) {
+	rx, srv, _ := rxPair(t, true)
+	want := "data: a\n\ndata: bb\n\ndata: ccc\n\n"
+	if _, err := srv.Write([]byte(want)); err != nil {
+		t.Fatal(err)
+	}
+	go func() { time.Sleep(10 * time.Millisecond); srv.Write([]byte("data: d\n\n")); srv.Close() }()
+	want += "data: d\n\n"
+	var got []byte
+	var last int64
+	buf := make([]byte, 5)
+	for {
+		n, err := rx.Read(buf)
+		got = append(got, buf[:n]...)
+		if s := rx.lastNs(); s < last {
+			t.Errorf("stamp %d after %d", s, last)
+		} else {
+			last = s
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Count(buf[:n], []byte("\n\n")) > 1 {
+			t.Errorf("one read returned %q: more than one event", buf[:n])
+		}
+	}
+	if string(got) != want {
+		t.Errorf("read %q, want %q", got, want)
+	}
+}
+
+// TestStampReadAllocs: a read allocates nothing in any mode, whether it
+// finds one event, several queued (kept and handed out one by one) or a
+// partial one.
+func TestStampReadAllocs(t *testing.T) {
+	for _, mode := range []string{StampKernel, StampKernelOffset} {
+		t.Run(mode, func(t *testing.T) {
+			rx, srv, _ := rxPair(t, mode == StampKernelOffset)
+			events := []byte("data: {\"choices\":[{\"text\":\"x\"}]}\n\ndata: {\"choices\":[{\"text\":\"y\"}]}\n\ndata: {\"cho")
+			rest := []byte("ices\":[]}\n\n")
+			buf := make([]byte, 4096)
+			round := func() {
+				if _, err := srv.Write(events); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := srv.Write(rest); err != nil {
+					t.Fatal(err)
+				}
+				for got := 0; got < len(events)+len(rest); {
+					n, err := rx.Read(buf)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got += n
+				}
+			}
+			round() // the kept remainder's buffer grows once
+			if n := testing.AllocsPerRun(50, round); n != 0 {
+				t.Errorf("%v allocations per round of reads", n)
+			}
+		})
+	}
 }
 
 // TestRxConnDeadline: a read deadline interrupts a read that waits in the

@@ -18,23 +18,33 @@ import (
 // segment into the buffer still queued before it (receive coalescing),
 // keeping the newer stamp: events that queue up before a late read have
 // lost their own arrival times by the time anything reads them. The
-// observer sees them arrive instead. It is one OS thread blocked in
+// observer looks at them before that. It is one OS thread blocked in
 // epoll_wait on every kernel-offset socket (edge-triggered: it wakes on
-// each arrival); on each wake it reads the clock once and records, per
-// ready socket,
+// each arrival); on each wake it peeks, per ready socket, at the queued
+// bytes with their receive stamp (one recvmsg with MSG_PEEK, which takes
+// nothing from the socket) and records
 //
-//	(bytes arrived so far = bytes the reader consumed + SIOCINQ, time)
+//	(bytes arrived so far = bytes the reader consumed + bytes peeked,
+//	 the kernel's receive stamp of the newest of them)
 //
-// in the socket's ring. A read that ends at an event's end (split reads)
-// at byte offset E of the connection is then stamped
+// in the socket's ring. A read handed out up to byte offset E of the
+// connection is then stamped
 //
-//	min(kernel stamp of the read, earliest observed time with bytes >= E)
+//	min(kernel stamp of its recvmsg, earliest observed time with bytes >= E)
 //
-// Both are no earlier than the arrival of byte E: the kernel stamp is the
-// newest queued segment's, the observation was made after the bytes were
-// queued. The observer asks for real-time priority (SCHED_FIFO) and else
+// Both are no earlier than the arrival of byte E: a kernel stamp is its
+// buffer's newest segment's. As the observation carries the kernel's stamp,
+// not the time the observer woke, a late wake costs nothing unless another
+// segment merged into the buffer first. (The observer's goroutine needs a
+// P of the Go scheduler after each wake, which a busy client may make it
+// wait for.) The thread asks for real-time priority (SCHED_FIFO) and else
 // a lower nice value, so that its wake-up does not queue behind the
 // client's own threads; what it got is in the run's stamp note.
+
+// peekMax bounds the bytes one peek copies: the stamp is then the
+// buffer's holding the last byte copied, still a valid observation of
+// fewer bytes.
+const peekMax = 16 << 10
 
 // arrivalRing is the size of a connection's ring of observations.
 const arrivalRing = 32
@@ -99,12 +109,18 @@ type observer struct {
 	wakes        atomic.Int64
 	priority     string
 	done         chan struct{}
-	q            int32 // SIOCINQ scratch, observer thread only
+	conv         *clock.RealToMono
+
+	// The peek in progress, observer thread only.
+	hdr  unix.Msghdr
+	iov  unix.Iovec
+	oob  [128]byte
+	peek [peekMax]byte
 }
 
 // startObserver starts the thread; its error means kernel-offset cannot
 // observe arrivals here.
-func startObserver() (*observer, error) {
+func startObserver(conv *clock.RealToMono) (*observer, error) {
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("epoll_create1: %w", err)
@@ -121,7 +137,7 @@ func startObserver() (*observer, error) {
 		unix.Close(stopfd)
 		return nil, fmt.Errorf("epoll_ctl: %w", err)
 	}
-	o := &observer{epfd: epfd, stopfd: stopfd, done: make(chan struct{})}
+	o := &observer{epfd: epfd, stopfd: stopfd, done: make(chan struct{}), conv: conv}
 	ready := make(chan struct{})
 	go o.loop(ready) // owned by o: ends at stop
 	<-ready
@@ -168,12 +184,17 @@ func (o *observer) loop(ready chan<- struct{}) {
 			}
 			a := v.(*arrivals)
 			before := a.consumed.Load()
-			// A close racing this may reuse the fd: the count then lands
-			// in a ring nobody reads again.
-			if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(a.fd), unix.SIOCINQ, uintptr(unsafe.Pointer(&o.q))); e != 0 {
+			// A close racing this may reuse the fd: the peek then lands
+			// in a ring nobody reads again (and takes nothing).
+			n, err := recvmsg(uintptr(a.fd), &o.hdr, &o.iov, o.peek[:], o.oob[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+			if err != nil || n == 0 {
 				continue
 			}
-			a.record(before+int64(o.q), at)
+			t := at
+			if real, ok := rxStamp(&o.hdr, o.oob[:]); ok {
+				t = min(t, o.conv.Mono(real))
+			}
+			a.record(before+int64(n), t)
 		}
 	}
 }

@@ -5,6 +5,8 @@ package replay
 import (
 	"errors"
 	"net"
+
+	"github.com/tracekit/tracekit/clock"
 )
 
 func kernelStampsUnsupported() string { return "SO_TIMESTAMPING receive stamps need Linux" }
@@ -22,6 +24,6 @@ func (c *rxConn) lastNs() int64 { return 0 }
 // observer is Linux-only.
 type observer struct{ priority string }
 
-func startObserver() (*observer, error) { return nil, errors.New("the arrival observer needs Linux") }
+func startObserver(*clock.RealToMono) (*observer, error) { return nil, errors.New("the arrival observer needs Linux") }
 
 func (o *observer) stop() {}
