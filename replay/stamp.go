@@ -102,7 +102,7 @@ func newStamper(cfg *Config) *stamper {
 		s.conv = clock.NewRealToMono(stampRemeasure)
 	}
 	if s.mode == StampKernelOffset {
-		o, err := startObserver(s.conv)
+		o, err := startObserver()
 		if err != nil {
 			s.mode, s.note = StampKernel, fmt.Sprintf("no arrival observer (%v): kernel stamps", err)
 		}
@@ -169,18 +169,21 @@ func (r *runState) headerStamp(c *conn, now int64) int64 {
 }
 
 // eventEnd returns the length of the prefix of p that ends with its first
-// SSE event (a blank line: "\n\n" or "\r\n\r\n"), or len(p) when p holds
-// none. A cut that is not an event's end (the response header's blank
-// line) only costs a read.
+// SSE event (a blank line: "\n\n" or "\r\n\r\n") and the "\r\n" that
+// closes its HTTP chunk when it follows, or len(p) when p holds none. The
+// chunk's end belongs with the event: the HTTP client reads it before it
+// hands the chunk's data on, and a read that waited for it would carry the
+// stamp of whatever came after. A cut that is not an event's end (the
+// response header's blank line) only costs a read.
 func eventEnd(p []byte) int {
 	for i := 1; i < len(p); i++ {
 		if p[i] != '\n' {
 			continue
 		}
-		if p[i-1] == '\n' {
-			return i + 1
-		}
-		if i >= 3 && p[i-1] == '\r' && p[i-2] == '\n' && p[i-3] == '\r' {
+		if p[i-1] == '\n' || (i >= 3 && p[i-1] == '\r' && p[i-2] == '\n' && p[i-3] == '\r') {
+			if i+2 < len(p) && p[i+1] == '\r' && p[i+2] == '\n' {
+				return i + 3
+			}
 			return i + 1
 		}
 	}

@@ -42,8 +42,7 @@ type rxConn struct {
 	st    *stamper
 	split bool
 	last  atomic.Int64 // Mono ns of the last read's stamp
-	arr   arrivals     // split: what the observer saw arrive
-	obsID uint64       // split: registration with st.obs, 0 none
+	obs   obsReg       // split: the registration with st.obs, obs.s nil none
 
 	// split: bytes received but not yet returned, their kernel stamp
 	// (Mono) and the connection offset of the next byte Read returns.
@@ -87,9 +86,9 @@ func newRxConn(nc net.Conn, split bool, st *stamper) (*rxConn, error) {
 	c.last.Store(clock.Mono())
 	if split && st.obs != nil {
 		var aerr error
-		raw.Control(func(fd uintptr) { c.obsID, aerr = st.obs.add(int(fd), &c.arr) })
+		raw.Control(func(fd uintptr) { c.obs, aerr = st.obs.add(int(fd)) })
 		if aerr != nil {
-			c.obsID = 0
+			c.obs = obsReg{}
 			st.observeErrs.Add(1)
 		}
 	}
@@ -98,8 +97,9 @@ func newRxConn(nc net.Conn, split bool, st *stamper) (*rxConn, error) {
 
 // Close leaves the observer before the socket closes.
 func (c *rxConn) Close() error {
-	if c.obsID != 0 {
-		c.st.obs.remove(c.obsID)
+	if c.obs.s != nil {
+		c.st.obs.remove(c.obs)
+		c.obs = obsReg{}
 	}
 	return c.TCPConn.Close()
 }
@@ -142,7 +142,9 @@ func (c *rxConn) Read(p []byte) (int, error) {
 		c.setLast(stamp)
 		return n, nil
 	}
-	c.arr.consumed.Add(int64(n))
+	if c.obs.s != nil {
+		c.obs.s.consumed.Add(int64(n))
+	}
 	if cut := eventEnd(p[:n]); cut < n {
 		c.pendBuf = append(c.pendBuf[:0], p[cut:n]...)
 		c.pend, c.pendNs, n = c.pendBuf, stamp, cut
@@ -159,10 +161,12 @@ func (c *rxConn) deliver(n int, stamp int64) {
 	if len(c.pend) > 0 {
 		c.st.splitReads.Add(1)
 	}
-	if c.obsID != 0 {
-		if at, ok := c.arr.firstAt(c.off); ok && at < stamp {
-			stamp = at
-			c.st.observedReads.Add(1)
+	if c.obs.s != nil {
+		if real, ok := c.obs.s.firstAt(c.obs.gen, c.off); ok {
+			if at := c.st.toMono(real); at < stamp {
+				stamp = at
+				c.st.observedReads.Add(1)
+			}
 		}
 	}
 	c.setLast(stamp)

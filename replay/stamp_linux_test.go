@@ -4,15 +4,19 @@ package replay
 
 import (
 	"bytes"
-	"slices"
-
-	"github.com/tracekit/tracekit/mock"
+	"fmt"
 	"io"
 	"net"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/tracekit/tracekit/clock"
+	"github.com/tracekit/tracekit/mock"
+	"github.com/tracekit/tracekit/record"
+	"github.com/tracekit/tracekit/trace"
 )
 
 // rxPair dials a loopback listener and returns the client side wrapped
@@ -32,7 +36,11 @@ func rxPair(t *testing.T, split bool) (*rxConn, net.Conn, *stamper) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := newStamper(&Config{StampMode: StampKernelOffset, Targets: []string{"http://x"}})
+	mode := StampKernel
+	if split {
+		mode = StampKernelOffset
+	}
+	st := newStamper(&Config{StampMode: mode, Targets: []string{"http://x"}})
 	rx, err := newRxConn(nc, split, st)
 	if err != nil {
 		t.Fatal(err)
@@ -221,6 +229,8 @@ func TestEventEnd(t *testing.T) {
 	}{
 		{"data: a\n\ndata: b\n\n", 9}, {"data: a\r\n\r\nx", 11}, {"HTTP/1.1 200 OK\r\nA: b\r\n\r\n1a\r\ndata", 25},
 		{"data: a\n", 8}, {"", 0}, {"\n\n", 2}, {"a\r\n\n", 4},
+		// The chunk's end goes with the event.
+		{"data: a\n\n\r\n6\r\ndata", 11}, {"data: a\r\n\r\n\r\nx", 13}, {"data: a\n\n\r", 9}, {"data: a\n\n\r\n", 11},
 	} {
 		if got := eventEnd([]byte(tc.in)); got != tc.want {
 			t.Errorf("eventEnd(%q) = %d, want %d", tc.in, got, tc.want)
@@ -267,5 +277,93 @@ func TestStampModesAgainstTheMock(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestKernelOffsetChunkedEvents: over a real HTTP/1.1 chunked response
+// read by fasthttp, as replay reads it, two events and the stream's tail
+// that all queued before the body was read get their own arrivals: each
+// event is stamped before the next write began. (The HTTP client reads a
+// chunk's closing CRLF before it hands the chunk on: a cut at the event's
+// blank line alone made it read on into the tail and stamp the last event
+// with the tail's arrival.)
+func TestKernelOffsetChunkedEvents(t *testing.T) {
+	const gap = 40 * time.Millisecond
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var began [3]int64 // before each write: event 0, event 1, the tail
+	served := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			served <- err
+			return
+		}
+		defer c.Close()
+		req := make([]byte, 0, 1024)
+		buf := make([]byte, 1024)
+		for !bytes.Contains(req, []byte("\r\n\r\n")) {
+			n, err := c.Read(buf)
+			if err != nil {
+				served <- err
+				return
+			}
+			req = append(req, buf[:n]...)
+		}
+		chunk := func(s string) string { return fmt.Sprintf("%x\r\n%s\r\n", len(s), s) }
+		parts := []string{
+			"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" + chunk("data: {\"choices\":[{\"text\":\"a\"}]}\n\n"),
+			chunk("data: {\"choices\":[{\"text\":\"b\"}]}\n\n"),
+			chunk("data: {\"choices\":[],\"usage\":{\"completion_tokens\":2}}\n\n") + chunk("data: [DONE]\n\n") + "0\r\n\r\n",
+		}
+		for i, p := range parts {
+			if i > 0 {
+				time.Sleep(gap)
+			}
+			began[i] = clock.Mono()
+			if _, err := c.Write([]byte(p)); err != nil {
+				served <- err
+				return
+			}
+		}
+		served <- nil
+		time.Sleep(time.Second) // keep the connection open while the client reads
+	}()
+	cs := newConnSet(&Config{StampMode: StampKernelOffset, Targets: []string{"http://x"}, DialTimeout: 5 * time.Second})
+	defer cs.stamp.close()
+	hc := &fasthttp.HostClient{Addr: ln.Addr().String(), Dial: cs.dialer(nil), StreamResponseBody: true}
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI("http://" + ln.Addr().String() + "/v1/completions")
+	if err := hc.Do(req, resp); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(gap) // the whole body queued before anything reads it
+	c := connOf(resp.LocalAddr())
+	if c == nil || c.rx == nil || !c.rx.split {
+		t.Fatalf("conn %+v: not a kernel-offset connection", c)
+	}
+	s := record.NewStream(nil)
+	if err := s.ReadBody(resp.BodyStream(), make([]byte, 4096), c.stampFn); err != nil {
+		t.Fatal(err)
+	}
+	resp.CloseBodyStream()
+	var rec trace.Record
+	s.Fill(&rec)
+	if len(rec.EventNs) != 2 || !s.Done() {
+		t.Fatalf("events %v, done %v", rec.EventNs, s.Done())
+	}
+	_, width := cs.stamp.conv.Offset()
+	for i, at := range rec.EventNs {
+		if at < began[i]-width || at >= began[i+1] {
+			t.Errorf("event %d stamped %d: want after its write began (%d), before the next write (%d)", i, at, began[i], began[i+1])
+		}
 	}
 }

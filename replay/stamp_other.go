@@ -5,8 +5,6 @@ package replay
 import (
 	"errors"
 	"net"
-
-	"github.com/tracekit/tracekit/clock"
 )
 
 func kernelStampsUnsupported() string { return "SO_TIMESTAMPING receive stamps need Linux" }
@@ -24,6 +22,6 @@ func (c *rxConn) lastNs() int64 { return 0 }
 // observer is Linux-only.
 type observer struct{ priority string }
 
-func startObserver(*clock.RealToMono) (*observer, error) { return nil, errors.New("the arrival observer needs Linux") }
+func startObserver() (*observer, error) { return nil, errors.New("the arrival observer needs Linux") }
 
 func (o *observer) stop() {}
