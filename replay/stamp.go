@@ -18,14 +18,18 @@ import (
 //     segment the read returned (SO_TIMESTAMPING, read with recvmsg),
 //     converted to the run's clock: the scheduling wait is gone, but
 //     several events that queued up before a late read share its stamp.
-//   - StampKernelOffset: as StampKernel, and every read ends at the end of
-//     the first event among the queued bytes (peeked first, then read up
-//     to there), so the read's end is an event's byte offset on the
-//     connection; an observer thread (stamp_observe_linux.go) records when
-//     each byte offset arrived, and the event gets the earlier of the two
-//     times, late reader or not. The kernel alone cannot tell: TCP merges
-//     queued segments and keeps the newest stamp. It costs a second
-//     syscall per read and the observer's wake per arrival.
+//   - StampKernelOffset: as StampKernel, and a read that brings more than
+//     one event is handed out one event at a time (the rest kept for the
+//     next Reads, which need no syscall), so that every Read ends at an
+//     event's byte offset on the connection; an observer process
+//     (stamp_observe_linux.go) records when each byte offset arrived, with
+//     the kernel's own receive stamp, and the event gets the earlier of the
+//     two times, late reader or not. The kernel alone cannot tell: TCP
+//     merges queued segments and keeps the newest stamp. It costs the
+//     observer's wake and one peek per arrival, in its own process.
+//
+// The default is StampKernelOffset: it is never later than StampKernel
+// and the reader's own cost is the same (one recvmsg per read).
 //
 // Where a mode does not apply the run falls back and says so in
 // trace.RunStamps.Note: no SO_TIMESTAMPING (not Linux) means goroutine
@@ -40,7 +44,7 @@ const (
 
 // DefaultStampMode is the mode of an empty Config.StampMode where the
 // kernel supports it.
-const DefaultStampMode = StampKernel
+const DefaultStampMode = StampKernelOffset
 
 // stampRemeasure is how often the kernel stamps' REALTIME-to-monotonic
 // offset is measured again.

@@ -200,7 +200,12 @@ func startObserver() (*observer, error) {
 	defer child.Close()
 	o := &observer{table: table, slots: (*[maxSlots]slot)(unsafe.Pointer(&table[0])), ctl: fds[0], exited: make(chan struct{})}
 	o.cmd = exec.Command(exe)
-	o.cmd.Env = append(os.Environ(), observerEnv+"=1")
+	// A race-detector build sleeps a second at exit unless told not to.
+	race := "atexit_sleep_ms=0"
+	if g := os.Getenv("GORACE"); g != "" {
+		race = g + " " + race
+	}
+	o.cmd.Env = append(os.Environ(), observerEnv+"=1", "GORACE="+race)
 	o.cmd.ExtraFiles = []*os.File{mf, child} // fds 3 and 4
 	o.cmd.Stderr = os.Stderr
 	if err := o.cmd.Start(); err != nil {
