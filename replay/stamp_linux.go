@@ -43,6 +43,7 @@ type rxConn struct {
 	split bool
 	last  atomic.Int64 // Mono ns of the last read's stamp
 	obs   obsReg       // split: the registration with st.obs, obs.s nil none
+	shut  atomic.Bool  // Close was called
 
 	// split: bytes received but not yet returned, their kernel stamp
 	// (Mono) and the connection offset of the next byte Read returns.
@@ -97,9 +98,11 @@ func newRxConn(nc net.Conn, split bool, st *stamper) (*rxConn, error) {
 
 // Close leaves the observer before the socket closes.
 func (c *rxConn) Close() error {
+	if c.shut.Swap(true) {
+		return c.TCPConn.Close() // net's own error for a second Close
+	}
 	if c.obs.s != nil {
-		c.st.obs.remove(c.obs)
-		c.obs = obsReg{}
+		c.obs.o.remove(c.obs)
 	}
 	return c.TCPConn.Close()
 }
@@ -110,6 +113,9 @@ func (c *rxConn) lastNs() int64 { return c.last.Load() }
 func (c *rxConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
+	}
+	if c.shut.Load() {
+		return 0, &net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: net.ErrClosed}
 	}
 	if len(c.pend) > 0 {
 		n := copy(p, c.pend[:eventEnd(c.pend)])

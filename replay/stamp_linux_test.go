@@ -4,10 +4,12 @@ package replay
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -373,5 +375,104 @@ func TestKernelOffsetChunkedEvents(t *testing.T) {
 		if at < began[i]-width || at >= began[i+1] {
 			t.Errorf("event %d stamped %d: want after its write began (%d), before the next write (%d)", i, at, began[i], began[i+1])
 		}
+	}
+}
+
+// TestObserverGoneFallsBack: when the observer process dies, a connection
+// opened before it and one opened after still read every byte in order
+// with kernel stamps, the later one is counted as not observed and the
+// run's note says so.
+func TestObserverGoneFallsBack(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	st := newStamper(&Config{StampMode: StampKernelOffset, Targets: []string{"http://x"}})
+	defer st.close()
+	if st.mode != StampKernelOffset || st.obs == nil {
+		t.Fatalf("mode %s, observer %v: %s", st.mode, st.obs, st.note)
+	}
+	pair := func() (*rxConn, net.Conn) {
+		nc, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rx, err := newRxConn(nc, true, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { rx.Close(); srv.Close() })
+		return rx, srv
+	}
+	before, srvBefore := pair()
+	if before.obs.s == nil {
+		t.Fatal("the first connection did not join the observer")
+	}
+	st.obs.cmd.Process.Kill()
+	<-st.obs.exited
+	after, srvAfter := pair()
+	if after.obs.s != nil || st.observeErrs.Load() != 1 {
+		t.Fatalf("after the observer died: registered %v, %d connections not observed", after.obs.s != nil, st.observeErrs.Load())
+	}
+	if m := st.meta(); !strings.Contains(m.Note, "1 connections could not join the arrival observer") {
+		t.Errorf("note %q", m.Note)
+	}
+	const events = "data: a\n\ndata: b\n\n"
+	for _, c := range []struct {
+		rx  *rxConn
+		srv net.Conn
+	}{{before, srvBefore}, {after, srvAfter}} {
+		kernel := st.kernelReads.Load()
+		if _, err := c.srv.Write([]byte(events)); err != nil {
+			t.Fatal(err)
+		}
+		var got []byte
+		buf := make([]byte, 64)
+		for len(got) < len(events) {
+			n, err := c.rx.Read(buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, buf[:n]...)
+		}
+		if string(got) != events || st.kernelReads.Load() == kernel {
+			t.Errorf("read %q with %d kernel-stamped reads", got, st.kernelReads.Load()-kernel)
+		}
+	}
+}
+
+// TestConnOutlivesObserver: a connection still open when the run stops
+// its observer keeps reading (the shared table stays mapped until the
+// last such connection closes) and closes cleanly; a read after Close
+// fails, even with bytes kept from before.
+func TestConnOutlivesObserver(t *testing.T) {
+	rx, srv, st := rxPair(t, true)
+	if _, err := srv.Write([]byte("data: a\n\ndata: b\n\n")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	if n, err := rx.Read(buf); err != nil || string(buf[:n]) != "data: a\n\n" {
+		t.Fatalf("first read %q, %v", buf[:n], err)
+	}
+	st.close()
+	if n, err := rx.Read(buf); err != nil || string(buf[:n]) != "data: b\n\n" {
+		t.Fatalf("read after the observer stopped: %q, %v", buf[:n], err)
+	}
+	if _, err := srv.Write([]byte("data: c\n\ndata: d\n\n")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := rx.Read(buf); err != nil || string(buf[:n]) != "data: c\n\n" {
+		t.Fatalf("read after the observer stopped: %q, %v", buf[:n], err)
+	}
+	if err := rx.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := rx.Read(buf); err == nil || !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("read after Close: %d, %v", n, err)
 	}
 }

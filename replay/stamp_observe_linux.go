@@ -148,6 +148,7 @@ type ctlMsg struct {
 
 // obsReg is a connection's registration with the observer.
 type obsReg struct {
+	o   *observer
 	s   *slot
 	idx uint32
 	gen uint64
@@ -162,12 +163,16 @@ type observer struct {
 	cmd      *exec.Cmd
 	exited   chan struct{}
 
-	mu    sync.Mutex // slot allocation, on dial and close only
-	free  []uint32
-	next  uint32
-	gen   uint64
-	dead  atomic.Bool // the control pair failed: no more adds
-	sendN atomic.Int64
+	// mu guards the slots, the control pair's life and the mapping's: a
+	// connection that outlives stop keeps the table mapped until it
+	// closes. Taken on dial and close only.
+	mu      sync.Mutex
+	free    []uint32
+	next    uint32
+	gen     uint64
+	live    int  // registered connections
+	stopped bool // ctl is closed
+	dead    bool // the control pair failed: no more adds
 }
 
 // startObserver starts the child; its error means kernel-offset cannot
@@ -234,10 +239,11 @@ func (o *observer) release() {
 
 // add registers fd; the registration removes it.
 func (o *observer) add(fd int) (obsReg, error) {
-	if o.dead.Load() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.dead || o.stopped {
 		return obsReg{}, errors.New("the observer is gone")
 	}
-	o.mu.Lock()
 	var idx uint32
 	switch {
 	case len(o.free) > 0:
@@ -247,55 +253,64 @@ func (o *observer) add(fd int) (obsReg, error) {
 		idx = o.next
 		o.next++
 	default:
-		o.mu.Unlock()
 		return obsReg{}, fmt.Errorf("more than %d connections at once", maxSlots)
 	}
 	o.gen++
-	r := obsReg{s: &o.slots[idx], idx: idx, gen: o.gen}
-	o.mu.Unlock()
+	r := obsReg{o: o, s: &o.slots[idx], idx: idx, gen: o.gen}
 	r.s.consumed.Store(0)
 	r.s.gen.Store(r.gen)
 	if err := o.send(ctlMsg{op: opAdd, slot: idx, gen: r.gen}, unix.UnixRights(fd)); err != nil {
-		o.freeSlot(idx)
+		o.free = append(o.free, idx)
 		return obsReg{}, err
 	}
+	o.live++
 	return r, nil
 }
 
-// remove unregisters a connection (before its socket closes: the child's
-// duplicate would keep it open).
+// remove unregisters a connection before its socket closes (the child's
+// duplicate would keep it open); the last one after stop unmaps the table.
 func (o *observer) remove(r obsReg) {
-	if o.send(ctlMsg{op: opDel, slot: r.idx, gen: r.gen}, nil) == nil {
-		o.freeSlot(r.idx)
-	} // else the slot stays taken: the child may still write it
-}
-
-func (o *observer) freeSlot(idx uint32) {
 	o.mu.Lock()
-	o.free = append(o.free, idx)
-	o.mu.Unlock()
+	defer o.mu.Unlock()
+	if !o.stopped && !o.dead && o.send(ctlMsg{op: opDel, slot: r.idx, gen: r.gen}, nil) == nil {
+		o.free = append(o.free, r.idx)
+	} // else the slot stays taken: the child may still write it
+	o.live--
+	if o.stopped && o.live == 0 {
+		unix.Munmap(o.table)
+	}
 }
 
+// send writes one control message; o.mu is held.
 func (o *observer) send(m ctlMsg, oob []byte) error {
 	b := (*[unsafe.Sizeof(ctlMsg{})]byte)(unsafe.Pointer(&m))[:]
-	if err := unix.Sendmsg(o.ctl, b, oob, nil, 0); err != nil {
-		o.dead.Store(true)
+	if err := unix.Sendmsg(o.ctl, b, oob, nil, unix.MSG_NOSIGNAL); err != nil {
+		o.dead = true
 		return fmt.Errorf("telling the observer: %w", err)
 	}
 	return nil
 }
 
 // stop ends the child (closing the pair is its signal) and unmaps the
-// table.
+// table once no connection uses it.
 func (o *observer) stop() {
+	o.mu.Lock()
+	if o.stopped {
+		o.mu.Unlock()
+		return
+	}
+	o.stopped = true
 	unix.Close(o.ctl)
+	if o.live == 0 {
+		unix.Munmap(o.table)
+	}
+	o.mu.Unlock()
 	select {
 	case <-o.exited:
 	case <-time.After(5 * time.Second):
 		o.cmd.Process.Kill()
 		<-o.exited
 	}
-	unix.Munmap(o.table)
 }
 
 // raisePriority asks the calling thread for SCHED_FIFO, else nice -10,
