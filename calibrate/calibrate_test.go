@@ -455,7 +455,10 @@ func TestVariationsJoinEveryEvent(t *testing.T) {
 		if off := rep.OffsetsNs[r.Step.Stamp]; r.ErrP50Ns != r.RawMedianNs-off {
 			t.Errorf("%s: error p50 %d, raw median %d, its mode's offset %d", r.Name, r.ErrP50Ns, r.RawMedianNs, off)
 		}
-		if got := r.Scrapes > 0; got != r.Step.Scrape || r.ScrapeFailures != 0 {
+		// A scrape times out after the interval (100 ms here), which a
+		// loaded machine can exceed: failures are allowed in a scrape
+		// step, none outside one, and a scrape step has scraped.
+		if got := r.Scrapes > 0; got != r.Step.Scrape || (!r.Step.Scrape && r.ScrapeFailures != 0) {
 			t.Errorf("%s: %d scrapes, %d failed", r.Name, r.Scrapes, r.ScrapeFailures)
 		}
 		if (r.Burners == cfg.Burners) != r.Step.Burner {

@@ -34,8 +34,10 @@ import (
 // Where a mode does not apply the run falls back and says so in
 // trace.RunStamps.Note: no SO_TIMESTAMPING (not Linux) means goroutine
 // stamps; a TLS connection gets kernel stamps of the TCP reads under TLS
-// (the bytes are encrypted, so no event ends can be found in them); a read
-// that carries no kernel stamp is stamped by the clock and counted.
+// (the bytes are encrypted, so no event ends can be found in them); no
+// observer process (this executable cannot be started again, or it died)
+// means kernel stamps, for the run or for the connections opened after; a
+// read that carries no kernel stamp is stamped by the clock and counted.
 const (
 	StampGoroutine    = trace.StampGoroutine
 	StampKernel       = trace.StampKernel
