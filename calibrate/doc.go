@@ -42,12 +42,17 @@
 // parsing) while the streams already open emit, a CPU burst in which their
 // events are read late; and its tail, in which streams end one by one.
 // Each stream step therefore also reports its error over the steady-state
-// window, the span in which every stream of the step is open, in the
-// mock's write time:
+// window, the span in which every stream of the step is open but at most
+// k = floor(streams/100) stragglers at either end, in the mock's write
+// time:
 //
-//	from = max over the step's streams of its first event's write time
-//	to   = min over the step's streams of its last event's write time
+//	from = the (k+1)-th latest first-event write time of the step's streams
+//	to   = the (k+1)-th earliest last-event write time
 //	steady events = matched events written strictly inside (from, to)
+//
+// (below 100 streams: the latest first write and the earliest last one;
+// a single connection that took seconds to open would otherwise leave a
+// 10,000-stream step without a window)
 //
 // with p50/p99/max of their errors (same offset), the window's start
 // (after the step's first write), its length and its event count

@@ -35,13 +35,18 @@ type Joined struct {
 	ServerFirstNs int64
 	// SteadyFromNs and SteadyToNs bound the steady-state window in server
 	// write time (absolute ns), the span in which every stream of the step
-	// is open:
+	// is open but at most k = floor(n/100) stragglers at either end (n log
+	// entries with events):
 	//
-	//	SteadyFromNs = max over the step's log entries of its first write
-	//	SteadyToNs   = min over the step's log entries of its last write
+	//	SteadyFromNs = the (k+1)-th latest first write of the step's entries
+	//	SteadyToNs   = the (k+1)-th earliest last write
 	//
-	// SteadyFromNs >= SteadyToNs when the streams never were all open at
-	// once (rate steps' short requests): there is no window.
+	// (k = 0 below 100 streams: the latest first write, the earliest last
+	// one). One stream whose connection took seconds (a SYN retransmitted
+	// after the server's accept queue overflowed) would otherwise leave a
+	// 10,000-stream step no window at all. SteadyFromNs >= SteadyToNs when
+	// the streams never were open together (rate steps' short requests):
+	// there is no window.
 	SteadyFromNs, SteadyToNs int64
 	// SteadyDiffs are the Diffs of the matched events written strictly
 	// inside the window (SteadyFromNs < write time < SteadyToNs), sorted.
@@ -118,21 +123,20 @@ func Join(recs []trace.Record, startMono int64, log []mock.LogEntry, prefix stri
 // steady sets the steady-state window from the step's log entries and
 // picks the diffs (still parallel to writes) written inside it.
 func (j *Joined) steady(byID map[string]*mock.LogEntry, writes []int64) {
-	first := true
+	var firsts, lasts []int64
 	for _, e := range byID {
-		ev := e.EventMonoNs
-		if len(ev) == 0 {
-			continue
+		if ev := e.EventMonoNs; len(ev) > 0 {
+			firsts, lasts = append(firsts, ev[0]), append(lasts, ev[len(ev)-1])
 		}
-		if first {
-			j.ServerFirstNs, j.SteadyFromNs, j.SteadyToNs = ev[0], ev[0], ev[len(ev)-1]
-			first = false
-			continue
-		}
-		j.ServerFirstNs = min(j.ServerFirstNs, ev[0])
-		j.SteadyFromNs = max(j.SteadyFromNs, ev[0])
-		j.SteadyToNs = min(j.SteadyToNs, ev[len(ev)-1])
 	}
+	if len(firsts) == 0 {
+		return
+	}
+	slices.Sort(firsts)
+	slices.Sort(lasts)
+	k := len(firsts) / 100
+	j.ServerFirstNs = firsts[0]
+	j.SteadyFromNs, j.SteadyToNs = firsts[len(firsts)-1-k], lasts[k]
 	if j.SteadyFromNs >= j.SteadyToNs {
 		return
 	}

@@ -172,7 +172,7 @@ func (rep *Report) writeSteady(w io.Writer) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	fmt.Fprintln(w, "\nsteady state (events written while every stream of the step is open; the ramp and the tail left out; not part of pass):")
+	fmt.Fprintln(w, "\nsteady state (events written while every stream of the step is open, but 1 in 100 stragglers; the ramp and the tail left out; not part of pass):")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "step\twindow from\tlength\tevents\tof matched\terror p50\tp99\tmax\twhole-step p99\t")
 	for _, r := range rows {

@@ -43,9 +43,9 @@
 // Beneath it, in a kernel stamp mode (stamp.go), the TCP connection is an
 // rxConn read with recvmsg: each read keeps the kernel's receive stamp, and
 // the body parser's clock (runState.bodyClock) returns it instead of the
-// time the goroutine ran; kernel-offset adds reads cut at event ends and
-// an arrival observer thread (stamp_observe_linux.go). The mode used is in
-// RunMeta.Stamps.
+// time the goroutine ran; kernel-offset (the default) adds reads handed out
+// one event at a time and an arrival observer, a child process of this
+// executable (stamp_observe_linux.go). The mode used is in RunMeta.Stamps.
 //
 // Keep-alive: servers close idle connections silently (uvicorn after 5 s).
 // The first Write of a request on a pooled connection idle longer than

@@ -18,20 +18,26 @@ import (
 //     segment the read returned (SO_TIMESTAMPING, read with recvmsg),
 //     converted to the run's clock: the scheduling wait is gone, but
 //     several events that queued up before a late read share its stamp.
-//   - StampKernelOffset: as StampKernel, and every read ends at the end of
-//     the first event among the queued bytes (peeked first, then read up
-//     to there), so the read's end is an event's byte offset on the
-//     connection; an observer thread (stamp_observe_linux.go) records when
-//     each byte offset arrived, and the event gets the earlier of the two
-//     times, late reader or not. The kernel alone cannot tell: TCP merges
-//     queued segments and keeps the newest stamp. It costs a second
-//     syscall per read and the observer's wake per arrival.
+//   - StampKernelOffset: as StampKernel, and a read that brings more than
+//     one event is handed out one event at a time (the rest kept for the
+//     next Reads, which need no syscall), so that every Read ends at an
+//     event's byte offset on the connection; an observer process
+//     (stamp_observe_linux.go) records when each byte offset arrived, with
+//     the kernel's own receive stamp, and the event gets the earlier of the
+//     two times, late reader or not. The kernel alone cannot tell: TCP
+//     merges queued segments and keeps the newest stamp. It costs the
+//     observer's wake and one peek per arrival, in its own process.
+//
+// The default is StampKernelOffset: it is never later than StampKernel
+// and the reader's own cost is the same (one recvmsg per read).
 //
 // Where a mode does not apply the run falls back and says so in
 // trace.RunStamps.Note: no SO_TIMESTAMPING (not Linux) means goroutine
 // stamps; a TLS connection gets kernel stamps of the TCP reads under TLS
-// (the bytes are encrypted, so no event ends can be found in them); a read
-// that carries no kernel stamp is stamped by the clock and counted.
+// (the bytes are encrypted, so no event ends can be found in them); no
+// observer process (this executable cannot be started again, or it died)
+// means kernel stamps, for the run or for the connections opened after; a
+// read that carries no kernel stamp is stamped by the clock and counted.
 const (
 	StampGoroutine    = trace.StampGoroutine
 	StampKernel       = trace.StampKernel
@@ -40,7 +46,7 @@ const (
 
 // DefaultStampMode is the mode of an empty Config.StampMode where the
 // kernel supports it.
-const DefaultStampMode = StampKernel
+const DefaultStampMode = StampKernelOffset
 
 // stampRemeasure is how often the kernel stamps' REALTIME-to-monotonic
 // offset is measured again.
@@ -98,15 +104,15 @@ func newStamper(cfg *Config) *stamper {
 			s.note = "https targets get kernel stamps of the TCP reads under TLS, without event offsets"
 		}
 	}
+	if s.mode != StampGoroutine {
+		s.conv = clock.NewRealToMono(stampRemeasure)
+	}
 	if s.mode == StampKernelOffset {
 		o, err := startObserver()
 		if err != nil {
 			s.mode, s.note = StampKernel, fmt.Sprintf("no arrival observer (%v): kernel stamps", err)
 		}
 		s.obs = o
-	}
-	if s.mode != StampGoroutine {
-		s.conv = clock.NewRealToMono(stampRemeasure)
 	}
 	return s
 }
@@ -169,18 +175,21 @@ func (r *runState) headerStamp(c *conn, now int64) int64 {
 }
 
 // eventEnd returns the length of the prefix of p that ends with its first
-// SSE event (a blank line: "\n\n" or "\r\n\r\n"), or len(p) when p holds
-// none. A cut that is not an event's end (the response header's blank
-// line) only costs a read.
+// SSE event (a blank line: "\n\n" or "\r\n\r\n") and the "\r\n" that
+// closes its HTTP chunk when it follows, or len(p) when p holds none. The
+// chunk's end belongs with the event: the HTTP client reads it before it
+// hands the chunk's data on, and a read that waited for it would carry the
+// stamp of whatever came after. A cut that is not an event's end (the
+// response header's blank line) only costs a read.
 func eventEnd(p []byte) int {
 	for i := 1; i < len(p); i++ {
 		if p[i] != '\n' {
 			continue
 		}
-		if p[i-1] == '\n' {
-			return i + 1
-		}
-		if i >= 3 && p[i-1] == '\r' && p[i-2] == '\n' && p[i-3] == '\r' {
+		if p[i-1] == '\n' || (i >= 3 && p[i-1] == '\r' && p[i-2] == '\n' && p[i-3] == '\r') {
+			if i+2 < len(p) && p[i+1] == '\r' && p[i+2] == '\n' {
+				return i + 3
+			}
 			return i + 1
 		}
 	}

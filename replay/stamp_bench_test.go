@@ -9,8 +9,8 @@ import (
 
 // BenchmarkStampRead measures one event read on a loopback TCP
 // connection in each stamp mode: the plain conn's Read (goroutine), an
-// rxConn's recvmsg with the receive stamp (kernel), and peek + cut +
-// recvmsg with the arrival observer registered (kernel-offset). The
+// rxConn's recvmsg with the receive stamp (kernel), and recvmsg + cut
+// with the arrival observer registered (kernel-offset). The
 // writer sends one 150-byte SSE event per read, in lockstep, so every
 // read finds exactly one event. It reports ns/read and allocs per read
 // (the hot path allocates none).

@@ -3,84 +3,128 @@
 package replay
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/tracekit/tracekit/clock"
 )
 
 // The kernel keeps one receive stamp per queued buffer, and TCP merges a
 // segment into the buffer still queued before it (receive coalescing),
 // keeping the newer stamp: events that queue up before a late read have
 // lost their own arrival times by the time anything reads them. The
-// observer sees them arrive instead. It is one OS thread blocked in
-// epoll_wait on every kernel-offset socket (edge-triggered: it wakes on
-// each arrival); on each wake it reads the clock once and records, per
-// ready socket,
+// observer looks at them before that. It is a small child process (this
+// same executable, started with observerEnv set: see init below) blocked
+// in epoll_wait on a duplicate of every kernel-offset socket
+// (edge-triggered: it wakes on each arrival); on each wake it peeks, per
+// ready socket, at the queued bytes with their receive stamp (one recvmsg
+// with MSG_PEEK, which takes nothing from the socket) and records
 //
-//	(bytes arrived so far = bytes the reader consumed + SIOCINQ, time)
+//	(bytes arrived so far = bytes the reader consumed + bytes peeked,
+//	 the kernel's receive stamp of the newest of them)
 //
-// in the socket's ring. A read that ends at an event's end (split reads)
-// at byte offset E of the connection is then stamped
+// in the socket's ring, in memory shared with the client. A read handed
+// out up to byte offset E of the connection is then stamped
 //
-//	min(kernel stamp of the read, earliest observed time with bytes >= E)
+//	min(kernel stamp of its recvmsg, earliest observed time with bytes >= E)
 //
-// Both are no earlier than the arrival of byte E: the kernel stamp is the
-// newest queued segment's, the observation was made after the bytes were
-// queued. The observer asks for real-time priority (SCHED_FIFO) and else
-// a lower nice value, so that its wake-up does not queue behind the
-// client's own threads; what it got is in the run's stamp note.
+// Both are no earlier than the arrival of byte E: a kernel stamp is its
+// buffer's newest segment's. As the observation carries the kernel's
+// stamp, a late wake costs nothing unless another segment merged into the
+// buffer first.
+//
+// Why a process and not a thread: a goroutine returning from epoll_wait
+// needs a P of the Go scheduler before it can run, and on a busy client
+// (a wave of requests starting, or a loaded machine whose threads holding
+// the Ps are descheduled) it waits for one for milliseconds, long enough
+// for the next segment to merge. The child's runtime has nothing else to
+// run, and its thread asks for real-time priority (SCHED_FIFO, else nice
+// -10) so that its wake-up does not queue behind anyone's threads; what it
+// got is in the run's stamp metadata.
+//
+// Protocol: the client sends add (slot, generation, the socket by
+// SCM_RIGHTS) and del (slot) messages on a SOCK_SEQPACKET pair; the child
+// acknowledges an add by storing its generation in the slot (ackGen) after
+// resetting the slot's ring, so records of a slot's previous connection
+// are never read for the next one. Closing the pair ends the child.
+
+// observerEnv, set in its environment, makes this executable the observer.
+const observerEnv = "TRACEKIT_ARRIVAL_OBSERVER"
+
+func init() {
+	if os.Getenv(observerEnv) == "1" {
+		os.Exit(observeChild())
+	}
+}
 
 // arrivalRing is the size of a connection's ring of observations.
 const arrivalRing = 32
 
-// arrival is one observation; seq is odd while the observer writes it.
+// maxSlots bounds the connections observed at once; later ones read with
+// kernel stamps (counted in the run's note). The table is virtual memory
+// touched a page at a time.
+const maxSlots = 1 << 15
+
+// peekMax bounds the bytes one peek copies: the stamp is then the
+// buffer's holding the last byte copied, still a valid observation of
+// fewer bytes.
+const peekMax = 16 << 10
+
+// arrival is one observation (CLOCK_REALTIME ns); seq is odd while the
+// child writes it.
 type arrival struct {
 	seq   atomic.Uint64
 	bytes atomic.Int64
 	at    atomic.Int64
 }
 
-// arrivals is one connection's observations (one writer: the observer).
-type arrivals struct {
-	fd       int
-	consumed atomic.Int64 // bytes the reader has taken from the socket
-	head     atomic.Uint64
-	last     int64 // the observer's last recorded byte count
+// slot is one connection's observations, in the shared table.
+type slot struct {
+	gen      atomic.Uint64 // client: the registration using the slot
+	ackGen   atomic.Uint64 // child: the registration its records are of
+	consumed atomic.Int64  // client: bytes the reader has taken from the socket
+	head     atomic.Uint64 // child
+	last     atomic.Int64  // child: the last recorded byte count
 	ring     [arrivalRing]arrival
 }
 
-// record stores (bytes, at) when bytes grew; observer only.
-func (a *arrivals) record(bytes, at int64) {
-	if bytes <= a.last {
+// record stores (bytes, at) when bytes grew; child only.
+func (s *slot) record(bytes, at int64) {
+	if bytes <= s.last.Load() {
 		return
 	}
-	a.last = bytes
-	h := a.head.Load()
-	s := &a.ring[h%arrivalRing]
-	s.seq.Add(1)
-	s.bytes.Store(bytes)
-	s.at.Store(at)
-	s.seq.Add(1)
-	a.head.Store(h + 1)
+	s.last.Store(bytes)
+	h := s.head.Load()
+	e := &s.ring[h%arrivalRing]
+	e.seq.Add(1)
+	e.bytes.Store(bytes)
+	e.at.Store(at)
+	e.seq.Add(1)
+	s.head.Store(h + 1)
 }
 
-// firstAt is the earliest observed time at which at least end bytes had
-// arrived, false when no kept observation covers end.
-func (a *arrivals) firstAt(end int64) (int64, bool) {
-	h := a.head.Load()
+// firstAt is the earliest observed time (REALTIME ns) at which at least
+// end bytes had arrived on registration gen, false when no kept
+// observation of it covers end.
+func (s *slot) firstAt(gen uint64, end int64) (int64, bool) {
+	if s.ackGen.Load() != gen {
+		return 0, false // the child has not taken the connection up yet
+	}
+	h := s.head.Load()
 	var at int64
 	found := false
 	for k := h; k > 0 && h-k < arrivalRing; k-- {
-		s := &a.ring[(k-1)%arrivalRing]
-		q := s.seq.Load()
-		b, t := s.bytes.Load(), s.at.Load()
-		if q%2 == 1 || s.seq.Load() != q {
+		e := &s.ring[(k-1)%arrivalRing]
+		q := e.seq.Load()
+		b, t := e.bytes.Load(), e.at.Load()
+		if q%2 == 1 || e.seq.Load() != q {
 			continue // being overwritten: older than anything kept
 		}
 		if b < end {
@@ -91,41 +135,182 @@ func (a *arrivals) firstAt(end int64) (int64, bool) {
 	return at, found
 }
 
-// observer is the epoll thread of a run's kernel-offset connections.
-type observer struct {
-	epfd, stopfd int
-	conns        sync.Map // id -> *arrivals
-	next         atomic.Uint64
-	wakes        atomic.Int64
-	priority     string
-	done         chan struct{}
-	q            int32 // SIOCINQ scratch, observer thread only
+// The control messages.
+const (
+	opAdd = 1
+	opDel = 2
+)
+
+type ctlMsg struct {
+	op, slot uint32
+	gen      uint64
 }
 
-// startObserver starts the thread; its error means kernel-offset cannot
+// obsReg is a connection's registration with the observer.
+type obsReg struct {
+	o   *observer
+	s   *slot
+	idx uint32
+	gen uint64
+}
+
+// observer is the client's side of the child.
+type observer struct {
+	priority string
+	table    []byte // the shared mapping
+	slots    *[maxSlots]slot
+	ctl      int // the client's end of the control pair
+	cmd      *exec.Cmd
+	exited   chan struct{}
+
+	// mu guards the slots, the control pair's life and the mapping's: a
+	// connection that outlives stop keeps the table mapped until it
+	// closes. Taken on dial and close only.
+	mu      sync.Mutex
+	free    []uint32
+	next    uint32
+	gen     uint64
+	live    int  // registered connections
+	stopped bool // ctl is closed
+	dead    bool // the control pair failed: no more adds
+}
+
+// startObserver starts the child; its error means kernel-offset cannot
 // observe arrivals here.
 func startObserver() (*observer, error) {
-	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	exe, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Errorf("epoll_create1: %w", err)
+		return nil, fmt.Errorf("finding this executable for the observer: %w", err)
 	}
-	stopfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	size := int(unsafe.Sizeof([maxSlots]slot{}))
+	mfd, err := unix.MemfdCreate("tracekit-arrivals", unix.MFD_CLOEXEC)
 	if err != nil {
-		unix.Close(epfd)
-		return nil, fmt.Errorf("eventfd: %w", err)
+		return nil, fmt.Errorf("memfd_create: %w", err)
 	}
-	ev := unix.EpollEvent{Events: unix.EPOLLIN}
-	*(*uint64)(unsafe.Pointer(&ev.Fd)) = 0 // id 0: the stop event
-	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, stopfd, &ev); err != nil {
-		unix.Close(epfd)
-		unix.Close(stopfd)
-		return nil, fmt.Errorf("epoll_ctl: %w", err)
+	mf := os.NewFile(uintptr(mfd), "arrivals")
+	defer mf.Close()
+	if err := unix.Ftruncate(mfd, int64(size)); err != nil {
+		return nil, fmt.Errorf("sizing the arrival table: %w", err)
 	}
-	o := &observer{epfd: epfd, stopfd: stopfd, done: make(chan struct{})}
-	ready := make(chan struct{})
-	go o.loop(ready) // owned by o: ends at stop
-	<-ready
+	table, err := unix.Mmap(mfd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("mapping the arrival table: %w", err)
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		unix.Munmap(table)
+		return nil, fmt.Errorf("socketpair: %w", err)
+	}
+	child := os.NewFile(uintptr(fds[1]), "observer-control")
+	defer child.Close()
+	o := &observer{table: table, slots: (*[maxSlots]slot)(unsafe.Pointer(&table[0])), ctl: fds[0], exited: make(chan struct{})}
+	o.cmd = exec.Command(exe)
+	// A race-detector build sleeps a second at exit unless told not to.
+	race := "atexit_sleep_ms=0"
+	if g := os.Getenv("GORACE"); g != "" {
+		race = g + " " + race
+	}
+	o.cmd.Env = append(os.Environ(), observerEnv+"=1", "GORACE="+race)
+	o.cmd.ExtraFiles = []*os.File{mf, child} // fds 3 and 4
+	o.cmd.Stderr = os.Stderr
+	if err := o.cmd.Start(); err != nil {
+		o.release()
+		return nil, fmt.Errorf("starting the observer %s: %w", exe, err)
+	}
+	go func() { o.cmd.Wait(); close(o.exited) }() // owned by o: ends when the child does
+	// The child says what priority it got, then serves.
+	unix.SetsockoptTimeval(o.ctl, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Sec: 10})
+	var buf [128]byte
+	n, err := unix.Read(o.ctl, buf[:])
+	if err != nil || n == 0 {
+		o.cmd.Process.Kill()
+		<-o.exited
+		o.release()
+		return nil, fmt.Errorf("the observer did not start (read %d bytes: %v)", n, err)
+	}
+	o.priority = string(buf[:n])
 	return o, nil
+}
+
+func (o *observer) release() {
+	unix.Close(o.ctl)
+	unix.Munmap(o.table)
+}
+
+// add registers fd; the registration removes it.
+func (o *observer) add(fd int) (obsReg, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.dead || o.stopped {
+		return obsReg{}, errors.New("the observer is gone")
+	}
+	var idx uint32
+	switch {
+	case len(o.free) > 0:
+		idx = o.free[len(o.free)-1]
+		o.free = o.free[:len(o.free)-1]
+	case o.next < maxSlots:
+		idx = o.next
+		o.next++
+	default:
+		return obsReg{}, fmt.Errorf("more than %d connections at once", maxSlots)
+	}
+	o.gen++
+	r := obsReg{o: o, s: &o.slots[idx], idx: idx, gen: o.gen}
+	r.s.consumed.Store(0)
+	r.s.gen.Store(r.gen)
+	if err := o.send(ctlMsg{op: opAdd, slot: idx, gen: r.gen}, unix.UnixRights(fd)); err != nil {
+		o.free = append(o.free, idx)
+		return obsReg{}, err
+	}
+	o.live++
+	return r, nil
+}
+
+// remove unregisters a connection before its socket closes (the child's
+// duplicate would keep it open); the last one after stop unmaps the table.
+func (o *observer) remove(r obsReg) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.stopped && !o.dead && o.send(ctlMsg{op: opDel, slot: r.idx, gen: r.gen}, nil) == nil {
+		o.free = append(o.free, r.idx)
+	} // else the slot stays taken: the child may still write it
+	o.live--
+	if o.stopped && o.live == 0 {
+		unix.Munmap(o.table)
+	}
+}
+
+// send writes one control message; o.mu is held.
+func (o *observer) send(m ctlMsg, oob []byte) error {
+	b := (*[unsafe.Sizeof(ctlMsg{})]byte)(unsafe.Pointer(&m))[:]
+	if err := unix.Sendmsg(o.ctl, b, oob, nil, unix.MSG_NOSIGNAL); err != nil {
+		o.dead = true
+		return fmt.Errorf("telling the observer: %w", err)
+	}
+	return nil
+}
+
+// stop ends the child (closing the pair is its signal) and unmaps the
+// table once no connection uses it.
+func (o *observer) stop() {
+	o.mu.Lock()
+	if o.stopped {
+		o.mu.Unlock()
+		return
+	}
+	o.stopped = true
+	unix.Close(o.ctl)
+	if o.live == 0 {
+		unix.Munmap(o.table)
+	}
+	o.mu.Unlock()
+	select {
+	case <-o.exited:
+	case <-time.After(5 * time.Second):
+		o.cmd.Process.Kill()
+		<-o.exited
+	}
 }
 
 // raisePriority asks the calling thread for SCHED_FIFO, else nice -10,
@@ -141,69 +326,129 @@ func raisePriority() string {
 	return "normal priority (no permission to raise it)"
 }
 
-func (o *observer) loop(ready chan<- struct{}) {
-	runtime.LockOSThread() // the thread dies with the goroutine: its priority goes with it
-	defer close(o.done)
-	o.priority = raisePriority()
-	close(ready)
-	var evs [256]unix.EpollEvent
+// observeChild is the observer process: fd 3 is the table, fd 4 the
+// control pair. It returns its exit code.
+func observeChild() int {
+	runtime.LockOSThread() // init runs on the main thread: keep it, and its priority
+	const tfd, cfd = 3, 4
+	size := int(unsafe.Sizeof([maxSlots]slot{}))
+	table, err := unix.Mmap(tfd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "tracekit arrival observer: mapping the table: %v\n", err)
+		return 1
+	}
+	slots := (*[maxSlots]slot)(unsafe.Pointer(&table[0]))
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "tracekit arrival observer: epoll_create1: %v\n", err)
+		return 1
+	}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN}
+	*(*uint64)(unsafe.Pointer(&ev.Fd)) = 0 // id 0: control; slot i is i+1
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, cfd, &ev); err != nil {
+		fmt.Fprintf(os.Stderr, "tracekit arrival observer: epoll_ctl: %v\n", err)
+		return 1
+	}
+	unix.SetNonblock(cfd, true)
+	if _, err := unix.Write(cfd, []byte(raisePriority())); err != nil {
+		return 1
+	}
+	var (
+		fds  = make([]int32, maxSlots) // the duplicate of each slot's socket, 0 none
+		evs  [256]unix.EpollEvent
+		hdr  unix.Msghdr
+		iov  unix.Iovec
+		oob  [128]byte
+		peek = make([]byte, peekMax)
+		msg  [unsafe.Sizeof(ctlMsg{})]byte
+		rts  = make([]byte, unix.CmsgSpace(4*4))
+	)
 	for {
-		n, err := unix.EpollWait(o.epfd, evs[:], -1)
+		n, err := unix.EpollWait(epfd, evs[:], -1)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
-			return
+			return 1
 		}
-		at := clock.Mono()
-		o.wakes.Add(1)
+		var wake unix.Timespec
+		unix.ClockGettime(unix.CLOCK_REALTIME, &wake)
 		for i := range n {
 			id := *(*uint64)(unsafe.Pointer(&evs[i].Fd))
 			if id == 0 {
-				return
-			}
-			v, ok := o.conns.Load(id)
-			if !ok {
+				if !childControl(epfd, cfd, slots, fds, msg[:], rts) {
+					return 0
+				}
 				continue
 			}
-			a := v.(*arrivals)
-			before := a.consumed.Load()
-			// A close racing this may reuse the fd: the count then lands
-			// in a ring nobody reads again.
-			if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(a.fd), unix.SIOCINQ, uintptr(unsafe.Pointer(&o.q))); e != 0 {
+			idx := id - 1
+			fd := fds[idx]
+			if fd == 0 {
 				continue
 			}
-			a.record(before+int64(o.q), at)
+			s := &slots[idx]
+			before := s.consumed.Load()
+			m, err := recvmsg(uintptr(fd), &hdr, &iov, peek, oob[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+			if err != nil || m == 0 {
+				continue
+			}
+			at := wake.Nano()
+			if real, ok := rxStamp(&hdr, oob[:]); ok {
+				at = min(at, real)
+			}
+			s.record(before+int64(m), at)
 		}
 	}
 }
 
-// add registers fd; the returned id removes it.
-func (o *observer) add(fd int, a *arrivals) (uint64, error) {
-	id := o.next.Add(1)
-	a.fd = fd
-	o.conns.Store(id, a)
-	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLET}
-	*(*uint64)(unsafe.Pointer(&ev.Fd)) = id
-	if err := unix.EpollCtl(o.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
-		o.conns.Delete(id)
-		return 0, fmt.Errorf("epoll_ctl: %w", err)
+// childControl handles the queued control messages; false: the client is
+// gone.
+func childControl(epfd, cfd int, slots *[maxSlots]slot, fds []int32, msg, rts []byte) bool {
+	for {
+		n, oobn, _, _, err := unix.Recvmsg(cfd, msg, rts, 0)
+		if err == unix.EAGAIN || err == unix.EINTR {
+			return true
+		}
+		if err != nil || n == 0 {
+			return false
+		}
+		if n != len(msg) {
+			continue
+		}
+		m := *(*ctlMsg)(unsafe.Pointer(&msg[0]))
+		if m.slot >= maxSlots {
+			continue
+		}
+		if old := fds[m.slot]; old != 0 {
+			unix.EpollCtl(epfd, unix.EPOLL_CTL_DEL, int(old), nil)
+			unix.Close(int(old))
+			fds[m.slot] = 0
+		}
+		if m.op != opAdd {
+			continue
+		}
+		cms, err := unix.ParseSocketControlMessage(rts[:oobn])
+		if err != nil || len(cms) == 0 {
+			continue
+		}
+		got, err := unix.ParseUnixRights(&cms[0])
+		if err != nil || len(got) != 1 {
+			for _, fd := range got {
+				unix.Close(fd)
+			}
+			continue
+		}
+		s := &slots[m.slot]
+		s.ackGen.Store(0)
+		s.head.Store(0)
+		s.last.Store(0)
+		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLET}
+		*(*uint64)(unsafe.Pointer(&ev.Fd)) = uint64(m.slot) + 1
+		if unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, got[0], &ev) != nil {
+			unix.Close(got[0])
+			continue
+		}
+		fds[m.slot] = int32(got[0])
+		s.ackGen.Store(m.gen)
 	}
-	return id, nil
-}
-
-// remove unregisters a connection before its socket closes.
-func (o *observer) remove(id uint64) {
-	if v, ok := o.conns.LoadAndDelete(id); ok {
-		unix.EpollCtl(o.epfd, unix.EPOLL_CTL_DEL, v.(*arrivals).fd, nil)
-	}
-}
-
-// stop ends the thread and closes its descriptors.
-func (o *observer) stop() {
-	var one = [8]byte{1}
-	unix.Write(o.stopfd, one[:])
-	<-o.done
-	unix.Close(o.epfd)
-	unix.Close(o.stopfd)
 }

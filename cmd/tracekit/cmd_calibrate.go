@@ -31,7 +31,8 @@ under --max-error: "this machine can drive N streams / M events/s faithfully".
 
 A second table gives each stream step's error in its steady state: only the
 events the mock wrote while every stream of the step was open (after the last
-stream's first event, before the first stream's last event), so the
+stream's first event, before the first stream's last event; up to one stream
+in a hundred at either end left out as a straggler), so the
 connection ramp and the tail are left out; with the window's start, length and
 event count. It is shown next to the whole-step figures; pass/fail and the
 verdict stay on the whole step.
