@@ -24,30 +24,26 @@ type Tokenizer interface {
 // DefaultName is the tokenizer used when none is given.
 const DefaultName = "o200k_base"
 
-// tiktoken adapts an embedded tiktoken codec.
+// tiktoken adapts an embedded tiktoken codec; Count and Encode go through
+// fast (the codec's results, most text without its regex engine).
 type tiktoken struct {
 	name  string
 	codec tk.Codec
+	fast  *fastBPE
 }
 
 var _ Tokenizer = tiktoken{}
 
 func (t tiktoken) Name() string { return t.name }
 
-func (t tiktoken) Encode(text string) []uint {
-	ids, _, _ := t.codec.Encode(text) // the default error mode never fails
-	return ids
-}
+func (t tiktoken) Encode(text string) []uint { return t.fast.Encode(text) }
 
 func (t tiktoken) Decode(ids []uint) string {
 	s, _ := t.codec.Decode(ids)
 	return s
 }
 
-func (t tiktoken) Count(text string) int {
-	n, _ := t.codec.Count(text)
-	return n
-}
+func (t tiktoken) Count(text string) int { return t.fast.Count(text) }
 
 // Default returns the o200k_base tokenizer.
 func Default() Tokenizer {
@@ -70,7 +66,7 @@ func Open(spec string) (Tokenizer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("loading tokenizer %s: %w", spec, err)
 		}
-		return tiktoken{name: spec, codec: c}, nil
+		return tiktoken{name: spec, codec: c, fast: newFast(spec, c)}, nil
 	}
 	return openHF(spec)
 }
