@@ -1,8 +1,3 @@
-// Package tokenizer counts, encodes and decodes tokens so that traces have
-// token-exact lengths. The default is OpenAI's o200k_base BPE, embedded in a
-// pure-Go package (no download at run time); Open also accepts cl100k_base
-// and the path of a Hugging Face tokenizer.json (byte-level BPE) for the
-// served model.
 package tokenizer
 
 import (
