@@ -21,6 +21,8 @@ import (
 // 2 KB of history a turn) against a mock child: closed and open loop with
 // the reference history, closed loop with the server's, whose client CPU
 // per request is the recording's health CPU seconds over its requests.
+// Beside them the rate of counting tokens, which a history of reference
+// answers costs per turn (tokenizer.BenchmarkCount).
 
 const (
 	sendConvs = 64
@@ -85,6 +87,35 @@ func sendCPUBench(ctx context.Context, e *env) ([]figure, error) {
 			Value:   fmt.Sprintf("%.1f us pre-encoded vs %.1f us re-encoding the history (%.1fx less), last body %.0f kB, %.0f allocs per conversation", pre/1e3, re/1e3, re/pre, kb, allocs),
 			Command: cmd, Note: fmt.Sprintf("medians of 5 runs; load average %s", loadAvg())})
 	}
+	// Counting tokens (tokenizer.Count, o200k_base) of the answers the
+	// history carries: the stage's reference answer, and ShareGPT's
+	// answers when ../shared/data is there.
+	trows, tcmd, err := goBench(ctx, e, "./tokenizer/", "Count/o200k_base/(sendcpu-answer|sharegpt-en)$", "-benchtime", "1s", "-count", "3")
+	if err != nil {
+		return figs, err
+	}
+	tmed := func(name, metric string) float64 {
+		var v []float64
+		for _, r := range trows {
+			if r.Name == name {
+				v = append(v, r.Metrics[metric])
+			}
+		}
+		if len(v) == 0 {
+			return 0
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	rate := func(name string) string {
+		return fmt.Sprintf("%.1fM tokens/s (%.1f MB/s; %.1fM tokens per CPU second)", tmed(name, "tokens/s")/1e6, tmed(name, "MB/s"), tmed(name, "tokens/cpu-s")/1e6)
+	}
+	tv := rate("BenchmarkCount/o200k_base/sendcpu-answer") + " on the stage's reference answer"
+	if tmed("BenchmarkCount/o200k_base/sharegpt-en", "tokens/s") > 0 {
+		tv += ", " + rate("BenchmarkCount/o200k_base/sharegpt-en") + " on ShareGPT's answers"
+	}
+	figs = append(figs, figure{Section: sec, Name: "token counting, o200k_base (tokenizer.Count)", Value: tv, Command: tcmd,
+		Note: fmt.Sprintf("medians of 3 runs; load average %s", loadAvg())})
 	// The mock's answers are 300 tokens (about 1.5 KB, as the reference
 	// answers) when the history is the server's.
 	for _, run := range []struct {

@@ -1,8 +1,3 @@
-// Package tokenizer counts, encodes and decodes tokens so that traces have
-// token-exact lengths. The default is OpenAI's o200k_base BPE, embedded in a
-// pure-Go package (no download at run time); Open also accepts cl100k_base
-// and the path of a Hugging Face tokenizer.json (byte-level BPE) for the
-// served model.
 package tokenizer
 
 import (
@@ -24,30 +19,26 @@ type Tokenizer interface {
 // DefaultName is the tokenizer used when none is given.
 const DefaultName = "o200k_base"
 
-// tiktoken adapts an embedded tiktoken codec.
+// tiktoken adapts an embedded tiktoken codec; Count and Encode go through
+// fast (the codec's results, most text without its regex engine).
 type tiktoken struct {
 	name  string
 	codec tk.Codec
+	fast  *fastBPE
 }
 
 var _ Tokenizer = tiktoken{}
 
 func (t tiktoken) Name() string { return t.name }
 
-func (t tiktoken) Encode(text string) []uint {
-	ids, _, _ := t.codec.Encode(text) // the default error mode never fails
-	return ids
-}
+func (t tiktoken) Encode(text string) []uint { return t.fast.Encode(text) }
 
 func (t tiktoken) Decode(ids []uint) string {
 	s, _ := t.codec.Decode(ids)
 	return s
 }
 
-func (t tiktoken) Count(text string) int {
-	n, _ := t.codec.Count(text)
-	return n
-}
+func (t tiktoken) Count(text string) int { return t.fast.Count(text) }
 
 // Default returns the o200k_base tokenizer.
 func Default() Tokenizer {
@@ -70,7 +61,7 @@ func Open(spec string) (Tokenizer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("loading tokenizer %s: %w", spec, err)
 		}
-		return tiktoken{name: spec, codec: c}, nil
+		return tiktoken{name: spec, codec: c, fast: newFast(spec, c)}, nil
 	}
 	return openHF(spec)
 }
