@@ -264,23 +264,26 @@ func (b *rawBody) viaLoop(l *evloop, uc *upConn) bool {
 		st.bodies.Add(1)
 	}
 	over := j.ended || b.complete || b.res.clientGone || !started
-	if over && !(b.complete && b.reuse) {
+	if !over || b.complete && b.reuse {
+		c, err := attach(ufd)
+		if err != nil {
+			b.reuse = false
+			if !over {
+				b.process(nil, clock.Mono(), fmt.Errorf("forwarding the body: %w", err))
+				over = true
+			}
+		} else {
+			uc.c = c
+			uc.br.Reset(c)
+			watch.setAbort(shutdownConn(c))
+		}
+	} else {
 		unix.Close(ufd)
 		b.reuse = false
-		return true
 	}
-	c, err := attach(ufd)
-	if err != nil {
-		b.reuse = false
-		if !over {
-			b.process(nil, clock.Mono(), fmt.Errorf("forwarding the body: %w", err))
-		}
-		return true
-	}
-	uc.c = c
-	uc.br.Reset(c)
-	watch.setAbort(shutdownConn(c))
-	if len(b.w.pending) > 0 {
+	// What the client socket did not take, in every case: the body's end
+	// may be among it.
+	if len(b.w.pending) > 0 && !b.res.clientGone {
 		st.handbacks.Add(1)
 		p := b.w.pending
 		b.w.pending = nil

@@ -3,6 +3,7 @@ package capture
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -16,35 +17,58 @@ import (
 // TestProxySlowClientOnLoop: a client that reads nothing while a 10 MB
 // stream is forwarded (its receive buffer kept small), so that the loop's
 // writes find the client socket full and hand the body back to its
-// goroutine with the bytes not yet written. The client then gets every
-// byte in order, the connection stays usable for a next request, and the
-// record has every event and no error.
+// goroutine with the bytes not yet written; the stream is chunked on a
+// kept connection, or delimited by its Content-Length on a connection the
+// upstream closes after it. The client then gets every byte in order, the
+// connection stays usable for a next request, and the record has every
+// event and no error.
 func TestProxySlowClientOnLoop(t *testing.T) {
-	const events = 5000
-	content := func(i int) string { return strings.Repeat(string(rune('a'+i%26)), 2<<10) }
+	for _, mode := range []string{"chunked", "length-close"} {
+		t.Run(mode, func(t *testing.T) { slowClientOnLoop(t, mode) })
+	}
+}
+
+func slowClientOnLoop(t *testing.T, mode string) {
+	events, size := 5000, 2<<10
+	content := func(i int) string { return strings.Repeat(string(rune('a'+i%26)), size) }
 	var written atomic.Int64
 	up := startHostile(t, func(c net.Conn, br *bufio.Reader, r *http.Request) bool {
 		readBody(r)
-		io.WriteString(c, sseHead)
 		if r.Header.Get("X-Request-Id") == "next" {
-			io.WriteString(c, chunk(sseEvent("n"))+chunk("data: [DONE]\n\n")+"0\r\n\r\n")
+			io.WriteString(c, sseHead+chunk(sseEvent("n"))+chunk("data: [DONE]\n\n")+"0\r\n\r\n")
 			return true
 		}
+		frame := chunk
+		if mode == "length-close" {
+			frame = func(s string) string { return s }
+			n := len("data: [DONE]\n\n")
+			for i := range events {
+				n += len(sseEvent(content(i)))
+			}
+			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\nConnection: close\r\n\r\n", n)
+		} else {
+			io.WriteString(c, sseHead)
+		}
 		for i := range events {
-			n, err := io.WriteString(c, chunk(sseEvent(content(i))))
+			n, err := io.WriteString(c, frame(sseEvent(content(i))))
 			written.Add(int64(n))
 			if err != nil {
 				return false
 			}
 		}
-		io.WriteString(c, chunk("data: [DONE]\n\n")+"0\r\n\r\n")
+		io.WriteString(c, frame("data: [DONE]\n\n"))
+		if mode == "length-close" {
+			return false
+		}
+		io.WriteString(c, "0\r\n\r\n")
 		return true
 	})
 	// a tokenizer that counts bytes: the real one would spend its time on
 	// the 10 MB answer
 	ps, _ := startProxy(t, up.URL(), func(c *ProxyConfig) { c.Tokenizer = byteTok{} })
+	rcvbuf := 64 << 10
 	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
-		return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 64<<10) })
+		return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, rcvbuf) })
 	}}
 	c, err := d.Dial("tcp", strings.TrimPrefix(ps.URL(), "http://"))
 	if err != nil {
