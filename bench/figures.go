@@ -345,9 +345,9 @@ func proxyFigure(rows []benchRow, via string, streams int, la string) (figure, b
 	m := r.Metrics
 	ev, ttft := m["over-direct-event-p99-us"], m["over-direct-ttft-p99-us"]
 	f := figure{Name: fmt.Sprintf("%s: added ITL and TTFT at %d streams", via, streams),
-		Value: fmt.Sprintf("per event p50 %.0f us, p99 %.0f us; TTFT p50 %.0f us, p99 %.0f us (direct p99: event %.0f us, TTFT %.0f us); proxy CPU %.1f us/event, peak RSS %.0f MiB; load average %s",
+		Value: fmt.Sprintf("per event p50 %.0f us, p99 %.0f us; TTFT p50 %.0f us, p99 %.0f us (direct p99: event %.0f us, TTFT %.0f us); proxy CPU %.1f us/event%s, peak RSS %.0f MiB; load average %s",
 			m["over-direct-event-p50-us"], ev, m["over-direct-ttft-p50-us"], ttft,
-			m["direct-event-p99-us"], m["direct-ttft-p99-us"], m["proxy-cpu-us/event"], m["proxy-maxrss-MiB"], la),
+			m["direct-event-p99-us"], m["direct-ttft-p99-us"], m["proxy-cpu-us/event"], perEvent(m), m["proxy-maxrss-MiB"], la),
 		Note: "the proxy's percentile minus the direct path's in the same rounds, both against the mock's stamps of each event (one clock); the proxy is a child process, mock and clients share the benchmark's process, on 2 cores shared with other work (the load average, taken after the run, is the machine's)"}
 	if via == "tracekit" {
 		f.Value += fmt.Sprintf("; against its own stamps: per event p99 %.0f us, TTFT p99 %.0f us", m["added-event-p99-us"], m["added-ttft-p99-us"])
@@ -360,6 +360,17 @@ func proxyFigure(rows []benchRow, via string, streams int, la string) (figure, b
 		}
 	}
 	return f, true
+}
+
+// perEvent is a proxy's system calls and wake-ups per event, when the
+// benchmark measured them.
+func perEvent(m map[string]float64) string {
+	sc, ok1 := m["proxy-rw-syscalls/event"]
+	cs, ok2 := m["proxy-ctxsw/event"]
+	if !ok1 || !ok2 {
+		return ""
+	}
+	return fmt.Sprintf(" (%.2f read/write system calls and %.2f context switches per event)", sc, cs)
 }
 
 // loadAvg is /proc/loadavg's 1, 5 and 15 minute figures, or "unknown".

@@ -159,6 +159,12 @@ type clientWriter struct {
 	mode       bodyMode
 	left       int64 // content-length mode: bytes still to write
 	gone       atomic.Bool
+	// raw: body bytes go straight to the socket's descriptor rawFd (an
+	// evloop forwards the body and holds the socket); what it could not
+	// take at once waits in pending for the request's goroutine.
+	raw     bool
+	rawFd   int
+	pending []byte
 }
 
 // bodyMode is how a response body is framed towards the client.
@@ -236,12 +242,12 @@ func (w *clientWriter) write(p []byte) error {
 	var err error
 	if w.mode == bodyChunked {
 		w.cc.out = appendChunk(w.cc.out[:0], p)
-		_, err = w.cc.c.Write(w.cc.out)
+		err = w.put(w.cc.out)
 	} else {
 		if w.left >= 0 {
 			w.left -= int64(len(p))
 		}
-		_, err = w.cc.c.Write(p)
+		err = w.put(p)
 	}
 	if err != nil {
 		w.broken = true
@@ -275,10 +281,30 @@ func (w *clientWriter) writeSegs(segs [][]byte) error {
 	if w.left >= 0 {
 		w.left -= int64(total)
 	}
-	_, err := w.cc.c.Write(b)
+	err := w.put(b)
 	if err != nil {
 		w.broken = true
 		w.gone.Store(true)
+	}
+	return err
+}
+
+// put writes body bytes: through the connection, or in raw mode to its
+// descriptor, keeping in pending what the socket did not take at once
+// (and everything after it, in order).
+func (w *clientWriter) put(p []byte) error {
+	if !w.raw {
+		_, err := w.cc.c.Write(p)
+		return err
+	}
+	if len(w.pending) > 0 {
+		w.pending = append(w.pending, p...)
+		return nil
+	}
+	n, err := rawWrite(w.rawFd, p)
+	if err == syscall.EAGAIN {
+		w.pending = append(w.pending[:0], p[n:]...)
+		return nil
 	}
 	return err
 }

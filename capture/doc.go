@@ -5,9 +5,12 @@
 //	client ──> ProxyServer (server.go, conn.go: own HTTP/1.1, one goroutine per connection)
 //	              │ Proxy.serve (forward.go) ──> rawForward (own HTTP/1.1 client, upstream.go pool)
 //	              │                          or rtForward (http.RoundTripper: https, ProxyConfig.Transport)
-//	              │ each upstream read: written to the client socket as it is (chunked framing
-//	              │ passed through, scanned in place by framing.go), then stamped and parsed by a
-//	              │ record.Stream on the same goroutine; watch.go notices a client that goes away
+//	              │ a response body: forwarded by an evloop (loop_linux.go, own epoll): each
+//	              │ upstream arrival read once, written to the client socket as it is (chunked
+//	              │ framing passed through, scanned in place by framing.go), then stamped and
+//	              │ parsed by a record.Stream on the loop's goroutine; a slow client's body (and
+//	              │ every body elsewhere than Linux) is forwarded the same way by its request's
+//	              │ goroutine; watch.go notices a client that goes away
 //	              │ request body ──> parseLLMCall (llmcall.go), after the response
 //	              v
 //	          account (account.go): conversation, trace turn, recording row (accounting worker)
@@ -39,7 +42,8 @@
 // Requests are grouped into conversations by message history
 // (conversations.go) or a session header. Goroutines: the accept loop and
 // one per client connection (ended by ProxyServer.Shutdown, which closes
-// idle connections at once and cuts the rest after its grace), one
+// idle connections at once and cuts the rest after its grace), one evloop
+// (ended by Close once no handler runs), one
 // disconnect watcher per response in flight (ended by its forward), one
 // rotation ticker and one accounting worker (its queue holds at most
 // Queue jobs; when full, the next handler waits), one decoder per

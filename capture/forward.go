@@ -240,9 +240,9 @@ func (p *Proxy) rawForward(w *clientWriter, r *http.Request, body []byte, buffer
 			err = streamBody(uc.c, r)
 		}
 		if attempt == 0 {
-			cc.watch.start(cc, closer(uc.c))
+			cc.watch.start(cc, shutdownConn(uc.c))
 		} else {
-			cc.watch.setAbort(closer(uc.c))
+			cc.watch.setAbort(shutdownConn(uc.c))
 		}
 		if err == nil {
 			resp, err = readResponseHead(uc.br, r)
@@ -297,7 +297,7 @@ func (p *Proxy) rawForward(w *clientWriter, r *http.Request, body []byte, buffer
 		complete: noBody || length == 0}
 	bp := p.bufs.Get().(*[]byte)
 	defer p.bufs.Put(bp)
-	rb.read(uc, *bp)
+	rb.read(uc, *bp, p.loop())
 	complete, reuse, t := rb.complete, rb.reuse, rb.t
 	if t == 0 {
 		t = clock.Mono()
@@ -309,7 +309,7 @@ func (p *Proxy) rawForward(w *clientWriter, r *http.Request, body []byte, buffer
 		}
 	}
 	if cc.watch.stop(cc) {
-		// abort closed the upstream connection. A client that hangs up
+		// abort shut the upstream connection down. A client that hangs up
 		// after the whole response reached it did not cut anything: the
 		// body's own verdict stands.
 		reuse = false
@@ -358,7 +358,7 @@ type rawBody struct {
 // read would save that read, but a peer's FIN that came with the data
 // raises no further readiness edge: an upstream cut mid-body would then
 // never be seen.)
-func (b *rawBody) read(uc *upConn, buf []byte) {
+func (b *rawBody) read(uc *upConn, buf []byte, l *evloop) {
 	if b.complete || b.res.clientGone {
 		return
 	}
@@ -368,6 +368,11 @@ func (b *rawBody) read(uc *upConn, buf []byte) {
 			b.loopBuffered(uc, buf)
 			return
 		}
+	}
+	// An uncompressed body goes to an evloop (loop_linux.go); a slow
+	// client's comes back here.
+	if l != nil && b.rc.dec == nil && b.viaLoop(l, uc) {
+		return
 	}
 	sc, ok := uc.c.(syscall.Conn)
 	if !ok {
@@ -485,9 +490,6 @@ func (b *rawBody) process(raw []byte, t int64, err error) bool {
 	}
 	return true
 }
-
-// closer returns a function that closes c (the watcher's abort).
-func closer(c net.Conn) func() { return func() { c.Close() } }
 
 // staleConn reports whether err means a kept-alive connection had been
 // closed by the server before it read the request.

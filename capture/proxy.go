@@ -136,6 +136,27 @@ type Proxy struct {
 	ticker sync.WaitGroup
 
 	restoreGC func() // undoes GCPercent, once, in Close
+
+	// loops forward the bodies of rawForward's responses (loop_linux.go;
+	// none elsewhere); Close ends them once no handler runs.
+	loops     []*evloop
+	loopNext  atomic.Uint32
+	loopStats loopStats
+}
+
+// loopStats counts the bodies the loops took and those a slow client made
+// them hand back.
+type loopStats struct{ bodies, handbacks atomic.Int64 }
+
+// numLoops is how many evloops a proxy with its own client runs.
+const numLoops = 1
+
+// loop picks the evloop for the next body (round robin), nil if none.
+func (p *Proxy) loop() *evloop {
+	if len(p.loops) == 0 {
+		return nil
+	}
+	return p.loops[int(p.loopNext.Add(1))%len(p.loops)]
 }
 
 // NewProxy validates cfg, creates OutDir and returns the proxy. Files are
@@ -197,6 +218,7 @@ func NewProxy(cfg ProxyConfig) (*Proxy, error) {
 			port = "80"
 		}
 		p.pool = newUpstreamPool(net.JoinHostPort(u.Hostname(), port), maxIdleUpstream)
+		p.loops = newEvloops(numLoops, &p.loopStats)
 	}
 	p.restoreGC = setGC(cfg.GCPercent)
 	p.streams.New = func() any { return record.NewStream(cfg.Tokenizer) }
@@ -237,6 +259,10 @@ func (p *Proxy) Close() error {
 	}
 	p.mu.Unlock()
 	p.acctDone.Wait()
+	for _, l := range p.loops {
+		l.close()
+	}
+	p.loops = nil
 	p.ticker.Wait()
 	p.closers.Wait()
 	if p.ownRT != nil {

@@ -37,7 +37,10 @@ import (
 // flush, loopback, client read), plus client send to proxy send for TTFT.
 // proxy-cpu-us/event is the proxy's CPU time during the rounds (nginx: its
 // workers' too) over the events it forwarded, which a loaded machine
-// changes far less than latency; proxy-maxrss-MiB its peak resident set.
+// changes far less than latency; proxy-rw-syscalls/event its read- and
+// write-like system calls (/proc/<pid>/io) and proxy-ctxsw/event its
+// threads' context switches (wake-ups) over the same events;
+// proxy-maxrss-MiB its peak resident set.
 //
 // Mock and clients share this process, with GOGC capture.DefaultGCPercent
 // in both variants; each proxy is a child process (tracekit: this test
@@ -115,7 +118,7 @@ func proxyOverhead(b *testing.B, via string, streams int, gap time.Duration) {
 		wg.Wait()
 	}
 	round := 0
-	cpu0 := child.cpu()
+	st0 := child.stat()
 	for b.Loop() {
 		paths := [][2]string{{proxyURL, "via"}, {up.URL(), "direct"}}
 		if round%2 == 1 {
@@ -126,7 +129,8 @@ func proxyOverhead(b *testing.B, via string, streams int, gap time.Duration) {
 		}
 		round++
 	}
-	cpu := child.cpu() - cpu0
+	st1 := child.stat()
+	cpu := st1.cpu - st0.cpu
 	b.StopTimer()
 	warmup := func(id string) bool { return round > 1 && strings.Contains(id, "-0-") }
 
@@ -177,6 +181,8 @@ func proxyOverhead(b *testing.B, via string, streams int, gap time.Duration) {
 	}
 	b.ReportMetric(float64(rss)/(1<<20), "proxy-maxrss-MiB")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(viaEvents), "proxy-cpu-us/event")
+	b.ReportMetric(float64(st1.syscalls-st0.syscalls)/float64(viaEvents), "proxy-rw-syscalls/event")
+	b.ReportMetric(float64(st1.wakeup-st0.wakeup)/float64(viaEvents), "proxy-ctxsw/event")
 	if via != "tracekit" {
 		return
 	}

@@ -172,11 +172,63 @@ http {
 	}
 }
 
-// cpu is the CPU time the proxy and its child processes (nginx's workers)
-// have used so far, from /proc (Linux; 0 elsewhere), at the kernel's
-// 100 Hz tick.
-func (c *childProxy) cpu() time.Duration { return procCPU(c.cmd.Process.Pid) }
+// procStat is what the kernel counted for a proxy and its child processes
+// (nginx's workers) so far: CPU time, read- and write-like system calls
+// (/proc/<pid>/io syscr + syscw: read, recv, write, send and their vector
+// forms; not epoll) and context switches of all their threads (a thread
+// that sleeps and is woken counts one): Linux only, zeros elsewhere.
+type procStat struct {
+	cpu              time.Duration
+	syscalls, wakeup int64
+}
 
+func (c *childProxy) stat() procStat { return procStats(c.cmd.Process.Pid) }
+
+func procStats(pid int) procStat {
+	s := procStat{cpu: procCPU(pid)}
+	s.addIO(pid)
+	kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	for _, k := range strings.Fields(string(kids)) {
+		var kp int
+		if _, err := fmt.Sscan(k, &kp); err == nil {
+			s.addIO(kp)
+		}
+	}
+	return s
+}
+
+// addIO adds one process's system calls and its threads' context switches.
+func (s *procStat) addIO(pid int) {
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid)); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			k, v, _ := strings.Cut(line, ": ")
+			if k == "syscr" || k == "syscw" {
+				var n int64
+				fmt.Sscan(v, &n)
+				s.syscalls += n
+			}
+		}
+	}
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			k, v, _ := strings.Cut(line, ":")
+			if k == "voluntary_ctxt_switches" || k == "nonvoluntary_ctxt_switches" {
+				var n int64
+				fmt.Sscan(strings.TrimSpace(v), &n)
+				s.wakeup += n
+			}
+		}
+	}
+}
+
+// procCPU is the CPU time a process and its child processes (nginx's
+// workers) have used so far, from /proc (Linux; 0 elsewhere), at the
+// kernel's 100 Hz tick.
 func procCPU(pid int) time.Duration {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {

@@ -1,0 +1,141 @@
+package capture
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestProxySlowClientOnLoop: a client that reads nothing while a 10 MB
+// stream is forwarded (its receive buffer kept small), so that the loop's
+// writes find the client socket full and hand the body back to its
+// goroutine with the bytes not yet written; the stream is chunked on a
+// kept connection, or delimited by its Content-Length on a connection the
+// upstream closes after it. The client then gets every byte in order, the
+// connection stays usable for a next request, and the record has every
+// event and no error.
+func TestProxySlowClientOnLoop(t *testing.T) {
+	for _, mode := range []string{"chunked", "length-close"} {
+		t.Run(mode, func(t *testing.T) { slowClientOnLoop(t, mode) })
+	}
+}
+
+func slowClientOnLoop(t *testing.T, mode string) {
+	events, size := 5000, 2<<10
+	content := func(i int) string { return strings.Repeat(string(rune('a'+i%26)), size) }
+	var written atomic.Int64
+	up := startHostile(t, func(c net.Conn, br *bufio.Reader, r *http.Request) bool {
+		readBody(r)
+		if r.Header.Get("X-Request-Id") == "next" {
+			io.WriteString(c, sseHead+chunk(sseEvent("n"))+chunk("data: [DONE]\n\n")+"0\r\n\r\n")
+			return true
+		}
+		frame := chunk
+		if mode == "length-close" {
+			frame = func(s string) string { return s }
+			n := len("data: [DONE]\n\n")
+			for i := range events {
+				n += len(sseEvent(content(i)))
+			}
+			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\nConnection: close\r\n\r\n", n)
+		} else {
+			io.WriteString(c, sseHead)
+		}
+		for i := range events {
+			n, err := io.WriteString(c, frame(sseEvent(content(i))))
+			written.Add(int64(n))
+			if err != nil {
+				return false
+			}
+		}
+		io.WriteString(c, frame("data: [DONE]\n\n"))
+		if mode == "length-close" {
+			return false
+		}
+		io.WriteString(c, "0\r\n\r\n")
+		return true
+	})
+	// a tokenizer that counts bytes: the real one would spend its time on
+	// the 10 MB answer
+	ps, _ := startProxy(t, up.URL(), func(c *ProxyConfig) { c.Tokenizer = byteTok{} })
+	rcvbuf := 64 << 10
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, rcvbuf) })
+	}}
+	c, err := d.Dial("tcp", strings.TrimPrefix(ps.URL(), "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(120 * time.Second)) // hang guard
+	if _, err := io.WriteString(c, chatRequest("slow", chatBody([]msg{{"user", "x"}}, true))); err != nil {
+		t.Fatal(err)
+	}
+	// Read nothing until the upstream stalls: every buffer on the way is
+	// full, the proxy's write to this client among them.
+	for last := int64(-1); ; {
+		time.Sleep(200 * time.Millisecond)
+		n := written.Load()
+		if n == last && n > 0 {
+			break
+		}
+		last = n
+	}
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	for i := range events {
+		want.WriteString(sseEvent(content(i)))
+	}
+	want.WriteString("data: [DONE]\n\n")
+	if !bytes.Equal(got, want.Bytes()) {
+		i := 0
+		for i < min(len(got), want.Len()) && got[i] == want.Bytes()[i] {
+			i++
+		}
+		t.Fatalf("the client got %d bytes, want %d; first difference at byte %d", len(got), want.Len(), i)
+	}
+	_, b, err := rawRequest(t, c, br, chatRequest("next", chatBody([]msg{{"user", "y"}}, true)))
+	if err != nil || string(b) != sseEvent("n")+"data: [DONE]\n\n" {
+		t.Fatalf("next request on the connection: %q, %v", b, err)
+	}
+	p := ps.Proxy()
+	bodies, handbacks := p.loopStats.bodies.Load(), p.loopStats.handbacks.Load()
+	if err := ps.Close(); err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := readRecordsT(t, p.Segments()[0].Recording)
+	if len(recs) != 2 {
+		t.Fatalf("%d records, want 2", len(recs))
+	}
+	for _, r := range recs {
+		n := 1
+		if r.RequestID == "slow" {
+			n = events
+		}
+		if r.ErrorKind != "" || len(r.EventNs) != n {
+			t.Fatalf("record %s: %d events, error %q %q; want %d events and none", r.RequestID, len(r.EventNs), r.ErrorKind, r.ErrorMessage, n)
+		}
+	}
+	// The next response can come whole with its head (then its goroutine
+	// forwards it from the head's buffer).
+	if bodies < 1 {
+		t.Fatalf("%d bodies went to the loop, want the slow one at least", bodies)
+	}
+	t.Logf("%d bodies on the loop, %d handed back to their goroutine", bodies, handbacks)
+}

@@ -1,0 +1,23 @@
+//go:build !linux
+
+package capture
+
+import (
+	"errors"
+	"net"
+)
+
+// evloop is Linux's (epoll); elsewhere every body is forwarded by its
+// request's goroutine.
+type evloop struct{}
+
+func newEvloops(int, *loopStats) []*evloop { return nil }
+
+func (*evloop) close() {}
+
+func (b *rawBody) viaLoop(*evloop, *upConn) bool { return false }
+
+func rawWrite(int, []byte) (int, error) { return 0, errors.ErrUnsupported }
+
+// shutdownConn closes c (the watcher's abort).
+func shutdownConn(c net.Conn) func() { return func() { c.Close() } }
