@@ -322,7 +322,7 @@ type RunStamps struct {
 	SplitReads    int64 `json:"split_reads,omitempty"`
 	ObservedReads int64 `json:"observed_reads,omitempty"`
 	// ObserverPriority is the scheduling the kernel-offset arrival
-	// observer thread got (SCHED_FIFO, a nice value, or normal).
+	// observer process got (SCHED_FIFO, a nice value, or normal).
 	ObserverPriority string `json:"observer_priority,omitempty"`
 }
 
