@@ -135,13 +135,24 @@ func (w *ParquetWriter[T]) close() error {
 	return nil
 }
 
+// stampVersion replaces the schema version the footer will hold.
+func (w *ParquetWriter[T]) stampVersion(v int) {
+	w.w.SetKeyValueMetadata(MetaSchemaVersion, strconv.Itoa(v))
+}
+
 // TraceWriter streams Turn rows into a trace file. Callers write rows in the
-// documented sort order; the writer does not sort.
-type TraceWriter struct{ w *ParquetWriter[Turn] }
+// documented sort order; the writer does not sort. The file is stamped
+// with the oldest schema version that holds its rows (see
+// TraceSchemaVersion), so a trace without wait-only edges stays readable
+// by a version-2 tracekit.
+type TraceWriter struct {
+	w     *ParquetWriter[Turn]
+	after bool // a row with After was written: stamped TraceSchemaVersion
+}
 
 // NewTraceWriter creates path and writes meta into its footer on Close.
 func NewTraceWriter(path string, meta TraceMeta) (*TraceWriter, error) {
-	w, err := CreateParquet[Turn](path, TraceFormat)
+	w, err := CreateParquet[Turn](path, FileFormat{FormatTrace, traceVersionBase})
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +164,18 @@ func NewTraceWriter(path string, meta TraceMeta) (*TraceWriter, error) {
 }
 
 // Write appends rows.
-func (t *TraceWriter) Write(rows ...Turn) error { return t.w.write(rows) }
+func (t *TraceWriter) Write(rows ...Turn) error {
+	if !t.after {
+		for i := range rows {
+			if len(rows[i].After) > 0 {
+				t.after = true
+				t.w.stampVersion(TraceSchemaVersion)
+				break
+			}
+		}
+	}
+	return t.w.write(rows)
+}
 
 // Rows is the number of rows written so far.
 func (t *TraceWriter) Rows() int64 { return t.w.rows }
@@ -165,13 +187,18 @@ func (t *TraceWriter) Close() error { return t.w.close() }
 // its counts only at the end).
 func (t *TraceWriter) SetMeta(meta TraceMeta) error { return t.w.setJSON(MetaTrace, meta) }
 
-// RecordWriter streams Record rows into a recording file.
-type RecordWriter struct{ w *ParquetWriter[Record] }
+// RecordWriter streams Record rows into a recording file, stamped with
+// the oldest schema version that holds its rows (see
+// RecordingSchemaVersion).
+type RecordWriter struct {
+	w     *ParquetWriter[Record]
+	after bool // a row with After was written: stamped RecordingSchemaVersion
+}
 
 // NewRecordWriter creates path. meta is written on Close, so fields known
 // only at the end (Health) can be set with SetRunMeta before then.
 func NewRecordWriter(path string, meta RunMeta) (*RecordWriter, error) {
-	w, err := CreateParquet[Record](path, RecordingFormat)
+	w, err := CreateParquet[Record](path, FileFormat{FormatRecording, recordingVersionBase})
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +214,18 @@ func NewRecordWriter(path string, meta RunMeta) (*RecordWriter, error) {
 func (r *RecordWriter) SetRunMeta(meta RunMeta) error { return r.w.setJSON(MetaRun, meta) }
 
 // Write appends rows.
-func (r *RecordWriter) Write(rows ...Record) error { return r.w.write(rows) }
+func (r *RecordWriter) Write(rows ...Record) error {
+	if !r.after {
+		for i := range rows {
+			if len(rows[i].After) > 0 {
+				r.after = true
+				r.w.stampVersion(RecordingSchemaVersion)
+				break
+			}
+		}
+	}
+	return r.w.write(rows)
+}
 
 // Rows is the number of rows written so far.
 func (r *RecordWriter) Rows() int64 { return r.w.rows }
