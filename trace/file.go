@@ -24,7 +24,18 @@ const RowGroupRows = 4096
 var (
 	ErrWrongFormat  = errors.New("not a tracekit file of the expected kind")
 	ErrNewerVersion = errors.New("schema version newer than this tracekit reads")
+	// ErrInvalidTurn is wrapped by TraceReader.Read when a row fails
+	// Turn.Check: bad input, not a failed run.
+	ErrInvalidTurn = errors.New("invalid trace row")
 )
+
+// invalidTurn is a Turn.Check error that is ErrInvalidTurn, its message
+// unchanged.
+type invalidTurn struct{ err error }
+
+func (e invalidTurn) Error() string        { return e.err.Error() }
+func (e invalidTurn) Unwrap() error        { return e.err }
+func (e invalidTurn) Is(target error) bool { return target == ErrInvalidTurn }
 
 // FileFormat names one kind of tracekit Parquet file: Name is stored under
 // MetaFormat, Version under MetaSchemaVersion; a reader refuses a file of
@@ -375,7 +386,7 @@ func (t *TraceReader) Read(rows []Turn) (int, error) {
 	n, err := t.r.read(rows)
 	for i := range rows[:n] {
 		if cerr := rows[i].Check(); cerr != nil {
-			return i, fmt.Errorf("trace row %d: %w", t.rows+int64(i), cerr)
+			return i, fmt.Errorf("trace row %d: %w", t.rows+int64(i), invalidTurn{cerr})
 		}
 	}
 	t.rows += int64(n)

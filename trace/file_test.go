@@ -260,7 +260,7 @@ func TestTraceReaderChecksRows(t *testing.T) {
 		rows := make([]Turn, 4)
 		n, err := r.Read(rows)
 		r.Close()
-		if err == nil || !strings.Contains(err.Error(), c.want) || n != 1 {
+		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, ErrInvalidTurn) || n != 1 {
 			t.Errorf("%+v: read %d rows, error %v; want 1 row and %q", c.turn, n, err, c.want)
 		}
 	}

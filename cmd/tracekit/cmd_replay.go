@@ -237,6 +237,9 @@ func runReplay(cmd *cobra.Command, c replay.Config, o replayOpts) error {
 		return notStarted(rec, ctx, o.dist, runErr)
 	}
 	closeErr := rec.Close()
+	if errors.Is(runErr, trace.ErrInvalidTurn) { // a row replay cannot send as written
+		return badInput(fmt.Errorf("replaying %s: %w", c.Trace, runErr))
+	}
 	if runErr != nil {
 		return fmt.Errorf("replaying %s: %w", c.Trace, runErr)
 	}
