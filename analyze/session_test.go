@@ -99,3 +99,34 @@ func TestSessionMetrics(t *testing.T) {
 }
 
 func close9(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+
+// A wait-only edge is on the critical path (the waiter could not start
+// before the turn it waits for ended) but adds no depth (no history).
+func TestSessionCriticalPathCountsAfter(t *testing.T) {
+	g := func(id string, turn int32, parents, after []int32, sent, done int64) trace.Record {
+		r := rec(id, turn, sent, sent, sent, done, 200, "", 10, 10, 3, -1, [2]int64{sent + 1, 1}, [2]int64{done - 1, 2})
+		r.ConversationID, r.Parents, r.After = "c", parents, after
+		return r
+	}
+	// c0 (server 10) -> c2 (5), c1 a root branch (50) that c2 waits for:
+	// critical 50+5 = 55, not 10+5; c2 at depth 1.
+	recs := []trace.Record{g("c0", 0, nil, nil, 0, 10), g("c1", 1, []int32{trace.RootParent}, nil, 0, 50),
+		g("c2", 2, []int32{0}, []int32{1}, 55, 60)}
+	s, err := Files([]string{writeRecording(t, t.TempDir(), "a.parquet", trace.RunMeta{}, recs)}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := s.Sessions
+	if st == nil || st.CriticalPathMs.Max != 55 || st.ServerTimeMs.Max != 65 || st.MakespanMs.Max != 60 {
+		t.Fatalf("sessions %+v", st)
+	}
+	if len(st.ByDepth) != 2 || st.ByDepth[0].Requests != 2 || st.ByDepth[1].Requests != 1 {
+		t.Errorf("depths %+v: want c0, c1 at 0 and c2 at 1", st.ByDepth)
+	}
+	// Without the edge the same stamps give the parent chain only.
+	recs[2].After = nil
+	s, _ = Files([]string{writeRecording(t, t.TempDir(), "b.parquet", trace.RunMeta{}, recs)}, Options{})
+	if s.Sessions.CriticalPathMs.Max != 50 {
+		t.Errorf("without After: critical %v, want 50 (c1 alone)", s.Sessions.CriticalPathMs.Max)
+	}
+}
