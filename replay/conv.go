@@ -215,6 +215,9 @@ func (r *runState) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace
 		req.Header.Set("Accept", "text/event-stream")
 	}
 	req.Header.Set("Accept-Encoding", "identity")
+	if r.cfg.MockHints {
+		setMockHints(req, turn)
+	}
 	req.SetBodyRaw(body)
 
 	r.sent.Add(1)

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -451,6 +453,45 @@ func toolCallMismatch(ex *exchange, turn *trace.Turn) bool {
 		}
 	}
 	return false
+}
+
+// The mock's tool-call headers (mock.ToolCallsHeader, mock.ToolNamesHeader;
+// replay does not import the mock).
+const (
+	hintToolCalls = "X-Tracekit-Tool-Calls"
+	hintToolNames = "X-Tracekit-Tool-Names"
+)
+
+// setMockHints asks the mock (Config.MockHints) for the answer the trace
+// recorded: as many tool calls as ReferenceToolCalls, of those names (0: a
+// text answer; names a header list cannot carry, a comma or a control
+// byte, leave the count alone). A turn without any reference answer gets
+// no hint: the
+// mock answers as tool_choice says, and toolCallMismatch has nothing to
+// compare.
+func setMockHints(req *fasthttp.Request, turn *trace.Turn) {
+	ref := turn.ReferenceToolCalls
+	if len(ref) == 0 && turn.ReferenceAnswer == "" {
+		return
+	}
+	var buf [128]byte
+	req.Header.SetBytesV(hintToolCalls, strconv.AppendInt(buf[:0], int64(len(ref)), 10))
+	if len(ref) == 0 {
+		return
+	}
+	names := buf[:0]
+	for k := range ref {
+		if k > 0 {
+			names = append(names, ',')
+		}
+		for i := 0; i < len(ref[k].Name); i++ {
+			if c := ref[k].Name[i]; c == ',' || c < 0x20 || c == 0x7f {
+				return // a name the list cannot carry: the count alone
+			}
+		}
+		names = append(names, ref[k].Name...)
+	}
+	req.Header.SetBytesV(hintToolNames, names)
 }
 
 // graphOpen runs conv open-loop as a graph: every node at its own arrival

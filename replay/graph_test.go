@@ -349,3 +349,46 @@ func TestGraphAfter(t *testing.T) {
 		t.Errorf("open loop o-1: %s intended %d, want %d (before o-0's done %d)", o1.ErrorKind, o1.IntendedNs, time.Millisecond, recs["o-0-0"].DoneNs)
 	}
 }
+
+// With MockHints the mock answers the tool calls the trace recorded (count
+// and names, even names outside the request's tools, and a text answer
+// where tool_choice says required), so nothing mismatches and the child's
+// history holds the live calls under the trace's ids; without, the same
+// trace mismatches on both turns. A turn without a reference answer gets
+// no hint.
+func TestGraphMockHints(t *testing.T) {
+	srv := fastMock(t, nil)
+	conv := func(id string) []trace.Turn {
+		c := []trace.Turn{gturn(id, 0, nil, 0), gturn(id, 1, []int32{0}, 0), gturn(id, 2, []int32{1}, 0), gturn(id, 3, []int32{2}, 0)}
+		c[0].Tools, c[0].ToolChoice = searchTool, `"auto"`
+		c[0].ReferenceToolCalls = []trace.ToolCall{{ID: "call_x", Name: "fetch", Arguments: "{}"}, {ID: "call_y", Name: "lookup", Arguments: "{}"}}
+		c[1].Tools, c[1].ToolChoice, c[1].ReferenceAnswer = searchTool, `"required"`, "done"
+		c[2].Tools, c[2].ToolChoice = searchTool, `"required"` // no reference: the mock follows tool_choice
+		return c
+	}
+	for _, hints := range []bool{true, false} {
+		id := map[bool]string{true: "h", false: "n"}[hints]
+		sink, res := run(t, Config{Trace: writeTrace(t, conv(id)), Targets: []string{srv.URL()}, IgnoreEOS: true, MockHints: hints})
+		recs := sink.byID()
+		r0, r1, r2 := recs[id+"-0-0"], recs[id+"-1-0"], recs[id+"-2-0"]
+		if r2.ToolCalls != 1 || r2.ToolCallMismatch {
+			t.Errorf("%s-2 (no reference): %d calls, mismatch %v; want tool_choice's 1 call", id, r2.ToolCalls, r2.ToolCallMismatch)
+		}
+		if !hints {
+			if !r0.ToolCallMismatch || !r1.ToolCallMismatch || res.ToolCallMismatches != 2 {
+				t.Errorf("without hints: mismatches %v %v, result %d; want both turns", r0.ToolCallMismatch, r1.ToolCallMismatch, res.ToolCallMismatches)
+			}
+			continue
+		}
+		if r0.ToolCalls != 2 || r0.ToolCallMismatch || r1.ToolCalls != 0 || r1.ToolCallMismatch || res.ToolCallMismatches != 0 {
+			t.Fatalf("with hints: turn 0 %d calls mismatch %v, turn 1 %d calls mismatch %v, result %d",
+				r0.ToolCalls, r0.ToolCallMismatch, r1.ToolCalls, r1.ToolCallMismatch, res.ToolCallMismatches)
+		}
+		_, m := received(t, srv, id+"-1-0")
+		a := m[1]
+		if a.Role != "assistant" || len(a.ToolCalls) != 2 || a.ToolCalls[0].ID != "call_x" || a.ToolCalls[0].Function.Name != "fetch" ||
+			a.ToolCalls[1].ID != "call_y" || a.ToolCalls[1].Function.Name != "lookup" || strings.Contains(a.ToolCalls[0].Function.Arguments, "{}") {
+			t.Errorf("turn 1's history: %+v; want the live calls named fetch, lookup under the trace's ids", a)
+		}
+	}
+}
