@@ -6,6 +6,7 @@ import (
 	"html"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/tracekit/tracekit/internal/svgchart"
@@ -90,6 +91,9 @@ func (s *Summary) writeTiles(b *strings.Builder) {
 	}
 	b.WriteString("<div class=\"tiles\">\n")
 	tile(fmt.Sprintf("%d / %d", s.Completed, s.Completed+s.Failed), "requests completed")
+	if s.NotSent > 0 {
+		tile(strconv.Itoa(s.NotSent), "not sent (parent_failed)")
+	}
 	tile(fmt.Sprintf("%.2f s", s.Duration), "benchmark duration")
 	tile(fmt.Sprintf("%.1f tok/s", s.OutputThroughput), "output token throughput")
 	tile(fmt.Sprintf("%.2f req/s", s.RequestThroughput), "request throughput")

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/tracekit/tracekit/trace"
 )
 
 // vLLM's defaults for the fields a recording does not carry.
@@ -22,7 +24,7 @@ func (s *Summary) JSON(detailed bool) map[string]any {
 		"label":                   nil,
 		"model_id":                nilIfEmpty(s.Model),
 		"tokenizer_id":            nilIfEmpty(s.Tokenizer),
-		"num_prompts":             s.Requests,
+		"num_prompts":             s.Requests - s.NotSent, // vLLM's: the requests sent
 		"request_rate":            "inf",
 		"burstiness":              s.Burstiness,
 		"max_concurrency":         nil,
@@ -78,7 +80,8 @@ func (s *Summary) JSON(detailed bool) map[string]any {
 }
 
 // addLists adds vLLM's per-request lists, one entry per analyzed request
-// in file order, times in seconds. Always (vLLM saves them without
+// that was sent (not the NotSent ones: vLLM lists the requests it sent) in
+// file order, times in seconds. Always (vLLM saves them without
 // --save-detailed): latencies (E2EL of a success, 0 for a failure: vLLM's
 // client never sets it), queue_times (start - intended: vLLM's wait for
 // its concurrency semaphore, here also the schedule's dispatch lag) and
@@ -90,10 +93,19 @@ func (s *Summary) JSON(detailed bool) map[string]any {
 // as vLLM's does; others give 0 and []), errors ("" for a success, else the
 // recorded message). vLLM's generated_texts are not recorded.
 func (s *Summary) addLists(r map[string]any, detailed bool) {
-	n := len(s.Reqs)
+	reqs := s.Reqs
+	if s.NotSent > 0 {
+		reqs = make([]Request, 0, len(s.Reqs)-s.NotSent)
+		for i := range s.Reqs {
+			if s.Reqs[i].ErrorKind != string(trace.ErrParentFailed) {
+				reqs = append(reqs, s.Reqs[i])
+			}
+		}
+	}
+	n := len(reqs)
 	lats, queues := make([]float64, n), make([]float64, n)
-	for i := range s.Reqs {
-		q := &s.Reqs[i]
+	for i := range reqs {
+		q := &reqs[i]
 		queues[i] = float64(q.StartNs-q.IntendedNs) / 1e9
 		if q.Success {
 			lats[i] = float64(q.E2ELNs) / 1e9
@@ -106,8 +118,8 @@ func (s *Summary) addLists(r map[string]any, detailed bool) {
 	in, out := make([]int32, n), make([]int32, n)
 	ttfts, starts := make([]float64, n), make([]float64, n)
 	itls, errs := make([][]float64, n), make([]string, n)
-	for i := range s.Reqs {
-		q := &s.Reqs[i]
+	for i := range reqs {
+		q := &reqs[i]
 		in[i] = q.PromptTokens
 		starts[i] = float64(q.StartNs) / 1e9
 		itls[i] = []float64{}

@@ -89,6 +89,7 @@ type Request struct {
 	// The graph columns (session.go): the record's parents (a copy),
 	// its live answer's tool calls and whether they differed from the trace's.
 	Parents          []int32
+	After            []int32 // wait-only edges (trace.Record.After), a copy
 	ToolCalls        int32
 	ToolCallMismatch bool
 
@@ -113,6 +114,9 @@ func Derive(r *trace.Record, file int, opts Options) Request {
 	q.InputTokens = r.InputTokens
 	if len(r.Parents) > 0 {
 		q.Parents = slices.Clone(r.Parents) // the scanner's lists are reused
+	}
+	if len(r.After) > 0 {
+		q.After = slices.Clone(r.After)
 	}
 	q.ToolCalls, q.ToolCallMismatch = r.ToolCalls, r.ToolCallMismatch
 	for i, n := range r.EventTokens {

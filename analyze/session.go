@@ -12,19 +12,20 @@ import (
 // request metrics (which, the vLLM block included, stay computed over
 // requests). A session is one conversation; its graph is rebuilt from the
 // records' parents (empty: the previous turn; trace.RootParent: the
-// conversation start), without the trace. With several records of one
+// conversation start) and wait-only edges (after), without the trace. With several records of one
 // turn (shards overlap, retries are separate ids), the last one counts.
 //
 //   - makespan: the session's last done_ns minus its first intended_ns;
 //   - server time of a request: done_ns - sent_ns (0 for one not sent);
 //     total server time: their sum over the session;
-//   - critical path: the largest sum of server times along a parent chain
-//     (root to leaf), the time the session needs if every branch ran in
-//     parallel with no delays; critical/total near 1 is a sequential
-//     session, small a wide one;
+//   - critical path: the largest sum of server times along a chain of
+//     dependencies (parents and wait-only edges, root to leaf), the time
+//     the session needs if every branch ran in parallel with no delays;
+//     critical/total near 1 is a sequential session, small a wide one;
 //   - success: every request of the session succeeded (Options.Success);
 //   - depth of a request: the longest chain of parents above it (0 for a
-//     root); per-depth TTFT over the successful streamed requests;
+//     root; wait-only edges bring no history, so they add no depth);
+//     per-depth TTFT over the successful streamed requests;
 //   - tool calls and mismatches: the records' tool_calls and
 //     tool_call_mismatch summed.
 type SessionStats struct {
@@ -69,7 +70,7 @@ type DepthStats struct {
 func (s *Summary) sessions() {
 	graph := false
 	for i := range s.Reqs {
-		if len(s.Reqs[i].Parents) > 0 {
+		if len(s.Reqs[i].Parents) > 0 || len(s.Reqs[i].After) > 0 {
 			graph = true
 			break
 		}
@@ -187,6 +188,11 @@ func sessionOf(all []*Request) session {
 			}
 			ss.depth[k] = max(ss.depth[k], ss.depth[j]+1)
 			before = max(before, path[j])
+		}
+		for _, a := range q.After {
+			if j, found := idx[a]; found && j < k {
+				before = max(before, path[j])
+			}
 		}
 		path[k] = before + srv
 		ss.critical = max(ss.critical, path[k])

@@ -99,3 +99,92 @@ func TestSessionMetrics(t *testing.T) {
 }
 
 func close9(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+
+// A wait-only edge is on the critical path (the waiter could not start
+// before the turn it waits for ended) but adds no depth (no history).
+func TestSessionCriticalPathCountsAfter(t *testing.T) {
+	g := func(id string, turn int32, parents, after []int32, sent, done int64) trace.Record {
+		r := rec(id, turn, sent, sent, sent, done, 200, "", 10, 10, 3, -1, [2]int64{sent + 1, 1}, [2]int64{done - 1, 2})
+		r.ConversationID, r.Parents, r.After = "c", parents, after
+		return r
+	}
+	// c0 (server 10) -> c2 (5), c1 a root branch (50) that c2 waits for:
+	// critical 50+5 = 55, not 10+5; c2 at depth 1.
+	recs := []trace.Record{g("c0", 0, nil, nil, 0, 10), g("c1", 1, []int32{trace.RootParent}, nil, 0, 50),
+		g("c2", 2, []int32{0}, []int32{1}, 55, 60)}
+	s, err := Files([]string{writeRecording(t, t.TempDir(), "a.parquet", trace.RunMeta{}, recs)}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := s.Sessions
+	if st == nil || st.CriticalPathMs.Max != 55 || st.ServerTimeMs.Max != 65 || st.MakespanMs.Max != 60 {
+		t.Fatalf("sessions %+v", st)
+	}
+	if len(st.ByDepth) != 2 || st.ByDepth[0].Requests != 2 || st.ByDepth[1].Requests != 1 {
+		t.Errorf("depths %+v: want c0, c1 at 0 and c2 at 1", st.ByDepth)
+	}
+	// Without the edge the same stamps give the parent chain only.
+	recs[2].After = nil
+	s, _ = Files([]string{writeRecording(t, t.TempDir(), "b.parquet", trace.RunMeta{}, recs)}, Options{})
+	if s.Sessions.CriticalPathMs.Max != 50 {
+		t.Errorf("without After: critical %v, want 50 (c1 alone)", s.Sessions.CriticalPathMs.Max)
+	}
+}
+
+// Graph nodes recorded parent_failed were never sent: the vLLM block
+// (completed, failed, num_prompts, the per-request lists) counts the
+// requests sent, as vLLM's does, and the text, HTML and JSON reports give
+// the not-sent ones on their own.
+func TestNotSentOutsideVLLMBlock(t *testing.T) {
+	mk := func(id string, turn int32, parents []int32, kind trace.ErrorKind) trace.Record {
+		status := int32(200)
+		ev := [][2]int64{{3, 1}, {9, 2}}
+		if kind != "" {
+			status, ev = 0, nil
+			if kind == trace.ErrHTTPStatus {
+				status = 400
+			}
+		}
+		r := rec(id, turn, 0, 0, 1, 10, status, kind, 10, 10, 3, -1, ev...)
+		r.ConversationID, r.Parents = "g", parents
+		return r
+	}
+	// 0 ok; 1 <- 0 refused (sent, failed); 2, 3 <- 1 not sent; 4 <- 0 ok.
+	recs := []trace.Record{mk("g0", 0, nil, ""), mk("g1", 1, []int32{0}, trace.ErrHTTPStatus),
+		mk("g2", 2, []int32{1}, trace.ErrParentFailed), mk("g3", 3, []int32{2}, trace.ErrParentFailed), mk("g4", 4, []int32{0}, "")}
+	s, err := Files([]string{writeRecording(t, t.TempDir(), "n.parquet", trace.RunMeta{}, recs)}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Requests != 5 || s.Completed != 2 || s.Failed != 1 || s.NotSent != 2 {
+		t.Fatalf("requests %d completed %d failed %d not sent %d; want 5, 2, 1, 2", s.Requests, s.Completed, s.Failed, s.NotSent)
+	}
+	var js, text, page bytes.Buffer
+	s.WriteJSON(&js, true)
+	var out struct {
+		NumPrompts int       `json:"num_prompts"`
+		Completed  int       `json:"completed"`
+		Failed     int       `json:"failed"`
+		Latencies  []float64 `json:"latencies"`
+		Errors     []string  `json:"errors"`
+		Tracekit   struct {
+			NotSent int `json:"not_sent"`
+		} `json:"tracekit"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.NumPrompts != 3 || out.Completed != 2 || out.Failed != 1 || len(out.Latencies) != 3 || len(out.Errors) != 3 || out.Tracekit.NotSent != 2 {
+		t.Errorf("JSON: %+v; want 3 prompts sent (2 completed, 1 failed, 3 list entries) and 2 not sent", out)
+	}
+	s.WriteText(&text)
+	block, _, _ := strings.Cut(text.String(), " tracekit ")
+	if !strings.Contains(block, "Failed requests:                         1 ") ||
+		!strings.Contains(text.String(), "Not sent:                                2 (parent_failed") {
+		t.Errorf("text report:\n%s", text.String())
+	}
+	s.WriteHTML(&page)
+	if !strings.Contains(page.String(), "2 / 3") || !strings.Contains(page.String(), "not sent (parent_failed)") {
+		t.Error("HTML report: want 2 of 3 sent completed and the not-sent tile")
+	}
+}

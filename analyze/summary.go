@@ -52,9 +52,14 @@ type Summary struct {
 	// Truncated counts the analyzed streams that ended without
 	// data: [DONE]; TruncatedCompleted those of them counted as completed
 	// (vLLM's rule: the body ended cleanly after at least one event).
-	Truncated             int     `json:"truncated"`
-	TruncatedCompleted    int     `json:"truncated_completed"`
+	Truncated          int `json:"truncated"`
+	TruncatedCompleted int `json:"truncated_completed"`
+	// Failed counts the analyzed requests that were sent and failed; like
+	// Completed (and vLLM's block, which counts the requests it sent) it
+	// leaves out NotSent: graph nodes recorded parent_failed, never sent.
+	// Requests = Completed + Failed + NotSent.
 	Failed                int     `json:"failed"`
+	NotSent               int     `json:"not_sent"`
 	TotalInput            int64   `json:"total_input_tokens"`
 	TotalOutput           int64   `json:"total_output_tokens"`
 	RequestThroughput     float64 `json:"request_throughput"`
@@ -133,7 +138,11 @@ func (a *accumulator) finish(files []FileInfo) *Summary {
 			}
 		}
 		if !q.Success {
-			s.Failed++
+			if q.ErrorKind == string(trace.ErrParentFailed) {
+				s.NotSent++
+			} else {
+				s.Failed++
+			}
 			continue
 		}
 		succ = append(succ, q)

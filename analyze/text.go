@@ -117,6 +117,9 @@ func (s *Summary) writeExtras(b *bufio.Writer) {
 	fmt.Fprintln(b)
 	fmt.Fprintln(b, center(" tracekit ", '=', 50))
 	fmt.Fprintf(b, "%-40s %s\n", "Requests analyzed:", strconv.Itoa(s.Requests))
+	if s.NotSent > 0 {
+		fmt.Fprintf(b, "%-40s %d (parent_failed: graph nodes whose parent failed; not in the block above, which counts requests sent)\n", "Not sent:", s.NotSent)
+	}
 	fmt.Fprintf(b, "%-40s %d\n", "Excluded (warm-up):", s.ExcludedWarmup)
 	if !s.Options.Window.IsZero() {
 		fmt.Fprintf(b, "%-40s %d (window %s)\n", "Excluded (outside window):", s.ExcludedByWindow, s.Options.Window)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/tracekit/tracekit/internal/chatmsg"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -56,25 +57,14 @@ type llmCall struct {
 
 func parseLLMCall(body []byte) *llmCall {
 	var req struct {
-		Model    string `json:"model"`
-		Messages []struct {
-			Role      string          `json:"role"`
-			Content   json.RawMessage `json:"content"`
-			ToolCalls []struct {
-				ID       string `json:"id"`
-				Function struct {
-					Name      string          `json:"name"`
-					Arguments json.RawMessage `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
-			ToolCallID string `json:"tool_call_id"`
-		} `json:"messages"`
-		Tools               json.RawMessage `json:"tools"`
-		ToolChoice          json.RawMessage `json:"tool_choice"`
-		Prompt              json.RawMessage `json:"prompt"`
-		MaxTokens           *int32          `json:"max_tokens"`
-		MaxCompletionTokens *int32          `json:"max_completion_tokens"`
-		Stream              bool            `json:"stream"`
+		Model               string            `json:"model"`
+		Messages            []chatmsg.Message `json:"messages"`
+		Tools               json.RawMessage   `json:"tools"`
+		ToolChoice          json.RawMessage   `json:"tool_choice"`
+		Prompt              json.RawMessage   `json:"prompt"`
+		MaxTokens           *int32            `json:"max_tokens"`
+		MaxCompletionTokens *int32            `json:"max_completion_tokens"`
+		Stream              bool              `json:"stream"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		return nil
@@ -87,42 +77,15 @@ func parseLLMCall(body []byte) *llmCall {
 	case req.MaxTokens != nil:
 		c.maxTokens = *req.MaxTokens
 	}
-	for _, m := range req.Messages {
-		msg := trace.Message{Role: m.Role, Content: contentText(m.Content), ToolCallID: m.ToolCallID}
-		for _, tc := range m.ToolCalls {
-			msg.ToolCalls = append(msg.ToolCalls, trace.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: argumentsText(tc.Function.Arguments)})
-		}
+	for i := range req.Messages {
+		msg, _ := req.Messages[i].Decode() // a content of another shape records as no text
 		c.messages = append(c.messages, msg)
 	}
 	if !c.chat {
-		c.messages = []trace.Message{{Role: "user", Content: contentText(req.Prompt)}}
+		prompt, _ := chatmsg.ContentText(req.Prompt)
+		c.messages = []trace.Message{{Role: "user", Content: prompt}}
 	}
 	return c
-}
-
-// contentText flattens a message content: a string, or an array of parts
-// (the text parts are kept), or a prompt array of strings.
-func contentText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var parts []json.RawMessage
-	if json.Unmarshal(raw, &parts) != nil {
-		return ""
-	}
-	var b strings.Builder
-	for _, part := range parts {
-		var txt struct {
-			Text string `json:"text"`
-		}
-		if json.Unmarshal(part, &s) == nil {
-			b.WriteString(s)
-		} else if json.Unmarshal(part, &txt) == nil {
-			b.WriteString(txt.Text)
-		}
-	}
-	return b.String()
 }
 
 // compactJSON is raw as compact JSON text, "" for absent or null.
@@ -135,14 +98,4 @@ func compactJSON(raw json.RawMessage) string {
 		return ""
 	}
 	return b.String()
-}
-
-// argumentsText is a tool call's arguments as the API carries them: the
-// JSON string's value (an object some clients send is kept as its JSON).
-func argumentsText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	return compactJSON(raw)
 }

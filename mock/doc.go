@@ -27,8 +27,14 @@
 // A chat request whose tool_choice is "required" or names a function
 // ({"type":"function","function":{"name":...}}) is answered with one tool
 // call (of the named function, else the first of its tools); the request
-// header X-Tracekit-Tool-Calls: N (1..64) asks for N calls whatever
-// tool_choice says (names taken from tools in turn, "tool" without tools).
+// header X-Tracekit-Tool-Calls: N (0..64) asks for N calls whatever
+// tool_choice says (names taken from tools in turn, "tool" without tools;
+// 0 is a text answer), and X-Tracekit-Tool-Names: a,b,... for calls of
+// those functions in that order (N is their count; with both headers the
+// counts must agree). Only the mock reads these headers: replay sends them
+// with --mock-hints, the count and names its trace recorded, so a
+// replayed agent trace follows its recorded tool calls (the arguments are
+// still the mock's words).
 // tool_choice without tools is a 400, as in vLLM. The planned output length
 // is unchanged and split evenly over the calls: every token is one word of
 // an argument {"text": "w1 w2 ..."} (no end-of-text token), and

@@ -134,7 +134,7 @@ func (x *exchange) run() {
 	n, finish := s.cfg.Latency.outputLength(x.rng, maxTokens, x.req.IgnoreEOS)
 	x.e.MaxTokens, x.e.CompletionTokens, x.e.FinishReason = int32(maxTokens), int32(n), finish
 	if x.chat {
-		calls, names, err := x.toolPlan(x.r.Header.Get(ToolCallsHeader))
+		calls, names, err := x.toolPlan(x.r.Header.Get(ToolCallsHeader), x.r.Header.Get(ToolNamesHeader))
 		if err != nil {
 			x.reject(err)
 			return

@@ -6,9 +6,15 @@ import (
 	"strings"
 )
 
-// ToolCallsHeader asks for an answer of N tool calls (N >= 1), whatever
-// the request's tool_choice says; see the package doc.
-const ToolCallsHeader = "X-Tracekit-Tool-Calls"
+// ToolCallsHeader asks for an answer of N tool calls (0 a text answer),
+// whatever the request's tool_choice says; ToolNamesHeader names them
+// ("a,b,c", in order; alone it also gives N). Replay sends both with
+// --mock-hints: the count and names its trace recorded. See the package
+// doc.
+const (
+	ToolCallsHeader = "X-Tracekit-Tool-Calls"
+	ToolNamesHeader = "X-Tracekit-Tool-Names"
+)
 
 // maxHeaderToolCalls bounds ToolCallsHeader.
 const maxHeaderToolCalls = 64
@@ -21,11 +27,12 @@ type apiTool struct {
 	} `json:"function"`
 }
 
-// toolPlan decides the tool calls of a chat answer: N from the header, else
-// one when tool_choice is "required" or names a function, else none. names
-// are the calls' function names: the named function, or the request's
-// tools in turn ("tool" when it has none).
-func (x *exchange) toolPlan(header string) (n int, names []string, err error) {
+// toolPlan decides the tool calls of a chat answer: N from the count
+// header (or the names header's count), else one when tool_choice is
+// "required" or names a function, else none. names are the calls' function
+// names: the names header's, the named function, or the request's tools
+// in turn ("tool" when it has none).
+func (x *exchange) toolPlan(header, namesHeader string) (n int, names []string, err error) {
 	req := x.req
 	var tools []apiTool
 	if len(req.Tools) > 0 && string(req.Tools) != "null" {
@@ -53,10 +60,25 @@ func (x *exchange) toolPlan(header string) (n int, names []string, err error) {
 	}
 	if header != "" {
 		h, err := strconv.Atoi(strings.TrimSpace(header))
-		if err != nil || h < 1 || h > maxHeaderToolCalls {
-			return 0, nil, invalid("", "%s %q: expected a number of tool calls from 1 to %d", ToolCallsHeader, header, maxHeaderToolCalls)
+		if err != nil || h < 0 || h > maxHeaderToolCalls {
+			return 0, nil, invalid("", "%s %q: expected a number of tool calls from 0 to %d", ToolCallsHeader, header, maxHeaderToolCalls)
 		}
 		n = h
+	}
+	if namesHeader = strings.TrimSpace(namesHeader); namesHeader != "" {
+		given := strings.Split(namesHeader, ",")
+		for i, name := range given {
+			if given[i] = strings.TrimSpace(name); given[i] == "" {
+				return 0, nil, invalid("", "%s %q: name %d is empty (expected function names separated by commas)", ToolNamesHeader, namesHeader, i+1)
+			}
+		}
+		switch {
+		case len(given) > maxHeaderToolCalls:
+			return 0, nil, invalid("", "%s: %d names, at most %d", ToolNamesHeader, len(given), maxHeaderToolCalls)
+		case header != "" && n != len(given):
+			return 0, nil, invalid("", "%s %q names %d calls, %s asks for %d", ToolNamesHeader, namesHeader, len(given), ToolCallsHeader, n)
+		}
+		return len(given), given, nil
 	}
 	for i := range n {
 		switch {

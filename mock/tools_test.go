@@ -59,19 +59,27 @@ func TestToolCallAnswers(t *testing.T) {
 		name   string
 		choice any
 		header string
+		names  string
 		want   []string
 	}{
-		{"required", "required", "", []string{"search"}},
-		{"named", map[string]any{"type": "function", "function": map[string]any{"name": "fetch"}}, "", []string{"fetch"}},
-		{"header", "auto", "3", []string{"search", "fetch", "search"}},
-		{"auto", "auto", "", nil},
-		{"none", nil, "", nil},
+		{"required", "required", "", "", []string{"search"}},
+		{"named", map[string]any{"type": "function", "function": map[string]any{"name": "fetch"}}, "", "", []string{"fetch"}},
+		{"header", "auto", "3", "", []string{"search", "fetch", "search"}},
+		{"auto", "auto", "", "", nil},
+		{"none", nil, "", "", nil},
+		// the hints replay's --mock-hints sends: the recorded names and count
+		{"names", "auto", "", "fetch, fetch,lookup", []string{"fetch", "fetch", "lookup"}},
+		{"names-count", "required", "2", "lookup,search", []string{"lookup", "search"}},
+		{"zero", "required", "0", "", nil},
 	} {
 		for _, stream := range []bool{true, false} {
 			id := c.name + map[bool]string{true: "-s", false: "-j"}[stream]
 			hdr := map[string]string{"X-Request-Id": id}
 			if c.header != "" {
 				hdr[ToolCallsHeader] = c.header
+			}
+			if c.names != "" {
+				hdr[ToolNamesHeader] = c.names
 			}
 			resp := post(t, srv, "/v1/chat/completions", toolBody(stream, c.choice), hdr)
 			if resp.StatusCode != 200 {
@@ -129,7 +137,10 @@ func TestToolCallBadRequests(t *testing.T) {
 	if r := post(t, srv, "/v1/chat/completions", toolBody(true, "sometimes"), nil); r.StatusCode != 400 {
 		t.Errorf("bad tool_choice: HTTP %d", r.StatusCode)
 	}
-	if r := post(t, srv, "/v1/chat/completions", toolBody(true, nil), map[string]string{ToolCallsHeader: "0"}); r.StatusCode != 400 {
-		t.Errorf("header 0: HTTP %d", r.StatusCode)
+	for _, h := range []map[string]string{{ToolCallsHeader: "-1"}, {ToolCallsHeader: "65"}, {ToolNamesHeader: "a,,b"},
+		{ToolCallsHeader: "1", ToolNamesHeader: "a,b"}} {
+		if r := post(t, srv, "/v1/chat/completions", toolBody(true, nil), h); r.StatusCode != 400 {
+			t.Errorf("headers %v: HTTP %d", h, r.StatusCode)
+		}
 	}
 }

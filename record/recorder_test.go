@@ -80,9 +80,9 @@ func readAll(t *testing.T, path string) ([]trace.Record, trace.RunMeta) {
 func sameRecord(a, b trace.Record) bool {
 	la, lb := a, b
 	la.EventNs, la.EventTokens, lb.EventNs, lb.EventTokens = nil, nil, nil, nil
-	la.Parents, lb.Parents = nil, nil // a file reads an empty list as [], a journal as nil
+	la.Parents, lb.Parents, la.After, lb.After = nil, nil, nil, nil // a file reads an empty list as [], a journal as nil
 	return reflect.DeepEqual(la, lb) && fmt.Sprint(a.EventNs) == fmt.Sprint(b.EventNs) && fmt.Sprint(a.EventTokens) == fmt.Sprint(b.EventTokens) &&
-		fmt.Sprint(a.Parents) == fmt.Sprint(b.Parents)
+		fmt.Sprint(a.Parents) == fmt.Sprint(b.Parents) && fmt.Sprint(a.After) == fmt.Sprint(b.After)
 }
 
 func checkRecords(t *testing.T, got []trace.Record, want map[string]trace.Record) {

@@ -108,6 +108,14 @@ type Config struct {
 	// (default: probe the server once before the run), "on" or "off".
 	ContinuousUsage string
 
+	// MockHints sends, with every request whose turn has a reference
+	// answer, the mock's tool-call headers (mock.ToolCallsHeader,
+	// mock.ToolNamesHeader) holding the count and names of the trace's
+	// ReferenceToolCalls, so `tracekit mock` answers the calls the trace
+	// recorded. Off by default: a real server ignores the headers, but it
+	// must not receive what only a mock reads.
+	MockHints bool
+
 	Timing  Timing  // TimingClosed (default) or TimingTrace
 	History History // HistoryActual (default) or HistoryReference
 	Speed   float64 // time scale: 2 replays twice as fast; default 1

@@ -200,6 +200,7 @@ func (r *runState) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace
 		EventTokens:    rec.EventTokens[:0],
 		PromptTokens:   -1, CompletionTokens: -1, CachedTokens: -1,
 		Parents: turn.Parents, // the trace's, never written: sinks may keep it
+		After:   turn.After,
 	}
 	rec.NonStreaming = turn.NonStreaming
 
@@ -214,6 +215,9 @@ func (r *runState) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace
 		req.Header.Set("Accept", "text/event-stream")
 	}
 	req.Header.Set("Accept-Encoding", "identity")
+	if r.cfg.MockHints {
+		setMockHints(req, turn)
+	}
 	req.SetBodyRaw(body)
 
 	r.sent.Add(1)

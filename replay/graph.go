@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -20,14 +22,28 @@ import (
 // history, messages and answer) merged in listed order, a message prefix
 // they share taken once. A node whose parent failed is not sent: it is
 // recorded with trace.ErrParentFailed naming the parent, and so are its
-// descendants; other branches go on. Open loop: every node at its own
-// ArrivalOffsetNs with the reference transcripts of its parents.
+// descendants; other branches go on.
+//
+// Wait-only edges (trace.Turn.After) add turns a node waits for without
+// taking their transcripts: in closed loop it is sent ThinkTimeNs after
+// the latest done time of its parents and its After turns. A failed After
+// turn does not fail the node: its history does not hold the failed
+// answer, and an agent framework hands a step waiting on a failed call
+// the error and goes on; the node is sent once the failed turn is done
+// (a turn recorded parent_failed is done when that was decided). An After
+// turn stopped by the end of the run stops the node, as a parent does; one
+// the conversation does not hold is not waited for.
+//
+// Open loop: every node at its own ArrivalOffsetNs with the reference
+// transcripts of its parents (After edges need nothing there: the arrival
+// offsets already hold the waits).
 
 // isGraph reports whether conv is a dependency graph: a turn names its
-// parents. A chat (no Parents anywhere) runs as it always has.
+// parents or turns it waits for. A chat (neither anywhere) runs as it
+// always has.
 func isGraph(conv []trace.Turn) bool {
 	for i := range conv {
-		if len(conv[i].Parents) > 0 {
+		if len(conv[i].Parents) > 0 || len(conv[i].After) > 0 {
 			return true
 		}
 	}
@@ -39,7 +55,9 @@ type gnode struct {
 	turn     *trace.Turn
 	parents  []int // indices into the graph's nodes; rootIdx for the start
 	children []int
-	pending  int // parents not yet resolved
+	waits    []int // After turns found: indices into the graph's nodes
+	waiters  []int // the nodes whose waits hold this one
+	pending  int   // parents and waits not yet resolved
 
 	// The outcome, set once by the goroutine that ran the node (or by the
 	// coordinator for a node not sent) before it reports.
@@ -110,6 +128,13 @@ func buildGraph(conv []trace.Turn) []gnode {
 				n.pending++
 			}
 		}
+		for _, a := range conv[i].After {
+			if j, ok := byTurn[a]; ok && j < i { // a turn it lacks is not waited for
+				n.waits = append(n.waits, j)
+				nodes[j].waiters = append(nodes[j].waiters, i)
+				n.pending++
+			}
+		}
 	}
 	return nodes
 }
@@ -167,6 +192,9 @@ func (r *runState) graphClosed(runCtx, stopCtx context.Context, conv []trace.Tur
 					at = max(at, nodes[p].doneAt+r.scale(n.turn.ThinkTimeNs))
 				}
 			}
+			for _, w := range n.waits { // done, failed or not sent: each has its done time
+				at = max(at, nodes[w].doneAt+r.scale(n.turn.ThinkTimeNs))
+			}
 			ex, input := r.prepareNode(nodes, i)
 			go r.runNode(runCtx, stopCtx, nodes, i, at, ex, input, reports)
 		}
@@ -179,10 +207,15 @@ func (r *runState) graphClosed(runCtx, stopCtx context.Context, conv []trace.Tur
 	}
 }
 
-// release resolves one parent of each child of node i and appends the
-// children that have nothing left to wait for.
+// release resolves one parent or wait of each child and waiter of node i
+// and appends those that have nothing left to wait for.
 func (r *runState) release(nodes []gnode, i int, ready []int) []int {
 	for _, c := range nodes[i].children {
+		if nodes[c].pending--; nodes[c].pending == 0 {
+			ready = append(ready, c)
+		}
+	}
+	for _, c := range nodes[i].waiters {
 		if nodes[c].pending--; nodes[c].pending == 0 {
 			ready = append(ready, c)
 		}
@@ -192,10 +225,17 @@ func (r *runState) release(nodes []gnode, i int, ready []int) []int {
 
 // settleUnsent decides a ready node that must not be sent: a parent was
 // stopped (the node is dropped, as a chat's later turns are) or failed
-// (the node is recorded as parent_failed, no traffic). It reports whether
-// it did.
+// (the node is recorded as parent_failed, no traffic). A stopped After
+// turn drops it too; a failed one does not (see the top of this file). It
+// reports whether it did.
 func (r *runState) settleUnsent(stopCtx context.Context, nodes []gnode, i int) bool {
 	n := &nodes[i]
+	for _, w := range n.waits {
+		if nodes[w].state == nodeStopped {
+			n.state = nodeStopped
+			return true
+		}
+	}
 	var failed *gnode
 	for _, p := range n.parents {
 		if p == rootIdx {
@@ -233,13 +273,13 @@ func (r *runState) settleUnsent(stopCtx context.Context, nodes []gnode, i int) b
 func (r *runState) recordParentFailed(n *gnode, msg string) {
 	t := n.turn
 	now := r.now()
-	n.state, n.kind, n.reqID = nodeFailed, trace.ErrParentFailed, requestID(t, 0)
+	n.state, n.kind, n.reqID, n.doneAt = nodeFailed, trace.ErrParentFailed, requestID(t, 0), r.start+now
 	rec := trace.Record{
 		RequestID: n.reqID, ConversationID: t.ConversationID, Turn: t.Turn, Shard: int32(r.cfg.Shard),
 		IntendedNs: now, SlotNs: now, SentNs: now, DoneNs: now,
 		ErrorKind: trace.ErrParentFailed, ErrorMessage: msg,
 		MaxTokens: t.OutputTokens, PromptTokens: -1, CompletionTokens: -1, CachedTokens: -1,
-		NonStreaming: t.NonStreaming, Parents: t.Parents,
+		NonStreaming: t.NonStreaming, Parents: t.Parents, After: t.After,
 	}
 	r.parentFailed.Add(1)
 	r.sink.Submit(&rec)
@@ -413,6 +453,45 @@ func toolCallMismatch(ex *exchange, turn *trace.Turn) bool {
 		}
 	}
 	return false
+}
+
+// The mock's tool-call headers (mock.ToolCallsHeader, mock.ToolNamesHeader;
+// replay does not import the mock).
+const (
+	hintToolCalls = "X-Tracekit-Tool-Calls"
+	hintToolNames = "X-Tracekit-Tool-Names"
+)
+
+// setMockHints asks the mock (Config.MockHints) for the answer the trace
+// recorded: as many tool calls as ReferenceToolCalls, of those names (0: a
+// text answer; names a header list cannot carry, a comma or a control
+// byte, leave the count alone). A turn without any reference answer gets
+// no hint: the
+// mock answers as tool_choice says, and toolCallMismatch has nothing to
+// compare.
+func setMockHints(req *fasthttp.Request, turn *trace.Turn) {
+	ref := turn.ReferenceToolCalls
+	if len(ref) == 0 && turn.ReferenceAnswer == "" {
+		return
+	}
+	var buf [128]byte
+	req.Header.SetBytesV(hintToolCalls, strconv.AppendInt(buf[:0], int64(len(ref)), 10))
+	if len(ref) == 0 {
+		return
+	}
+	names := buf[:0]
+	for k := range ref {
+		if k > 0 {
+			names = append(names, ',')
+		}
+		for i := 0; i < len(ref[k].Name); i++ {
+			if c := ref[k].Name[i]; c == ',' || c < 0x20 || c == 0x7f {
+				return // a name the list cannot carry: the count alone
+			}
+		}
+		names = append(names, ref[k].Name...)
+	}
+	req.Header.SetBytesV(hintToolNames, names)
 }
 
 // graphOpen runs conv open-loop as a graph: every node at its own arrival

@@ -290,3 +290,106 @@ func TestGraphLimits(t *testing.T) {
 		t.Errorf("canceled run: %d canceled of %d records, %d sent", canceled, len(sink.Records()), res.Sent)
 	}
 }
+
+// Wait-only edges (Turn.After): a node waits for its After turns as for
+// its parents, ThinkTimeNs after the latest done time, but its history
+// holds none of their transcripts; a failed After turn (a refused model)
+// or one recorded parent_failed does not stop it; the records carry the
+// edge. Open loop keeps the arrival offsets.
+func TestGraphAfter(t *testing.T) {
+	srv := fastMock(t, func(c *mock.Config) { c.StrictModel = true })
+	const think = 3 * time.Millisecond
+	after := func(tu trace.Turn, a ...int32) trace.Turn { tu.After = a; return tu }
+	// w: 0; 1 <- 0; 2 is a root that waits for 1 (an agent that rewrote
+	// its context around 1's answer).
+	w := []trace.Turn{gturn("w", 0, nil, 0), gturn("w", 1, []int32{0}, think),
+		after(gturn("w", 2, []int32{trace.RootParent}, think), 1)}
+	// x: 0; 1 <- 0 refused; 2 <- 0 waits for 1; 3 <- 1 (parent_failed);
+	// 4 <- 0 waits for 3.
+	x := []trace.Turn{gturn("x", 0, nil, 0), gturn("x", 1, []int32{0}, think),
+		after(gturn("x", 2, []int32{0}, think), 1), gturn("x", 3, []int32{1}, think),
+		after(gturn("x", 4, []int32{0}, think), 3)}
+	x[1].Model = "no-such-model"
+
+	sink, _ := run(t, Config{Trace: writeTrace(t, w, x), Targets: []string{srv.URL()}, IgnoreEOS: true, MaxConcurrency: 8})
+	recs := sink.byID()
+	if len(recs) != len(w)+len(x) {
+		t.Fatalf("%d records, want %d", len(recs), len(w)+len(x))
+	}
+	w1, w2 := recs["w-1-0"], recs["w-2-0"]
+	if w2.ErrorKind != "" || w2.IntendedNs != w1.DoneNs+int64(think) || w2.SentNs < w1.DoneNs {
+		t.Fatalf("w-2: %s, intended %d sent %d; want intended = w-1 done %d + %d", w2.ErrorKind, w2.IntendedNs, w2.SentNs, w1.DoneNs, think)
+	}
+	if fmt.Sprint(w2.After, w2.Parents) != "[1] [-1]" || len(w1.After) != 0 {
+		t.Errorf("w-2 edges recorded: after %v parents %v; w-1 after %v", w2.After, w2.Parents, w1.After)
+	}
+	if _, m := received(t, srv, "w-2-0"); len(m) != 1 || m[0].Role != "user" || content(m[0]) != "step 2 of w" {
+		t.Errorf("w-2 history took a transcript it only waits for: %+v", m)
+	}
+
+	x0, x1, x2, x3, x4 := recs["x-0-0"], recs["x-1-0"], recs["x-2-0"], recs["x-3-0"], recs["x-4-0"]
+	if x1.ErrorKind != trace.ErrHTTPStatus || x3.ErrorKind != trace.ErrParentFailed {
+		t.Fatalf("x-1 %s, x-3 %s: want http_status and parent_failed", x1.ErrorKind, x3.ErrorKind)
+	}
+	if x2.ErrorKind != "" || x2.IntendedNs != max(x0.DoneNs, x1.DoneNs)+int64(think) {
+		t.Errorf("x-2 waits for the failed x-1: %s, intended %d, want %d", x2.ErrorKind, x2.IntendedNs, max(x0.DoneNs, x1.DoneNs)+int64(think))
+	}
+	if x4.ErrorKind != "" || x4.IntendedNs != max(x0.DoneNs, x3.DoneNs)+int64(think) || x4.IntendedNs < x1.DoneNs {
+		t.Errorf("x-4 waits for the not-sent x-3: %s, intended %d, want %d", x4.ErrorKind, x4.IntendedNs, max(x0.DoneNs, x3.DoneNs)+int64(think))
+	}
+	if _, m := received(t, srv, "x-2-0"); len(m) != 3 || m[1].Role != "assistant" || content(m[2]) != "step 2 of x" {
+		t.Errorf("x-2 history is not its parent's transcript: %+v", m)
+	}
+
+	// Open loop: at the arrival offsets, before the waited turn is done.
+	o := []trace.Turn{gturn("o", 0, nil, 0), after(gturn("o", 1, []int32{trace.RootParent}, 0), 0)}
+	o[0].OutputTokens, o[1].ArrivalOffsetNs = 40, int64(time.Millisecond)
+	sink, _ = run(t, Config{Trace: writeTrace(t, o), Targets: []string{srv.URL()}, IgnoreEOS: true, Timing: TimingTrace})
+	recs = sink.byID()
+	if o1 := recs["o-1-0"]; o1.ErrorKind != "" || o1.IntendedNs != int64(time.Millisecond) || o1.IntendedNs >= recs["o-0-0"].DoneNs {
+		t.Errorf("open loop o-1: %s intended %d, want %d (before o-0's done %d)", o1.ErrorKind, o1.IntendedNs, time.Millisecond, recs["o-0-0"].DoneNs)
+	}
+}
+
+// With MockHints the mock answers the tool calls the trace recorded (count
+// and names, even names outside the request's tools, and a text answer
+// where tool_choice says required), so nothing mismatches and the child's
+// history holds the live calls under the trace's ids; without, the same
+// trace mismatches on both turns. A turn without a reference answer gets
+// no hint.
+func TestGraphMockHints(t *testing.T) {
+	srv := fastMock(t, nil)
+	conv := func(id string) []trace.Turn {
+		c := []trace.Turn{gturn(id, 0, nil, 0), gturn(id, 1, []int32{0}, 0), gturn(id, 2, []int32{1}, 0), gturn(id, 3, []int32{2}, 0)}
+		c[0].Tools, c[0].ToolChoice = searchTool, `"auto"`
+		c[0].ReferenceToolCalls = []trace.ToolCall{{ID: "call_x", Name: "fetch", Arguments: "{}"}, {ID: "call_y", Name: "lookup", Arguments: "{}"}}
+		c[1].Tools, c[1].ToolChoice, c[1].ReferenceAnswer = searchTool, `"required"`, "done"
+		c[2].Tools, c[2].ToolChoice = searchTool, `"required"` // no reference: the mock follows tool_choice
+		return c
+	}
+	for _, hints := range []bool{true, false} {
+		id := map[bool]string{true: "h", false: "n"}[hints]
+		sink, res := run(t, Config{Trace: writeTrace(t, conv(id)), Targets: []string{srv.URL()}, IgnoreEOS: true, MockHints: hints})
+		recs := sink.byID()
+		r0, r1, r2 := recs[id+"-0-0"], recs[id+"-1-0"], recs[id+"-2-0"]
+		if r2.ToolCalls != 1 || r2.ToolCallMismatch {
+			t.Errorf("%s-2 (no reference): %d calls, mismatch %v; want tool_choice's 1 call", id, r2.ToolCalls, r2.ToolCallMismatch)
+		}
+		if !hints {
+			if !r0.ToolCallMismatch || !r1.ToolCallMismatch || res.ToolCallMismatches != 2 {
+				t.Errorf("without hints: mismatches %v %v, result %d; want both turns", r0.ToolCallMismatch, r1.ToolCallMismatch, res.ToolCallMismatches)
+			}
+			continue
+		}
+		if r0.ToolCalls != 2 || r0.ToolCallMismatch || r1.ToolCalls != 0 || r1.ToolCallMismatch || res.ToolCallMismatches != 0 {
+			t.Fatalf("with hints: turn 0 %d calls mismatch %v, turn 1 %d calls mismatch %v, result %d",
+				r0.ToolCalls, r0.ToolCallMismatch, r1.ToolCalls, r1.ToolCallMismatch, res.ToolCallMismatches)
+		}
+		_, m := received(t, srv, id+"-1-0")
+		a := m[1]
+		if a.Role != "assistant" || len(a.ToolCalls) != 2 || a.ToolCalls[0].ID != "call_x" || a.ToolCalls[0].Function.Name != "fetch" ||
+			a.ToolCalls[1].ID != "call_y" || a.ToolCalls[1].Function.Name != "lookup" || strings.Contains(a.ToolCalls[0].Function.Arguments, "{}") {
+			t.Errorf("turn 1's history: %+v; want the live calls named fetch, lookup under the trace's ids", a)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -182,9 +183,10 @@ func (a *Agent) Conversations(ctx context.Context) ([]Conversation, error) {
 	return convs, nil
 }
 
-// graphArrivals sets open-loop arrivals along a conversation's parents:
-// a root arrives at the start plus its delay; another node at the latest
-// over its parents of (arrival + tokenTime x output tokens) plus its delay.
+// graphArrivals sets open-loop arrivals along a conversation's parents
+// and wait-only edges (After): a root arrives at the start plus its
+// delay; another node at the latest over the turns it waits for of
+// (arrival + tokenTime x output tokens) plus its delay.
 func graphArrivals(c Conversation, tokenTime int64) {
 	for k := range c {
 		t := &c[k]
@@ -193,7 +195,7 @@ func graphArrivals(c Conversation, tokenTime int64) {
 		if len(ps) == 0 && k > 0 {
 			ps = []int32{int32(k - 1)}
 		}
-		for _, p := range ps {
+		for _, p := range slices.Concat(ps, t.After) {
 			if p >= 0 && int(p) < k {
 				at = max(at, c[p].ArrivalOffsetNs+tokenTime*int64(c[p].OutputTokens))
 			}

@@ -263,3 +263,17 @@ func TestAgentBadOptions(t *testing.T) {
 		}
 	}
 }
+
+// Open-loop arrivals wait along After edges as along parents.
+func TestGraphArrivalsAfter(t *testing.T) {
+	c := Conversation{
+		{Turn: 0, StartOffsetNs: 100, OutputTokens: 10},
+		{Turn: 1, StartOffsetNs: 100, Parents: []int32{trace.RootParent}, ThinkTimeNs: 7},
+		{Turn: 2, StartOffsetNs: 100, Parents: []int32{trace.RootParent}, After: []int32{0}, ThinkTimeNs: 5},
+	}
+	graphArrivals(c, 2)
+	if c[0].ArrivalOffsetNs != 100 || c[1].ArrivalOffsetNs != 107 || c[2].ArrivalOffsetNs != 100+20+5 {
+		t.Errorf("arrivals %d %d %d, want 100, 107 (a root) and 125 (after turn 0's 10 tokens at 2 ns, then 5)",
+			c[0].ArrivalOffsetNs, c[1].ArrivalOffsetNs, c[2].ArrivalOffsetNs)
+	}
+}

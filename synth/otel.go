@@ -38,9 +38,8 @@ import (
 //  2. parentage: where history names none, the nearest LLM ancestor
 //     through non-LLM spans (parent_span_id) is a candidate (it can carry
 //     the edge only when its transcript is a prefix of the input, which
-//     its answer being in the input already finds; otherwise it is the
-//     commonest unexpressed dependency: the trace has no edge that waits
-//     without carrying history);
+//     its answer being in the input already finds; otherwise it becomes a
+//     wait-only edge, below);
 //  3. timing: a candidate must have ended before this span started;
 //     overlapping spans are parallel branches, never parents.
 //
@@ -49,11 +48,14 @@ import (
 // their merged transcripts (MergeHistory) stay a prefix of the input, so
 // that replayed history plus Messages is exactly the span's input. A
 // candidate that would break that (an agent that rewrote its context
-// around an earlier answer) cannot be a parent: the dependency is counted
-// as unexpressed and, when no parent is left, the span is a root sent at
-// its recorded offset from the conversation start. A node's delay
-// (ThinkTimeNs) is its start minus its last parent's end; a root's is its
-// start minus the conversation's first start.
+// around an earlier answer), or a parentage ancestor without an answer,
+// cannot be a parent: it becomes a wait-only edge (trace.Turn.After): the
+// span still waits for it in closed loop but takes no history from it
+// (when no parent is left the span is a root: its history is its own
+// input). A wait implied by another edge (the span's parent or wait
+// already waits for it) is dropped. A node's delay (ThinkTimeNs) is its
+// start minus the latest end of its parents and waits; a root's without
+// waits is its start minus the conversation's first start.
 //
 // Messages = the input after the merged parent transcripts; the reference
 // answer is the output (gen_ai.output.messages or gen_ai.output.text),
@@ -105,13 +107,13 @@ func (s *OTel) Name() string { return "otel" }
 
 // otelReport counts what the import did.
 type otelReport struct {
-	files, spans, llmSpans, conversations           int
-	edgesHistory, edgesParentage                    int
-	impliedDropped, unexpressed, lateDropped, roots int
-	droppedNoInput, droppedNoTime                   int
-	outUsage, outTokenizer                          int
-	withToolCalls                                   int
-	idleCutNs                                       int64
+	files, spans, llmSpans, conversations    int
+	edgesHistory, edgesParentage, edgesAfter int
+	impliedDropped, lateDropped, roots       int
+	droppedNoInput, droppedNoTime            int
+	outUsage, outTokenizer                   int
+	withToolCalls                            int
+	idleCutNs                                int64
 }
 
 // Report says what was read, the edges by how they were inferred, what
@@ -126,8 +128,8 @@ func (s *OTel) Report() map[string]string {
 		"roots":                      strconv.Itoa(r.roots),
 		"edges_history":              strconv.Itoa(r.edgesHistory),
 		"edges_parentage":            strconv.Itoa(r.edgesParentage),
+		"edges_after":                strconv.Itoa(r.edgesAfter),
 		"candidates_implied":         strconv.Itoa(r.impliedDropped),
-		"dependencies_unexpressed":   strconv.Itoa(r.unexpressed),
 		"dependencies_not_before":    strconv.Itoa(r.lateDropped),
 		"dropped_llm_no_input":       strconv.Itoa(r.droppedNoInput),
 		"input_tokens":               "tokenizer",
@@ -275,7 +277,8 @@ type otelNode struct {
 	transcript []trace.Message // input + answer
 	answer     trace.Message
 	hasAnswer  bool
-	ancestors  map[int]bool
+	ancestors  map[int]bool // through parents: whose transcripts the history holds
+	waitsOn    map[int]bool // through parents and waits: what the node is sent after
 }
 
 // graph builds one conversation's turns from its spans.
@@ -316,13 +319,13 @@ func (s *OTel) graph(id string, spans []*otelSpan) (otelConv, error) {
 	for k, sp := range llm {
 		n := &nodes[k]
 		n.sp = sp
-		n.ancestors = map[int]bool{}
+		n.ancestors, n.waitsOn = map[int]bool{}, map[int]bool{}
 		n.answer, n.hasAnswer = sp.answer()
 		n.transcript = slices.Clone(sp.input)
 		if n.hasAnswer {
 			n.transcript = append(n.transcript, n.answer)
 		}
-		parents, kinds := s.parents(nodes, k, byID, index)
+		parents, kinds, waits := s.parents(nodes, k, byID, index)
 		var merged []trace.Message
 		var ts [][]trace.Message
 		lastEnd := c.start
@@ -333,6 +336,15 @@ func (s *OTel) graph(id string, spans []*otelSpan) (otelConv, error) {
 			for a := range nodes[p].ancestors {
 				n.ancestors[a] = true
 			}
+		}
+		for _, p := range slices.Concat(parents, waits) {
+			n.waitsOn[p] = true
+			for a := range nodes[p].waitsOn {
+				n.waitsOn[a] = true
+			}
+		}
+		for _, w := range waits {
+			lastEnd = max(lastEnd, nodes[w].sp.end)
 		}
 		merged = MergeHistory(ts...)
 		for _, kd := range kinds {
@@ -361,6 +373,10 @@ func (s *OTel) graph(id string, spans []*otelSpan) (otelConv, error) {
 		default:
 			s.report.roots++
 		}
+		for _, w := range waits {
+			t.After = append(t.After, int32(w))
+		}
+		s.report.edgesAfter += len(waits)
 		for _, m := range sp.input[len(merged):] {
 			m.Tokens = int32(messageTokens(tok, m))
 			t.Messages = append(t.Messages, m)
@@ -401,8 +417,8 @@ const (
 )
 
 // parents chooses node k's parents among nodes[:k] by the rules in OTel's
-// doc comment.
-func (s *OTel) parents(nodes []otelNode, k int, byID map[string]*otelSpan, index map[*otelSpan]int) ([]int, []int) {
+// doc comment, with their edge kinds, and its wait-only dependencies.
+func (s *OTel) parents(nodes []otelNode, k int, byID map[string]*otelSpan, index map[*otelSpan]int) (parents, kinds, waits []int) {
 	sp := nodes[k].sp
 	input := sp.input
 	// 1. history: an assistant message of the input that is an earlier
@@ -436,10 +452,10 @@ func (s *OTel) parents(nodes []otelNode, k int, byID map[string]*otelSpan, index
 		// 2. parentage through non-LLM spans
 		for p := byID[sp.parentID]; p != nil; p = byID[p.parentID] {
 			if j, ok := index[p]; ok && p.isLLM() && j < k {
-				if !nodes[j].hasAnswer { // no transcript replay could rebuild
-					s.report.unexpressed++
-				} else if p.end > sp.start {
+				if p.end > sp.start {
 					s.report.lateDropped++
+				} else if !nodes[j].hasAnswer { // no transcript replay could rebuild: wait only
+					waits = append(waits, j)
 				} else {
 					cands = append(cands, cand{j, 0})
 				}
@@ -467,8 +483,8 @@ func (s *OTel) parents(nodes []otelNode, k int, byID map[string]*otelSpan, index
 		}
 		kept = append(kept, c)
 	}
-	// keep those whose merged transcripts stay a prefix of the input
-	var parents, kinds []int
+	// keep those whose merged transcripts stay a prefix of the input; the
+	// others are waited for only
 	var merged []trace.Message
 	for _, c := range kept {
 		next := MergeHistory(merged, nodes[c.node].transcript)
@@ -476,15 +492,32 @@ func (s *OTel) parents(nodes []otelNode, k int, byID map[string]*otelSpan, index
 			next = slices.Clone(nodes[c.node].transcript)
 		}
 		if !hasPrefix(input, next) {
-			s.report.unexpressed++
+			waits = append(waits, c.node)
 			continue
 		}
 		merged = next
 		parents = append(parents, c.node)
 		kinds = append(kinds, kind)
 	}
-	// in the order their answers appear in the input: the merge order
-	return parents, kinds
+	// drop waits another edge already implies: a parent, or an edge
+	// (parent or other wait) that is sent after it
+	var keptWaits []int
+	for _, w := range waits {
+		implied := slices.Contains(parents, w)
+		for _, d := range slices.Concat(parents, waits) {
+			if d != w && nodes[d].waitsOn[w] {
+				implied = true
+			}
+		}
+		if implied {
+			s.report.impliedDropped++
+			continue
+		}
+		keptWaits = append(keptWaits, w)
+	}
+	slices.Sort(keptWaits)
+	// parents in the order their answers appear in the input: the merge order
+	return parents, kinds, keptWaits
 }
 
 // messageTokens counts a message's text and tool calls with tok.

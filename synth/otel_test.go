@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -177,9 +178,9 @@ func isoNs(t *testing.T, s string) int64 {
 
 // TestOTelHistoryReproducesInput is the import's invariant on every shared
 // file: each node's merged parent history plus its messages is exactly its
-// span's input messages, parents are earlier turns that ended before it
-// started, its delay is measured from the last of them, and every LLM span
-// is one node.
+// span's input messages, parents and waits (After) are earlier turns that
+// ended before it started, its delay is measured from the last of them, and
+// every LLM span is one node.
 func TestOTelHistoryReproducesInput(t *testing.T) {
 	if _, err := os.Stat(sharedOTel); err != nil {
 		t.Skipf("shared data absent: %v", err)
@@ -222,7 +223,7 @@ func TestOTelHistoryReproducesInput(t *testing.T) {
 						}
 					}
 					lastEnd := origin + c[0].StartOffsetNs
-					for _, p := range parentsOf(c, k) {
+					for _, p := range slices.Concat(parentsOf(c, k), turn.After) {
 						if p < 0 || int(p) >= k {
 							t.Fatalf("span %s: parent %d of turn %d", sp.SpanID, p, k)
 						}
@@ -475,8 +476,8 @@ func TestOTelDirectory(t *testing.T) {
 
 // A sub-agent span under a tool span under a planner, with a fresh prompt
 // of its own: the parentage is found but cannot be a trace parent (its
-// history would be the planner's transcript), so it is counted and the
-// span is a root at its recorded offset.
+// history would be the planner's transcript), so the span is a root that
+// waits for the planner (After), its delay measured from the planner's end.
 func TestOTelParentageWithoutHistory(t *testing.T) {
 	body := `{"spans":[
  {"span_id":"plan","start_time":"2026-01-01T00:00:00","end_time":"2026-01-01T00:00:01","attributes":{"gen_ai.operation.name":"chat","gen_ai.input.messages":"[{\"role\":\"user\",\"content\":\"plan\"}]","gen_ai.output.text":"delegate"}},
@@ -489,10 +490,10 @@ func TestOTelParentageWithoutHistory(t *testing.T) {
 		t.Fatalf("%v", convs)
 	}
 	c := convs[0]
-	if !slices.Equal(c[1].Parents, []int32{trace.RootParent}) || c[1].ThinkTimeNs != int64(1500*time.Millisecond) || len(c[1].Messages) != 2 {
-		t.Errorf("sub-agent: parents %v think %d messages %d", c[1].Parents, c[1].ThinkTimeNs, len(c[1].Messages))
+	if !slices.Equal(c[1].Parents, []int32{trace.RootParent}) || !slices.Equal(c[1].After, []int32{0}) || c[1].ThinkTimeNs != int64(500*time.Millisecond) || len(c[1].Messages) != 2 {
+		t.Errorf("sub-agent: parents %v after %v think %d messages %d", c[1].Parents, c[1].After, c[1].ThinkTimeNs, len(c[1].Messages))
 	}
-	if r := s.Report(); r["dependencies_unexpressed"] != "1" || r["edges_parentage"] != "0" || r["spans"] != "3" || r["llm_spans"] != "2" {
+	if r := s.Report(); r["edges_after"] != "1" || r["edges_parentage"] != "0" || r["spans"] != "3" || r["llm_spans"] != "2" {
 		t.Errorf("report %v", r)
 	}
 }
@@ -548,5 +549,80 @@ func TestOTelMaxIdle(t *testing.T) {
 	}
 	if _, err := NewOTel(OTelOptions{Path: dir, Tokenizer: tokenizer.Default(), MaxIdle: -time.Second}); err == nil {
 		t.Error("a negative MaxIdle was accepted")
+	}
+}
+
+// Every dependency the shared files hold is waited for: when an earlier
+// span ended before a span started and its answer is an assistant message
+// of that span's input, the later turn reaches the earlier one through
+// Parents and After. The links only After keeps are the agents that
+// rewrote their context around an earlier answer (before wait-only edges
+// they were roots at recorded offsets and closed loop did not wait).
+func TestOTelSharedDependenciesWaited(t *testing.T) {
+	if _, err := os.Stat(sharedOTel); err != nil {
+		t.Skipf("shared data absent: %v", err)
+	}
+	files, _ := filepath.Glob(filepath.Join(sharedOTel, "*.json"))
+	links, onlyAfter, afterEdges := 0, 0, 0
+	for _, f := range files {
+		spans := readSpanList(t, f)
+		origin := int64(1 << 62)
+		ends := map[int64]int64{} // start -> end (starts are unique, TestOTelHistoryReproducesInput checks)
+		for _, sp := range spans {
+			st := isoNs(t, sp.StartTime)
+			origin = min(origin, st)
+			ends[st] = isoNs(t, sp.EndTime)
+		}
+		convs, _ := importOTel(t, f)
+		for _, c := range convs {
+			// reach[k][j]: turn k is sent after turn j; hist[k][j]: through Parents only
+			reach, hist := make([]map[int]bool, len(c)), make([]map[int]bool, len(c))
+			for k := range c {
+				reach[k], hist[k] = map[int]bool{}, map[int]bool{}
+				for _, p := range parentsOf(c, k) {
+					hist[k][int(p)], reach[k][int(p)] = true, true
+					for a := range hist[p] {
+						hist[k][a] = true
+					}
+					for a := range reach[p] {
+						reach[k][a] = true
+					}
+				}
+				for _, a := range c[k].After {
+					afterEdges++
+					reach[k][int(a)] = true
+					for x := range reach[a] {
+						reach[k][x] = true
+					}
+				}
+				start := origin + c[k].ArrivalOffsetNs
+				in := fullInput(c, k)
+				for j := range k {
+					if ends[origin+c[j].ArrivalOffsetNs] > start {
+						continue
+					}
+					ans := trace.Message{Role: "assistant", Content: c[j].ReferenceAnswer, ToolCalls: c[j].ReferenceToolCalls}
+					if !slices.ContainsFunc(in, func(m trace.Message) bool { return SameMessage(m, ans) }) {
+						continue
+					}
+					links++
+					if !reach[k][j] {
+						t.Errorf("%s: turn %d holds turn %d's answer, ended before it, but does not wait for it (parents %v, after %v)",
+							filepath.Base(f), k, j, c[k].Parents, c[k].After)
+					}
+					if !hist[k][j] {
+						onlyAfter++
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d answer links, %d kept by wait-only edges alone, %d After edges", links, onlyAfter, afterEdges)
+	if onlyAfter == 0 || afterEdges == 0 {
+		t.Errorf("no link needed a wait-only edge: %d links, %d After edges", links, afterEdges)
+	}
+	_, s := importOTel(t, sharedOTel)
+	if r := s.Report(); r["edges_after"] != strconv.Itoa(afterEdges) {
+		t.Errorf("report edges_after %s, the trace holds %d", r["edges_after"], afterEdges)
 	}
 }

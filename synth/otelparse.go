@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tracekit/tracekit/internal/chatmsg"
 	"github.com/tracekit/tracekit/internal/jsonpos"
 	"github.com/tracekit/tracekit/trace"
 )
@@ -466,19 +467,10 @@ func (sp *otelSpan) decodeGenAI() error {
 }
 
 // genAIMessage is a message in either shape: OpenAI's (content, tool_calls,
-// tool_call_id) or the GenAI semantic conventions' parts.
+// tool_call_id: chatmsg's) or the GenAI semantic conventions' parts.
 type genAIMessage struct {
-	Role      string          `json:"role"`
-	Content   json.RawMessage `json:"content"`
-	ToolCalls []struct {
-		ID       string `json:"id"`
-		Function struct {
-			Name      string          `json:"name"`
-			Arguments json.RawMessage `json:"arguments"`
-		} `json:"function"`
-	} `json:"tool_calls"`
-	ToolCallID string      `json:"tool_call_id"`
-	Parts      []genAIPart `json:"parts"`
+	chatmsg.Message
+	Parts []genAIPart `json:"parts"`
 }
 
 type genAIPart struct {
@@ -512,36 +504,32 @@ func decodeGenAIMessages(s string) ([]trace.Message, error) {
 		return nil, fmt.Errorf("not a JSON message list: %w", err)
 	}
 	out := make([]trace.Message, 0, len(raw))
-	for i, r := range raw {
-		m := trace.Message{Role: r.Role, ToolCallID: r.ToolCallID}
-		if m.Role == "" {
+	for i := range raw {
+		r := &raw[i]
+		if r.Role == "" {
 			return nil, fmt.Errorf("message %d has no role", i)
 		}
-		text, err := contentText(r.Content)
+		m, err := r.Decode()
 		if err != nil {
 			return nil, fmt.Errorf("message %d: content: %w", i, err)
-		}
-		m.Content = text
-		for _, c := range r.ToolCalls {
-			m.ToolCalls = append(m.ToolCalls, trace.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: jsonText(c.Function.Arguments)})
 		}
 		for _, p := range r.Parts {
 			switch p.Type {
 			case "text", "":
 				t := p.Text
 				if t == "" {
-					t, _ = contentText(p.Content)
+					t, _ = chatmsg.ContentText(p.Content)
 				}
 				m.Content += t
 			case "tool_call":
-				m.ToolCalls = append(m.ToolCalls, trace.ToolCall{ID: p.ID, Name: p.Name, Arguments: jsonText(p.Arguments)})
+				m.ToolCalls = append(m.ToolCalls, trace.ToolCall{ID: p.ID, Name: p.Name, Arguments: chatmsg.ArgumentsText(p.Arguments)})
 			case "tool_call_response":
 				m.ToolCallID = p.ID
 				r := p.Response
 				if r == nil {
 					r = p.Result
 				}
-				m.Content += jsonText(r)
+				m.Content += chatmsg.ArgumentsText(r)
 				if m.Role != "tool" {
 					m.Role = "tool"
 				}
@@ -550,48 +538,4 @@ func decodeGenAIMessages(s string) ([]trace.Message, error) {
 		out = append(out, m)
 	}
 	return out, nil
-}
-
-// contentText is a message content: a string, null, or a list of text
-// parts joined.
-func contentText(raw json.RawMessage) (string, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err == nil {
-		return s, nil
-	}
-	var parts []genAIPart
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", errors.New("want a string or a list of text parts")
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		if p.Text != "" {
-			b.WriteString(p.Text)
-		} else if t, err := contentText(p.Content); err == nil {
-			b.WriteString(t)
-		}
-	}
-	return b.String(), nil
-}
-
-// jsonText is a tool call's arguments (or a tool's result) as the OpenAI
-// API carries them: a JSON string's value, other JSON compacted.
-func jsonText(raw json.RawMessage) string {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return ""
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err == nil {
-		return s
-	}
-	var c bytes.Buffer
-	if json.Compact(&c, raw) != nil {
-		return string(raw)
-	}
-	return c.String()
 }

@@ -6,8 +6,9 @@ import (
 )
 
 // Check validates what replay sends from a turn without looking at it
-// again: Tools is a JSON array, ToolChoice a JSON string or object, and
-// every parent an earlier turn of the conversation or RootParent. Readers
+// again: Tools is a JSON array, ToolChoice a JSON string or object,
+// every parent an earlier turn of the conversation or RootParent, and
+// every After turn an earlier turn. Readers
 // call it once per row, so the request encoder can copy the JSON as it is.
 func (t *Turn) Check() error {
 	if t.Tools != "" {
@@ -23,6 +24,11 @@ func (t *Turn) Check() error {
 	for _, p := range t.Parents {
 		if p < RootParent || p >= t.Turn {
 			return fmt.Errorf("conversation %q turn %d: parent %d: expected an earlier turn (0..%d) or %d (the conversation start)", t.ConversationID, t.Turn, p, t.Turn-1, RootParent)
+		}
+	}
+	for _, a := range t.After {
+		if a < 0 || a >= t.Turn {
+			return fmt.Errorf("conversation %q turn %d: after %d: expected an earlier turn (0..%d)", t.ConversationID, t.Turn, a, t.Turn-1)
 		}
 	}
 	return nil

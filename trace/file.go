@@ -24,7 +24,18 @@ const RowGroupRows = 4096
 var (
 	ErrWrongFormat  = errors.New("not a tracekit file of the expected kind")
 	ErrNewerVersion = errors.New("schema version newer than this tracekit reads")
+	// ErrInvalidTurn is wrapped by TraceReader.Read when a row fails
+	// Turn.Check: bad input, not a failed run.
+	ErrInvalidTurn = errors.New("invalid trace row")
 )
+
+// invalidTurn is a Turn.Check error that is ErrInvalidTurn, its message
+// unchanged.
+type invalidTurn struct{ err error }
+
+func (e invalidTurn) Error() string        { return e.err.Error() }
+func (e invalidTurn) Unwrap() error        { return e.err }
+func (e invalidTurn) Is(target error) bool { return target == ErrInvalidTurn }
 
 // FileFormat names one kind of tracekit Parquet file: Name is stored under
 // MetaFormat, Version under MetaSchemaVersion; a reader refuses a file of
@@ -139,9 +150,20 @@ func (w *ParquetWriter[T]) close() error {
 	return nil
 }
 
+// stampVersion replaces the schema version the footer will hold.
+func (w *ParquetWriter[T]) stampVersion(v int) {
+	w.w.SetKeyValueMetadata(MetaSchemaVersion, strconv.Itoa(v))
+}
+
 // TraceWriter streams Turn rows into a trace file. Callers write rows in the
-// documented sort order; the writer does not sort.
-type TraceWriter struct{ w *ParquetWriter[Turn] }
+// documented sort order; the writer does not sort. The file is stamped
+// with the oldest schema version that holds its rows (see
+// TraceSchemaVersion), so a trace without wait-only edges stays readable
+// by a version-2 tracekit.
+type TraceWriter struct {
+	w     *ParquetWriter[Turn]
+	after bool // a row with After was written: stamped TraceSchemaVersion
+}
 
 // NewTraceWriter creates path and writes meta into its footer on Close.
 func NewTraceWriter(path string, meta TraceMeta) (*TraceWriter, error) {
@@ -164,7 +186,7 @@ func NewTraceWriterWith(path string, meta TraceMeta, o TraceWriterOptions) (*Tra
 	if o.FastCompression {
 		level = zstd.SpeedFastest
 	}
-	w, err := createParquet[Turn](path, TraceFormat, level)
+	w, err := createParquet[Turn](path, FileFormat{FormatTrace, traceVersionBase}, level)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +198,18 @@ func NewTraceWriterWith(path string, meta TraceMeta, o TraceWriterOptions) (*Tra
 }
 
 // Write appends rows.
-func (t *TraceWriter) Write(rows ...Turn) error { return t.w.write(rows) }
+func (t *TraceWriter) Write(rows ...Turn) error {
+	if !t.after {
+		for i := range rows {
+			if len(rows[i].After) > 0 {
+				t.after = true
+				t.w.stampVersion(TraceSchemaVersion)
+				break
+			}
+		}
+	}
+	return t.w.write(rows)
+}
 
 // Rows is the number of rows written so far.
 func (t *TraceWriter) Rows() int64 { return t.w.rows }
@@ -188,13 +221,18 @@ func (t *TraceWriter) Close() error { return t.w.close() }
 // its counts only at the end).
 func (t *TraceWriter) SetMeta(meta TraceMeta) error { return t.w.setJSON(MetaTrace, meta) }
 
-// RecordWriter streams Record rows into a recording file.
-type RecordWriter struct{ w *ParquetWriter[Record] }
+// RecordWriter streams Record rows into a recording file, stamped with
+// the oldest schema version that holds its rows (see
+// RecordingSchemaVersion).
+type RecordWriter struct {
+	w     *ParquetWriter[Record]
+	after bool // a row with After was written: stamped RecordingSchemaVersion
+}
 
 // NewRecordWriter creates path. meta is written on Close, so fields known
 // only at the end (Health) can be set with SetRunMeta before then.
 func NewRecordWriter(path string, meta RunMeta) (*RecordWriter, error) {
-	w, err := CreateParquet[Record](path, RecordingFormat)
+	w, err := CreateParquet[Record](path, FileFormat{FormatRecording, recordingVersionBase})
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +248,18 @@ func NewRecordWriter(path string, meta RunMeta) (*RecordWriter, error) {
 func (r *RecordWriter) SetRunMeta(meta RunMeta) error { return r.w.setJSON(MetaRun, meta) }
 
 // Write appends rows.
-func (r *RecordWriter) Write(rows ...Record) error { return r.w.write(rows) }
+func (r *RecordWriter) Write(rows ...Record) error {
+	if !r.after {
+		for i := range rows {
+			if len(rows[i].After) > 0 {
+				r.after = true
+				r.w.stampVersion(RecordingSchemaVersion)
+				break
+			}
+		}
+	}
+	return r.w.write(rows)
+}
 
 // Rows is the number of rows written so far.
 func (r *RecordWriter) Rows() int64 { return r.w.rows }
@@ -360,7 +409,7 @@ func (t *TraceReader) Read(rows []Turn) (int, error) {
 	n, err := t.r.read(rows)
 	for i := range rows[:n] {
 		if cerr := rows[i].Check(); cerr != nil {
-			return i, fmt.Errorf("trace row %d: %w", t.rows+int64(i), cerr)
+			return i, fmt.Errorf("trace row %d: %w", t.rows+int64(i), invalidTurn{cerr})
 		}
 	}
 	t.rows += int64(n)

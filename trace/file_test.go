@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -94,7 +95,7 @@ func TestRecordRoundTripWithLateMeta(t *testing.T) {
 	}
 	want := []Record{
 		{RequestID: "a", ConversationID: "c", Turn: 0, IntendedNs: 10, SlotNs: 11, SentNs: 12, HeadersNs: 20, DoneNs: 99, Status: 200,
-			PromptTokens: 5, CompletionTokens: 3, CachedTokens: -1, EventNs: []int64{30, 40, 50}, EventTokens: []int32{0, 2, 1}, TokensExact: true, Parents: []int32{}},
+			PromptTokens: 5, CompletionTokens: 3, CachedTokens: -1, EventNs: []int64{30, 40, 50}, EventTokens: []int32{0, 2, 1}, TokensExact: true, Parents: []int32{}, After: []int32{}},
 		{RequestID: "b", ConversationID: "c", Turn: 1, Status: 503, ErrorKind: ErrHTTPStatus, ErrorMessage: "overloaded", PromptTokens: -1, CompletionTokens: -1, CachedTokens: -1},
 	}
 	if err := w.Write(want...); err != nil {
@@ -244,6 +245,8 @@ func TestTraceReaderChecksRows(t *testing.T) {
 		{Turn{ConversationID: "a", Turn: 1, ToolChoice: `required`}, "tool_choice: expected a JSON string or object"},
 		{Turn{ConversationID: "a", Turn: 1, Parents: []int32{1}}, "parent 1: expected an earlier turn (0..0)"},
 		{Turn{ConversationID: "a", Turn: 1, Parents: []int32{-2}}, "parent -2"},
+		{Turn{ConversationID: "a", Turn: 1, After: []int32{1}}, "trace row 1: conversation \"a\" turn 1: after 1: expected an earlier turn (0..0)"},
+		{Turn{ConversationID: "a", Turn: 1, After: []int32{RootParent}}, "after -1: expected an earlier turn"},
 	} {
 		p := filepath.Join(t.TempDir(), "t.parquet")
 		ok := Turn{ConversationID: "a", Turn: 0, Tools: `[{"type":"function","function":{"name":"f"}}]`, ToolChoice: `"required"`, Parents: []int32{RootParent}}
@@ -257,8 +260,86 @@ func TestTraceReaderChecksRows(t *testing.T) {
 		rows := make([]Turn, 4)
 		n, err := r.Read(rows)
 		r.Close()
-		if err == nil || !strings.Contains(err.Error(), c.want) || n != 1 {
+		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, ErrInvalidTurn) || n != 1 {
 			t.Errorf("%+v: read %d rows, error %v; want 1 row and %q", c.turn, n, err, c.want)
+		}
+	}
+}
+
+// A trace or recording is stamped with the oldest schema version that
+// holds its rows: 2 without wait-only edges (a version-2 tracekit replays
+// it exactly), 3 with one (a version-2 tracekit refuses it rather than
+// send without waiting), and both read back here with After intact.
+func TestVersionStampFollowsAfter(t *testing.T) {
+	dir := t.TempDir()
+	version := func(p string) string {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		st, _ := f.Stat()
+		pf, err := parquet.OpenFile(f, st.Size())
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _ := pf.Lookup(MetaSchemaVersion)
+		return v
+	}
+	chat := []Turn{{ConversationID: "a", Turn: 0}, {ConversationID: "a", Turn: 1, Parents: []int32{RootParent}}}
+	wait := slices.Clone(chat)
+	wait[1].After = []int32{0}
+	for _, c := range []struct {
+		name  string
+		turns []Turn
+		want  string
+	}{{"chat", chat, "2"}, {"after", wait, "3"}} {
+		p := filepath.Join(dir, c.name+".trace.parquet")
+		w, err := NewTraceWriter(p, TraceMeta{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tu := range c.turns { // one row per Write: the stamp follows a later row
+			if err := w.Write(tu); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if v := version(p); v != c.want {
+			t.Errorf("%s trace stamped version %s, want %s", c.name, v, c.want)
+		}
+		got, _, err := ReadTurns(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got[1].After, c.turns[1].After) {
+			t.Errorf("%s trace: After read back %v, wrote %v", c.name, got[1].After, c.turns[1].After)
+		}
+
+		p = filepath.Join(dir, c.name+".rec.parquet")
+		rw, err := NewRecordWriter(p, RunMeta{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tu := range c.turns {
+			if err := rw.Write(Record{RequestID: fmt.Sprint(tu.Turn), Turn: tu.Turn, Parents: tu.Parents, After: tu.After}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := rw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if v := version(p); v != c.want {
+			t.Errorf("%s recording stamped version %s, want %s", c.name, v, c.want)
+		}
+		recs, _, err := ReadRecords(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(recs[1].After, c.turns[1].After) {
+			t.Errorf("%s recording: After read back %v, wrote %v", c.name, recs[1].After, c.turns[1].After)
 		}
 	}
 }

@@ -20,7 +20,11 @@ import (
 //
 // A frame cut short or failing its CRC ends the journal: a crash can only
 // tear the tail.
-const JournalMagic = "tracekit.journal.v3\n"
+const JournalMagic = "tracekit.journal.v4\n"
+
+// journalMagicV3 is the journal of a build before Record.After: its record
+// payloads end after ToolCallMismatch. Recover still reads it.
+const journalMagicV3 = "tracekit.journal.v3\n"
 
 // journalMagicV2 is the journal of a build before Record's graph fields
 // (Parents, ToolCalls, ToolCallMismatch): its record payloads end after
@@ -91,7 +95,12 @@ func AppendRecordPayload(dst []byte, r *Record) []byte {
 		dst = binary.AppendVarint(dst, int64(p))
 	}
 	dst = binary.AppendVarint(dst, int64(r.ToolCalls))
-	return binary.AppendVarint(dst, b2i(r.ToolCallMismatch))
+	dst = binary.AppendVarint(dst, b2i(r.ToolCallMismatch))
+	dst = binary.AppendUvarint(dst, uint64(len(r.After)))
+	for _, a := range r.After {
+		dst = binary.AppendVarint(dst, int64(a))
+	}
+	return dst
 }
 
 func b2i(b bool) int64 {
@@ -144,7 +153,8 @@ func (d *decoder) str() string {
 const (
 	journalV1 = 1 // before Record.NonStreaming
 	journalV2 = 2 // before Record.Parents, ToolCalls, ToolCallMismatch
-	journalV3 = 3
+	journalV3 = 3 // before Record.After
+	journalV4 = 4
 )
 
 func decodeRecord(body []byte, r *Record, ver int) error {
@@ -190,6 +200,19 @@ func decodeRecord(body []byte, r *Record, ver int) error {
 		}
 		r.ToolCalls, r.ToolCallMismatch = int32(d.varint()), d.varint() != 0
 	}
+	r.After = nil
+	if ver >= journalV4 {
+		n = d.uvarint()
+		if n > uint64(len(d.b)) {
+			return errShortPayload
+		}
+		if n > 0 {
+			r.After = make([]int32, n)
+			for i := range r.After {
+				r.After[i] = int32(d.varint())
+			}
+		}
+	}
 	if d.err == nil && len(d.b) != 0 {
 		return fmt.Errorf("%d unexpected bytes after the record", len(d.b))
 	}
@@ -212,7 +235,7 @@ type JournalReader struct {
 
 // SniffJournal returns the magic line r starts with, if it is one of ours.
 func SniffJournal(r *bufio.Reader) string {
-	for _, m := range []string{JournalMagic, journalMagicV2, journalMagicV1, TraceJournalMagic} {
+	for _, m := range []string{JournalMagic, journalMagicV3, journalMagicV2, journalMagicV1, TraceJournalMagic} {
 		if b, err := r.Peek(len(m)); err == nil && string(b) == m {
 			return m
 		}
@@ -223,16 +246,18 @@ func SniffJournal(r *bufio.Reader) string {
 func NewJournalReader(r io.Reader, name, magic string) (*JournalReader, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	got := SniffJournal(br)
-	ver := journalV3
+	ver := journalV4
 	if magic == JournalMagic {
 		switch got {
 		case journalMagicV1:
 			ver = journalV1
 		case journalMagicV2:
 			ver = journalV2
+		case journalMagicV3:
+			ver = journalV3
 		}
 	}
-	if got != magic && ver == journalV3 {
+	if got != magic && ver == journalV4 {
 		return nil, fmt.Errorf("%s: %w (expected it to start with %q)", name, ErrNotJournal, magic[:len(magic)-1])
 	}
 	br.Discard(len(got))

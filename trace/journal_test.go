@@ -11,9 +11,11 @@ import (
 // after TokensExact) still decodes, and a v2 journal keeps the field.
 func TestJournalV1StillReads(t *testing.T) {
 	rec := Record{RequestID: "r1", ConversationID: "c", Turn: 2, SentNs: 5, EventNs: []int64{7, 9}, EventTokens: []int32{0, 3}, TokensExact: true}
-	v3 := AppendRecordPayload(nil, &rec)
-	// v2's payload: v3's without the graph fields' three trailing bytes
-	// (no parents, 0 tool calls, no mismatch).
+	v4 := AppendRecordPayload(nil, &rec)
+	// v3's payload: v4's without the empty After list's byte; v2's: v3's
+	// without the graph fields' three trailing bytes (no parents, 0 tool
+	// calls, no mismatch).
+	v3 := v4[:len(v4)-1]
 	v2 := v3[:len(v3)-3]
 	// v1's payload: v2's without the trailing NonStreaming varint
 	// (0 is one byte) before the event lists.
@@ -27,7 +29,7 @@ func TestJournalV1StillReads(t *testing.T) {
 		magic   string
 		payload []byte
 		nonStr  bool
-	}{{journalMagicV1, v1, false}, {journalMagicV2, v2, false}, {JournalMagic, v3, false}} {
+	}{{journalMagicV1, v1, false}, {journalMagicV2, v2, false}, {journalMagicV3, v3, false}, {JournalMagic, v4, false}} {
 		j := AppendJournalFrame([]byte(c.magic), c.payload)
 		jr, err := NewJournalReader(bytes.NewReader(j), "test", JournalMagic)
 		if err != nil {
@@ -61,9 +63,27 @@ func TestJournalGraphFields(t *testing.T) {
 		t.Fatalf("v3 graph fields lost: %v %+v", err, got)
 	}
 	p := AppendRecordPayload(nil, &Record{RequestID: "r2"})
-	jr, _ = NewJournalReader(bytes.NewReader(AppendJournalFrame([]byte(journalMagicV2), p[:len(p)-3])), "test", JournalMagic)
+	jr, _ = NewJournalReader(bytes.NewReader(AppendJournalFrame([]byte(journalMagicV2), p[:len(p)-4])), "test", JournalMagic)
 	got = Record{Parents: []int32{9}, ToolCalls: 9}
 	if err := jr.Next(&got); err != nil || got.Parents != nil || got.ToolCalls != 0 || got.RequestID != "r2" {
 		t.Fatalf("v2 journal: %v %+v", err, got)
+	}
+}
+
+// A v4 journal carries Record.After; a v3 one (a build before it) reads it
+// empty and still decodes its graph fields.
+func TestJournalAfter(t *testing.T) {
+	rec := Record{RequestID: "r1", Parents: []int32{RootParent}, After: []int32{0, 4}, ToolCalls: 1}
+	p := AppendRecordPayload(nil, &rec)
+	jr, _ := NewJournalReader(bytes.NewReader(AppendJournalFrame([]byte(JournalMagic), p)), "test", JournalMagic)
+	var got Record
+	if err := jr.Next(&got); err != nil || len(got.After) != 2 || got.After[0] != 0 || got.After[1] != 4 || got.ToolCalls != 1 {
+		t.Fatalf("v4 After lost: %v %+v", err, got)
+	}
+	noAfter := AppendRecordPayload(nil, &Record{RequestID: "r2", Parents: []int32{RootParent}, ToolCalls: 1})
+	jr, _ = NewJournalReader(bytes.NewReader(AppendJournalFrame([]byte(journalMagicV3), noAfter[:len(noAfter)-1])), "test", JournalMagic)
+	got = Record{After: []int32{9}}
+	if err := jr.Next(&got); err != nil || got.After != nil || got.RequestID != "r2" || len(got.Parents) != 1 || got.ToolCalls != 1 {
+		t.Fatalf("v3 journal: %v %+v", err, got)
 	}
 }

@@ -24,9 +24,12 @@ func randomRecords(r *rand.Rand, n int) []Record {
 			Status: int32(200 + r.IntN(2)*303), ErrorKind: []ErrorKind{"", ErrTimeout, ErrHTTPStatus}[r.IntN(3)],
 			ErrorMessage: strings.Repeat("x", r.IntN(4)), InputTokens: r.Int32N(999), MaxTokens: r.Int32N(999),
 			PromptTokens: r.Int32N(999) - 1, CompletionTokens: r.Int32N(999) - 1, CachedTokens: r.Int32N(9) - 1,
-			TokensExact: r.IntN(2) == 0, NonStreaming: r.IntN(4) == 0, EventNs: []int64{}, EventTokens: []int32{}, Parents: []int32{}}
+			TokensExact: r.IntN(2) == 0, NonStreaming: r.IntN(4) == 0, EventNs: []int64{}, EventTokens: []int32{}, Parents: []int32{}, After: []int32{}}
 		if r.IntN(3) == 0 {
 			rec.Parents = append(rec.Parents, RootParent, r.Int32N(4))
+			if r.IntN(2) == 0 {
+				rec.After = append(rec.After, r.Int32N(4))
+			}
 			rec.ToolCalls, rec.ToolCallMismatch = r.Int32N(3), r.IntN(2) == 0
 		}
 		if r.IntN(2) == 0 {
@@ -70,9 +73,12 @@ func scanAll(t *testing.T, path string, opts ScanOptions) []Record {
 			t.Fatalf("row %d given as %d", len(out), row)
 		}
 		c := *r
-		c.EventNs, c.EventTokens, c.Parents = slices.Clone(r.EventNs), slices.Clone(r.EventTokens), slices.Clone(r.Parents)
+		c.EventNs, c.EventTokens, c.Parents, c.After = slices.Clone(r.EventNs), slices.Clone(r.EventTokens), slices.Clone(r.Parents), slices.Clone(r.After)
 		if c.Parents == nil {
 			c.Parents = []int32{}
+		}
+		if c.After == nil {
+			c.After = []int32{}
 		}
 		if c.EventNs == nil {
 			c.EventNs = []int64{}

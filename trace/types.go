@@ -8,12 +8,25 @@ const (
 
 	// TraceSchemaVersion 2 adds tool calls, tool definitions and graph
 	// parents (agentic traffic) and virtual prompts; version 1 files read
-	// with those columns empty, which is what they meant.
-	TraceSchemaVersion = 2
+	// with those columns empty, which is what they meant. Version 3 adds
+	// wait-only edges (Turn.After): a reader that ignored them would send
+	// a node without waiting, so a trace is stamped 3 only when a row
+	// holds one (traceVersionAfter) and 2 otherwise, which every version-2
+	// reader replays exactly.
+	TraceSchemaVersion = 3
 	// RecordingSchemaVersion 2 adds each request's graph parents and its
 	// answer's tool calls (parents, tool_calls, tool_call_mismatch);
-	// version 1 recordings read with them empty: chats.
-	RecordingSchemaVersion = 2
+	// version 1 recordings read with them empty: chats. Version 3 adds
+	// Record.After, stamped only on a recording that holds one (a
+	// version-2 reader would build session graphs without those edges).
+	RecordingSchemaVersion = 3
+)
+
+// The versions a file is stamped with when no row needs the newest: the
+// trace and recording formats before Turn.After / Record.After.
+const (
+	traceVersionBase     = 2
+	recordingVersionBase = 2
 )
 
 // Keys of the Parquet file-level key-value metadata.
@@ -110,6 +123,16 @@ type Turn struct {
 	// messages and answer) merged in the order listed, a prefix of messages
 	// they share taken once.
 	Parents []int32 `parquet:"parents,list" json:"parents,omitempty"`
+	// After are wait-only dependencies: turns of this conversation
+	// (indices below Turn) this request also waits for without taking
+	// their transcripts into its history (an agent that rewrote its context
+	// around an earlier answer still waited for it). In closed loop the
+	// request is sent ThinkTimeNs after the later of its parents and these
+	// turns finished; a failed After turn does not stop it (its history
+	// does not hold the failed answer: an agent framework hands the
+	// waiting step the error and goes on). Open loop ignores it, as it
+	// ignores Parents' timing. Empty in traces before schema version 3.
+	After []int32 `parquet:"after,list" json:"after,omitempty"`
 	// Tools is the request's OpenAI "tools" array as JSON text, "" when it
 	// has none; ToolChoice its "tool_choice" as JSON text ("\"auto\"",
 	// "\"required\"" or an object), "" when unset.
@@ -227,6 +250,9 @@ type Record struct {
 	// the session graph from them without the trace. Recordings before
 	// schema version 2 read as empty.
 	Parents []int32 `parquet:"parents,list" parquet-element:",delta" json:"parents,omitempty"`
+	// After are the trace turn's wait-only dependencies (Turn.After) as
+	// sent. Recordings before schema version 3 read as empty.
+	After []int32 `parquet:"after,list" parquet-element:",delta" json:"after,omitempty"`
 	// ToolCalls counts the tool calls of the live answer (0 without).
 	ToolCalls int32 `parquet:"tool_calls" json:"tool_calls,omitempty"`
 	// ToolCallMismatch is true when the live answer's tool calls differed

@@ -50,3 +50,25 @@ func TestReplayGraphCLI(t *testing.T) {
 		t.Fatalf("analyze: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }
+
+// A trace whose wait-only edge names no earlier turn is refused before
+// anything is sent: exit 2, the message naming the row, conversation and
+// turn.
+func TestReplayBadAfterExit2(t *testing.T) {
+	srv := mock.StartT(t, mock.DefaultConfig())
+	user := []trace.Message{{Role: "user", Content: "x", Tokens: 1}}
+	turns := []trace.Turn{{ConversationID: "s", Turn: 0, Messages: user, OutputTokens: 2},
+		{ConversationID: "s", Turn: 1, Parents: []int32{trace.RootParent}, After: []int32{1}, Messages: user, OutputTokens: 2}}
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "bad.parquet")
+	if err := trace.WriteTrace(tr, trace.TraceMeta{Tokenizer: "o200k_base", Source: "test"}, turns); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runCLI(t, "replay", tr, "--target", srv.URL(), "--model", "tracekit-mock", "--progress", "none", "-o", filepath.Join(dir, "rec.parquet"), "--no-analyze")
+	if code != ExitUsage || !strings.Contains(stderr, `trace row 1: conversation "s" turn 1: after 1: expected an earlier turn (0..0)`) {
+		t.Fatalf("exit %d, want %d naming the turn\n%s", code, ExitUsage, stderr)
+	}
+	if n := len(srv.Log()); n != 0 {
+		t.Errorf("the mock received %d requests from a refused trace", n)
+	}
+}

@@ -116,6 +116,7 @@ beside the output, verified, removed after).`,
 	f.StringVar(&apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key (sent as a Bearer token, never recorded)")
 	f.StringArrayVar(&headers, "header", nil, "extra request header K:V (repeatable)")
 	f.BoolVar(&c.IgnoreEOS, "ignore-eos", false, "ask the server to generate exactly max_tokens (vLLM, SGLang)")
+	f.BoolVar(&c.MockHints, "mock-hints", false, "tracekit mock only: send the trace's recorded tool-call count and names (X-Tracekit-Tool-Calls/-Names) so the mock answers them")
 	f.Float64Var(&temperature, "temperature", 0, "sampling temperature (default: the server's)")
 	f.StringVar(&c.ExtraBody, "extra-body", "", `JSON object merged into every request body, e.g. '{"top_p":0.9}'`)
 	f.StringVar(&c.ContinuousUsage, "continuous-usage", "auto", "ask for continuous_usage_stats (exact tokens per event): auto (probe), on, off")
@@ -237,6 +238,9 @@ func runReplay(cmd *cobra.Command, c replay.Config, o replayOpts) error {
 		return notStarted(rec, ctx, o.dist, runErr)
 	}
 	closeErr := rec.Close()
+	if errors.Is(runErr, trace.ErrInvalidTurn) { // a row replay cannot send as written
+		return badInput(fmt.Errorf("replaying %s: %w", c.Trace, runErr))
+	}
 	if runErr != nil {
 		return fmt.Errorf("replaying %s: %w", c.Trace, runErr)
 	}
