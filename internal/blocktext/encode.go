@@ -73,7 +73,9 @@ func asciiCutAfter(text string, at int) int {
 	return len(text)
 }
 
-func isSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b == '\r' || b == '\v' || b == '\f' }
+func isSpace(b byte) bool {
+	return b == ' ' || b == '\t' || b == '\n' || b == '\r' || b == '\v' || b == '\f'
+}
 
 // seamHolds reports whether the text around cut, up to seamTokens tokens
 // of the pieces on either side, re-encodes to those tokens.
