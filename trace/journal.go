@@ -90,15 +90,18 @@ func AppendRecordPayload(dst []byte, r *Record) []byte {
 	for _, n := range r.EventTokens {
 		dst = binary.AppendVarint(dst, int64(n))
 	}
-	dst = binary.AppendUvarint(dst, uint64(len(r.Parents)))
-	for _, p := range r.Parents {
-		dst = binary.AppendVarint(dst, int64(p))
-	}
+	dst = appendInt32s(dst, r.Parents)
 	dst = binary.AppendVarint(dst, int64(r.ToolCalls))
 	dst = binary.AppendVarint(dst, b2i(r.ToolCallMismatch))
-	dst = binary.AppendUvarint(dst, uint64(len(r.After)))
-	for _, a := range r.After {
-		dst = binary.AppendVarint(dst, int64(a))
+	return appendInt32s(dst, r.After)
+}
+
+// appendInt32s appends a length-prefixed list of varints (the decoder's
+// int32s reads it).
+func appendInt32s(dst []byte, v []int32) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(v)))
+	for _, x := range v {
+		dst = binary.AppendVarint(dst, int64(x))
 	}
 	return dst
 }
@@ -126,6 +129,22 @@ func (d *decoder) varint() int64 {
 	}
 	d.b = d.b[n:]
 	return v
+}
+
+// int32s reads a list appendInt32s wrote; nil when it is empty.
+func (d *decoder) int32s() ([]int32, error) {
+	n := d.uvarint()
+	if n > uint64(len(d.b)) {
+		return nil, errShortPayload
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	v := make([]int32, n)
+	for i := range v {
+		v[i] = int32(d.varint())
+	}
+	return v, nil
 }
 
 func (d *decoder) uvarint() uint64 {
@@ -188,29 +207,17 @@ func decodeRecord(body []byte, r *Record, ver int) error {
 	}
 	r.Parents, r.ToolCalls, r.ToolCallMismatch = nil, 0, false
 	if ver >= journalV3 {
-		n = d.uvarint()
-		if n > uint64(len(d.b)) {
-			return errShortPayload
-		}
-		if n > 0 {
-			r.Parents = make([]int32, n)
-			for i := range r.Parents {
-				r.Parents[i] = int32(d.varint())
-			}
+		var err error
+		if r.Parents, err = d.int32s(); err != nil {
+			return err
 		}
 		r.ToolCalls, r.ToolCallMismatch = int32(d.varint()), d.varint() != 0
 	}
 	r.After = nil
 	if ver >= journalV4 {
-		n = d.uvarint()
-		if n > uint64(len(d.b)) {
-			return errShortPayload
-		}
-		if n > 0 {
-			r.After = make([]int32, n)
-			for i := range r.After {
-				r.After[i] = int32(d.varint())
-			}
+		var err error
+		if r.After, err = d.int32s(); err != nil {
+			return err
 		}
 	}
 	if d.err == nil && len(d.b) != 0 {
