@@ -51,8 +51,8 @@ type Precise struct {
 
 // waiter is one pending WaitUntil.
 type waiter struct {
-	at    int64         // the deadline
-	rel   int64         // when the dispatcher releases it: at - margin
+	at    int64         // the deadline; the heap's order
+	rel   int64         // when the dispatcher released it: at - the margin then
 	index int           // in the heap, -1 when not queued
 	ch    chan struct{} // buffered(1): the dispatcher never blocks on a send
 }
@@ -107,7 +107,6 @@ func (p *Precise) WaitUntil(ctx context.Context, at int64) (int64, error) {
 	}
 	w := p.pool.Get().(*waiter)
 	w.at = at
-	w.rel = at - p.spin.margin.Load()
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -115,8 +114,8 @@ func (p *Precise) WaitUntil(ctx context.Context, at int64) (int64, error) {
 		return 0, fmt.Errorf("waiting for %v: clock.Precise closed", time.Duration(at-Mono()))
 	}
 	heap.Push(&p.q, w)
-	if w.index == 0 && (p.armed == 0 || w.rel < p.armed) {
-		p.arm(w.rel)
+	if rel := at - p.spin.margin.Load(); w.index == 0 && (p.armed == 0 || rel < p.armed) {
+		p.arm(rel)
 	}
 	p.mu.Unlock()
 
@@ -128,7 +127,7 @@ func (p *Precise) WaitUntil(ctx context.Context, at int64) (int64, error) {
 		if p.isClosed.Load() {
 			return now - at, nil
 		}
-		p.spin.record(now - rel)
+		p.spin.record(now-rel, now)
 		return spinUntil(now, at) - at, nil
 	case <-ctx.Done():
 		p.mu.Lock()
@@ -177,10 +176,12 @@ func (p *Precise) loop() {
 		return errno != unix.EAGAIN // false: park in the poller until readable
 	}
 	for {
+		// Adapted first: the release below and the re-arm use the new margin
+		// for every queued waiter.
+		p.spin.maybeAdapt(Mono())
 		if p.release() {
 			return
 		}
-		p.spin.maybeAdapt()
 		// Parks until the armed release (or a re-arm to an earlier one);
 		// the released waiters run on this P meanwhile.
 		if err := p.rc.Read(wait); err != nil || (rerr != nil && rerr != unix.EINTR) {
@@ -196,8 +197,10 @@ func (p *Precise) release() (closed bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := Mono()
-	for len(p.q) > 0 && (p.closed || p.q[0].rel <= now) {
+	margin := p.spin.margin.Load()
+	for len(p.q) > 0 && (p.closed || p.q[0].at-margin <= now) {
 		w := heap.Pop(&p.q).(*waiter)
+		w.rel = w.at - margin
 		w.ch <- struct{}{}
 	}
 	if p.closed {
@@ -207,7 +210,7 @@ func (p *Precise) release() (closed bool) {
 		p.armed = 0
 		return false
 	}
-	p.arm(p.q[0].rel)
+	p.arm(p.q[0].at - margin)
 	return false
 }
 
@@ -215,7 +218,7 @@ func (p *Precise) release() (closed bool) {
 type waitHeap []*waiter
 
 func (h waitHeap) Len() int           { return len(h) }
-func (h waitHeap) Less(i, j int) bool { return h[i].rel < h[j].rel }
+func (h waitHeap) Less(i, j int) bool { return h[i].at < h[j].at }
 func (h waitHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].index = i

@@ -28,7 +28,7 @@ func TestPreciseRearmsForEarlierWaiter(t *testing.T) {
 		if p.q.Len() == 0 {
 			return 0, p.armed, 0
 		}
-		return p.q.Len(), p.armed, p.q[0].rel
+		return p.q.Len(), p.armed, p.q[0].at
 	}
 	for n, i := range []int{5, 4, 3, 2, 1} { // latest first
 		wg.Add(1)

@@ -69,33 +69,80 @@ func testWaker(t *testing.T, p waker) {
 	}
 }
 
-// With AdaptiveSpin the margin becomes the spinQuantile of the recent
-// lateness once a window of samples came, capped at maxSpin; a fixed
-// margin never moves.
-func TestSpinMarginAdapts(t *testing.T) {
-	var s spinMargin
-	s.init(AdaptiveSpin)
-	for i := range spinWindow {
-		s.record(int64(i) * 100) // 0, 100, ..., 25500 ns
-		s.maybeAdapt()
-	}
-	if want := int64(spinWindow*spinQuantile) * 100; s.margin.Load() != want {
-		t.Fatalf("margin %d after a window of samples, want %d", s.margin.Load(), want)
-	}
-	for range spinWindow {
-		s.record(int64(time.Second))
-		s.maybeAdapt()
-	}
-	if s.margin.Load() != maxSpin {
-		t.Fatalf("margin %d after second-late wakes, want the cap %d", s.margin.Load(), maxSpin)
-	}
-	var f spinMargin
-	f.init(20 * time.Microsecond)
-	for range 2 * spinWindow {
-		f.record(int64(time.Millisecond))
-		f.maybeAdapt()
-	}
-	if f.margin.Load() != int64(20*time.Microsecond) {
-		t.Fatalf("fixed margin moved to %d", f.margin.Load())
+// wakes feeds a spinMargin samples as Precise's waiters would, on a clock
+// of its own.
+type wakes struct {
+	spinMargin
+	now int64
+}
+
+// feed records n wakes gap apart, the i-th late(i) ns late, adapting after
+// each as the dispatcher does.
+func (w *wakes) feed(n int, gap time.Duration, late func(i int) int64) {
+	for i := range n {
+		w.now += int64(gap)
+		w.record(late(i), w.now)
+		w.maybeAdapt(w.now)
 	}
 }
+
+// With AdaptiveSpin the margin follows the recent lateness: at a high wake
+// rate the spinQuantile of it, capped at maxSpin; at a low rate, where the
+// CPU budget allows, its spinQuantileT, up to maxSpinIdle; and it adapts
+// after spinFirst samples when a second has passed, not only after a full
+// window. A fixed margin never moves.
+func TestSpinMarginAdapts(t *testing.T) {
+	t.Run("high rate", func(t *testing.T) {
+		var w wakes
+		w.init(AdaptiveSpin)
+		// 5,000 wakes/s, lateness 0, 100, ..., 25500 ns: spinning to the
+		// p99 (25.3 us) would take 0.13 core, over the budget, so the
+		// margin is the 0.875 quantile.
+		w.feed(spinWindow, 200*time.Microsecond, func(i int) int64 { return int64(i) * 100 })
+		if want := quantileIndex(spinQuantile) * 100; w.margin.Load() != want {
+			t.Fatalf("margin %d after a window of samples, want %d", w.margin.Load(), want)
+		}
+		w.feed(spinWindow, 200*time.Microsecond, func(int) int64 { return int64(time.Second) })
+		if w.margin.Load() != maxSpin {
+			t.Fatalf("margin %d after second-late wakes, want the cap %d", w.margin.Load(), maxSpin)
+		}
+	})
+	t.Run("low rate", func(t *testing.T) {
+		var w wakes
+		w.init(AdaptiveSpin)
+		w.now = int64(time.Hour)
+		// 20 wakes/s, each 1 ms late: adapted at the spinFirst-th sample.
+		w.feed(spinFirst-1, 50*time.Millisecond, func(int) int64 { return int64(time.Millisecond) })
+		if w.margin.Load() != int64(50*time.Microsecond) {
+			t.Fatalf("margin %d before %d samples, want the first guess", w.margin.Load(), spinFirst)
+		}
+		w.feed(1, 50*time.Millisecond, func(int) int64 { return int64(time.Millisecond) })
+		if w.margin.Load() != int64(time.Millisecond) {
+			t.Fatalf("margin %d after %d samples 1 ms late at 20/s, want 1 ms", w.margin.Load(), spinFirst)
+		}
+		// Lateness 0 to 1.53 ms: its p99 (1.512 ms) costs 0.03 core at
+		// 20/s, within the budget, so the margin covers it. (Any window of
+		// spinWindow consecutive samples holds each value once: adaptations
+		// come every second here.)
+		w.feed(2*spinWindow, 50*time.Millisecond, func(i int) int64 { return int64(i%spinWindow) * 6000 })
+		if want := quantileIndex(spinQuantileT) * 6000; w.margin.Load() != want {
+			t.Fatalf("margin %d at 20 wakes/s, want the lateness p99 %d", w.margin.Load(), want)
+		}
+		// Seconds late: the ceiling.
+		w.feed(spinWindow, 50*time.Millisecond, func(int) int64 { return int64(3 * time.Second) })
+		if w.margin.Load() != maxSpinIdle {
+			t.Fatalf("margin %d after second-late wakes at 20/s, want the ceiling %d", w.margin.Load(), maxSpinIdle)
+		}
+	})
+	t.Run("fixed", func(t *testing.T) {
+		var w wakes
+		w.init(20 * time.Microsecond)
+		w.feed(2*spinWindow, time.Millisecond, func(int) int64 { return int64(time.Millisecond) })
+		if w.margin.Load() != int64(20*time.Microsecond) {
+			t.Fatalf("fixed margin moved to %d", w.margin.Load())
+		}
+	})
+}
+
+// quantileIndex is the index of quantile p in a sorted full window.
+func quantileIndex(p float64) int64 { return int64(p * float64(spinWindow-1)) }

@@ -79,9 +79,9 @@ func (p *timerPrecise) WaitUntil(ctx context.Context, at int64) (int64, error) {
 		}
 		p.timers.Put(t) // fired: Reset on next use is safe (Go 1.23 timers)
 		now = Mono()
-		p.spin.record(now - rel)
+		p.spin.record(now-rel, now)
 		if p.adaptMu.TryLock() {
-			p.spin.maybeAdapt()
+			p.spin.maybeAdapt(Mono())
 			p.adaptMu.Unlock()
 		}
 	}

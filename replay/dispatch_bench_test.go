@@ -17,9 +17,13 @@ import (
 // for by its own goroutine (as conversations wait in a run), and reports the
 // lag percentiles and the CPU the process used per wall second (cores).
 //
+// At 20 req/s (rare arrivals, as a production trace replayed at its own
+// pace has: a machine that sleeps between them wakes late) it runs at most
+// lowRateWakes wake-ups, the default and the baseline only.
+//
 //	go test -run ^$ -bench DispatchLag -benchtime 5000x ./replay/
 func BenchmarkDispatchLag(b *testing.B) {
-	for _, rate := range []int{500, 2000, 5000} {
+	for _, rate := range []int{20, 500, 2000, 5000} {
 		for _, impl := range []struct {
 			name string
 			make func() (Dispatcher, func())
@@ -29,6 +33,9 @@ func BenchmarkDispatchLag(b *testing.B) {
 			{"precise-nospin", preciseFactory(b, 0)},
 			{"precise-spin20us", preciseFactory(b, 20*time.Microsecond)},
 		} {
+			if rate < 500 && impl.name != "precise" && impl.name != "sleep" {
+				continue
+			}
 			b.Run(fmt.Sprintf("rate=%d/%s", rate, impl.name), func(b *testing.B) {
 				d, stop := impl.make()
 				defer stop()
@@ -48,8 +55,14 @@ func preciseFactory(b *testing.B, spin time.Duration) func() (Dispatcher, func()
 	}
 }
 
+// lowRateWakes bounds the wake-ups below 500 req/s (20 s at 20/s).
+const lowRateWakes = 400
+
 func benchLag(b *testing.B, d Dispatcher, rate int) {
 	n := b.N
+	if rate < 500 {
+		n = min(n, lowRateWakes)
+	}
 	lags := make([]int64, n)
 	interval := int64(time.Second) / int64(rate)
 	var wg sync.WaitGroup
