@@ -27,13 +27,16 @@ type AgentOptions struct {
 	Width Dist
 	// SubAgents is the parallel LLM branches a round's tool results fan
 	// out to, joined by one request; 0 or 1 means none (nil: never).
-	SubAgents    Dist
-	ResultTokens Dist // tokens of each tool result (>= 1)
-	ToolLatency  Dist // seconds each tool call runs; negative samples are 0
-	InputTokens  Dist // tokens of each user message (>= 1)
-	OutputTokens Dist // tokens of each text answer (>= 1)
-	SystemTokens Dist // the session's system prompt; nil or 0 none
-	Tools        int  // function definitions in every request's tools array, >= 1
+	SubAgents Dist
+	// SubAgentContext is how a branch and the join see each other:
+	// SubAgentsShared (the default, "") or SubAgentsOwn.
+	SubAgentContext string
+	ResultTokens    Dist // tokens of each tool result (>= 1)
+	ToolLatency     Dist // seconds each tool call runs; negative samples are 0
+	InputTokens     Dist // tokens of each user message (>= 1)
+	OutputTokens    Dist // tokens of each text answer (>= 1)
+	SystemTokens    Dist // the session's system prompt; nil or 0 none
+	Tools           int  // function definitions in every request's tools array, >= 1
 	// Schedule sets session starts (Rate, Burstiness) and estimates
 	// response times for open-loop arrivals (TokenTime).
 	Schedule Schedule
@@ -57,6 +60,12 @@ type AgentOptions struct {
 //     and answering text (tool_choice "none"), and one join request whose
 //     parents are the s branches (its history holds all their answers) adds
 //     a user message, 0 s after the last branch ended, and goes on;
+//   - with SubAgentContext SubAgentsOwn a branch is a fresh context instead
+//     (an agent run as a tool): its parent is RootParent, it waits for the
+//     round's request (After) and its delay, and its messages are its
+//     sub-task alone; the join continues the round's request (its parent)
+//     with the tool results, and waits for the branches without taking
+//     their answers into its history (After);
 //   - after Rounds rounds the last request answers text of OutputTokens.
 //
 // Sessions are "agent-<i>" (zero-padded); session i draws from its own
@@ -71,7 +80,7 @@ type Agent struct {
 
 type agentStats struct {
 	requests, toolCalls, branches, joins int
-	widthSum, rounds                     int
+	widthSum, rounds, after              int
 }
 
 var (
@@ -100,6 +109,7 @@ func (a *Agent) Report() map[string]string {
 		"tool_rounds":        strconv.Itoa(s.rounds),
 		"sub_agent_requests": strconv.Itoa(s.branches),
 		"joins":              strconv.Itoa(s.joins),
+		"edges_after":        strconv.Itoa(s.after),
 	}
 	if a.Opts.Corpus != nil {
 		addUTF8Report(m, reportTextInvalidUTF8, a.Opts.Corpus.InvalidUTF8())
@@ -141,6 +151,11 @@ func (a *Agent) validate() error {
 	}
 	if o.ToolLatency == nil {
 		return fieldErr(st, "ToolLatency", "no distribution")
+	}
+	switch o.SubAgentContext {
+	case "", SubAgentsShared, SubAgentsOwn:
+	default:
+		return fieldErr(st, "SubAgentContext", "%q, want %q or %q", o.SubAgentContext, SubAgentsShared, SubAgentsOwn)
 	}
 	if err := o.Schedule.Validate(); err != nil {
 		return err
@@ -335,7 +350,22 @@ func (a *Agent) session(i int, id string) Conversation {
 		if o.SubAgents != nil {
 			sub = sampleInt(o.SubAgents, r)
 		}
-		if sub >= 2 {
+		switch {
+		case sub >= 2 && o.SubAgentContext == SubAgentsOwn:
+			branches := make([]int32, sub)
+			for b := range branches {
+				k := add([]int32{trace.RootParent}, delayNs, []trace.Message{user(fmt.Sprintf(" Sub-task %d of %d.", b+1, sub))})
+				conv[k].After = []int32{parent}
+				a.stats.after++
+				answerText(k)
+				branches[b] = int32(k)
+				a.stats.branches++
+			}
+			cur = add([]int32{parent}, 0, results)
+			conv[cur].After = branches
+			a.stats.after += len(branches)
+			a.stats.joins++
+		case sub >= 2:
 			branches := make([]int32, sub)
 			for b := range branches {
 				msgs := append(append([]trace.Message(nil), results...), user(fmt.Sprintf(" Sub-task %d of %d.", b+1, sub)))
@@ -346,7 +376,7 @@ func (a *Agent) session(i int, id string) Conversation {
 			}
 			cur = add(branches, 0, []trace.Message{user(" Combine the findings.")})
 			a.stats.joins++
-		} else {
+		default:
 			cur = add([]int32{parent}, delayNs, results)
 		}
 		if last {
@@ -357,6 +387,12 @@ func (a *Agent) session(i int, id string) Conversation {
 	}
 	return conv
 }
+
+// AgentOptions.SubAgentContext values.
+const (
+	SubAgentsShared = "shared" // branches take the round's history; the join merges theirs
+	SubAgentsOwn    = "own"    // branches start fresh; the join waits for them (After)
+)
 
 // Defaults of the agent source's flags.
 const (

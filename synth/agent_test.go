@@ -3,6 +3,7 @@ package synth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"slices"
@@ -247,12 +248,13 @@ func TestAgentDeterministic(t *testing.T) {
 
 func TestAgentBadOptions(t *testing.T) {
 	for field, mut := range map[string]func(*AgentOptions){
-		"Width":       func(o *AgentOptions) { o.Width = Constant{V: 0} },
-		"Count":       func(o *AgentOptions) { o.Count = 0 },
-		"Tools":       func(o *AgentOptions) { o.Tools = 0 },
-		"ToolLatency": func(o *AgentOptions) { o.ToolLatency = nil },
-		"Burstiness":  func(o *AgentOptions) { o.Schedule.Burstiness = -1 },
-		"MaxBytes":    func(o *AgentOptions) { o.MaxBytes = 1000 },
+		"Width":           func(o *AgentOptions) { o.Width = Constant{V: 0} },
+		"Count":           func(o *AgentOptions) { o.Count = 0 },
+		"Tools":           func(o *AgentOptions) { o.Tools = 0 },
+		"ToolLatency":     func(o *AgentOptions) { o.ToolLatency = nil },
+		"Burstiness":      func(o *AgentOptions) { o.Schedule.Burstiness = -1 },
+		"MaxBytes":        func(o *AgentOptions) { o.MaxBytes = 1000 },
+		"SubAgentContext": func(o *AgentOptions) { o.SubAgentContext = "forked" },
 	} {
 		o := agentOptions(t)
 		mut(&o)
@@ -275,5 +277,81 @@ func TestGraphArrivalsAfter(t *testing.T) {
 	if c[0].ArrivalOffsetNs != 100 || c[1].ArrivalOffsetNs != 107 || c[2].ArrivalOffsetNs != 100+20+5 {
 		t.Errorf("arrivals %d %d %d, want 100, 107 (a root) and 125 (after turn 0's 10 tokens at 2 ns, then 5)",
 			c[0].ArrivalOffsetNs, c[1].ArrivalOffsetNs, c[2].ArrivalOffsetNs)
+	}
+}
+
+// With SubAgentContext SubAgentsOwn a branch starts a fresh context
+// (parent RootParent) holding only its sub-task and waits for the round's
+// request (After) plus the tool latency; the join continues the round's
+// request with one result per call, 0 s after the last branch, and waits
+// for the branches without taking their answers into its history.
+func TestAgentSubAgentsOwnContext(t *testing.T) {
+	o := agentOptions(t)
+	o.Count = 60
+	o.SubAgentContext = SubAgentsOwn
+	var err error
+	if o.SubAgents, err = ParseDist("2-4", Count); err != nil {
+		t.Fatal(err)
+	}
+	if o.ToolLatency, err = ParseDist("2s", Seconds); err != nil {
+		t.Fatal(err)
+	}
+	a, err := NewAgent(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	convs, err := a.Conversations(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	joins, after := 0, 0
+	for _, c := range convs {
+		done := Transcripts(c)
+		for k, turn := range c {
+			after += len(turn.After)
+			if len(turn.After) < 2 {
+				continue
+			}
+			joins++
+			if len(turn.Parents) != 1 || turn.ThinkTimeNs != 0 {
+				t.Fatalf("join %d: parents %v, delay %d", k, turn.Parents, turn.ThinkTimeNs)
+			}
+			round := c[turn.Parents[0]]
+			calls := round.ReferenceToolCalls
+			if len(turn.Messages) != len(calls) {
+				t.Fatalf("join %d: %d messages for %d calls", k, len(turn.Messages), len(calls))
+			}
+			for j, call := range calls {
+				if m := turn.Messages[j]; m.Role != "tool" || m.ToolCallID != call.ID {
+					t.Fatalf("join %d message %d: %s %q, want the result of %s", k, j, m.Role, m.ToolCallID, call.ID)
+				}
+			}
+			hist := HistoryOf(c, done, k)
+			for _, b := range turn.After {
+				br := c[b]
+				if !slices.Equal(br.Parents, []int32{trace.RootParent}) || !slices.Equal(br.After, turn.Parents) {
+					t.Fatalf("branch %d of join %d: parents %v after %v, want [%d] and %v", b, k, br.Parents, br.After, trace.RootParent, turn.Parents)
+				}
+				if len(br.Messages) != 1 || br.Messages[0].Role != "user" || br.ReferenceAnswer == "" || br.ThinkTimeNs != int64(2*time.Second) {
+					t.Fatalf("branch %d: messages %+v, answer %q, delay %d", b, br.Messages, br.ReferenceAnswer, br.ThinkTimeNs)
+				}
+				if h := HistoryOf(c, done, int(b)); len(h) != 0 {
+					t.Fatalf("branch %d: a fresh context has history %+v", b, h)
+				}
+				if slices.ContainsFunc(hist, func(m trace.Message) bool { return m.Content == br.ReferenceAnswer }) {
+					t.Fatalf("join %d: branch %d's answer is in its history", k, b)
+				}
+				// Open loop: after the round's answer and the tool latency.
+				if want := round.ArrivalOffsetNs + o.Schedule.TokenTime.Nanoseconds()*int64(round.OutputTokens) + br.ThinkTimeNs; br.ArrivalOffsetNs != want {
+					t.Fatalf("branch %d arrives at %d, want %d", b, br.ArrivalOffsetNs, want)
+				}
+			}
+		}
+	}
+	if joins < len(convs)*2 {
+		t.Errorf("%d joins over %d sessions of 2-6 rounds", joins, len(convs))
+	}
+	if got := a.Report()["edges_after"]; got != fmt.Sprint(after) {
+		t.Errorf("report edges_after %s, the sessions hold %d", got, after)
 	}
 }

@@ -92,6 +92,7 @@ func declareSynthFlags(f *pflag.FlagSet) {
 	f.String("rounds", synth.DefaultAgentRounds, "agent: tool-calling rounds per session (then one text answer): a distribution")
 	f.String("fan-out", synth.DefaultAgentWidth, "agent: parallel tool calls per round: a distribution")
 	f.String("sub-agents", "0", "agent: parallel LLM branches a round fans out to, joined by one request (0 or 1 = none): a distribution")
+	f.String("sub-agent-context", synth.SubAgentsShared, "agent: shared (a branch continues the round's history and the join merges the branches') or own (a branch starts a fresh context, as an agent run as a tool; the join continues the round with the tool results and waits for the branches without taking their answers: wait-only edges)")
 	f.String("tool-result-tokens", synth.DefaultAgentResultTokens, "agent: tokens per tool result: a distribution")
 	f.String("tool-latency", synth.DefaultAgentToolLatency, "agent: time each tool call runs (a round waits for its slowest): a distribution of durations")
 	f.String("system-tokens", synth.DefaultAgentSystemTokens, "agent: tokens of each session's system prompt: a distribution")
@@ -157,7 +158,7 @@ var (
 	syntheticFlags = []string{"conversations", "text-file", "turns", "input-tokens", "output-tokens", "prefix-tokens",
 		"common-prefix-tokens", "think-time", "config", "prefix-layout"}
 	shareGPTFlags = []string{"input", "conversations", "turns", "input-tokens", "output-tokens", "think-time"}
-	agentFlags    = []string{"conversations", "text-file", "rounds", "fan-out", "sub-agents", "tool-result-tokens", "tool-latency",
+	agentFlags    = []string{"conversations", "text-file", "rounds", "fan-out", "sub-agents", "sub-agent-context", "tool-result-tokens", "tool-latency",
 		"input-tokens", "output-tokens", "system-tokens", "tools", "rate", "burstiness", "token-time"}
 	importFlags = []string{"input", "conversations", "text-file", "start", "duration", "speed", "max-input-tokens",
 		"limit", "model", "skip-bad", "block-size", "group-window", "prompt-text"}
@@ -398,6 +399,8 @@ func buildAgent(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
 		in.used[d.flag] = v.String()
 	}
 	o.Tools, _ = f.GetInt("tools")
+	o.SubAgentContext, _ = f.GetString("sub-agent-context")
+	in.used["sub-agent-context"] = o.SubAgentContext
 	o.Schedule.Rate, _ = f.GetFloat64("rate")
 	o.Schedule.Burstiness, _ = f.GetFloat64("burstiness")
 	o.Schedule.TokenTime, _ = f.GetDuration("token-time")
@@ -471,6 +474,7 @@ var optionFlags = map[string]string{
 	"AgentOptions.Rounds":                 "rounds",
 	"AgentOptions.Width":                  "fan-out",
 	"AgentOptions.SubAgents":              "sub-agents",
+	"AgentOptions.SubAgentContext":        "sub-agent-context",
 	"AgentOptions.ResultTokens":           "tool-result-tokens",
 	"AgentOptions.ToolLatency":            "tool-latency",
 	"AgentOptions.InputTokens":            "input-tokens",

@@ -50,6 +50,18 @@ func TestOTelAfterReplayWaits(t *testing.T) {
 	if len(recs) != len(turns) {
 		t.Fatalf("%d records for %d turns", len(recs), len(turns))
 	}
+	waited := checkAfterWaits(t, turns, recs, speed)
+	t.Logf("%d turns, %d After edges, %d waiting nodes checked", len(turns), after, waited)
+}
+
+// checkAfterWaits asserts, from a closed-loop replay of turns at speed,
+// that every request with wait-only edges was recorded with its trace's
+// After, was not sent before any of them was done, and was intended
+// exactly its delay after the latest done of its parents and After turns.
+// It fails on a recorded error and returns how many such requests it
+// checked.
+func checkAfterWaits(t *testing.T, turns []trace.Turn, recs []trace.Record, speed float64) int {
+	t.Helper()
 	byNode := map[string]trace.Record{}
 	for _, r := range recs {
 		if r.ErrorKind != "" {
@@ -90,5 +102,5 @@ func TestOTelAfterReplayWaits(t *testing.T) {
 		}
 		waited++
 	}
-	t.Logf("%d turns, %d After edges, %d waiting nodes checked", len(turns), after, waited)
+	return waited
 }
