@@ -109,7 +109,9 @@ func (a *Agent) Report() map[string]string {
 		"tool_rounds":        strconv.Itoa(s.rounds),
 		"sub_agent_requests": strconv.Itoa(s.branches),
 		"joins":              strconv.Itoa(s.joins),
-		"edges_after":        strconv.Itoa(s.after),
+	}
+	if s.after > 0 { // absent otherwise: older sessions' reports stay byte-identical
+		m["edges_after"] = strconv.Itoa(s.after)
 	}
 	if a.Opts.Corpus != nil {
 		addUTF8Report(m, reportTextInvalidUTF8, a.Opts.Corpus.InvalidUTF8())

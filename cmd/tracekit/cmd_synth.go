@@ -400,7 +400,6 @@ func buildAgent(f *pflag.FlagSet, in sourceInputs) (synth.Source, error) {
 	}
 	o.Tools, _ = f.GetInt("tools")
 	o.SubAgentContext, _ = f.GetString("sub-agent-context")
-	in.used["sub-agent-context"] = o.SubAgentContext
 	o.Schedule.Rate, _ = f.GetFloat64("rate")
 	o.Schedule.Burstiness, _ = f.GetFloat64("burstiness")
 	o.Schedule.TokenTime, _ = f.GetDuration("token-time")
