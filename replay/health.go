@@ -18,27 +18,33 @@ type monitor struct {
 	startCPU  int64
 	startWall time.Time
 	startSch  *metrics.Float64Histogram
+	// obsCPU is the arrival observer's CPU time so far (ns): a process of
+	// the client's own, whose CPU the client's is not complete without.
+	obsCPU   func() int64
+	startObs int64
 }
 
 const schedMetric = "/sched/latencies:seconds"
 
-func startMonitor() *monitor {
-	return &monitor{startCPU: cpuTime(), startWall: time.Now(), startSch: schedHist()}
+func startMonitor(obsCPU func() int64) *monitor {
+	return &monitor{startCPU: cpuTime(), startWall: time.Now(), startSch: schedHist(), obsCPU: obsCPU, startObs: obsCPU()}
 }
 
 // finish returns the health of the run so far, with warnings when the
 // figures say the client may have delayed requests.
 func (m *monitor) finish() *trace.Health {
 	h := &trace.Health{
-		DispatchLagP50Ns: m.lag.Quantile(0.5),
-		DispatchLagP99Ns: m.lag.Quantile(0.99),
-		DispatchLagMaxNs: m.lag.Max(),
-		SchedLatP99Ns:    schedP99(m.startSch, schedHist()),
-		CPUSeconds:       float64(cpuTime()-m.startCPU) / 1e9,
-		WallSeconds:      time.Since(m.startWall).Seconds(),
-		MaxRSSBytes:      maxRSS(),
-		Cores:            runtime.GOMAXPROCS(0),
+		DispatchLagP50Ns:   m.lag.Quantile(0.5),
+		DispatchLagP99Ns:   m.lag.Quantile(0.99),
+		DispatchLagMaxNs:   m.lag.Max(),
+		SchedLatP99Ns:      schedP99(m.startSch, schedHist()),
+		CPUSeconds:         float64(cpuTime()-m.startCPU) / 1e9,
+		ObserverCPUSeconds: float64(m.obsCPU()-m.startObs) / 1e9,
+		WallSeconds:        time.Since(m.startWall).Seconds(),
+		MaxRSSBytes:        maxRSS(),
+		Cores:              runtime.GOMAXPROCS(0),
 	}
+	h.CPUSeconds += h.ObserverCPUSeconds
 	h.Warnings = h.Assess()
 	return h
 }

@@ -245,7 +245,7 @@ func (rr *Runner) Run(ctx context.Context, sink record.Sink) (*Result, error) {
 	}
 	rr.cur.Store(r)
 	sink.SetRunMeta(meta)
-	r.mon = startMonitor()
+	r.mon = startMonitor(r.conns.stamp.observerCPU)
 
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()

@@ -125,6 +125,15 @@ func (s *stamper) close() {
 	}
 }
 
+// observerCPU is the arrival observer's CPU time so far in ns, 0 without
+// one.
+func (s *stamper) observerCPU() int64 {
+	if s.obs == nil {
+		return 0
+	}
+	return s.obs.cpuNs()
+}
+
 // kernel reports whether connections read with kernel stamps.
 func (s *stamper) kernel() bool { return s.mode != StampGoroutine }
 

@@ -261,6 +261,12 @@ func TestStampModesAgainstTheMock(t *testing.T) {
 			if kernel := mode != StampGoroutine; kernel != (st.KernelReads > 0) || kernel != (st.RealMinusMonoNs != 0) {
 				t.Errorf("%s: %+v", mode, st)
 			}
+			// The observer woke on every arrival: its CPU is in the
+			// client's, and only with it.
+			h := sink.RunMeta().Health
+			if observed := mode == StampKernelOffset; h == nil || observed != (h.ObserverCPUSeconds > 0) || h.CPUSeconds < h.ObserverCPUSeconds {
+				t.Errorf("%s: health %+v, want the observer's CPU in it exactly when there is one", mode, h)
+			}
 			log := map[string]mock.LogEntry{}
 			for _, e := range srv.Log() {
 				log[e.RequestID] = e

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -311,6 +313,29 @@ func (o *observer) stop() {
 		o.cmd.Process.Kill()
 		<-o.exited
 	}
+}
+
+// cpuNs is the observer process's CPU time so far in ns (the sum over
+// its threads of the scheduler's run time), 0 when it cannot be read.
+func (o *observer) cpuNs() int64 {
+	dir := fmt.Sprintf("/proc/%d/task", o.cmd.Process.Pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	var sum int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue // the thread ended
+		}
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			if v, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+				sum += v
+			}
+		}
+	}
+	return sum
 }
 
 // raisePriority asks the calling thread for SCHED_FIFO, else nice -10,

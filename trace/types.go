@@ -374,13 +374,19 @@ type RunLoad struct {
 // Health is the client's view of itself during a run: if these figures are
 // bad, the recorded latencies include client delay.
 type Health struct {
-	DispatchLagP50Ns int64   `json:"dispatch_lag_p50_ns"`
-	DispatchLagP99Ns int64   `json:"dispatch_lag_p99_ns"`
-	DispatchLagMaxNs int64   `json:"dispatch_lag_max_ns"`
-	SchedLatP99Ns    int64   `json:"sched_latency_p99_ns"` // Go scheduler latency (runtime/metrics)
-	CPUSeconds       float64 `json:"cpu_seconds"`
-	WallSeconds      float64 `json:"wall_seconds"`
-	MaxRSSBytes      int64   `json:"max_rss_bytes"`
+	DispatchLagP50Ns int64 `json:"dispatch_lag_p50_ns"`
+	DispatchLagP99Ns int64 `json:"dispatch_lag_p99_ns"`
+	DispatchLagMaxNs int64 `json:"dispatch_lag_max_ns"`
+	SchedLatP99Ns    int64 `json:"sched_latency_p99_ns"` // Go scheduler latency (runtime/metrics)
+	// CPUSeconds is the client's CPU time over the run, its arrival
+	// observer's (ObserverCPUSeconds) included.
+	CPUSeconds  float64 `json:"cpu_seconds"`
+	WallSeconds float64 `json:"wall_seconds"`
+	MaxRSSBytes int64   `json:"max_rss_bytes"`
+	// ObserverCPUSeconds is the part of CPUSeconds the arrival observer
+	// process used (kernel-offset stamps); 0 without one, and in recordings
+	// written before it (whose CPUSeconds did not hold it).
+	ObserverCPUSeconds float64 `json:"observer_cpu_seconds,omitempty"`
 	// Warnings are Assess's verdicts as the recorder stored them.
 	Warnings []string `json:"warnings,omitempty"`
 	// Cores is the client's GOMAXPROCS, for the CPU-bound verdict; 0 in

@@ -152,8 +152,12 @@ func printRecordingSummary(w io.Writer, path string, s trace.RecordingSummary) {
 	}
 	if m.Health != nil {
 		h := m.Health
-		fmt.Fprintf(w, "  client health: dispatch lag p50 %v p99 %v max %v, cpu %.1fs over %.1fs wall\n",
-			time.Duration(h.DispatchLagP50Ns), time.Duration(h.DispatchLagP99Ns), time.Duration(h.DispatchLagMaxNs), h.CPUSeconds, h.WallSeconds)
+		obs := ""
+		if h.ObserverCPUSeconds > 0 {
+			obs = fmt.Sprintf(" (arrival observer %.2fs of it)", h.ObserverCPUSeconds)
+		}
+		fmt.Fprintf(w, "  client health: dispatch lag p50 %v p99 %v max %v, cpu %.1fs%s over %.1fs wall\n",
+			time.Duration(h.DispatchLagP50Ns), time.Duration(h.DispatchLagP99Ns), time.Duration(h.DispatchLagMaxNs), h.CPUSeconds, obs, h.WallSeconds)
 		for _, warn := range h.Assess() {
 			fmt.Fprintf(w, "  warning: %s\n", warn)
 		}
