@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -31,14 +30,7 @@ func TestAgentOwnContextReplay(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("synth exit %d: %s", code, stderr)
 	}
-	turns := readTurns(t, tr)
-	after := 0
-	for _, tu := range turns {
-		after += len(tu.After)
-	}
-	if after == 0 || !strings.Contains(stdout, fmt.Sprintf("edges_after                  %d", after)) {
-		t.Fatalf("the trace holds %d After edges; synth said:\n%s", after, stdout)
-	}
+	turns, _ := synthAfterEdges(t, tr, stdout)
 	if _, stderr, code := runCLI(t, "replay", tr, "--target", srv.URL(), "--model", "tracekit-mock", "--history", "reference",
 		"--ignore-eos", "--progress", "none", "--no-analyze", "-o", rec); code != ExitOK {
 		t.Fatalf("replay exit %d: %s", code, stderr)

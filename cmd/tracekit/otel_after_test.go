@@ -33,14 +33,7 @@ func TestOTelAfterReplayWaits(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("synth exit %d: %s", code, stderr)
 	}
-	turns := readTurns(t, tr)
-	after := 0
-	for _, tu := range turns {
-		after += len(tu.After)
-	}
-	if after == 0 || !strings.Contains(stdout, fmt.Sprintf("edges_after                  %d", after)) {
-		t.Fatalf("the trace holds %d After edges; synth said:\n%s", after, stdout)
-	}
+	turns, after := synthAfterEdges(t, tr, stdout)
 	const speed = 200.0
 	if _, stderr, code := runCLI(t, "replay", tr, "--target", srv.URL(), "--model", "tracekit-mock", "--speed", fmt.Sprint(speed),
 		"--ignore-eos", "--progress", "none", "--no-analyze", "-o", rec); code != ExitOK {
@@ -103,4 +96,20 @@ func checkAfterWaits(t *testing.T, turns []trace.Turn, recs []trace.Record, spee
 		waited++
 	}
 	return waited
+}
+
+// synthAfterEdges reads the trace synth wrote to tr and checks that it
+// holds wait-only edges and that synth's report (stdout) counted them all;
+// it returns the turns and the count.
+func synthAfterEdges(t *testing.T, tr, stdout string) ([]trace.Turn, int) {
+	t.Helper()
+	turns := readTurns(t, tr)
+	after := 0
+	for _, tu := range turns {
+		after += len(tu.After)
+	}
+	if after == 0 || !strings.Contains(stdout, fmt.Sprintf("edges_after                  %d", after)) {
+		t.Fatalf("the trace holds %d After edges; synth said:\n%s", after, stdout)
+	}
+	return turns, after
 }
