@@ -245,7 +245,13 @@ func (p *Proxy) rawForward(w *clientWriter, r *http.Request, body []byte, buffer
 			cc.watch.setAbort(shutdownConn(uc.c))
 		}
 		if err == nil {
-			resp, err = readResponseHead(uc.br, r)
+			// The first byte alone first: a connection that ends before any
+			// byte of a response says io.EOF here (a stale one, whether the
+			// server's FIN or RST ends it), where ReadResponse would say
+			// io.ErrUnexpectedEOF as for a head cut short.
+			if _, err = uc.br.Peek(1); err == nil {
+				resp, err = readResponseHead(uc.br, r)
+			}
 		}
 		if err == nil {
 			break
@@ -492,7 +498,8 @@ func (b *rawBody) process(raw []byte, t int64, err error) bool {
 }
 
 // staleConn reports whether err means a kept-alive connection had been
-// closed by the server before it read the request.
+// closed by the server before it answered: the request could not be
+// written, or the connection ended before the response's first byte.
 func staleConn(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
