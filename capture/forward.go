@@ -234,15 +234,14 @@ func (p *Proxy) rawForward(w *clientWriter, r *http.Request, body []byte, buffer
 			badGateway(w, "upstream unreachable", err)
 			return res
 		}
-		bufs := net.Buffers{head, body}
-		_, err = bufs.WriteTo(uc.c)
+		err = uc.s.writeBufs(head, body)
 		if err == nil && !buffered {
-			err = streamBody(uc.c, r)
+			err = streamBody(uc.s, r)
 		}
 		if attempt == 0 {
-			cc.watch.start(cc, shutdownConn(uc.c))
+			cc.watch.start(cc, uc.s.shutdown)
 		} else {
-			cc.watch.setAbort(shutdownConn(uc.c))
+			cc.watch.setAbort(uc.s.shutdown)
 		}
 		if err == nil {
 			// The first byte alone first: a connection that ends before any
@@ -256,18 +255,20 @@ func (p *Proxy) rawForward(w *clientWriter, r *http.Request, body []byte, buffer
 		if err == nil {
 			break
 		}
-		uc.c.Close()
 		if cc.watch.gone.Load() {
 			cc.watch.stop(cc)
+			uc.s.close()
 			res.sendErr, res.clientGone, res.doneNs = err, true, clock.Mono()
 			return res
 		}
 		// A kept-alive connection the server had closed: send once more
 		// on a new one, when the request can be sent again.
 		if attempt == 0 && uc.reused && buffered && staleConn(err) {
+			uc.s.close() // the watcher's abort is set anew before it reads
 			continue
 		}
 		cc.watch.stop(cc)
+		uc.s.close()
 		res.sendErr, res.doneNs = err, clock.Mono()
 		badGateway(w, "upstream unreachable", err)
 		return res
@@ -303,7 +304,7 @@ func (p *Proxy) rawForward(w *clientWriter, r *http.Request, body []byte, buffer
 		complete: noBody || length == 0}
 	bp := p.bufs.Get().(*[]byte)
 	defer p.bufs.Put(bp)
-	rb.read(uc, *bp, p.loop())
+	rb.read(uc, *bp)
 	complete, reuse, t := rb.complete, rb.reuse, rb.t
 	if t == 0 {
 		t = clock.Mono()
@@ -336,7 +337,7 @@ func (p *Proxy) rawForward(w *clientWriter, r *http.Request, body []byte, buffer
 	if reuse && complete {
 		p.pool.put(uc)
 	} else {
-		uc.c.Close()
+		uc.s.close()
 	}
 	return res
 }
@@ -364,7 +365,7 @@ type rawBody struct {
 // read would save that read, but a peer's FIN that came with the data
 // raises no further readiness edge: an upstream cut mid-body would then
 // never be seen.)
-func (b *rawBody) read(uc *upConn, buf []byte, l *evloop) {
+func (b *rawBody) read(uc *upConn, buf []byte) {
 	if b.complete || b.res.clientGone {
 		return
 	}
@@ -375,12 +376,22 @@ func (b *rawBody) read(uc *upConn, buf []byte, l *evloop) {
 			return
 		}
 	}
-	// An uncompressed body goes to an evloop (loop_linux.go); a slow
-	// client's comes back here.
-	if l != nil && b.rc.dec == nil && b.viaLoop(l, uc) {
+	// A socket an evloop owns (loop_linux.go): an uncompressed body goes
+	// to the loop; a slow client's, and a compressed one, are read here
+	// through the socket's own waits.
+	if rs, ok := uc.s.(*rawSock); ok {
+		if b.rc.dec == nil && b.viaLoop(rs) {
+			return
+		}
+		b.loopBuffered(uc, buf)
 		return
 	}
-	sc, ok := uc.c.(syscall.Conn)
+	ns, ok := uc.s.(netSock)
+	if !ok {
+		b.loopBuffered(uc, buf)
+		return
+	}
+	sc, ok := ns.Conn.(syscall.Conn)
 	if !ok {
 		b.loopBuffered(uc, buf)
 		return
@@ -563,7 +574,7 @@ func (p *Proxy) requestHead(r *http.Request, buffered bool, n int) []byte {
 
 // streamBody copies a request body upstream as it arrives: as is with a
 // Content-Length, re-chunked without one.
-func streamBody(c net.Conn, r *http.Request) error {
+func streamBody(c io.Writer, r *http.Request) error {
 	if r.ContentLength > 0 {
 		n, err := io.CopyN(c, r.Body, r.ContentLength)
 		if err != nil && n < r.ContentLength {
