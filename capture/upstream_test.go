@@ -112,3 +112,70 @@ func TestProxyLargeRequestToSlowUpstream(t *testing.T) {
 		t.Fatalf("records %+v", recs)
 	}
 }
+
+// TestProxyOutputTokensCountedOnce: an upstream that reports no usage.
+// The answer's tokens are counted once, event by event, for the record;
+// the trace's output length is their sum, and the whole answer is never
+// counted again.
+func TestProxyOutputTokensCountedOnce(t *testing.T) {
+	up := startHostile(t, func(c net.Conn, br *bufio.Reader, r *http.Request) bool {
+		readBody(r)
+		io.WriteString(c, sseHead+chunk(sseEvent("abcde")+sseEvent("fghij")+sseEvent("klmno")+"data: [DONE]\n\n")+"0\r\n\r\n")
+		return true
+	})
+	tok := &countingTok{}
+	ps, _ := startProxy(t, up.URL(), func(c *ProxyConfig) { c.Tokenizer = tok })
+	c, err := net.Dial("tcp", strings.TrimPrefix(ps.URL(), "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second)) // hang guard
+	if resp, _, err := rawRequest(t, c, bufio.NewReader(c), chatRequest("once", chatBody([]msg{{"user", "u"}}, true))); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%v", err)
+	}
+	if err := ps.Close(); err != nil {
+		t.Fatal(err)
+	}
+	seg := ps.Proxy().Segments()[0]
+	recs, _ := readRecordsT(t, seg.Recording)
+	rows := readTrace(t, seg.Trace)
+	if len(recs) != 1 || len(rows) != 1 {
+		t.Fatalf("%d records, %d trace rows", len(recs), len(rows))
+	}
+	var sum int32
+	for _, n := range recs[0].EventTokens {
+		sum += n
+	}
+	// byteTok's count: 2 tokens for each 5-byte event; the answer whole
+	// would be 4.
+	if sum != 6 || rows[0].OutputTokens != sum || recs[0].CompletionTokens > 0 {
+		t.Fatalf("events counted %v (sum %d), trace output %d, server's %d", recs[0].EventTokens, sum, rows[0].OutputTokens, recs[0].CompletionTokens)
+	}
+	if n := tok.counted("abcdefghijklmno"); n != 0 {
+		t.Fatalf("the whole answer was counted %d times, want 0 (its events were counted)", n)
+	}
+}
+
+// countingTok is byteTok that remembers how often each text was counted.
+type countingTok struct {
+	byteTok
+	mu   sync.Mutex
+	seen map[string]int
+}
+
+func (c *countingTok) Count(text string) int {
+	c.mu.Lock()
+	if c.seen == nil {
+		c.seen = map[string]int{}
+	}
+	c.seen[text]++
+	c.mu.Unlock()
+	return c.byteTok.Count(text)
+}
+
+func (c *countingTok) counted(text string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.seen[text]
+}
