@@ -37,10 +37,14 @@ import (
 // flush, loopback, client read), plus client send to proxy send for TTFT.
 // proxy-cpu-us/event is the proxy's CPU time during the rounds (nginx: its
 // workers' too) over the events it forwarded, which a loaded machine
-// changes far less than latency; proxy-rw-syscalls/event its read- and
-// write-like system calls (/proc/<pid>/io) and proxy-ctxsw/event its
-// threads' context switches (wake-ups) over the same events;
-// proxy-maxrss-MiB its peak resident set.
+// changes far less than latency; over the same events,
+// proxy-syscalls/event is every system call it made (perf stat, when perf
+// is installed and may trace: epoll, futex and sleeps included),
+// proxy-readwrite-calls/event only those of the read(2)/write(2) family
+// (/proc/<pid>/io: not recv/send, so nginx, which reads its upstream with
+// recvfrom, counts its writes alone there) and proxy-ctxsw/event its
+// threads' context switches (wake-ups); proxy-maxrss-MiB its peak
+// resident set.
 //
 // Mock and clients share this process, with GOGC capture.DefaultGCPercent
 // in both variants; each proxy is a child process (tracekit: this test
@@ -119,6 +123,7 @@ func proxyOverhead(b *testing.B, via string, streams int, gap time.Duration) {
 	}
 	round := 0
 	st0 := child.stat()
+	perf := startPerfSyscalls(child.pids())
 	for b.Loop() {
 		paths := [][2]string{{proxyURL, "via"}, {up.URL(), "direct"}}
 		if round%2 == 1 {
@@ -130,6 +135,7 @@ func proxyOverhead(b *testing.B, via string, streams int, gap time.Duration) {
 		round++
 	}
 	st1 := child.stat()
+	allCalls, perfOK := perf.stop()
 	cpu := st1.cpu - st0.cpu
 	b.StopTimer()
 	warmup := func(id string) bool { return round > 1 && strings.Contains(id, "-0-") }
@@ -181,7 +187,10 @@ func proxyOverhead(b *testing.B, via string, streams int, gap time.Duration) {
 	}
 	b.ReportMetric(float64(rss)/(1<<20), "proxy-maxrss-MiB")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(viaEvents), "proxy-cpu-us/event")
-	b.ReportMetric(float64(st1.syscalls-st0.syscalls)/float64(viaEvents), "proxy-rw-syscalls/event")
+	b.ReportMetric(float64(st1.rwCalls-st0.rwCalls)/float64(viaEvents), "proxy-readwrite-calls/event")
+	if perfOK {
+		b.ReportMetric(float64(allCalls)/float64(viaEvents), "proxy-syscalls/event")
+	}
 	b.ReportMetric(float64(st1.wakeup-st0.wakeup)/float64(viaEvents), "proxy-ctxsw/event")
 	if via != "tracekit" {
 		return
