@@ -34,7 +34,9 @@ import (
 // what the proxy adds at that percentile (over-direct-*; it can come out
 // negative within noise). For tracekit, added-* is also given: client stamp
 // minus the proxy's stamp of the same event (its forwarding delay: write,
-// flush, loopback, client read), plus client send to proxy send for TTFT.
+// flush, loopback, client read), plus client send to proxy send for TTFT;
+// and read-delay-event-*: the proxy's stamp minus the mock's (loopback,
+// and the proxy getting to read it).
 // proxy-cpu-us/event is the proxy's CPU time during the rounds (nginx: its
 // workers' too) over the events it forwarded, which a loaded machine
 // changes far less than latency; over the same events,
@@ -144,7 +146,9 @@ func proxyOverhead(b *testing.B, via string, streams int, gap time.Duration) {
 	ev := map[string][]int64{}
 	ttft := map[string][]int64{}
 	viaEvents := 0
+	mockNs := map[string][]int64{}
 	for _, e := range up.Log() {
+		mockNs[e.RequestID] = e.EventMonoNs
 		c, ok := byID[e.RequestID]
 		if !ok || len(c.events) != len(e.EventMonoNs) || len(c.events) == 0 {
 			b.Fatalf("request %s: client saw %d events, mock wrote %d", e.RequestID, len(c.events), len(e.EventMonoNs))
@@ -201,7 +205,7 @@ func proxyOverhead(b *testing.B, via string, streams int, gap time.Duration) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var pEv, pTTFT []int64
+	var pEv, pTTFT, pRead []int64
 	for _, path := range recordings {
 		recs, meta, err := trace.ReadRecords(path)
 		if err != nil {
@@ -216,8 +220,12 @@ func proxyOverhead(b *testing.B, via string, streams int, gap time.Duration) {
 			if warmup(r.RequestID) {
 				continue
 			}
+			m := mockNs[r.RequestID]
 			for i, t := range r.EventNs {
 				d := c.events[i] - (t + origin)
+				if i > 0 && i < len(m) {
+					pRead = append(pRead, t+origin-m[i])
+				}
 				if i == 0 {
 					pTTFT = append(pTTFT, d+(r.SentNs+origin-c.sent))
 				} else {
@@ -226,6 +234,10 @@ func proxyOverhead(b *testing.B, via string, streams int, gap time.Duration) {
 			}
 		}
 	}
+	// Where an event's delay arises: before the proxy's read (the mock's
+	// write to the proxy's read of it) or after it (added-event-*).
+	b.ReportMetric(pct(pRead, 0.5), "read-delay-event-p50-us")
+	b.ReportMetric(pct(pRead, 0.99), "read-delay-event-p99-us")
 	b.ReportMetric(pct(pEv, 0.5), "added-event-p50-us")
 	b.ReportMetric(pct(pEv, 0.99), "added-event-p99-us")
 	b.ReportMetric(pct(pTTFT, 0.5), "added-ttft-p50-us")
