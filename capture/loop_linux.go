@@ -62,10 +62,15 @@ type rawSock struct {
 	gen int32
 	ch  chan struct{} // wakes a waiting owner; capacity 1
 
-	// under l.mu
+	// Under l.mu. rready (wready) says the socket may be readable
+	// (writable): an edge came, or a try did not find it drained, since the
+	// last try that did (EAGAIN, or a read shorter than its buffer).
+	// False means the next arrival raises an edge, so waiting cannot miss
+	// it.
 	job            *loopJob // the body the loop forwards now
-	rready, wready bool     // an edge came since the owner last tried
-	waitR, waitW   bool     // the owner waits on ch for that edge
+	rready, wready bool
+	waitR, waitW   bool // the owner waits on ch for that mark
+	hup            bool // the peer hung up (an edge said so): a short read did not drain the end of file
 	closed         bool
 }
 
@@ -143,7 +148,7 @@ func (l *evloop) own(c net.Conn) (upSock, error) {
 		c.Close()
 		return nil, err
 	}
-	s := &rawSock{l: l, fd: fd, ch: make(chan struct{}, 1)}
+	s := &rawSock{l: l, fd: fd, ch: make(chan struct{}, 1), rready: true, wready: true}
 	l.mu.Lock()
 	if fd >= len(l.socks) {
 		l.socks = append(l.socks, make([]*rawSock, fd+1-len(l.socks)+64)...)
@@ -165,24 +170,38 @@ func (l *evloop) own(c net.Conn) (upSock, error) {
 }
 
 // Read reads what the socket has, waiting for an arrival when it has
-// nothing: end of file once the peer (or shutdown) ended it.
+// nothing: end of file once the peer (or shutdown) ended it. It reads
+// only when the socket may have something (rready), so the response head
+// after a request is read once it came, not tried first.
 func (s *rawSock) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
 	for {
-		s.clear(false)
+		s.await(false)
 		n, err := unix.Read(s.fd, p)
 		switch {
-		case err == unix.EINTR:
-			continue
 		case err == unix.EAGAIN:
-			s.wait(false)
+			continue // drained: the next arrival marks it
+		case err == unix.EINTR:
+			s.mark(false)
 			continue
 		case err != nil:
+			s.mark(false) // a next read says so too
 			return 0, os.NewSyscallError("read", err)
 		case n == 0:
+			s.mark(false)
 			return 0, io.EOF
+		case n == len(p):
+			s.mark(false) // maybe more
+		default:
+			// Short: no more data, but the peer's end of file may have
+			// come with it (its edge taken already): then it is read next.
+			s.l.mu.Lock()
+			if s.hup {
+				s.rready = true
+			}
+			s.l.mu.Unlock()
 		}
 		return n, nil
 	}
@@ -192,18 +211,20 @@ func (s *rawSock) Read(p []byte) (int, error) {
 func (s *rawSock) Write(p []byte) (int, error) {
 	written := 0
 	for written < len(p) {
-		s.clear(true)
+		s.await(true)
 		n, err := unix.Write(s.fd, p[written:])
 		if n > 0 {
 			written += n
 		}
 		switch {
-		case err == unix.EINTR:
 		case err == unix.EAGAIN:
-			s.wait(true)
+			continue // full: the next edge marks it
+		case err == unix.EINTR:
 		case err != nil:
+			s.mark(true)
 			return written, os.NewSyscallError("write", err)
 		}
+		s.mark(true)
 	}
 	return written, nil
 }
@@ -218,7 +239,7 @@ func (s *rawSock) writeBufs(bufs ...[]byte) error {
 		}
 	}
 	for len(iov) > 0 {
-		s.clear(true)
+		s.await(true)
 		n, err := unix.Writev(s.fd, iov)
 		for n > 0 && len(iov) > 0 {
 			k := min(n, len(iov[0]))
@@ -228,43 +249,53 @@ func (s *rawSock) writeBufs(bufs ...[]byte) error {
 			}
 		}
 		switch {
-		case err == unix.EINTR:
 		case err == unix.EAGAIN:
-			s.wait(true)
+			continue
+		case err == unix.EINTR:
 		case err != nil:
+			s.mark(true)
 			return os.NewSyscallError("writev", err)
 		}
+		s.mark(true)
 	}
 	return nil
 }
 
-// clear forgets the last edge before a read (or write) is tried: an
-// arrival after it marks the socket anew, so a wait after the try's
-// EAGAIN cannot miss it.
-func (s *rawSock) clear(write bool) {
-	s.l.mu.Lock()
+// await returns once the socket may be readable (or writable) and takes
+// that mark: the caller tries, and marks it again (mark) unless the try
+// found it drained (EAGAIN), or a read shorter than its buffer drained
+// it. An edge after the take marks it anew, so a wait after EAGAIN cannot
+// miss an arrival.
+func (s *rawSock) await(write bool) {
+	l := s.l
+	l.mu.Lock()
+	for write && !s.wready || !write && !s.rready {
+		if write {
+			s.waitW = true
+		} else {
+			s.waitR = true
+		}
+		l.mu.Unlock()
+		<-s.ch
+		l.mu.Lock()
+	}
 	if write {
 		s.wready = false
 	} else {
 		s.rready = false
 	}
-	s.l.mu.Unlock()
+	l.mu.Unlock()
 }
 
-// wait returns once an edge came for reading (or writing) since clear.
-func (s *rawSock) wait(write bool) {
+// mark says the socket may be readable (or writable) still.
+func (s *rawSock) mark(write bool) {
 	s.l.mu.Lock()
-	if write && s.wready || !write && s.rready {
-		s.l.mu.Unlock()
-		return
-	}
 	if write {
-		s.waitW = true
+		s.wready = true
 	} else {
-		s.waitR = true
+		s.rready = true
 	}
 	s.l.mu.Unlock()
-	<-s.ch
 }
 
 // notify marks the socket ready for what mask says and wakes an owner
@@ -272,6 +303,9 @@ func (s *rawSock) wait(write bool) {
 func (s *rawSock) notify(mask uint32) {
 	if mask&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 		s.rready = true
+	}
+	if mask&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		s.hup = true
 	}
 	if mask&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 		s.wready = true
@@ -308,10 +342,24 @@ func (s *rawSock) close() {
 	unix.Close(s.fd)
 }
 
+// alive reports whether an idle socket is open and quiet: nothing came
+// since it was last drained (no edge: no byte, no end of file), or a peek
+// that does not wait finds nothing.
 func (s *rawSock) alive() bool {
+	s.l.mu.Lock()
+	maybe := s.rready
+	s.rready = false
+	s.l.mu.Unlock()
+	if !maybe {
+		return true
+	}
 	var b [1]byte
 	_, _, err := unix.Recvfrom(s.fd, b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
-	return err == unix.EAGAIN
+	if err != unix.EAGAIN {
+		s.mark(false)
+		return false
+	}
+	return true
 }
 
 // forward hands j's body to the loop and waits until the loop let go of
@@ -322,15 +370,22 @@ func (l *evloop) forward(j *loopJob) error {
 	s := j.s
 	l.mu.Lock()
 	s.job = j
+	maybe := s.rready
+	s.rready = false
 	l.mu.Unlock()
-	// Modifying reports what is readable already (bytes that came before
-	// the job, whose edge went to the owner), so no arrival is missed.
-	ev := unix.EpollEvent{Events: sockEvents, Fd: int32(s.fd), Pad: s.gen}
-	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, s.fd, &ev); err != nil {
-		l.mu.Lock()
-		s.job = nil
-		l.mu.Unlock()
-		return err
+	// Bytes may have come before the job (their edge marked the socket for
+	// its owner): modifying the registration reports what is readable, so
+	// no arrival is missed. A socket drained since its last edge needs
+	// nothing: its next arrival raises an edge, which goes to the job.
+	if maybe {
+		ev := unix.EpollEvent{Events: sockEvents, Fd: int32(s.fd), Pad: s.gen}
+		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, s.fd, &ev); err != nil {
+			l.mu.Lock()
+			s.job = nil
+			s.rready = true
+			l.mu.Unlock()
+			return err
+		}
 	}
 	<-j.done
 	return nil
@@ -406,11 +461,11 @@ func (l *evloop) serve(j *loopJob, mask uint32) {
 		}
 		if !j.b.process(l.buf[:n], t, err) {
 			j.ended = true
-			l.release(j)
+			l.release(j, n == len(l.buf) || hup, hup)
 			return
 		}
 		if len(j.b.w.pending) > 0 {
-			l.release(j)
+			l.release(j, true, hup)
 			return
 		}
 		if n < len(l.buf) && !hup {
@@ -419,10 +474,19 @@ func (l *evloop) serve(j *loopJob, mask uint32) {
 	}
 }
 
-// release hands j back to its goroutine.
-func (l *evloop) release(j *loopJob) {
+// release hands j back to its goroutine; more says the socket may hold
+// bytes still (the last read filled the buffer, the peer hung up, or the
+// job stopped reading), for its owner's next read or check, and hup that
+// an event said the peer hung up.
+func (l *evloop) release(j *loopJob, more, hup bool) {
 	l.mu.Lock()
 	j.s.job = nil
+	if more {
+		j.s.rready = true
+	}
+	if hup {
+		j.s.hup = true
+	}
 	l.mu.Unlock()
 	close(j.done)
 }
