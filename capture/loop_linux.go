@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -445,7 +446,7 @@ func (l *evloop) serve(j *loopJob, mask uint32) {
 	hup := mask&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0
 	fd := j.s.fd
 	for {
-		n, err := unix.Read(fd, l.buf)
+		n, err := rawRead(fd, l.buf)
 		if err == unix.EINTR {
 			continue
 		}
@@ -567,7 +568,7 @@ func detach(c *net.TCPConn) (int, error) {
 func rawWrite(fd int, p []byte) (int, error) {
 	written := 0
 	for written < len(p) {
-		n, err := unix.Write(fd, p[written:])
+		n, err := nbWrite(fd, p[written:])
 		if n > 0 {
 			written += n
 		}
@@ -579,6 +580,34 @@ func rawWrite(fd int, p []byte) (int, error) {
 		}
 	}
 	return written, nil
+}
+
+// rawRead and nbWrite are read(2) and write(2) on a non-blocking socket,
+// the loop's per-event calls: they never wait, so they are made without
+// telling the scheduler (which would hand the loop's P off to another
+// thread if one took long, and costs an enter and an exit per call).
+func rawRead(fd int, p []byte) (int, error) {
+	var ptr unsafe.Pointer
+	if len(p) > 0 {
+		ptr = unsafe.Pointer(&p[0])
+	}
+	n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(ptr), uintptr(len(p)))
+	if e != 0 {
+		return -1, e
+	}
+	return int(n), nil
+}
+
+func nbWrite(fd int, p []byte) (int, error) {
+	var ptr unsafe.Pointer
+	if len(p) > 0 {
+		ptr = unsafe.Pointer(&p[0])
+	}
+	n, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(ptr), uintptr(len(p)))
+	if e != 0 {
+		return -1, e
+	}
+	return int(n), nil
 }
 
 // shutdownConn shuts c down both ways without closing it (the watcher's
