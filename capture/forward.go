@@ -40,19 +40,32 @@ func defaultTransport(insecure bool) *http.Transport {
 	}
 }
 
-// hopHeaders are connection-level headers a proxy must not forward.
-var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+// forwarded reports whether a header (canonical key k) passes to the
+// other side: not a connection-level one a proxy must not forward, and not
+// one the message's Connection header (conn, its values) names.
+func forwarded(k string, conn []string) bool {
+	switch k {
+	case "Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade":
+		return false
+	}
+	for _, f := range conn {
+		for f != "" {
+			var name string
+			name, f, _ = strings.Cut(f, ",")
+			if strings.EqualFold(strings.TrimSpace(name), k) {
+				return false
+			}
+		}
+	}
+	return true
+}
 
+// copyHeaders copies src's forwarded headers into dst.
 func copyHeaders(dst, src http.Header) {
+	conn := src["Connection"]
 	for k, vs := range src {
-		dst[k] = append(dst[k][:0:0], vs...)
-	}
-	for _, h := range hopHeaders {
-		dst.Del(h)
-	}
-	for _, f := range src["Connection"] { // headers the Connection header names
-		for _, name := range strings.Split(f, ",") {
-			dst.Del(strings.TrimSpace(name))
+		if forwarded(k, conn) {
+			dst[k] = append(dst[k][:0:0], vs...)
 		}
 	}
 }
@@ -276,8 +289,7 @@ func (p *Proxy) rawForward(w *clientWriter, r *http.Request, body []byte, buffer
 	res.headersNs = clock.Mono()
 	res.status = resp.StatusCode
 	reuse := !resp.Close
-	h := make(http.Header, len(resp.Header))
-	copyHeaders(h, resp.Header)
+	h := resp.Header // writeHead forwards what it may
 	chunked := len(resp.TransferEncoding) > 0 && resp.TransferEncoding[0] == "chunked"
 	noBody := r.Method == http.MethodHead || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified
 	length := int64(-1)
@@ -288,11 +300,6 @@ func (p *Proxy) rawForward(w *clientWriter, r *http.Request, body []byte, buffer
 		length = resp.ContentLength
 	case !chunked:
 		reuse = false // ends when the upstream closes
-	}
-	if noBody && r.Method == http.MethodHead {
-		if cl := resp.Header.Get("Content-Length"); cl != "" {
-			h.Set("Content-Length", cl)
-		}
 	}
 	var rc recorder
 	rc.init(ex, &res, resp.Header)
@@ -544,10 +551,9 @@ func (p *Proxy) requestHead(r *http.Request, buffered bool, n int) []byte {
 	b = append(b, " HTTP/1.1\r\nHost: "...)
 	b = append(b, p.upstream.Host...)
 	b = append(b, '\r', '\n')
-	h := make(http.Header, len(r.Header))
-	copyHeaders(h, r.Header)
-	for k, vs := range h {
-		if k == "Host" || k == "Content-Length" {
+	conn := r.Header["Connection"]
+	for k, vs := range r.Header {
+		if k == "Host" || k == "Content-Length" || !forwarded(k, conn) {
 			continue
 		}
 		for _, v := range vs {
