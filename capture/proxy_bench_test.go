@@ -35,8 +35,10 @@ import (
 // negative within noise). For tracekit, added-* is also given: client stamp
 // minus the proxy's stamp of the same event (its forwarding delay: write,
 // flush, loopback, client read), plus client send to proxy send for TTFT;
-// and read-delay-event-*: the proxy's stamp minus the mock's (loopback,
-// and the proxy getting to read it).
+// read-delay-event-*: the proxy's stamp minus the mock's (loopback, and
+// the proxy getting to read it); request-in-*: the client's send to the
+// proxy's handler having read the request's head (the arrival it
+// records).
 // proxy-cpu-us/event is the proxy's CPU time during the rounds (nginx: its
 // workers' too) over the events it forwarded, which a loaded machine
 // changes far less than latency; over the same events,
@@ -205,7 +207,7 @@ func proxyOverhead(b *testing.B, via string, streams int, gap time.Duration) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var pEv, pTTFT, pRead []int64
+	var pEv, pTTFT, pRead, pPick []int64
 	for _, path := range recordings {
 		recs, meta, err := trace.ReadRecords(path)
 		if err != nil {
@@ -228,6 +230,7 @@ func proxyOverhead(b *testing.B, via string, streams int, gap time.Duration) {
 				}
 				if i == 0 {
 					pTTFT = append(pTTFT, d+(r.SentNs+origin-c.sent))
+					pPick = append(pPick, r.IntendedNs+origin-c.sent)
 				} else {
 					pEv = append(pEv, d)
 				}
@@ -238,6 +241,10 @@ func proxyOverhead(b *testing.B, via string, streams int, gap time.Duration) {
 	// write to the proxy's read of it) or after it (added-event-*).
 	b.ReportMetric(pct(pRead, 0.5), "read-delay-event-p50-us")
 	b.ReportMetric(pct(pRead, 0.99), "read-delay-event-p99-us")
+	// The request's way in: the client's send to the proxy's handler
+	// having read its head (the arrival it records).
+	b.ReportMetric(pct(pPick, 0.5), "request-in-p50-us")
+	b.ReportMetric(pct(pPick, 0.99), "request-in-p99-us")
 	b.ReportMetric(pct(pEv, 0.5), "added-event-p50-us")
 	b.ReportMetric(pct(pEv, 0.99), "added-event-p99-us")
 	b.ReportMetric(pct(pTTFT, 0.5), "added-ttft-p50-us")
