@@ -363,14 +363,18 @@ func proxyFigure(rows []benchRow, via string, streams int, la string) (figure, b
 }
 
 // perEvent is a proxy's system calls and wake-ups per event, when the
-// benchmark measured them.
+// benchmark measured them: every call (perf), and those of the
+// read(2)/write(2) family (/proc/<pid>/io, which leaves recv and send out).
 func perEvent(m map[string]float64) string {
-	sc, ok1 := m["proxy-rw-syscalls/event"]
+	rw, ok1 := m["proxy-readwrite-calls/event"]
 	cs, ok2 := m["proxy-ctxsw/event"]
 	if !ok1 || !ok2 {
 		return ""
 	}
-	return fmt.Sprintf(" (%.2f read/write system calls and %.2f context switches per event)", sc, cs)
+	if all, ok := m["proxy-syscalls/event"]; ok {
+		return fmt.Sprintf(" (%.2f system calls per event, %.2f of them read/write/readv/writev; %.2f context switches)", all, rw, cs)
+	}
+	return fmt.Sprintf(" (%.2f read/write/readv/writev calls per event, recv/send not counted; %.2f context switches)", rw, cs)
 }
 
 // loadAvg is /proc/loadavg's 1, 5 and 15 minute figures, or "unknown".

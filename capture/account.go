@@ -265,11 +265,20 @@ func (p *Proxy) prefixHashes(msgs []trace.Message) []int64 {
 }
 
 // outputTokens is the output length replay should ask for: the server's
-// count, else the answer counted, else the request's max_tokens.
+// count, else the answer's events as the record counted them (Fill counted
+// each event's text once: content, reasoning and tool calls; the sum
+// reuses that, rather than counting the answer a second time), else the
+// answer counted, else the request's max_tokens.
 func outputTokens(rec *trace.Record, call *llmCall, answer string, count func(string) int) int32 {
+	var events int32
+	for _, n := range rec.EventTokens {
+		events += n
+	}
 	switch {
 	case rec.CompletionTokens > 0:
 		return rec.CompletionTokens
+	case events > 0:
+		return events
 	case answer != "":
 		return int32(count(answer))
 	case call.maxTokens > 0:

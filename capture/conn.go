@@ -176,7 +176,8 @@ const (
 	bodyChunked                 // each write is framed as one chunk by the writer
 )
 
-// writeHead sends the status line and headers. length is the body's
+// writeHead sends the status line and the headers that are forwarded
+// (forwarded: not hop-by-hop ones). length is the body's
 // length (-1 unknown); passChunked says the body bytes will be already
 // chunked (an HTTP/1.1 upstream's, forwarded verbatim).
 func (w *clientWriter) writeHead(status int, h http.Header, length int64, passChunked bool) error {
@@ -186,8 +187,9 @@ func (w *clientWriter) writeHead(status int, h http.Header, length int64, passCh
 	b = append(b, ' ')
 	b = append(b, http.StatusText(status)...)
 	b = append(b, '\r', '\n')
+	conn := h["Connection"]
 	for k, vs := range h {
-		if k == "Content-Length" || k == "Transfer-Encoding" || k == "Connection" {
+		if k == "Content-Length" || !forwarded(k, conn) {
 			continue
 		}
 		for _, v := range vs {

@@ -40,19 +40,32 @@ func defaultTransport(insecure bool) *http.Transport {
 	}
 }
 
-// hopHeaders are connection-level headers a proxy must not forward.
-var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+// forwarded reports whether a header (canonical key k) passes to the
+// other side: not a connection-level one a proxy must not forward, and not
+// one the message's Connection header (conn, its values) names.
+func forwarded(k string, conn []string) bool {
+	switch k {
+	case "Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade":
+		return false
+	}
+	for _, f := range conn {
+		for f != "" {
+			var name string
+			name, f, _ = strings.Cut(f, ",")
+			if strings.EqualFold(strings.TrimSpace(name), k) {
+				return false
+			}
+		}
+	}
+	return true
+}
 
+// copyHeaders copies src's forwarded headers into dst.
 func copyHeaders(dst, src http.Header) {
+	conn := src["Connection"]
 	for k, vs := range src {
-		dst[k] = append(dst[k][:0:0], vs...)
-	}
-	for _, h := range hopHeaders {
-		dst.Del(h)
-	}
-	for _, f := range src["Connection"] { // headers the Connection header names
-		for _, name := range strings.Split(f, ",") {
-			dst.Del(strings.TrimSpace(name))
+		if forwarded(k, conn) {
+			dst[k] = append(dst[k][:0:0], vs...)
 		}
 	}
 }
@@ -234,34 +247,41 @@ func (p *Proxy) rawForward(w *clientWriter, r *http.Request, body []byte, buffer
 			badGateway(w, "upstream unreachable", err)
 			return res
 		}
-		bufs := net.Buffers{head, body}
-		_, err = bufs.WriteTo(uc.c)
+		err = uc.s.writeBufs(head, body)
 		if err == nil && !buffered {
-			err = streamBody(uc.c, r)
+			err = streamBody(uc.s, r)
 		}
 		if attempt == 0 {
-			cc.watch.start(cc, shutdownConn(uc.c))
+			cc.watch.start(cc, uc.s.shutdown)
 		} else {
-			cc.watch.setAbort(shutdownConn(uc.c))
+			cc.watch.setAbort(uc.s.shutdown)
 		}
 		if err == nil {
-			resp, err = readResponseHead(uc.br, r)
+			// The first byte alone first: a connection that ends before any
+			// byte of a response says io.EOF here (a stale one, whether the
+			// server's FIN or RST ends it), where ReadResponse would say
+			// io.ErrUnexpectedEOF as for a head cut short.
+			if _, err = uc.br.Peek(1); err == nil {
+				resp, err = readResponseHead(uc.br, r)
+			}
 		}
 		if err == nil {
 			break
 		}
-		uc.c.Close()
 		if cc.watch.gone.Load() {
 			cc.watch.stop(cc)
+			uc.s.close()
 			res.sendErr, res.clientGone, res.doneNs = err, true, clock.Mono()
 			return res
 		}
 		// A kept-alive connection the server had closed: send once more
 		// on a new one, when the request can be sent again.
 		if attempt == 0 && uc.reused && buffered && staleConn(err) {
+			uc.s.close() // the watcher's abort is set anew before it reads
 			continue
 		}
 		cc.watch.stop(cc)
+		uc.s.close()
 		res.sendErr, res.doneNs = err, clock.Mono()
 		badGateway(w, "upstream unreachable", err)
 		return res
@@ -269,8 +289,7 @@ func (p *Proxy) rawForward(w *clientWriter, r *http.Request, body []byte, buffer
 	res.headersNs = clock.Mono()
 	res.status = resp.StatusCode
 	reuse := !resp.Close
-	h := make(http.Header, len(resp.Header))
-	copyHeaders(h, resp.Header)
+	h := resp.Header // writeHead forwards what it may
 	chunked := len(resp.TransferEncoding) > 0 && resp.TransferEncoding[0] == "chunked"
 	noBody := r.Method == http.MethodHead || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified
 	length := int64(-1)
@@ -282,11 +301,6 @@ func (p *Proxy) rawForward(w *clientWriter, r *http.Request, body []byte, buffer
 	case !chunked:
 		reuse = false // ends when the upstream closes
 	}
-	if noBody && r.Method == http.MethodHead {
-		if cl := resp.Header.Get("Content-Length"); cl != "" {
-			h.Set("Content-Length", cl)
-		}
-	}
 	var rc recorder
 	rc.init(ex, &res, resp.Header)
 	if err := w.writeHead(resp.StatusCode, h, length, chunked); err != nil {
@@ -297,7 +311,7 @@ func (p *Proxy) rawForward(w *clientWriter, r *http.Request, body []byte, buffer
 		complete: noBody || length == 0}
 	bp := p.bufs.Get().(*[]byte)
 	defer p.bufs.Put(bp)
-	rb.read(uc, *bp, p.loop())
+	rb.read(uc, *bp)
 	complete, reuse, t := rb.complete, rb.reuse, rb.t
 	if t == 0 {
 		t = clock.Mono()
@@ -330,7 +344,7 @@ func (p *Proxy) rawForward(w *clientWriter, r *http.Request, body []byte, buffer
 	if reuse && complete {
 		p.pool.put(uc)
 	} else {
-		uc.c.Close()
+		uc.s.close()
 	}
 	return res
 }
@@ -358,7 +372,7 @@ type rawBody struct {
 // read would save that read, but a peer's FIN that came with the data
 // raises no further readiness edge: an upstream cut mid-body would then
 // never be seen.)
-func (b *rawBody) read(uc *upConn, buf []byte, l *evloop) {
+func (b *rawBody) read(uc *upConn, buf []byte) {
 	if b.complete || b.res.clientGone {
 		return
 	}
@@ -369,12 +383,22 @@ func (b *rawBody) read(uc *upConn, buf []byte, l *evloop) {
 			return
 		}
 	}
-	// An uncompressed body goes to an evloop (loop_linux.go); a slow
-	// client's comes back here.
-	if l != nil && b.rc.dec == nil && b.viaLoop(l, uc) {
+	// A socket an evloop owns (loop_linux.go): an uncompressed body goes
+	// to the loop; a slow client's, and a compressed one, are read here
+	// through the socket's own waits.
+	if rs, ok := uc.s.(*rawSock); ok {
+		if b.rc.dec == nil && b.viaLoop(rs) {
+			return
+		}
+		b.loopBuffered(uc, buf)
 		return
 	}
-	sc, ok := uc.c.(syscall.Conn)
+	ns, ok := uc.s.(netSock)
+	if !ok {
+		b.loopBuffered(uc, buf)
+		return
+	}
+	sc, ok := ns.Conn.(syscall.Conn)
 	if !ok {
 		b.loopBuffered(uc, buf)
 		return
@@ -492,7 +516,8 @@ func (b *rawBody) process(raw []byte, t int64, err error) bool {
 }
 
 // staleConn reports whether err means a kept-alive connection had been
-// closed by the server before it read the request.
+// closed by the server before it answered: the request could not be
+// written, or the connection ended before the response's first byte.
 func staleConn(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
@@ -526,10 +551,9 @@ func (p *Proxy) requestHead(r *http.Request, buffered bool, n int) []byte {
 	b = append(b, " HTTP/1.1\r\nHost: "...)
 	b = append(b, p.upstream.Host...)
 	b = append(b, '\r', '\n')
-	h := make(http.Header, len(r.Header))
-	copyHeaders(h, r.Header)
-	for k, vs := range h {
-		if k == "Host" || k == "Content-Length" {
+	conn := r.Header["Connection"]
+	for k, vs := range r.Header {
+		if k == "Host" || k == "Content-Length" || !forwarded(k, conn) {
 			continue
 		}
 		for _, v := range vs {
@@ -556,7 +580,7 @@ func (p *Proxy) requestHead(r *http.Request, buffered bool, n int) []byte {
 
 // streamBody copies a request body upstream as it arrives: as is with a
 // Content-Length, re-chunked without one.
-func streamBody(c net.Conn, r *http.Request) error {
+func streamBody(c io.Writer, r *http.Request) error {
 	if r.ContentLength > 0 {
 		n, err := io.CopyN(c, r.Body, r.ContentLength)
 		if err != nil && n < r.ContentLength {

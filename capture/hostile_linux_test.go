@@ -2,6 +2,8 @@ package capture
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
 	"io"
 	"net"
 	"net/http"
@@ -53,6 +55,57 @@ func TestProxyFINWithLastData(t *testing.T) {
 	for _, r := range recs {
 		if r.ErrorKind != trace.ErrStreamTruncated || len(r.EventNs) != 2 {
 			t.Fatalf("record %+v", r)
+		}
+	}
+}
+
+// TestProxyFINWithLastDataOnGoroutine: the same FIN with the last data on
+// a body its request's goroutine reads (a gzip-compressed one, delimited
+// by the upstream's close), after it waited for the body's first bytes.
+// The goroutine's short read of those bytes must not be taken as having
+// drained the socket: the end of file that came with them is read at once
+// (no hang), the client gets every byte, and the record is complete.
+func TestProxyFINWithLastDataOnGoroutine(t *testing.T) {
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	io.WriteString(zw, sseEvent("a")+sseEvent("b")+"data: [DONE]\n\n")
+	zw.Close()
+	up := startHostile(t, func(c net.Conn, br *bufio.Reader, r *http.Request) bool {
+		readBody(r)
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\nConnection: close\r\n\r\n")
+		time.Sleep(30 * time.Millisecond) // the proxy waits for the body
+		rc, err := c.(*net.TCPConn).SyscallConn()
+		if err != nil {
+			t.Error(err)
+			return false
+		}
+		rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, syscall.TCP_CORK, 1) })
+		c.Write(gz.Bytes())
+		return false // closed with the data still corked: data and FIN together
+	})
+	ps, _ := startProxy(t, up.URL(), nil)
+	for i := range 5 {
+		c, err := net.Dial("tcp", strings.TrimPrefix(ps.URL(), "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(10 * time.Second)) // hang guard
+		resp, b, err := rawRequest(t, c, bufio.NewReader(c), chatRequest("fin-gz", chatBody([]msg{{"user", "x"}}, true)))
+		c.Close()
+		if err != nil || resp.StatusCode != 200 || !bytes.Equal(b, gz.Bytes()) {
+			t.Fatalf("try %d: the client got %d bytes (want %d), err %v", i, len(b), gz.Len(), err)
+		}
+	}
+	if err := ps.Close(); err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := readRecordsT(t, ps.Proxy().Segments()[0].Recording)
+	if len(recs) != 5 {
+		t.Fatalf("%d records, want 5", len(recs))
+	}
+	for _, r := range recs {
+		if r.ErrorKind != "" || len(r.EventNs) != 2 {
+			t.Fatalf("record %s: error %q %q, %d events; want none and 2", r.RequestID, r.ErrorKind, r.ErrorMessage, len(r.EventNs))
 		}
 	}
 }

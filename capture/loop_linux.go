@@ -2,58 +2,93 @@ package capture
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"os"
 	"runtime"
 	"sync"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/tracekit/tracekit/clock"
 )
 
-// evloop forwards response bodies from its own epoll instance: while a
-// body streams, its upstream socket is registered here (edge-triggered,
-// with EPOLLRDHUP) and the loop's goroutine, on each arrival, reads it once
-// into the loop's buffer, writes those bytes to the client socket and
-// parses them (rawBody.process), all on one goroutine with no wake-up of
-// the request's goroutine, which waits until the body ended. A read
-// shorter than the buffer drained the socket (any later arrival raises a
-// new edge), so it is not followed by a read that says EAGAIN, unless the
-// event said the peer hung up (EPOLLRDHUP: the end of file is read too).
+// evloop owns the proxy's upstream sockets and forwards response bodies
+// from its own epoll instance. A connection the pool dials is taken off the
+// runtime's poller once (own) and registered here for its whole life,
+// edge-triggered, for input, output and the peer's hang-up; it is never
+// moved back. While no body is being forwarded, an event only marks the
+// socket ready and wakes its owner if it waits (rawSock.wait: writing the
+// request, reading the response head, or a body its goroutine forwards).
+// While a body streams (forward), the loop's goroutine, on each arrival,
+// reads the socket once into the loop's buffer, writes those bytes to the
+// client socket and parses them (rawBody.process), all on one goroutine
+// with no wake-up of the request's goroutine, which waits until the body
+// ended. A read shorter than the buffer drained the socket (any later
+// arrival raises a new edge), so it is not followed by a read that says
+// EAGAIN, unless the event said the peer hung up (EPOLLRDHUP: the end of
+// file is read too).
 //
 // A write the client socket cannot take at once (a slow client) hands the
 // body back to its goroutine with the bytes not yet written (pending), and
-// the rest is forwarded there as before, through the runtime's poller.
-// The request's goroutine holds both sockets (inside their RawConn
-// callbacks) while the loop uses their descriptors, so a concurrent Close
-// waits and a descriptor is never reused under the loop; the watcher's
-// abort shuts the upstream socket down instead (shutdownConn), which the
-// loop sees as its end of file.
+// the rest is forwarded there through the socket's waits. The request's
+// goroutine holds the client socket (inside its RawConn callback) while
+// the loop uses its descriptor, and owns the upstream socket: it closes it
+// only once the loop let go of its body, and close and shutdown are
+// ordered under the loop's mu, so a descriptor is never reused under the
+// loop or shut down after it was closed. The watcher's abort shuts the
+// upstream socket down (rawSock.shutdown), which the loop, or a waiting
+// read, sees as its end of file.
 type evloop struct {
 	epfd  int
 	wake  int // eventfd: written by close
 	buf   []byte
 	stats *loopStats
 
-	mu   sync.Mutex
-	jobs []*loopJob // by upstream descriptor
-	done chan struct{}
+	mu    sync.Mutex
+	socks []*rawSock // by descriptor
+	gen   int32      // the last socket's generation
+	done  chan struct{}
 }
+
+// rawSock is an upstream socket an evloop owns: a non-blocking descriptor
+// registered with the loop's epoll instance, its events tagged with the
+// socket's generation (an event for a closed socket whose descriptor was
+// reused is told apart and dropped).
+type rawSock struct {
+	l   *evloop
+	fd  int
+	gen int32
+	ch  chan struct{} // wakes a waiting owner; capacity 1
+
+	// Under l.mu. rready (wready) says the socket may be readable
+	// (writable): an edge came, or a try did not find it drained, since the
+	// last try that did (EAGAIN, or a read shorter than its buffer).
+	// False means the next arrival raises an edge, so waiting cannot miss
+	// it.
+	job            *loopJob // the body the loop forwards now
+	rready, wready bool
+	waitR, waitW   bool // the owner waits on ch for that mark
+	hup            bool // the peer hung up (an edge said so): a short read did not drain the end of file
+	closed         bool
+}
+
+var _ upSock = (*rawSock)(nil)
 
 // loopJob is one body being forwarded by a loop.
 type loopJob struct {
-	b       *rawBody
-	fd      int
-	ended   bool          // the body is over (process returned false)
-	aborted bool          // under the loop's mu: the watcher's abort came
-	done    chan struct{} // closed once the loop let go of the job
+	b     *rawBody
+	s     *rawSock
+	ended bool          // the body is over (process returned false)
+	done  chan struct{} // closed once the loop let go of the job
 }
 
 const loopBuf = 32 << 10
+
+// sockEvents is what an owned socket is registered for.
+const sockEvents = unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET
 
 // newEvloops starts n loops; nil when epoll is unavailable (the bodies are
 // then forwarded by their goroutines).
@@ -79,7 +114,7 @@ func newEvloop(st *loopStats) (*evloop, error) {
 		unix.Close(epfd)
 		return nil, err
 	}
-	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(wake)}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(wake), Pad: -1}
 	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wake, &ev); err != nil {
 		unix.Close(epfd)
 		unix.Close(wake)
@@ -91,7 +126,8 @@ func newEvloop(st *loopStats) (*evloop, error) {
 }
 
 // close ends the loop; no job may be registered (Proxy.Close calls it once
-// every handler returned).
+// every handler returned). Sockets still open (idle in the pool) stay
+// usable for close.
 func (l *evloop) close() {
 	var one = [8]byte{1}
 	unix.Write(l.wake, one[:])
@@ -100,43 +136,260 @@ func (l *evloop) close() {
 	unix.Close(l.wake)
 }
 
-// forward registers j's upstream descriptor and waits until the loop let
-// go of it: the body ended (j.ended), or the client socket could not take
-// a write at once (j.b.w.pending holds the bytes not yet written). An
-// error means the descriptor could not be registered (nothing was read).
-func (l *evloop) forward(j *loopJob) error {
-	ufd := j.fd
+// own takes c's socket off the runtime's poller and registers it with the
+// loop for good; c is closed either way.
+func (l *evloop) own(c net.Conn) (upSock, error) {
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		c.Close()
+		return nil, errors.New("not a TCP connection")
+	}
+	fd, err := detach(tc)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	s := &rawSock{l: l, fd: fd, ch: make(chan struct{}, 1), rready: true, wready: true}
 	l.mu.Lock()
-	if ufd >= len(l.jobs) {
-		l.jobs = append(l.jobs, make([]*loopJob, ufd+1-len(l.jobs)+64)...)
+	if fd >= len(l.socks) {
+		l.socks = append(l.socks, make([]*rawSock, fd+1-len(l.socks)+64)...)
 	}
-	l.jobs[ufd] = j
-	if j.aborted {
-		unix.Shutdown(ufd, unix.SHUT_RDWR) // read as end of file at once
+	l.gen++
+	if l.gen < 0 {
+		l.gen = 0 // -1 tags the wake-up descriptor
 	}
+	s.gen = l.gen
+	l.socks[fd] = s
 	l.mu.Unlock()
-	// Adding reports what is already readable, so no arrival is missed.
-	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(ufd)}
-	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, ufd, &ev); err != nil {
-		l.mu.Lock()
-		l.jobs[ufd] = nil
-		l.mu.Unlock()
-		return err
+	// Adding reports what is ready already (writable, at least).
+	ev := unix.EpollEvent{Events: sockEvents, Fd: int32(fd), Pad: s.gen}
+	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		s.close()
+		return nil, err
 	}
-	<-j.done
+	return s, nil
+}
+
+// Read reads what the socket has, waiting for an arrival when it has
+// nothing: end of file once the peer (or shutdown) ended it. It reads
+// only when the socket may have something (rready), so the response head
+// after a request is read once it came, not tried first.
+func (s *rawSock) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	for {
+		s.await(false)
+		n, err := unix.Read(s.fd, p)
+		switch {
+		case err == unix.EAGAIN:
+			continue // drained: the next arrival marks it
+		case err == unix.EINTR:
+			s.mark(false)
+			continue
+		case err != nil:
+			s.mark(false) // a next read says so too
+			return 0, os.NewSyscallError("read", err)
+		case n == 0:
+			s.mark(false)
+			return 0, io.EOF
+		case n == len(p):
+			s.mark(false) // maybe more
+		default:
+			// Short: no more data, but the peer's end of file may have
+			// come with it (its edge taken already): then it is read next.
+			s.l.mu.Lock()
+			if s.hup {
+				s.rready = true
+			}
+			s.l.mu.Unlock()
+		}
+		return n, nil
+	}
+}
+
+// Write writes all of p, waiting while the socket's send buffer is full.
+func (s *rawSock) Write(p []byte) (int, error) {
+	written := 0
+	for written < len(p) {
+		s.await(true)
+		n, err := unix.Write(s.fd, p[written:])
+		if n > 0 {
+			written += n
+		}
+		switch {
+		case err == unix.EAGAIN:
+			continue // full: the next edge marks it
+		case err == unix.EINTR:
+		case err != nil:
+			s.mark(true)
+			return written, os.NewSyscallError("write", err)
+		}
+		s.mark(true)
+	}
+	return written, nil
+}
+
+// writeBufs writes the pieces with one writev while the socket takes them
+// whole (the request's head and body, usually in one call).
+func (s *rawSock) writeBufs(bufs ...[]byte) error {
+	iov := make([][]byte, 0, len(bufs))
+	for _, b := range bufs {
+		if len(b) > 0 {
+			iov = append(iov, b)
+		}
+	}
+	for len(iov) > 0 {
+		s.await(true)
+		n, err := unix.Writev(s.fd, iov)
+		for n > 0 && len(iov) > 0 {
+			k := min(n, len(iov[0]))
+			iov[0], n = iov[0][k:], n-k
+			if len(iov[0]) == 0 {
+				iov = iov[1:]
+			}
+		}
+		switch {
+		case err == unix.EAGAIN:
+			continue
+		case err == unix.EINTR:
+		case err != nil:
+			s.mark(true)
+			return os.NewSyscallError("writev", err)
+		}
+		s.mark(true)
+	}
 	return nil
 }
 
-// abort is the watcher's abort while j is the loop's: its socket is shut
-// down, which the loop reads as end of file (before j is registered,
-// forward does it).
-func (l *evloop) abort(j *loopJob) {
+// await returns once the socket may be readable (or writable) and takes
+// that mark: the caller tries, and marks it again (mark) unless the try
+// found it drained (EAGAIN), or a read shorter than its buffer drained
+// it. An edge after the take marks it anew, so a wait after EAGAIN cannot
+// miss an arrival.
+func (s *rawSock) await(write bool) {
+	l := s.l
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	j.aborted = true
-	if j.fd < len(l.jobs) && l.jobs[j.fd] == j {
-		unix.Shutdown(j.fd, unix.SHUT_RDWR)
+	for write && !s.wready || !write && !s.rready {
+		if write {
+			s.waitW = true
+		} else {
+			s.waitR = true
+		}
+		l.mu.Unlock()
+		<-s.ch
+		l.mu.Lock()
 	}
+	if write {
+		s.wready = false
+	} else {
+		s.rready = false
+	}
+	l.mu.Unlock()
+}
+
+// mark says the socket may be readable (or writable) still.
+func (s *rawSock) mark(write bool) {
+	s.l.mu.Lock()
+	if write {
+		s.wready = true
+	} else {
+		s.rready = true
+	}
+	s.l.mu.Unlock()
+}
+
+// notify marks the socket ready for what mask says and wakes an owner
+// waiting for it (under l.mu, from the loop).
+func (s *rawSock) notify(mask uint32) {
+	if mask&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		s.rready = true
+	}
+	if mask&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		s.hup = true
+	}
+	if mask&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		s.wready = true
+	}
+	if s.waitR && s.rready || s.waitW && s.wready {
+		s.waitR, s.waitW = false, false
+		select {
+		case s.ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (s *rawSock) shutdown() {
+	s.l.mu.Lock()
+	if !s.closed {
+		unix.Shutdown(s.fd, unix.SHUT_RDWR)
+	}
+	s.l.mu.Unlock()
+}
+
+// close closes the descriptor (which leaves the epoll instance with it);
+// under l.mu, so that no shutdown or event lookup sees it reused.
+func (s *rawSock) close() {
+	s.l.mu.Lock()
+	defer s.l.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.closed = true
+	if s.fd < len(s.l.socks) && s.l.socks[s.fd] == s {
+		s.l.socks[s.fd] = nil
+	}
+	unix.Close(s.fd)
+}
+
+// alive reports whether an idle socket is open and quiet: nothing came
+// since it was last drained (no edge: no byte, no end of file), or a peek
+// that does not wait finds nothing.
+func (s *rawSock) alive() bool {
+	s.l.mu.Lock()
+	maybe := s.rready
+	s.rready = false
+	s.l.mu.Unlock()
+	if !maybe {
+		return true
+	}
+	var b [1]byte
+	_, _, err := unix.Recvfrom(s.fd, b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+	if err != unix.EAGAIN {
+		s.mark(false)
+		return false
+	}
+	return true
+}
+
+// forward hands j's body to the loop and waits until the loop let go of
+// it: the body ended (j.ended), or the client socket could not take a
+// write at once (j.b.w.pending holds the bytes not yet written). An error
+// means the loop could not take it (nothing was read).
+func (l *evloop) forward(j *loopJob) error {
+	s := j.s
+	l.mu.Lock()
+	s.job = j
+	maybe := s.rready
+	s.rready = false
+	l.mu.Unlock()
+	// Bytes may have come before the job (their edge marked the socket for
+	// its owner): modifying the registration reports what is readable, so
+	// no arrival is missed. A socket drained since its last edge needs
+	// nothing: its next arrival raises an edge, which goes to the job.
+	if maybe {
+		ev := unix.EpollEvent{Events: sockEvents, Fd: int32(s.fd), Pad: s.gen}
+		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, s.fd, &ev); err != nil {
+			l.mu.Lock()
+			s.job = nil
+			s.rready = true
+			l.mu.Unlock()
+			return err
+		}
+	}
+	<-j.done
+	return nil
 }
 
 func (l *evloop) run() {
@@ -152,19 +405,33 @@ func (l *evloop) run() {
 			runtime.Gosched()
 			continue
 		}
+		stop := false
 		l.mu.Lock()
 		for i := range n {
-			fd := int(events[i].Fd)
 			jobs[i] = nil
-			if fd != l.wake && fd < len(l.jobs) {
-				jobs[i] = l.jobs[fd]
+			fd, gen := int(events[i].Fd), events[i].Pad
+			if gen < 0 {
+				stop = true
+				continue
+			}
+			if fd >= len(l.socks) {
+				continue
+			}
+			s := l.socks[fd]
+			if s == nil || s.gen != gen {
+				continue // closed since (its descriptor may be another's now)
+			}
+			if s.job != nil {
+				jobs[i] = s.job
+			} else {
+				s.notify(events[i].Events)
 			}
 		}
 		l.mu.Unlock()
+		if stop {
+			return
+		}
 		for i := range n {
-			if int(events[i].Fd) == l.wake {
-				return
-			}
 			if j := jobs[i]; j != nil {
 				l.serve(j, events[i].Events)
 				jobs[i] = nil
@@ -177,8 +444,9 @@ func (l *evloop) run() {
 // a write is pending it lets go of j.
 func (l *evloop) serve(j *loopJob, mask uint32) {
 	hup := mask&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0
+	fd := j.s.fd
 	for {
-		n, err := unix.Read(j.fd, l.buf)
+		n, err := rawRead(fd, l.buf)
 		if err == unix.EINTR {
 			continue
 		}
@@ -194,11 +462,11 @@ func (l *evloop) serve(j *loopJob, mask uint32) {
 		}
 		if !j.b.process(l.buf[:n], t, err) {
 			j.ended = true
-			l.release(j)
+			l.release(j, n == len(l.buf) || hup, hup)
 			return
 		}
 		if len(j.b.w.pending) > 0 {
-			l.release(j)
+			l.release(j, true, hup)
 			return
 		}
 		if n < len(l.buf) && !hup {
@@ -207,29 +475,30 @@ func (l *evloop) serve(j *loopJob, mask uint32) {
 	}
 }
 
-// release deregisters j and hands it back to its goroutine.
-func (l *evloop) release(j *loopJob) {
-	unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, j.fd, nil)
+// release hands j back to its goroutine; more says the socket may hold
+// bytes still (the last read filled the buffer, the peer hung up, or the
+// job stopped reading), for its owner's next read or check, and hup that
+// an event said the peer hung up.
+func (l *evloop) release(j *loopJob, more, hup bool) {
 	l.mu.Lock()
-	l.jobs[j.fd] = nil
+	j.s.job = nil
+	if more {
+		j.s.rready = true
+	}
+	if hup {
+		j.s.hup = true
+	}
 	l.mu.Unlock()
 	close(j.done)
 }
 
-// viaLoop forwards the rest of b's body on l and reports whether the body
-// is over. The upstream socket leaves the runtime's poller for it (a
-// descriptor the runtime also watches would wake its poller on every
-// arrival for nothing): detach duplicates the descriptor and closes the
-// connection, and a connection to keep, or whose body comes back to its
-// goroutine (a slow client: false, the pending bytes written by then), is
-// made again from the descriptor (attach). False also when the loop could
-// not take the body: the caller forwards it itself.
-func (b *rawBody) viaLoop(l *evloop, uc *upConn) bool {
-	st := l.stats
-	tc, ok := uc.c.(*net.TCPConn)
-	if !ok {
-		return false
-	}
+// viaLoop forwards the rest of b's body on s's loop and reports whether
+// the body is over. False when its goroutine is to forward the rest: the
+// client socket could not take the loop's write at once (a slow client:
+// the pending bytes are written by then), or the loop could not take the
+// body.
+func (b *rawBody) viaLoop(s *rawSock) bool {
+	st := s.l.stats
 	cs, ok := b.w.cc.c.(syscall.Conn)
 	if !ok {
 		return false
@@ -238,18 +507,12 @@ func (b *rawBody) viaLoop(l *evloop, uc *upConn) bool {
 	if err != nil {
 		return false
 	}
-	ufd, err := detach(tc)
-	if err != nil {
-		return false
-	}
-	watch := &b.w.cc.watch
-	j := &loopJob{b: b, fd: ufd, done: make(chan struct{})}
-	watch.setAbort(func() { l.abort(j) })
+	j := &loopJob{b: b, s: s, done: make(chan struct{})}
 	started := false
 	var ferr error
 	werr := crc.Write(func(cfd uintptr) bool {
 		b.w.raw, b.w.rawFd = true, int(cfd)
-		ferr = l.forward(j)
+		ferr = s.l.forward(j)
 		b.w.raw = false
 		started = ferr == nil
 		return true
@@ -257,28 +520,13 @@ func (b *rawBody) viaLoop(l *evloop, uc *upConn) bool {
 	switch {
 	case werr != nil: // the client connection was closed (cut)
 		b.res.clientGone, b.reuse = true, false
+		return true
 	case !started:
-		b.process(nil, clock.Mono(), fmt.Errorf("forwarding the body: %w", ferr))
+		return false
 	}
-	if started {
-		st.bodies.Add(1)
-	}
-	over := j.ended || b.complete || b.res.clientGone || !started
-	if !over || b.complete && b.reuse {
-		c, err := attach(ufd)
-		if err != nil {
-			b.reuse = false
-			if !over {
-				b.process(nil, clock.Mono(), fmt.Errorf("forwarding the body: %w", err))
-				over = true
-			}
-		} else {
-			uc.c = c
-			uc.br.Reset(c)
-			watch.setAbort(shutdownConn(c))
-		}
-	} else {
-		unix.Close(ufd)
+	st.bodies.Add(1)
+	over := j.ended || b.complete || b.res.clientGone
+	if over && !(b.complete && b.reuse) {
 		b.reuse = false
 	}
 	// What the client socket did not take, in every case: the body's end
@@ -315,20 +563,12 @@ func detach(c *net.TCPConn) (int, error) {
 	return fd, nil
 }
 
-// attach makes a connection of a detached socket again (fd is closed).
-func attach(fd int) (net.Conn, error) {
-	f := os.NewFile(uintptr(fd), "upstream")
-	c, err := net.FileConn(f)
-	f.Close()
-	return c, err
-}
-
 // rawWrite writes p to a non-blocking socket as far as it takes it at
 // once: n bytes, and EAGAIN when it took fewer.
 func rawWrite(fd int, p []byte) (int, error) {
 	written := 0
 	for written < len(p) {
-		n, err := unix.Write(fd, p[written:])
+		n, err := nbWrite(fd, p[written:])
 		if n > 0 {
 			written += n
 		}
@@ -340,6 +580,34 @@ func rawWrite(fd int, p []byte) (int, error) {
 		}
 	}
 	return written, nil
+}
+
+// rawRead and nbWrite are read(2) and write(2) on a non-blocking socket,
+// the loop's per-event calls: they never wait, so they are made without
+// telling the scheduler (which would hand the loop's P off to another
+// thread if one took long, and costs an enter and an exit per call).
+func rawRead(fd int, p []byte) (int, error) {
+	var ptr unsafe.Pointer
+	if len(p) > 0 {
+		ptr = unsafe.Pointer(&p[0])
+	}
+	n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(ptr), uintptr(len(p)))
+	if e != 0 {
+		return -1, e
+	}
+	return int(n), nil
+}
+
+func nbWrite(fd int, p []byte) (int, error) {
+	var ptr unsafe.Pointer
+	if len(p) > 0 {
+		ptr = unsafe.Pointer(&p[0])
+	}
+	n, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(ptr), uintptr(len(p)))
+	if e != 0 {
+		return -1, e
+	}
+	return int(n), nil
 }
 
 // shutdownConn shuts c down both ways without closing it (the watcher's

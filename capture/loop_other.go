@@ -15,7 +15,12 @@ func newEvloops(int, *loopStats) []*evloop { return nil }
 
 func (*evloop) close() {}
 
-func (b *rawBody) viaLoop(*evloop, *upConn) bool { return false }
+func (*evloop) own(net.Conn) (upSock, error) { return nil, errors.ErrUnsupported }
+
+// rawSock is Linux's (an evloop's socket); none is made elsewhere.
+type rawSock struct{ netSock }
+
+func (b *rawBody) viaLoop(*rawSock) bool { return false }
 
 func rawWrite(int, []byte) (int, error) { return 0, errors.ErrUnsupported }
 

@@ -219,6 +219,9 @@ func NewProxy(cfg ProxyConfig) (*Proxy, error) {
 		}
 		p.pool = newUpstreamPool(net.JoinHostPort(u.Hostname(), port), maxIdleUpstream)
 		p.loops = newEvloops(numLoops, &p.loopStats)
+		if len(p.loops) > 0 {
+			p.pool.own = func(c net.Conn) (upSock, error) { return p.loop().own(c) }
+		}
 	}
 	p.restoreGC = setGC(cfg.GCPercent)
 	p.streams.New = func() any { return record.NewStream(cfg.Tokenizer) }

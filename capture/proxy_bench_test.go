@@ -34,13 +34,21 @@ import (
 // what the proxy adds at that percentile (over-direct-*; it can come out
 // negative within noise). For tracekit, added-* is also given: client stamp
 // minus the proxy's stamp of the same event (its forwarding delay: write,
-// flush, loopback, client read), plus client send to proxy send for TTFT.
+// flush, loopback, client read), plus client send to proxy send for TTFT;
+// read-delay-event-*: the proxy's stamp minus the mock's (loopback, and
+// the proxy getting to read it); request-in-*: the client's send to the
+// proxy's handler having read the request's head (the arrival it
+// records).
 // proxy-cpu-us/event is the proxy's CPU time during the rounds (nginx: its
 // workers' too) over the events it forwarded, which a loaded machine
-// changes far less than latency; proxy-rw-syscalls/event its read- and
-// write-like system calls (/proc/<pid>/io) and proxy-ctxsw/event its
-// threads' context switches (wake-ups) over the same events;
-// proxy-maxrss-MiB its peak resident set.
+// changes far less than latency; over the same events,
+// proxy-syscalls/event is every system call it made (perf stat, when perf
+// is installed and may trace: epoll, futex and sleeps included),
+// proxy-readwrite-calls/event only those of the read(2)/write(2) family
+// (/proc/<pid>/io: not recv/send, so nginx, which reads its upstream with
+// recvfrom, counts its writes alone there) and proxy-ctxsw/event its
+// threads' context switches (wake-ups); proxy-maxrss-MiB its peak
+// resident set.
 //
 // Mock and clients share this process, with GOGC capture.DefaultGCPercent
 // in both variants; each proxy is a child process (tracekit: this test
@@ -119,6 +127,7 @@ func proxyOverhead(b *testing.B, via string, streams int, gap time.Duration) {
 	}
 	round := 0
 	st0 := child.stat()
+	perf := startPerfSyscalls(child.pids())
 	for b.Loop() {
 		paths := [][2]string{{proxyURL, "via"}, {up.URL(), "direct"}}
 		if round%2 == 1 {
@@ -130,6 +139,7 @@ func proxyOverhead(b *testing.B, via string, streams int, gap time.Duration) {
 		round++
 	}
 	st1 := child.stat()
+	allCalls, perfOK := perf.stop()
 	cpu := st1.cpu - st0.cpu
 	b.StopTimer()
 	warmup := func(id string) bool { return round > 1 && strings.Contains(id, "-0-") }
@@ -138,7 +148,9 @@ func proxyOverhead(b *testing.B, via string, streams int, gap time.Duration) {
 	ev := map[string][]int64{}
 	ttft := map[string][]int64{}
 	viaEvents := 0
+	mockNs := map[string][]int64{}
 	for _, e := range up.Log() {
+		mockNs[e.RequestID] = e.EventMonoNs
 		c, ok := byID[e.RequestID]
 		if !ok || len(c.events) != len(e.EventMonoNs) || len(c.events) == 0 {
 			b.Fatalf("request %s: client saw %d events, mock wrote %d", e.RequestID, len(c.events), len(e.EventMonoNs))
@@ -181,7 +193,10 @@ func proxyOverhead(b *testing.B, via string, streams int, gap time.Duration) {
 	}
 	b.ReportMetric(float64(rss)/(1<<20), "proxy-maxrss-MiB")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(viaEvents), "proxy-cpu-us/event")
-	b.ReportMetric(float64(st1.syscalls-st0.syscalls)/float64(viaEvents), "proxy-rw-syscalls/event")
+	b.ReportMetric(float64(st1.rwCalls-st0.rwCalls)/float64(viaEvents), "proxy-readwrite-calls/event")
+	if perfOK {
+		b.ReportMetric(float64(allCalls)/float64(viaEvents), "proxy-syscalls/event")
+	}
 	b.ReportMetric(float64(st1.wakeup-st0.wakeup)/float64(viaEvents), "proxy-ctxsw/event")
 	if via != "tracekit" {
 		return
@@ -192,7 +207,7 @@ func proxyOverhead(b *testing.B, via string, streams int, gap time.Duration) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var pEv, pTTFT []int64
+	var pEv, pTTFT, pRead, pPick []int64
 	for _, path := range recordings {
 		recs, meta, err := trace.ReadRecords(path)
 		if err != nil {
@@ -207,16 +222,29 @@ func proxyOverhead(b *testing.B, via string, streams int, gap time.Duration) {
 			if warmup(r.RequestID) {
 				continue
 			}
+			m := mockNs[r.RequestID]
 			for i, t := range r.EventNs {
 				d := c.events[i] - (t + origin)
+				if i > 0 && i < len(m) {
+					pRead = append(pRead, t+origin-m[i])
+				}
 				if i == 0 {
 					pTTFT = append(pTTFT, d+(r.SentNs+origin-c.sent))
+					pPick = append(pPick, r.IntendedNs+origin-c.sent)
 				} else {
 					pEv = append(pEv, d)
 				}
 			}
 		}
 	}
+	// Where an event's delay arises: before the proxy's read (the mock's
+	// write to the proxy's read of it) or after it (added-event-*).
+	b.ReportMetric(pct(pRead, 0.5), "read-delay-event-p50-us")
+	b.ReportMetric(pct(pRead, 0.99), "read-delay-event-p99-us")
+	// The request's way in: the client's send to the proxy's handler
+	// having read its head (the arrival it records).
+	b.ReportMetric(pct(pPick, 0.5), "request-in-p50-us")
+	b.ReportMetric(pct(pPick, 0.99), "request-in-p99-us")
 	b.ReportMetric(pct(pEv, 0.5), "added-event-p50-us")
 	b.ReportMetric(pct(pEv, 0.99), "added-event-p99-us")
 	b.ReportMetric(pct(pTTFT, 0.5), "added-ttft-p50-us")

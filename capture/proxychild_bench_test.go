@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -173,16 +174,78 @@ http {
 }
 
 // procStat is what the kernel counted for a proxy and its child processes
-// (nginx's workers) so far: CPU time, read- and write-like system calls
-// (/proc/<pid>/io syscr + syscw: read, recv, write, send and their vector
-// forms; not epoll) and context switches of all their threads (a thread
-// that sleeps and is woken counts one): Linux only, zeros elsewhere.
+// (nginx's workers) so far: CPU time, read(2)/write(2)-family system calls
+// (/proc/<pid>/io syscr + syscw, which the kernel counts in read, pread,
+// readv, write, pwrite and writev only: recv, recvfrom, send, sendmsg and
+// epoll are not in it, so a proxy that reads its sockets with recv counts
+// its writes alone; perfSyscalls counts every call) and context switches
+// of all their threads (a thread that sleeps and is woken counts one):
+// Linux only, zeros elsewhere.
 type procStat struct {
-	cpu              time.Duration
-	syscalls, wakeup int64
+	cpu             time.Duration
+	rwCalls, wakeup int64
 }
 
 func (c *childProxy) stat() procStat { return procStats(c.cmd.Process.Pid) }
+
+// pids are the proxy's process and its child processes (nginx's workers).
+func (c *childProxy) pids() []int {
+	pid := c.cmd.Process.Pid
+	out := []int{pid}
+	kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	for _, k := range strings.Fields(string(kids)) {
+		var kp int
+		if _, err := fmt.Sscan(k, &kp); err == nil {
+			out = append(out, kp)
+		}
+	}
+	return out
+}
+
+// perfSyscalls counts every system call of some processes (perf stat on
+// the raw_syscalls:sys_enter tracepoint, their later threads included)
+// from start to stop: nil where perf is not installed or may not trace.
+type perfSyscalls struct {
+	cmd *exec.Cmd
+	out bytes.Buffer
+}
+
+func startPerfSyscalls(pids []int) *perfSyscalls {
+	bin, err := exec.LookPath("perf")
+	if err != nil {
+		return nil
+	}
+	list := make([]string, len(pids))
+	for i, p := range pids {
+		list[i] = strconv.Itoa(p)
+	}
+	ps := &perfSyscalls{}
+	ps.cmd = exec.Command(bin, "stat", "-x,", "-e", "raw_syscalls:sys_enter", "-p", strings.Join(list, ","))
+	ps.cmd.Stdout, ps.cmd.Stderr = &ps.out, &ps.out
+	if err := ps.cmd.Start(); err != nil {
+		return nil
+	}
+	time.Sleep(300 * time.Millisecond) // attached by then
+	return ps
+}
+
+// stop ends the count and returns it; false when perf counted nothing
+// (it could not attach or trace).
+func (ps *perfSyscalls) stop() (int64, bool) {
+	if ps == nil {
+		return 0, false
+	}
+	ps.cmd.Process.Signal(os.Interrupt)
+	ps.cmd.Wait()
+	for _, line := range strings.Split(ps.out.String(), "\n") {
+		f := strings.Split(line, ",")
+		if len(f) >= 3 && f[2] == "raw_syscalls:sys_enter" {
+			n, err := strconv.ParseInt(f[0], 10, 64)
+			return n, err == nil && n > 0
+		}
+	}
+	return 0, false
+}
 
 func procStats(pid int) procStat {
 	s := procStat{cpu: procCPU(pid)}
@@ -205,7 +268,7 @@ func (s *procStat) addIO(pid int) {
 			if k == "syscr" || k == "syscw" {
 				var n int64
 				fmt.Sscan(v, &n)
-				s.syscalls += n
+				s.rwCalls += n
 			}
 		}
 	}

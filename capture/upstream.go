@@ -3,6 +3,7 @@ package capture
 import (
 	"bufio"
 	"errors"
+	"io"
 	"net"
 	"sync"
 	"syscall"
@@ -17,6 +18,9 @@ type upstreamPool struct {
 	addr   string
 	dialer net.Dialer
 	max    int
+	// own takes a new connection over (an evloop's raw socket on Linux);
+	// nil, or an error, keeps it a net.Conn (netSock).
+	own func(net.Conn) (upSock, error)
 
 	mu     sync.Mutex
 	idle   []*upConn // most recently used last
@@ -25,11 +29,48 @@ type upstreamPool struct {
 
 // upConn is one connection to the upstream and its read buffer.
 type upConn struct {
-	c      net.Conn
-	br     *bufio.Reader
+	s      upSock
+	br     *bufio.Reader // reads s
 	idleAt time.Time
 	reused bool // taken from the pool (it may have been closed meanwhile)
 }
+
+// upSock is an upstream connection as rawForward uses it: a net.Conn
+// (netSock), or on Linux a socket an evloop owns for its whole life
+// (rawSock: never on the runtime's poller, so a body goes to the loop and
+// comes back without the socket being moved). Reads and writes wait until
+// they can be done; only the connection's owner (the request's goroutine,
+// or the pool) calls them.
+type upSock interface {
+	io.Reader
+	io.Writer
+	// writeBufs writes the pieces in order, as one gathered write where it
+	// can.
+	writeBufs(bufs ...[]byte) error
+	// shutdown shuts the connection down both ways without closing it
+	// (the watcher's abort, from another goroutine): whoever reads it
+	// reads end of file, and the upstream sees the request end. After
+	// close it does nothing.
+	shutdown()
+	close()
+	// alive reports whether an idle connection is still open and quiet.
+	alive() bool
+}
+
+// netSock is an upstream connection through the runtime's poller.
+type netSock struct{ net.Conn }
+
+var _ upSock = netSock{}
+
+func (s netSock) writeBufs(bufs ...[]byte) error {
+	b := net.Buffers(bufs)
+	_, err := b.WriteTo(s.Conn)
+	return err
+}
+
+func (s netSock) shutdown()   { shutdownConn(s.Conn)() }
+func (s netSock) close()      { s.Conn.Close() }
+func (s netSock) alive() bool { return alive(s.Conn) }
 
 // upstreamIdleTimeout closes connections idle longer than this.
 const upstreamIdleTimeout = 90 * time.Second
@@ -52,11 +93,11 @@ func (u *upstreamPool) get() (*upConn, error) {
 		u.idle[n-1] = nil
 		u.idle = u.idle[:n-1]
 		u.mu.Unlock()
-		if now.Sub(uc.idleAt) < upstreamIdleTimeout && uc.br.Buffered() == 0 && alive(uc.c) {
+		if now.Sub(uc.idleAt) < upstreamIdleTimeout && uc.br.Buffered() == 0 && uc.s.alive() {
 			uc.reused = true
 			return uc, nil
 		}
-		uc.c.Close()
+		uc.s.close()
 	}
 	c, err := u.dialer.Dial("tcp", u.addr)
 	if err != nil {
@@ -65,7 +106,13 @@ func (u *upstreamPool) get() (*upConn, error) {
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	return &upConn{c: c, br: bufio.NewReaderSize(c, 8<<10)}, nil
+	var s upSock = netSock{c}
+	if u.own != nil {
+		if rs, err := u.own(c); err == nil {
+			s = rs
+		}
+	}
+	return &upConn{s: s, br: bufio.NewReaderSize(s, 8<<10)}, nil
 }
 
 // put returns a connection whose response ended cleanly to the pool.
@@ -74,7 +121,7 @@ func (u *upstreamPool) put(uc *upConn) {
 	u.mu.Lock()
 	if u.closed || len(u.idle) >= u.max {
 		u.mu.Unlock()
-		uc.c.Close()
+		uc.s.close()
 		return
 	}
 	u.idle = append(u.idle, uc)
@@ -88,7 +135,7 @@ func (u *upstreamPool) close() {
 	u.idle, u.closed = nil, true
 	u.mu.Unlock()
 	for _, uc := range idle {
-		uc.c.Close()
+		uc.s.close()
 	}
 }
 
