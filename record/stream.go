@@ -147,16 +147,31 @@ func (s *Stream) carry(p []byte) {
 	s.line = append(s.line, p...)
 }
 
-// indexEOL returns the index of the first '\n' or '\r' in p, or -1. A
-// plain loop keeps the whole Feed linear whichever line ends are used.
+// indexEOL returns the index of the first '\n' or '\r' in p, or -1. It
+// looks in windows that double from eolWindow bytes, each scanned for '\n'
+// and then, before it, for '\r' (bytes.IndexByte: vectorized), so a line
+// of L bytes costs at most about 2L + eolWindow bytes scanned whichever
+// line ends the stream uses: the whole Feed stays linear, as a byte loop
+// is, at a fraction of its cost.
 func indexEOL(p []byte) int {
-	for i, c := range p {
-		if c == '\n' || c == '\r' {
-			return i
+	for start, w := 0, eolWindow; start < len(p); start, w = start+w, 2*w {
+		seg := p[start:min(start+w, len(p))]
+		n := bytes.IndexByte(seg, '\n')
+		if n >= 0 {
+			seg = seg[:n]
+		}
+		if r := bytes.IndexByte(seg, '\r'); r >= 0 {
+			return start + r
+		}
+		if n >= 0 {
+			return start + n
 		}
 	}
 	return -1
 }
+
+// eolWindow is indexEOL's first window: about one SSE data line.
+const eolWindow = 256
 
 func (s *Stream) processLine(line []byte, stamp int64) {
 	if len(line) == 0 { // a blank line ends the event

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -405,5 +406,33 @@ func TestEventEndsHelper(t *testing.T) {
 	// Guards the test helper itself: a miscount would make the split test vacuous.
 	if got := eventEnds("data: {\"choices\":[{}]}\n\ndata: [DONE]\n\n"); !bytes.Equal([]byte(fmt.Sprint(got)), []byte("[24]")) {
 		t.Fatalf("eventEnds = %v", got)
+	}
+}
+
+// indexEOL finds the first '\n' or '\r' as a byte loop does, at every
+// position and across its windows' edges, on random line ends.
+func TestIndexEOL(t *testing.T) {
+	loop := func(p []byte) int {
+		for i, c := range p {
+			if c == '\n' || c == '\r' {
+				return i
+			}
+		}
+		return -1
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		p := make([]byte, r.IntN(3*eolWindow+8))
+		for i := range p {
+			p[i] = 'a'
+		}
+		for range r.IntN(3) {
+			if len(p) > 0 {
+				p[r.IntN(len(p))] = "\n\r"[r.IntN(2)]
+			}
+		}
+		if got, want := indexEOL(p), loop(p); got != want {
+			t.Fatalf("indexEOL(%q) = %d, want %d", p, got, want)
+		}
 	}
 }
