@@ -26,13 +26,7 @@ func TestProxyFINWithLastData(t *testing.T) {
 		readBody(r)
 		io.WriteString(c, sseHead)
 		time.Sleep(30 * time.Millisecond) // the proxy waits for the body
-		rc, err := c.(*net.TCPConn).SyscallConn()
-		if err != nil {
-			t.Error(err)
-			return false
-		}
-		rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, syscall.TCP_CORK, 1) })
-		io.WriteString(c, chunk(sseEvent("a"))+chunk(sseEvent("b")))
+		corkedWrite(t, c, []byte(chunk(sseEvent("a"))+chunk(sseEvent("b"))))
 		return false // closed with the data still corked: data and FIN together
 	})
 	ps, _ := startProxy(t, up.URL(), nil)
@@ -74,13 +68,7 @@ func TestProxyFINWithLastDataOnGoroutine(t *testing.T) {
 		readBody(r)
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\nConnection: close\r\n\r\n")
 		time.Sleep(30 * time.Millisecond) // the proxy waits for the body
-		rc, err := c.(*net.TCPConn).SyscallConn()
-		if err != nil {
-			t.Error(err)
-			return false
-		}
-		rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, syscall.TCP_CORK, 1) })
-		c.Write(gz.Bytes())
+		corkedWrite(t, c, gz.Bytes())
 		return false // closed with the data still corked: data and FIN together
 	})
 	ps, _ := startProxy(t, up.URL(), nil)
@@ -108,4 +96,17 @@ func TestProxyFINWithLastDataOnGoroutine(t *testing.T) {
 			t.Fatalf("record %s: error %q %q, %d events; want none and 2", r.RequestID, r.ErrorKind, r.ErrorMessage, len(r.EventNs))
 		}
 	}
+}
+
+// corkedWrite writes b with TCP_CORK set, so that a close right after
+// sends the data and the FIN in one segment.
+func corkedWrite(t *testing.T, c net.Conn, b []byte) {
+	t.Helper()
+	rc, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, syscall.TCP_CORK, 1) })
+	c.Write(b)
 }
