@@ -81,7 +81,7 @@ func (p *timerPrecise) WaitUntil(ctx context.Context, at int64) (int64, error) {
 		now = Mono()
 		p.spin.record(now-rel, now)
 		if p.adaptMu.TryLock() {
-			p.spin.maybeAdapt(Mono())
+			p.spin.maybeAdapt(now)
 			p.adaptMu.Unlock()
 		}
 	}

@@ -41,10 +41,10 @@ const (
 // per wake, so the CPU it takes is at most R * margin: at high rates the
 // margin stays within maxSpin and covers most wakes, and at low rates, where
 // the same CPU buys a much longer spin, it covers the lateness tail too (a
-// machine that sleeps between rare wakes wakes late: at 20 wakes/s, one
-// virtual machine's timerfd lateness p99 was a few ms). Adaptations happen
-// every spinWindow/4 samples, or after 4 samples when a second has passed
-// since the last one.
+// machine that sleeps between rare wakes wakes late: BENCHMARKS.md,
+// "Dispatch lag", has the 20 req/s figures). Adaptations happen every
+// spinWindow/4 samples, or after 4 samples when a second has passed since
+// the last one.
 type spinMargin struct {
 	fixed    int64        // margin in ns when not adaptive
 	adaptive bool         // margin from the measured lateness
