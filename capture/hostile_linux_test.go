@@ -22,22 +22,10 @@ import (
 // the events, then the cut, at once (not at a timeout), and the record
 // says truncated.
 func TestProxyFINWithLastData(t *testing.T) {
-	up := startHostile(t, func(c net.Conn, br *bufio.Reader, r *http.Request) bool {
-		readBody(r)
-		io.WriteString(c, sseHead)
-		time.Sleep(30 * time.Millisecond) // the proxy waits for the body
-		corkedWrite(t, c, []byte(chunk(sseEvent("a"))+chunk(sseEvent("b"))))
-		return false // closed with the data still corked: data and FIN together
-	})
+	up := finWithLastData(t, sseHead, []byte(chunk(sseEvent("a"))+chunk(sseEvent("b"))))
 	ps, _ := startProxy(t, up.URL(), nil)
 	for i := range 5 {
-		c, err := net.Dial("tcp", strings.TrimPrefix(ps.URL(), "http://"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.SetDeadline(time.Now().Add(10 * time.Second)) // hang guard
-		resp, b, err := rawRequest(t, c, bufio.NewReader(c), chatRequest("fin", chatBody([]msg{{"user", "x"}}, true)))
-		c.Close()
+		resp, b, err := freshRequest(t, ps, "fin")
 		if err == nil || os.IsTimeout(err) || resp.StatusCode != 200 || string(b) != sseEvent("a")+sseEvent("b") {
 			t.Fatalf("try %d: the client got %q, err %v; want both events, then the cut", i, b, err)
 		}
@@ -64,22 +52,10 @@ func TestProxyFINWithLastDataOnGoroutine(t *testing.T) {
 	zw := gzip.NewWriter(&gz)
 	io.WriteString(zw, sseEvent("a")+sseEvent("b")+"data: [DONE]\n\n")
 	zw.Close()
-	up := startHostile(t, func(c net.Conn, br *bufio.Reader, r *http.Request) bool {
-		readBody(r)
-		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\nConnection: close\r\n\r\n")
-		time.Sleep(30 * time.Millisecond) // the proxy waits for the body
-		corkedWrite(t, c, gz.Bytes())
-		return false // closed with the data still corked: data and FIN together
-	})
+	up := finWithLastData(t, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\nConnection: close\r\n\r\n", gz.Bytes())
 	ps, _ := startProxy(t, up.URL(), nil)
 	for i := range 5 {
-		c, err := net.Dial("tcp", strings.TrimPrefix(ps.URL(), "http://"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.SetDeadline(time.Now().Add(10 * time.Second)) // hang guard
-		resp, b, err := rawRequest(t, c, bufio.NewReader(c), chatRequest("fin-gz", chatBody([]msg{{"user", "x"}}, true)))
-		c.Close()
+		resp, b, err := freshRequest(t, ps, "fin-gz")
 		if err != nil || resp.StatusCode != 200 || !bytes.Equal(b, gz.Bytes()) {
 			t.Fatalf("try %d: the client got %d bytes (want %d), err %v", i, len(b), gz.Len(), err)
 		}
@@ -109,4 +85,29 @@ func corkedWrite(t *testing.T, c net.Conn, b []byte) {
 	}
 	rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, syscall.TCP_CORK, 1) })
 	c.Write(b)
+}
+
+// finWithLastData starts an upstream that answers every request with head,
+// waits so that the proxy is waiting for the body, then writes body corked
+// and closes: the data and the FIN arrive together.
+func finWithLastData(t *testing.T, head string, body []byte) *hostileServer {
+	return startHostile(t, func(c net.Conn, br *bufio.Reader, r *http.Request) bool {
+		readBody(r)
+		io.WriteString(c, head)
+		time.Sleep(30 * time.Millisecond) // the proxy waits for the body
+		corkedWrite(t, c, body)
+		return false
+	})
+}
+
+// freshRequest sends one streamed chat request with id through ps on a
+// new connection (closed after), with a hang guard.
+func freshRequest(t *testing.T, ps *ProxyServer, id string) (*http.Response, []byte, error) {
+	c, err := net.Dial("tcp", strings.TrimPrefix(ps.URL(), "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second)) // hang guard
+	return rawRequest(t, c, bufio.NewReader(c), chatRequest(id, chatBody([]msg{{"user", "x"}}, true)))
 }
