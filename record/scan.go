@@ -262,32 +262,23 @@ func walkObject(b []byte, i, depth int, c *chunk, f field) int {
 		} else {
 			i = skipValue(b, i+1, depth)
 		}
-		var done bool
-		if i, done = afterItem(b, i, '}'); done {
-			return i
+		// What follows the member, inline: this runs after every member
+		// of every event (a helper here costs a call, too big to inline).
+		if i < 0 {
+			return -1
+		}
+		if i = skipWS(b, i); i >= len(b) {
+			return -1
+		}
+		switch b[i] {
+		case ',':
+			i = skipWS(b, i+1)
+		case '}':
+			return i + 1
+		default:
+			return -1
 		}
 	}
-}
-
-// afterItem reads what follows a member or element ending at b[i]: a
-// comma (it returns the start of the next item) or the closing byte (it
-// returns the position after it, done). -1 (done) means malformed, as does
-// an item that already failed (i < 0).
-func afterItem(b []byte, i int, closing byte) (next int, done bool) {
-	if i < 0 {
-		return -1, true
-	}
-	i = skipWS(b, i)
-	if i >= len(b) {
-		return -1, true
-	}
-	switch b[i] {
-	case ',':
-		return skipWS(b, i+1), false
-	case closing:
-		return i + 1, true
-	}
-	return -1, true
 }
 
 // element is called for each element of an array at position i.
@@ -309,9 +300,19 @@ func walkArray(b []byte, i, depth int, c *chunk, f element) int {
 		} else {
 			i = skipValue(b, i, depth)
 		}
-		var done bool
-		if i, done = afterItem(b, i, ']'); done {
-			return i
+		if i < 0 {
+			return -1
+		}
+		if i = skipWS(b, i); i >= len(b) {
+			return -1
+		}
+		switch b[i] {
+		case ',':
+			i = skipWS(b, i+1)
+		case ']':
+			return i + 1
+		default:
+			return -1
 		}
 	}
 }
