@@ -17,7 +17,8 @@ import (
 const maxDepth = 64
 
 func skipWS(b []byte, i int) int {
-	for i < len(b) {
+	// JSON whitespace is at most ' ': one compare settles compact JSON.
+	for i < len(b) && b[i] <= ' ' {
 		switch b[i] {
 		case ' ', '\t', '\n', '\r':
 			i++
