@@ -1,6 +1,8 @@
 package record
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -84,22 +86,62 @@ func skipNumber(b []byte, i int) int {
 	return i
 }
 
-// skipString skips the string starting at the quote b[i].
+// skipString skips the string starting at the quote b[i]. It rejects raw
+// control bytes and leaves escapes unchecked (appendString checks those it
+// decodes).
 func skipString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		default:
-			if b[i] < 0x20 {
-				return -1
+	for i++; ; {
+		// plainRun's loops, here to save a call per string.
+		for ; i+8 <= len(b); i += 8 {
+			if m := stopBytes(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
 			}
 		}
+		for ; i < len(b) && !isStop(b[i]); i++ {
+		}
+		if i >= len(b) {
+			return -1
+		}
+		switch b[i] {
+		case '"':
+			return i + 1
+		case '\\':
+			i += 2
+		default: // control byte
+			return -1
+		}
 	}
-	return -1
 }
+
+// plainRun returns the position of the first quote, backslash or control
+// byte at or after b[i], or len(b) if none (i itself when i >= len(b)).
+// It tests eight bytes per step: for a word w and a byte value v, the
+// bytes of w equal to v are the zero bytes of x = w^(v*ones), and
+// (x-ones) &^ x & highs sets the high bit of the lowest zero byte (a
+// borrow only ever flags bytes above it); (w-0x20*ones) &^ w & highs does
+// the same for the lowest byte below 0x20. The lowest flag of the three
+// is the first stop byte.
+func plainRun(b []byte, i int) int {
+	for ; i+8 <= len(b); i += 8 {
+		if m := stopBytes(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for ; i < len(b) && !isStop(b[i]); i++ {
+	}
+	return i
+}
+
+// stopBytes flags the quotes, backslashes and control bytes of the eight
+// bytes of w (little endian); see plainRun.
+func stopBytes(w uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	q, bs := w^(ones*'"'), w^(ones*'\\')
+	return ((q-ones)&^q | (bs-ones)&^bs | (w-ones*0x20)&^w) & highs
+}
+
+func isStop(c byte) bool { return c == '"' || c == '\\' || c < 0x20 }
 
 // readInt parses an integer value (a float is truncated); null gives -1.
 func readInt(b []byte, i int) (int, int64) {
@@ -143,10 +185,7 @@ func appendString(b []byte, i int, dst []byte) (int, []byte) {
 	i++
 	for i < len(b) {
 		// Copy the run of plain bytes in one go.
-		j := i
-		for j < len(b) && b[j] != '"' && b[j] != '\\' && b[j] >= 0x20 {
-			j++
-		}
+		j := plainRun(b, i)
 		dst = append(dst, b[i:j]...)
 		i = j
 		if i >= len(b) {

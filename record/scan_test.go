@@ -115,9 +115,10 @@ func sprinkleWS(r *rand.Rand, d string) string {
 
 // skipString and appendString find a string's end and decode it as
 // encoding/json does, for lengths and escape positions on either side of
-// every word boundary.
+// every word boundary (they test eight bytes at a time).
 func TestScanStrings(t *testing.T) {
-	pieces := []string{"a", "é", "€", "😀", `\"`, `\\`, `\/`, `\n`, `\t`, `\r`, `\b`, `\f`, `\u0041`, `\u00e9`, `\ud83d\ude00`, " ", "~", "\x7f"}
+	pieces := []string{"a", "é", "€", "😀", `\"`, `\\`, `\/`, `\n`, `\t`, `\r`, `\b`, `\f`, `\u0041`, `\u00e9`, `\ud83d\ude00`, " ", "~", "\x7f", "!", "#", "[", "]",
+		"\u00a2", "\u00a0", "\u0710"} // ¢, nbsp, ܐ: bytes 0xa2, 0xa0, 0xdc are '"', ' ', '\\' with the high bit
 	r := rand.New(rand.NewPCG(3, 4))
 	for n := range 2000 {
 		var lit strings.Builder
