@@ -69,21 +69,22 @@ func skipNumber(b []byte, i int) int {
 		i++
 	}
 	digits := 0
-	for i < len(b) {
-		c := b[i]
-		if (c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-' {
-			if c >= '0' && c <= '9' {
-				digits++
-			}
-			i++
-			continue
+	for ; i < len(b); i++ {
+		if c := b[i]; c-'0' <= 9 {
+			digits++
+		} else if !numberByte(c) {
+			break
 		}
-		break
 	}
 	if digits == 0 || i == start {
 		return -1
 	}
 	return i
+}
+
+// numberByte reports whether c may follow a number's digits in it.
+func numberByte(c byte) bool {
+	return c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-'
 }
 
 // skipString skips the string starting at the quote b[i]. It rejects raw
@@ -144,32 +145,38 @@ func stopBytes(w uint64) uint64 {
 func isStop(c byte) bool { return c == '"' || c == '\\' || c < 0x20 }
 
 // readInt parses an integer value (a float is truncated); null gives -1.
+// It reads the digits as it scans them; only a number that goes on past
+// them (fraction, exponent) or has none is handed to skipNumber, from its
+// start, for its end.
 func readInt(b []byte, i int) (int, int64) {
 	i = skipWS(b, i)
 	if i < len(b) && b[i] == 'n' {
 		return literal(b, i, "null"), -1
 	}
-	if i >= len(b) || !(b[i] == '-' || (b[i] >= '0' && b[i] <= '9')) {
+	if i >= len(b) || !(b[i] == '-' || b[i]-'0' <= 9) {
 		return -1, 0
 	}
-	end := skipNumber(b, i)
-	if end < 0 {
-		return -1, 0
-	}
+	start := i
 	neg := b[i] == '-'
 	if neg {
 		i++
 	}
+	digits := i
 	var v int64
-	for ; i < end && b[i] >= '0' && b[i] <= '9'; i++ {
+	for ; i < len(b) && b[i]-'0' <= 9; i++ {
 		if v < 1<<40 {
 			v = v*10 + int64(b[i]-'0')
+		}
+	}
+	if i == digits || (i < len(b) && numberByte(b[i])) {
+		if i = skipNumber(b, start); i < 0 {
+			return -1, 0
 		}
 	}
 	if neg {
 		v = -v
 	}
-	return end, v
+	return i, v
 }
 
 // appendString decodes the string value at b[i] (or null, which appends

@@ -161,3 +161,77 @@ func TestScanStrings(t *testing.T) {
 		}
 	}
 }
+
+// readInt gives what the two-pass form it replaced gave (the end of the
+// number as skipNumber's old loop found it, the value of the leading
+// digits), and skipNumber ends numbers where that loop did, for numbers
+// of every shape the lax grammar takes, null, and bytes that start none.
+func TestReadInt(t *testing.T) {
+	// skipNumber as it was, a byte loop over the number's bytes.
+	refSkip := func(b []byte, i int) int {
+		start := i
+		if b[i] == '-' {
+			i++
+		}
+		digits := 0
+		for i < len(b) {
+			c := b[i]
+			if (c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-' {
+				if c >= '0' && c <= '9' {
+					digits++
+				}
+				i++
+				continue
+			}
+			break
+		}
+		if digits == 0 || i == start {
+			return -1
+		}
+		return i
+	}
+	ref := func(b []byte, i int) (int, int64) {
+		i = skipWS(b, i)
+		if i < len(b) && b[i] == 'n' {
+			return literal(b, i, "null"), -1
+		}
+		if i >= len(b) || !(b[i] == '-' || (b[i] >= '0' && b[i] <= '9')) {
+			return -1, 0
+		}
+		end := refSkip(b, i)
+		if end < 0 {
+			return -1, 0
+		}
+		neg := b[i] == '-'
+		if neg {
+			i++
+		}
+		var v int64
+		for ; i < end && b[i] >= '0' && b[i] <= '9'; i++ {
+			if v < 1<<40 {
+				v = v*10 + int64(b[i]-'0')
+			}
+		}
+		if neg {
+			v = -v
+		}
+		return end, v
+	}
+	nums := []string{"0", "7", "812", "-5", "-", "--1", "1.5", "1.5e3", "2E-2", "1e+9", "-0.0", "12-3", ".5", "e5", "99999999999999999999",
+		"null", "nul", "x", "", " 42", "\t\n-3"}
+	for _, n := range nums {
+		for _, tail := range []string{"", ",", "}", " ,", "x", "9"} {
+			b := []byte(n + tail)
+			gotEnd, gotV := readInt(b, 0)
+			wantEnd, wantV := ref(b, 0)
+			if gotEnd != wantEnd || (gotEnd >= 0 && gotV != wantV) {
+				t.Fatalf("readInt(%q) = %d %d, want %d %d", b, gotEnd, gotV, wantEnd, wantV)
+			}
+			if k := skipWS(b, 0); k < len(b) && (b[k] == '-' || b[k]-'0' <= 9) {
+				if got, want := skipNumber(b, k), refSkip(b, k); got != want {
+					t.Fatalf("skipNumber(%q) = %d, want %d", b[k:], got, want)
+				}
+			}
+		}
+	}
+}
