@@ -154,6 +154,9 @@ func (s *Stream) carry(p []byte) {
 // line ends the stream uses: the whole Feed stays linear, as a byte loop
 // is, at a fraction of its cost.
 func indexEOL(p []byte) int {
+	if len(p) > 0 && (p[0] == '\n' || p[0] == '\r') { // the blank line ending every event
+		return 0
+	}
 	for start, w := 0, eolWindow; start < len(p); start, w = start+w, 2*w {
 		seg := p[start:min(start+w, len(p))]
 		n := bytes.IndexByte(seg, '\n')
