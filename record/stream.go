@@ -188,11 +188,13 @@ func (s *Stream) processLine(line []byte, stamp int64) {
 		return
 	}
 	name, value := line, line[len(line):]
-	if c := bytes.IndexByte(line, ':'); c >= 0 {
+	if len(line) >= 5 && string(line[:5]) == "data:" { // nearly every line: no search for the colon
+		name, value = line[:4], line[5:]
+	} else if c := bytes.IndexByte(line, ':'); c >= 0 {
 		name, value = line[:c], line[c+1:]
-		if len(value) > 0 && value[0] == ' ' {
-			value = value[1:]
-		}
+	}
+	if len(value) > 0 && value[0] == ' ' {
+		value = value[1:]
 	}
 	switch string(name) {
 	case "data":
