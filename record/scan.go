@@ -1,6 +1,8 @@
 package record
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -17,7 +19,8 @@ import (
 const maxDepth = 64
 
 func skipWS(b []byte, i int) int {
-	for i < len(b) {
+	// JSON whitespace is at most ' ': one compare settles compact JSON.
+	for i < len(b) && b[i] <= ' ' {
 		switch b[i] {
 		case ' ', '\t', '\n', '\r':
 			i++
@@ -66,16 +69,12 @@ func skipNumber(b []byte, i int) int {
 		i++
 	}
 	digits := 0
-	for i < len(b) {
-		c := b[i]
-		if (c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-' {
-			if c >= '0' && c <= '9' {
-				digits++
-			}
-			i++
-			continue
+	for ; i < len(b); i++ {
+		if c := b[i]; c-'0' <= 9 {
+			digits++
+		} else if !numberByte(c) {
+			break
 		}
-		break
 	}
 	if digits == 0 || i == start {
 		return -1
@@ -83,50 +82,101 @@ func skipNumber(b []byte, i int) int {
 	return i
 }
 
-// skipString skips the string starting at the quote b[i].
-func skipString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		default:
-			if b[i] < 0x20 {
-				return -1
-			}
-		}
-	}
-	return -1
+// numberByte reports whether c may follow a number's digits in it.
+func numberByte(c byte) bool {
+	return c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-'
 }
 
+// skipString skips the string starting at the quote b[i]. It rejects raw
+// control bytes and leaves escapes unchecked (appendString checks those it
+// decodes).
+func skipString(b []byte, i int) int {
+	for i++; ; {
+		// plainRun's loops, here to save a call per string.
+		for ; i+8 <= len(b); i += 8 {
+			if m := stopBytes(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+		}
+		for ; i < len(b) && !isStop(b[i]); i++ {
+		}
+		if i >= len(b) {
+			return -1
+		}
+		switch b[i] {
+		case '"':
+			return i + 1
+		case '\\':
+			i += 2
+		default: // control byte
+			return -1
+		}
+	}
+}
+
+// plainRun returns the position of the first quote, backslash or control
+// byte at or after b[i], or len(b) if none (i itself when i >= len(b)).
+// It tests eight bytes per step: for a word w and a byte value v, the
+// bytes of w equal to v are the zero bytes of x = w^(v*ones), and
+// (x-ones) &^ x & highs sets the high bit of the lowest zero byte (a
+// borrow only ever flags bytes above it); (w-0x20*ones) &^ w & highs does
+// the same for the lowest byte below 0x20. The lowest flag of the three
+// is the first stop byte.
+func plainRun(b []byte, i int) int {
+	for ; i+8 <= len(b); i += 8 {
+		if m := stopBytes(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for ; i < len(b) && !isStop(b[i]); i++ {
+	}
+	return i
+}
+
+// stopBytes flags the quotes, backslashes and control bytes of the eight
+// bytes of w (little endian); see plainRun.
+func stopBytes(w uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	q, bs := w^(ones*'"'), w^(ones*'\\')
+	return ((q-ones)&^q | (bs-ones)&^bs | (w-ones*0x20)&^w) & highs
+}
+
+func isStop(c byte) bool { return c == '"' || c == '\\' || c < 0x20 }
+
 // readInt parses an integer value (a float is truncated); null gives -1.
+// It reads the digits as it scans them; only a number that goes on past
+// them (fraction, exponent) or has none is handed to skipNumber, from its
+// start, for its end.
 func readInt(b []byte, i int) (int, int64) {
 	i = skipWS(b, i)
 	if i < len(b) && b[i] == 'n' {
 		return literal(b, i, "null"), -1
 	}
-	if i >= len(b) || !(b[i] == '-' || (b[i] >= '0' && b[i] <= '9')) {
+	if i >= len(b) || !(b[i] == '-' || b[i]-'0' <= 9) {
 		return -1, 0
 	}
-	end := skipNumber(b, i)
-	if end < 0 {
-		return -1, 0
-	}
+	start := i
 	neg := b[i] == '-'
 	if neg {
 		i++
 	}
+	digits := i
 	var v int64
-	for ; i < end && b[i] >= '0' && b[i] <= '9'; i++ {
+	for ; i < len(b) && b[i]-'0' <= 9; i++ {
 		if v < 1<<40 {
 			v = v*10 + int64(b[i]-'0')
+		}
+	}
+	if i == digits || (i < len(b) && numberByte(b[i])) {
+		if i = skipNumber(b, start); i < 0 {
+			return -1, 0
 		}
 	}
 	if neg {
 		v = -v
 	}
-	return end, v
+	return i, v
 }
 
 // appendString decodes the string value at b[i] (or null, which appends
@@ -142,10 +192,7 @@ func appendString(b []byte, i int, dst []byte) (int, []byte) {
 	i++
 	for i < len(b) {
 		// Copy the run of plain bytes in one go.
-		j := i
-		for j < len(b) && b[j] != '"' && b[j] != '\\' && b[j] >= 0x20 {
-			j++
-		}
+		j := plainRun(b, i)
 		dst = append(dst, b[i:j]...)
 		i = j
 		if i >= len(b) {
@@ -262,32 +309,23 @@ func walkObject(b []byte, i, depth int, c *chunk, f field) int {
 		} else {
 			i = skipValue(b, i+1, depth)
 		}
-		var done bool
-		if i, done = afterItem(b, i, '}'); done {
-			return i
+		// What follows the member, inline: this runs after every member
+		// of every event (a helper here costs a call, too big to inline).
+		if i < 0 {
+			return -1
+		}
+		if i = skipWS(b, i); i >= len(b) {
+			return -1
+		}
+		switch b[i] {
+		case ',':
+			i = skipWS(b, i+1)
+		case '}':
+			return i + 1
+		default:
+			return -1
 		}
 	}
-}
-
-// afterItem reads what follows a member or element ending at b[i]: a
-// comma (it returns the start of the next item) or the closing byte (it
-// returns the position after it, done). -1 (done) means malformed, as does
-// an item that already failed (i < 0).
-func afterItem(b []byte, i int, closing byte) (next int, done bool) {
-	if i < 0 {
-		return -1, true
-	}
-	i = skipWS(b, i)
-	if i >= len(b) {
-		return -1, true
-	}
-	switch b[i] {
-	case ',':
-		return skipWS(b, i+1), false
-	case closing:
-		return i + 1, true
-	}
-	return -1, true
 }
 
 // element is called for each element of an array at position i.
@@ -309,9 +347,19 @@ func walkArray(b []byte, i, depth int, c *chunk, f element) int {
 		} else {
 			i = skipValue(b, i, depth)
 		}
-		var done bool
-		if i, done = afterItem(b, i, ']'); done {
-			return i
+		if i < 0 {
+			return -1
+		}
+		if i = skipWS(b, i); i >= len(b) {
+			return -1
+		}
+		switch b[i] {
+		case ',':
+			i = skipWS(b, i+1)
+		case ']':
+			return i + 1
+		default:
+			return -1
 		}
 	}
 }

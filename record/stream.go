@@ -154,6 +154,9 @@ func (s *Stream) carry(p []byte) {
 // line ends the stream uses: the whole Feed stays linear, as a byte loop
 // is, at a fraction of its cost.
 func indexEOL(p []byte) int {
+	if len(p) > 0 && (p[0] == '\n' || p[0] == '\r') { // the blank line ending every event
+		return 0
+	}
 	for start, w := 0, eolWindow; start < len(p); start, w = start+w, 2*w {
 		seg := p[start:min(start+w, len(p))]
 		n := bytes.IndexByte(seg, '\n')
@@ -185,11 +188,13 @@ func (s *Stream) processLine(line []byte, stamp int64) {
 		return
 	}
 	name, value := line, line[len(line):]
-	if c := bytes.IndexByte(line, ':'); c >= 0 {
+	if len(line) >= 5 && string(line[:5]) == "data:" { // nearly every line: no search for the colon
+		name, value = line[:4], line[5:]
+	} else if c := bytes.IndexByte(line, ':'); c >= 0 {
 		name, value = line[:c], line[c+1:]
-		if len(value) > 0 && value[0] == ' ' {
-			value = value[1:]
-		}
+	}
+	if len(value) > 0 && value[0] == ' ' {
+		value = value[1:]
 	}
 	switch string(name) {
 	case "data":

@@ -420,6 +420,11 @@ func TestIndexEOL(t *testing.T) {
 		}
 		return -1
 	}
+	for _, p := range []string{"", "a", "\n", "\r", "\r\n", "\n\r", "\na", "\ra\n", "a\n", "a\r\n"} {
+		if got, want := indexEOL([]byte(p)), loop([]byte(p)); got != want {
+			t.Fatalf("indexEOL(%q) = %d, want %d", p, got, want)
+		}
+	}
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 20000 {
 		p := make([]byte, r.IntN(3*eolWindow+8))

@@ -145,6 +145,9 @@ func (t *toolCalls) commit(s *Stream, idx int) {
 // finishReason reads a choice's "finish_reason", noting "tool_calls".
 func finishReason(c *chunk, b []byte, i, depth int) int {
 	i = skipWS(b, i)
+	if i < len(b) && b[i] == 'n' { // every chunk but the last: no skipValue call
+		return literal(b, i, "null")
+	}
 	const tc = `"tool_calls"`
 	if len(b)-i >= len(tc) && string(b[i:i+len(tc)]) == tc {
 		c.s.tools.finish = true

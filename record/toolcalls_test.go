@@ -113,3 +113,49 @@ func TestToolCallsNoAlloc(t *testing.T) {
 type byteCounter struct{}
 
 func (byteCounter) Count(s string) int { return len(s) }
+
+// A delta may carry content and tool_calls together, "tool_calls":null
+// (a content chunk), whitespace between tokens and escapes in every
+// string; split anywhere across two reads, the calls, the text and each
+// event's tokens come out the same.
+func TestToolCallsMixedDeltas(t *testing.T) {
+	stream := `data: {"choices":[{"index":0,"delta":{"role":"assistant","content":"Let me","tool_calls":null},"finish_reason":null}]}
+
+data: {"choices":[{"index":0,"delta":{"content":" check.","tool_calls":[{"index":0,"id":"call_\u0031","type":"function","function":{"name":"get_weather","arguments":"{\"city\": "}}]},"finish_reason":null}]}
+
+data: { "choices" : [ { "delta" : { "tool_calls" : [ { "function" : { "arguments" : "\"Z\u00fcrich\\n\/x\"}" } , "index" : 0 } ] , "content" : null } , "finish_reason" : null } ] }
+
+data: {"choices":[{"index":0,"delta":{"tool_calls":null,"content":" Done"},"finish_reason":"tool_calls"}]}
+
+data: [DONE]
+
+`
+	want := []trace.ToolCall{{ID: "call_1", Name: "get_weather", Arguments: "{\"city\": \"Zürich\\n/x\"}"}}
+	s := NewStream(wordCounter{})
+	for split := 0; split <= len(stream); split++ {
+		s.Reset()
+		s.Feed([]byte(stream[:split]), 1)
+		s.Feed([]byte(stream[split:]), 2)
+		r := fill(s)
+		if r.ErrorKind != trace.ErrNone {
+			t.Fatalf("split %d: %s %s", split, r.ErrorKind, r.ErrorMessage)
+		}
+		if got := s.AppendToolCalls(nil); !reflect.DeepEqual(got, want) || !s.ToolCallsFinish() || r.ToolCalls != 1 {
+			t.Fatalf("split %d: calls %+v finish %v (record %d)", split, got, s.ToolCallsFinish(), r.ToolCalls)
+		}
+		// Content words plus argument words per event: "Let me"; " check."
+		// and `{"city": `; the rest of the arguments (its \n is two
+		// bytes, not a line end); " Done".
+		if wantTok := []int32{2, 2, 1, 1}; s.Text() != "Let me check. Done" || !reflect.DeepEqual(r.EventTokens, wantTok) {
+			t.Fatalf("split %d: text %q tokens %v, want %v", split, s.Text(), r.EventTokens, wantTok)
+		}
+	}
+	// A malformed tool_calls value makes the event malformed, as any bad
+	// JSON does; the events around it still count.
+	bad := strings.Replace(stream, `"tool_calls":[{"index":0,"id"`, `"tool_calls":[{"index":0 "id"`, 1)
+	s.Reset()
+	s.Feed([]byte(bad), 1)
+	if r := fill(s); r.ErrorKind != trace.ErrMalformed || !strings.Contains(r.ErrorMessage, "event 2") || len(r.EventNs) != 3 {
+		t.Fatalf("malformed tool_calls: %s %q, %d events", r.ErrorKind, r.ErrorMessage, len(r.EventNs))
+	}
+}
