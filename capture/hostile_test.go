@@ -228,9 +228,12 @@ func TestProxyKeepAlive(t *testing.T) {
 	var closeNext atomic.Bool
 	up := startHostile(t, func(c net.Conn, br *bufio.Reader, r *http.Request) bool {
 		readBody(r)
+		// Decided before answering: the client changes closeNext once it
+		// has the answer, which a read after writing could see.
+		keep := !closeNext.Load()
 		body := sseEvent("k") + "data: [DONE]\n\n"
 		io.WriteString(c, sseHead+chunk(body)+"0\r\n\r\n")
-		return !closeNext.Load()
+		return keep
 	})
 	ps, _ := startProxy(t, up.URL(), nil)
 	c, err := net.Dial("tcp", strings.TrimPrefix(ps.URL(), "http://"))
