@@ -72,3 +72,17 @@ BenchmarkProxyOverhead/streams=1000/via=nginx-2           	       3	4295059730 n
 		t.Error("a row for a load that did not run")
 	}
 }
+
+// TestAtMostZeroGoal: a goal of zero (the paired proxy row's "below
+// nginx") gets a verdict without a ratio to it.
+func TestAtMostZeroGoal(t *testing.T) {
+	if got := atMost(-3, 0, us); got != "met" {
+		t.Fatalf("atMost(-3, 0) = %q, want met", got)
+	}
+	if got, want := atMost(810.1, 0, us), "**missed** by 810.1 us"; got != want {
+		t.Fatalf("atMost(810.1, 0) = %q, want %q", got, want)
+	}
+	if got, want := atMost(400, 200, us), "**missed** by 200.0 us (2.0x the goal)"; got != want {
+		t.Fatalf("atMost(400, 200) = %q, want %q", got, want)
+	}
+}
