@@ -3,7 +3,9 @@ package capture_test
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -276,16 +278,27 @@ func (ld *overheadLoad) run(b *testing.B, base, prefix string) {
 
 // BenchmarkProxyVersusNginx runs the tracekit proxy and nginx side by side
 // on one mock at 1,000 streams, in paired rounds: each iteration is one
-// round of the three paths (direct, tracekit, nginx; the order rotates).
-// Within a round the load and the machine's state are as close as they
-// get for the two proxies, so the question the issue asks (below nginx?)
-// is answered per round: for each, tracekit's p99 minus nginx's (ITL:
-// every event after the first; TTFT: the first, each against the mock's
-// stamps as in BenchmarkProxyOverhead). Reported: the median of those
-// differences over the rounds (negative: tracekit lower), how many rounds
-// tracekit was lower, and each proxy's over-direct p99 over all rounds'
-// samples pooled. The first round (dials) is warm-up. Skipped without
-// nginx.
+// round of the three paths (direct, tracekit, nginx). Within a round the
+// load and the machine's state are as close as they get for the two
+// proxies, so the question the issue asks (below nginx?) is answered per
+// round: for each, tracekit's p99 minus nginx's (ITL: every event after
+// the first; TTFT: the first, each against the mock's stamps as in
+// BenchmarkProxyOverhead). Reported: the median of those differences over
+// the rounds (negative: tracekit lower), how many rounds tracekit was
+// lower, and each proxy's over-direct p99 over all rounds' samples pooled.
+// The first round (dials) is warm-up. Skipped without nginx.
+//
+// A path inherits what the one before it left: the benchmark process's
+// garbage (its GC then runs in the next path) and backlog: one build run
+// as two proxies in a fixed order came out as far apart as the difference
+// asked about (BENCHMARKS.md). So before each path the benchmark
+// process collects its garbage and idles 200 ms, and the rounds take the
+// paths in every order in turn (each path follows every other equally).
+//
+// TRACEKIT_BENCH_CANDIDATE names another build's capture test binary
+// (go test -c ./capture on a branch) to run as a fourth path, a candidate
+// tracekit proxy: the same per-round medians then compare it with this
+// build's (candidate-minus-tracekit-*) and with nginx.
 func BenchmarkProxyVersusNginx(b *testing.B) {
 	if _, err := exec.LookPath("nginx"); err != nil {
 		b.Skip("nginx is not installed")
@@ -293,16 +306,27 @@ func BenchmarkProxyVersusNginx(b *testing.B) {
 	defer debug.SetGCPercent(debug.SetGCPercent(capture.DefaultGCPercent))
 	const streams = 1000
 	up := overheadMock(b, streams, 50*time.Millisecond)
-	tk := startProxyChild(b, up.URL())
-	ng := startNginx(b, up.URL(), streams)
+	procs := map[string]*childProxy{"tracekit": startProxyChild(b, up.URL()), "nginx": startNginx(b, up.URL(), streams)}
+	names := []string{"direct", "tracekit", "nginx"}
+	if exe := os.Getenv("TRACEKIT_BENCH_CANDIDATE"); exe != "" {
+		procs["candidate"] = startProxyChildExe(b, exe, up.URL())
+		names = append(names, "candidate")
+	}
+	urls := map[string]string{"direct": up.URL()}
+	for name, c := range procs {
+		urls[name] = c.url
+	}
+	orders := permutations(names)
 	ld := newOverheadLoad(streams)
 	defer ld.client.CloseIdleConnections()
-	paths := []struct{ name, url string }{{"direct", up.URL()}, {"tracekit", tk.url}, {"nginx", ng.url}}
 	round := 0
 	for b.Loop() {
-		for k := range paths {
-			p := paths[(k+round)%len(paths)]
-			ld.run(b, p.url, fmt.Sprintf("%s-%d", p.name, round))
+		for _, name := range orders[round%len(orders)] {
+			b.StopTimer()
+			runtime.GC()
+			time.Sleep(200 * time.Millisecond)
+			b.StartTimer()
+			ld.run(b, urls[name], fmt.Sprintf("%s-%d", name, round))
 		}
 		round++
 	}
@@ -340,37 +364,63 @@ func BenchmarkProxyVersusNginx(b *testing.B) {
 		name string
 		d    map[key][]int64
 	}{{"event", ev}, {"ttft", ttft}} {
-		var diffs []float64
-		below := 0
+		// paired compares a's p99 with b's round by round: the median of
+		// a minus b, and in how many rounds a was not above b.
+		paired := func(a, b string) (med float64, lower int) {
+			var diffs []float64
+			for r := first; r < round; r++ {
+				x, y := pct(m.d[key{a, r}], 0.99), pct(m.d[key{b, r}], 0.99)
+				diffs = append(diffs, x-y)
+				if x <= y {
+					lower++
+				}
+			}
+			slices.Sort(diffs)
+			if n := len(diffs); n > 0 {
+				med = (diffs[(n-1)/2] + diffs[n/2]) / 2
+			}
+			return med, lower
+		}
+		med, lower := paired("tracekit", "nginx")
+		b.ReportMetric(med, "tracekit-minus-nginx-"+m.name+"-p99-median-us")
+		b.ReportMetric(float64(lower), "rounds-tracekit-lower-"+m.name)
+		if _, ok := procs["candidate"]; ok {
+			med, _ := paired("candidate", "tracekit")
+			b.ReportMetric(med, "candidate-minus-tracekit-"+m.name+"-p99-median-us")
+			med, _ = paired("candidate", "nginx")
+			b.ReportMetric(med, "candidate-minus-nginx-"+m.name+"-p99-median-us")
+		}
 		pooled := map[string][]int64{}
 		for r := first; r < round; r++ {
-			t, n := pct(m.d[key{"tracekit", r}], 0.99), pct(m.d[key{"nginx", r}], 0.99)
-			diffs = append(diffs, t-n)
-			if t <= n {
-				below++
-			}
-			for _, p := range paths {
-				pooled[p.name] = append(pooled[p.name], m.d[key{p.name, r}]...)
+			for _, name := range names {
+				pooled[name] = append(pooled[name], m.d[key{name, r}]...)
 			}
 		}
-		slices.Sort(diffs)
-		med := 0.0
-		if n := len(diffs); n > 0 {
-			med = (diffs[(n-1)/2] + diffs[n/2]) / 2
-		}
-		b.ReportMetric(med, "tracekit-minus-nginx-"+m.name+"-p99-median-us")
-		b.ReportMetric(float64(below), "rounds-tracekit-lower-"+m.name)
 		d := pct(pooled["direct"], 0.99)
 		b.ReportMetric(pct(pooled["tracekit"], 0.99)-d, "tracekit-over-direct-"+m.name+"-p99-us")
 		b.ReportMetric(pct(pooled["nginx"], 0.99)-d, "nginx-over-direct-"+m.name+"-p99-us")
 	}
 	b.ReportMetric(float64(round-first), "rounds")
-	if _, err := tk.stop(); err != nil {
-		b.Fatal(err)
+	for name, c := range procs {
+		if _, err := c.stop(); err != nil {
+			b.Fatalf("%s: %v", name, err)
+		}
 	}
-	if _, err := ng.stop(); err != nil {
-		b.Fatal(err)
+}
+
+// permutations lists every order of names, each once.
+func permutations(names []string) [][]string {
+	if len(names) <= 1 {
+		return [][]string{slices.Clone(names)}
 	}
+	var out [][]string
+	for i, first := range names {
+		rest := slices.Concat(names[:i:i], names[i+1:])
+		for _, p := range permutations(rest) {
+			out = append(out, append([]string{first}, p...))
+		}
+	}
+	return out
 }
 
 // pct is the p-th quantile of v (nearest rank), in microseconds.

@@ -73,6 +73,10 @@ func startProxyChild(b *testing.B, upstream string) *childProxy {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return startProxyChildExe(b, exe, upstream)
+}
+
+func startProxyChildExe(b *testing.B, exe, upstream string) *childProxy {
 	c := &childProxy{dir: b.TempDir()}
 	c.cmd = exec.Command(exe, "-test.run=^$")
 	c.cmd.Env = append(os.Environ(), "TRACEKIT_PROXY_CHILD="+c.dir, "TRACEKIT_PROXY_UPSTREAM="+upstream, "TRACEKIT_PROXY_BENCH=1")
