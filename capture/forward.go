@@ -14,6 +14,7 @@ import (
 	"net/http/httputil"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -179,7 +180,31 @@ type recorder struct {
 	res   *fwdResult
 	dec   *decoder
 	parse bool
+	// late (an event stream an evloop forwards): each piece is only
+	// copied into pend as it is forwarded, and parsed with its own stamp
+	// later, in bulk, when pend reaches pendMax or the body ends (on the
+	// request's goroutine). The loop then forwards a burst of first
+	// events without parsing between them.
+	late bool
+	pend *pending
 }
+
+// pending is the pieces of a body not parsed yet: their bytes, and where
+// each ends with its read's stamp.
+type pending struct {
+	b     []byte
+	marks []pendMark
+}
+
+type pendMark struct {
+	end int
+	t   int64
+}
+
+// pendMax bounds the bytes a recorder holds unparsed.
+const pendMax = 4 << 10
+
+var pendPool = sync.Pool{New: func() any { return &pending{b: make([]byte, 0, 2*pendMax)} }}
 
 func (rc *recorder) init(ex *exchange, res *fwdResult, h http.Header) {
 	rc.ex, rc.res, rc.parse = ex, res, ex != nil
@@ -206,16 +231,46 @@ func (rc *recorder) feed(b []byte, t int64) {
 	if !rc.parse || len(b) == 0 {
 		return
 	}
-	if rc.dec != nil {
+	switch {
+	case rc.dec != nil:
 		rc.dec.feed(b, t)
-	} else {
+	case rc.late && rc.res.sse && (rc.pend != nil && len(rc.pend.b) > 0 || len(b) < pendMax):
+		if rc.pend == nil {
+			rc.pend = pendPool.Get().(*pending)
+		}
+		rc.pend.b = append(rc.pend.b, b...)
+		rc.pend.marks = append(rc.pend.marks, pendMark{len(rc.pend.b), t})
+		if len(rc.pend.b) >= pendMax {
+			rc.flush()
+		}
+	default:
 		rc.consume(b, t)
 	}
+}
+
+// flush parses the pieces pend holds, in order, each with its own stamp.
+func (rc *recorder) flush() {
+	if rc.pend == nil {
+		return
+	}
+	start := 0
+	for _, m := range rc.pend.marks {
+		rc.consume(rc.pend.b[start:m.end], m.t)
+		start = m.end
+	}
+	rc.pend.b, rc.pend.marks = rc.pend.b[:0], rc.pend.marks[:0]
 }
 
 // end finishes recording: complete says the body ended as its framing
 // said.
 func (rc *recorder) end(complete bool, t int64) {
+	rc.flush()
+	if rc.pend != nil {
+		if cap(rc.pend.b) <= 16*pendMax {
+			pendPool.Put(rc.pend)
+		}
+		rc.pend = nil
+	}
 	if rc.dec != nil {
 		rc.res.decodeErr = rc.dec.finish()
 		rc.dec = nil
@@ -303,6 +358,7 @@ func (p *Proxy) rawForward(w *clientWriter, r *http.Request, body []byte, buffer
 	}
 	var rc recorder
 	rc.init(ex, &res, resp.Header)
+	rc.late = len(p.loops) > 0
 	if err := w.writeHead(resp.StatusCode, h, length, chunked); err != nil {
 		res.clientGone = true
 	}
@@ -632,6 +688,7 @@ func (p *Proxy) rtForward(w *clientWriter, r *http.Request, body []byte, ex *exc
 	copyHeaders(h, resp.Header)
 	var rc recorder
 	rc.init(ex, &res, resp.Header)
+	rc.late = len(p.loops) > 0
 	if err := w.writeHead(resp.StatusCode, h, resp.ContentLength, false); err != nil {
 		res.clientGone = true
 	}

@@ -7,11 +7,15 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tracekit/tracekit/record"
+	"github.com/tracekit/tracekit/trace"
 )
 
 // TestProxySlowClientOnLoop: a client that reads nothing while a 10 MB
@@ -138,4 +142,95 @@ func slowClientOnLoop(t *testing.T, mode string) {
 		t.Fatalf("%d bodies went to the loop, want the slow one at least", bodies)
 	}
 	t.Logf("%d bodies on the loop, %d handed back to their goroutine", bodies, handbacks)
+}
+
+// TestProxyLateParseKeepsEachReadsStamp: the loop forwards an event stream
+// without parsing it, and its pieces are parsed later, in bulk (pendMax at
+// a time, the rest when the body ends). The upstream sends each of 150
+// events only once the client has read the one before, so every event
+// arrives in its own read: its recorded stamp must lie after the client's
+// read of the previous event and before the client's read of itself, and
+// the recording must hold every event's text (a stream four times
+// pendMax, so it is parsed in several parts).
+func TestProxyLateParseKeepsEachReadsStamp(t *testing.T) {
+	const n = 150
+	ack := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := range n {
+			fmt.Fprintf(w, "data: {\"choices\":[{\"delta\":{\"content\":\"e%03d %s\"}}]}\n\n", i, strings.Repeat("x", 64))
+			w.(http.Flusher).Flush()
+			select {
+			case <-ack:
+			case <-time.After(10 * time.Second):
+				return
+			}
+		}
+		io.WriteString(w, "data: [DONE]\n\n")
+	}))
+	defer up.Close()
+	ps, _ := startProxy(t, up.URL, nil)
+	req, _ := http.NewRequest("POST", ps.URL()+"/v1/chat/completions", strings.NewReader(chatBody([]msg{{"user", "late"}}, true)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(resp.Body)
+	var client []int64
+	var want strings.Builder
+	for i := range n {
+		line, err := br.ReadString('\n')
+		if err != nil || !strings.Contains(line, fmt.Sprintf("e%03d", i)) {
+			t.Fatalf("event %d: %q %v", i, line, err)
+		}
+		if _, err := br.ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+		client = append(client, clockMono())
+		fmt.Fprintf(&want, "e%03d %s", i, strings.Repeat("x", 64))
+		ack <- struct{}{}
+	}
+	io.ReadAll(br)
+	resp.Body.Close()
+	if err := ps.Close(); err != nil {
+		t.Fatal(err)
+	}
+	recs, meta := readRecordsT(t, ps.Proxy().Segments()[0].Recording)
+	if len(recs) != 1 || len(recs[0].EventNs) != n || recs[0].ErrorKind != "" {
+		t.Fatalf("records %+v", recs)
+	}
+	for i, ts := range recs[0].EventNs {
+		abs := ts + meta.StartMonoNs
+		if abs > client[i] || i > 0 && abs < client[i-1] {
+			t.Fatalf("event %d stamped %d: want after the client's read of event %d (%d) and before its read of this one (%d)", i, abs, i-1, client[max(i-1, 0)], client[i])
+		}
+	}
+	rows := readTrace(t, ps.Proxy().Segments()[0].Trace)
+	if len(rows) != 1 || rows[0].ReferenceAnswer != want.String() {
+		t.Fatalf("answer %q, want %q", rows[0].ReferenceAnswer, want.String())
+	}
+}
+
+// TestRecorderPendingIsBounded: a late-parsed stream never holds more
+// than pendMax bytes unparsed (plus the piece that crossed it), and what
+// it parsed on the way plus the rest at the end is every event.
+func TestRecorderPendingIsBounded(t *testing.T) {
+	var res fwdResult
+	ex := &exchange{stream: record.NewStream(nil)}
+	var rc recorder
+	rc.init(ex, &res, http.Header{"Content-Type": {"text/event-stream"}})
+	rc.late = true
+	piece := []byte("data: {\"choices\":[{\"delta\":{\"content\":\"" + strings.Repeat("y", 90) + "\"}}]}\n\n")
+	for i := range 200 {
+		rc.feed(piece, int64(i+1))
+		if rc.pend != nil && len(rc.pend.b) >= pendMax {
+			t.Fatalf("after piece %d: %d bytes unparsed, want < %d", i, len(rc.pend.b), pendMax)
+		}
+	}
+	rc.end(true, 201)
+	var rec trace.Record
+	ex.stream.Fill(&rec)
+	if len(rec.EventNs) != 200 || rec.EventNs[0] != 1 || rec.EventNs[199] != 200 {
+		t.Fatalf("%d events, first %v", len(rec.EventNs), rec.EventNs[:min(3, len(rec.EventNs))])
+	}
 }
