@@ -6,12 +6,14 @@
 //	              │ Proxy.serve (forward.go) ──> rawForward (own HTTP/1.1 client, upstream.go pool)
 //	              │                          or rtForward (http.RoundTripper: https, ProxyConfig.Transport)
 //	              │ upstream connections (Linux): raw sockets an evloop owns for their whole life
-//	              │ (loop_linux.go, own epoll, edge-triggered, never on the runtime's poller);
+//	              │ (loop_linux.go, own epoll, edge-triggered, never on the runtime's poller;
+//	              │ the idle loop waits for its epoll descriptor on the runtime's poller);
 //	              │ the request's goroutine writes the request and reads the head on the loop's
 //	              │ edges; a response body: forwarded by the evloop: each upstream arrival read
 //	              │ once, written to the client socket as it is (chunked framing passed through,
-//	              │ scanned in place by framing.go), then stamped and parsed by a record.Stream on
-//	              │ the loop's goroutine; a slow client's body, a compressed one (and every body
+//	              │ scanned in place by framing.go), then stamped and kept for a record.Stream,
+//	              │ which parses an event stream 4 KiB at a time and the rest when the body
+//	              │ ends (forward.go, recorder.late); a slow client's body, a compressed one (and every body
 //	              │ elsewhere than Linux, through net.Conn) is forwarded the same way by its
 //	              │ request's goroutine; watch.go notices a client that goes away
 //	              │ request body ──> parseLLMCall (llmcall.go), after the response

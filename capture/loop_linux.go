@@ -19,12 +19,18 @@ import (
 // from its own epoll instance. A connection the pool dials is taken off the
 // runtime's poller once (own) and registered here for its whole life,
 // edge-triggered, for input, output and the peer's hang-up; it is never
-// moved back. While no body is being forwarded, an event only marks the
+// moved back. The loop takes what its epoll instance has ready without
+// waiting; when nothing is, it waits for the instance itself to become
+// readable on the runtime's poller (the epoll descriptor nests there), so
+// an idle loop parks like any goroutine instead of blocking a thread in
+// epoll_wait, which made the runtime hand the loop's P off and wake
+// threads to take it back. While no body is being forwarded, an event only marks the
 // socket ready and wakes its owner if it waits (rawSock.wait: writing the
 // request, reading the response head, or a body its goroutine forwards).
 // While a body streams (forward), the loop's goroutine, on each arrival,
 // reads the socket once into the loop's buffer, writes those bytes to the
-// client socket and parses them (rawBody.process), all on one goroutine
+// client socket and keeps them, stamped, for parsing (rawBody.process; an
+// event stream is parsed in bulk, recorder.late), all on one goroutine
 // with no wake-up of the request's goroutine, which waits until the body
 // ended. A read shorter than the buffer drained the socket (any later
 // arrival raises a new edge), so it is not followed by a read that says
@@ -43,7 +49,8 @@ import (
 // read, sees as its end of file.
 type evloop struct {
 	epfd  int
-	wake  int // eventfd: written by close
+	pfd   *os.File // epfd on the runtime's poller (nil: the loop blocks in epoll_wait)
+	wake  int      // eventfd: written by close
 	buf   []byte
 	stats *loopStats
 
@@ -121,6 +128,9 @@ func newEvloop(st *loopStats) (*evloop, error) {
 		return nil, err
 	}
 	l := &evloop{epfd: epfd, wake: wake, buf: make([]byte, loopBuf), stats: st, done: make(chan struct{})}
+	if err := unix.SetNonblock(epfd, true); err == nil {
+		l.pfd = os.NewFile(uintptr(epfd), "evloop")
+	}
 	go l.run()
 	return l, nil
 }
@@ -132,7 +142,11 @@ func (l *evloop) close() {
 	var one = [8]byte{1}
 	unix.Write(l.wake, one[:])
 	<-l.done
-	unix.Close(l.epfd)
+	if l.pfd != nil {
+		l.pfd.Close()
+	} else {
+		unix.Close(l.epfd)
+	}
 	unix.Close(l.wake)
 }
 
@@ -396,8 +410,28 @@ func (l *evloop) run() {
 	defer close(l.done)
 	events := make([]unix.EpollEvent, 128)
 	jobs := make([]*loopJob, 128)
+	var rc syscall.RawConn
+	if l.pfd != nil {
+		rc, _ = l.pfd.SyscallConn()
+	}
 	for {
-		n, err := unix.EpollWait(l.epfd, events, -1)
+		var n int
+		var err error
+		if rc != nil {
+			// What is ready now; when nothing is, wait on the runtime's
+			// poller for the epoll instance to become readable, as any
+			// goroutine waits for a socket, rather than in a system call
+			// that holds a thread (and makes the runtime hand its P off).
+			rerr := rc.Read(func(fd uintptr) bool {
+				n, err = unix.EpollWait(int(fd), events, 0)
+				return n > 0 || err != nil && err != unix.EINTR
+			})
+			if rerr != nil && err == nil {
+				err = rerr
+			}
+		} else {
+			n, err = unix.EpollWait(l.epfd, events, -1)
+		}
 		if err != nil {
 			if errors.Is(err, unix.EINTR) {
 				continue
