@@ -422,6 +422,8 @@ func (l *evloop) run() {
 			// poller for the epoll instance to become readable, as any
 			// goroutine waits for a socket, rather than in a system call
 			// that holds a thread (and makes the runtime hand its P off).
+			// The try comes first, always: RawConn.Read forgets a
+			// readiness that came before it was called.
 			rerr := rc.Read(func(fd uintptr) bool {
 				n, err = unix.EpollWait(int(fd), events, 0)
 				return n > 0 || err != nil && err != unix.EINTR
