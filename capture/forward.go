@@ -688,7 +688,6 @@ func (p *Proxy) rtForward(w *clientWriter, r *http.Request, body []byte, ex *exc
 	copyHeaders(h, resp.Header)
 	var rc recorder
 	rc.init(ex, &res, resp.Header)
-	rc.late = len(p.loops) > 0
 	if err := w.writeHead(resp.StatusCode, h, resp.ContentLength, false); err != nil {
 		res.clientGone = true
 	}
