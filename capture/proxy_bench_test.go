@@ -364,12 +364,12 @@ func BenchmarkProxyVersusNginx(b *testing.B) {
 		name string
 		d    map[key][]int64
 	}{{"event", ev}, {"ttft", ttft}} {
-		// paired compares a's p99 with b's round by round: the median of
-		// a minus b, and in how many rounds a was not above b.
-		paired := func(a, b string) (med float64, lower int) {
+		// paired compares path p's p99 with path q's round by round: the
+		// median of p minus q, and in how many rounds p was not above q.
+		paired := func(p, q string) (med float64, lower int) {
 			var diffs []float64
 			for r := first; r < round; r++ {
-				x, y := pct(m.d[key{a, r}], 0.99), pct(m.d[key{b, r}], 0.99)
+				x, y := pct(m.d[key{p, r}], 0.99), pct(m.d[key{q, r}], 0.99)
 				diffs = append(diffs, x-y)
 				if x <= y {
 					lower++

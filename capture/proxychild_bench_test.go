@@ -76,6 +76,8 @@ func startProxyChild(b *testing.B, upstream string) *childProxy {
 	return startProxyChildExe(b, exe, upstream)
 }
 
+// startProxyChildExe runs exe, a capture test binary (this one or another
+// build's), as a capture proxy child in front of upstream.
 func startProxyChildExe(b *testing.B, exe, upstream string) *childProxy {
 	c := &childProxy{dir: b.TempDir()}
 	c.cmd = exec.Command(exe, "-test.run=^$")
