@@ -418,6 +418,10 @@ func (l *evloop) run() {
 			if errors.Is(err, unix.EINTR) {
 				continue
 			}
+			if pw != nil { // the runtime's poller would not wait for it: block from now on
+				pw.close()
+				pw, canPoll = nil, false
+			}
 			runtime.Gosched()
 			continue
 		}
