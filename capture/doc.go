@@ -7,7 +7,7 @@
 //	              │                          or rtForward (http.RoundTripper: https, ProxyConfig.Transport)
 //	              │ upstream connections (Linux): raw sockets an evloop owns for their whole life
 //	              │ (loop_linux.go, own epoll, edge-triggered, never on the runtime's poller;
-//	              │ a loop that falls behind waits for its epoll descriptor on the runtime's poller);
+//	              │ the idle loop waits for its epoll descriptor on the runtime's poller);
 //	              │ the request's goroutine writes the request and reads the head on the loop's
 //	              │ edges; a response body: forwarded by the evloop: each upstream arrival read
 //	              │ once, written to the client socket as it is (chunked framing passed through,

@@ -19,12 +19,12 @@ import (
 // from its own epoll instance. A connection the pool dials is taken off the
 // runtime's poller once (own) and registered here for its whole life,
 // edge-triggered, for input, output and the peer's hang-up; it is never
-// moved back. A loop that keeps up blocks in epoll_wait; one that falls
-// behind (its batches grow) takes what its epoll instance has ready without
-// waiting and, when nothing is, waits for the instance to become readable
-// on the runtime's poller (pollWait), parking like any goroutine instead
-// of blocking a thread, which would have the runtime hand the loop's P off
-// and wake threads to take it back. While no body is being forwarded, an event only marks the
+// moved back. The loop takes what its epoll instance has ready without
+// waiting; when nothing is, it waits for the instance itself to become
+// readable on the runtime's poller (the epoll descriptor nests there), so
+// an idle loop parks like any goroutine instead of blocking a thread in
+// epoll_wait, which made the runtime hand the loop's P off and wake
+// threads to take it back. While no body is being forwarded, an event only marks the
 // socket ready and wakes its owner if it waits (rawSock.wait: writing the
 // request, reading the response head, or a body its goroutine forwards).
 // While a body streams (forward), the loop's goroutine, on each arrival,
@@ -49,7 +49,8 @@ import (
 // read, sees as its end of file.
 type evloop struct {
 	epfd  int
-	wake  int // eventfd: written by close
+	pfd   *os.File // epfd on the runtime's poller (nil: the loop blocks in epoll_wait)
+	wake  int      // eventfd: written by close
 	buf   []byte
 	stats *loopStats
 
@@ -127,6 +128,9 @@ func newEvloop(st *loopStats) (*evloop, error) {
 		return nil, err
 	}
 	l := &evloop{epfd: epfd, wake: wake, buf: make([]byte, loopBuf), stats: st, done: make(chan struct{})}
+	if err := unix.SetNonblock(epfd, true); err == nil {
+		l.pfd = os.NewFile(uintptr(epfd), "evloop")
+	}
 	go l.run()
 	return l, nil
 }
@@ -138,7 +142,11 @@ func (l *evloop) close() {
 	var one = [8]byte{1}
 	unix.Write(l.wake, one[:])
 	<-l.done
-	unix.Close(l.epfd)
+	if l.pfd != nil {
+		l.pfd.Close()
+	} else {
+		unix.Close(l.epfd)
+	}
 	unix.Close(l.wake)
 }
 
@@ -402,15 +410,30 @@ func (l *evloop) run() {
 	defer close(l.done)
 	events := make([]unix.EpollEvent, 128)
 	jobs := make([]*loopJob, 128)
-	var pw *pollWait // nil: the loop blocks in epoll_wait
-	defer func() { pw.close() }()
-	avg := 0 // batch size, moving average, in sixteenths
-	canPoll := true
+	var rc syscall.RawConn
+	if l.pfd != nil {
+		rc, _ = l.pfd.SyscallConn()
+	}
 	for {
 		var n int
 		var err error
-		if pw != nil {
-			n, err = pw.wait(events)
+		if rc != nil {
+			// What is ready now; when nothing is, wait on the runtime's
+			// poller for the epoll instance to become readable, as any
+			// goroutine waits for a socket, rather than in a system call
+			// that holds a thread (and makes the runtime hand its P off).
+			// The try comes first, always: RawConn.Read forgets a
+			// readiness that came before it was called.
+			rerr := rc.Read(func(fd uintptr) bool {
+				n, err = unix.EpollWait(int(fd), events, 0)
+				return n > 0 || err != nil && err != unix.EINTR
+			})
+			if rerr != nil && err == nil {
+				// The runtime's poller would not wait for it: block
+				// from now on.
+				rc = nil
+				continue
+			}
 		} else {
 			n, err = unix.EpollWait(l.epfd, events, -1)
 		}
@@ -418,26 +441,8 @@ func (l *evloop) run() {
 			if errors.Is(err, unix.EINTR) {
 				continue
 			}
-			if pw != nil { // the runtime's poller would not wait for it: block from now on
-				pw.close()
-				pw, canPoll = nil, false
-			}
 			runtime.Gosched()
 			continue
-		}
-		// A loop that falls behind finds many arrivals at once: then it
-		// waits on the runtime's poller (pollWait), where a blocking
-		// epoll_wait would have the runtime hand its P off and wake
-		// threads to take it back. A loop that keeps up takes one or two
-		// at a time: a blocking epoll_wait costs it less.
-		avg += (16*n - avg) / 8
-		switch {
-		case pw == nil && canPoll && avg >= 16*busyBatch:
-			pw = newPollWait(l.epfd)
-			canPoll = pw != nil
-		case pw != nil && avg <= 16*idleBatch:
-			pw.close()
-			pw = nil
 		}
 		stop := false
 		l.mu.Lock()
@@ -471,58 +476,6 @@ func (l *evloop) run() {
 				jobs[i] = nil
 			}
 		}
-	}
-}
-
-// busyBatch and idleBatch are the average batch sizes at which a loop
-// starts and stops waiting on the runtime's poller (variables for tests).
-var busyBatch, idleBatch = 6, 3
-
-// pollWait waits for an evloop's epoll instance on the runtime's poller: a
-// duplicate of its descriptor, registered there while it is open.
-type pollWait struct {
-	f  *os.File
-	rc syscall.RawConn
-}
-
-// newPollWait registers a duplicate of epfd with the runtime's poller; nil
-// when it cannot (the loop then keeps blocking in epoll_wait).
-func newPollWait(epfd int) *pollWait {
-	fd, err := unix.Dup(epfd)
-	if err != nil {
-		return nil
-	}
-	unix.CloseOnExec(fd)
-	if err := unix.SetNonblock(fd, true); err != nil {
-		unix.Close(fd)
-		return nil
-	}
-	f := os.NewFile(uintptr(fd), "evloop")
-	rc, err := f.SyscallConn()
-	if err != nil {
-		f.Close()
-		return nil
-	}
-	return &pollWait{f: f, rc: rc}
-}
-
-// wait returns what the instance has ready, waiting on the runtime's
-// poller while nothing is. The try comes first, always: RawConn.Read
-// forgets a readiness that came before it was called.
-func (w *pollWait) wait(events []unix.EpollEvent) (n int, err error) {
-	rerr := w.rc.Read(func(fd uintptr) bool {
-		n, err = unix.EpollWait(int(fd), events, 0)
-		return n > 0 || err != nil && err != unix.EINTR
-	})
-	if rerr != nil && err == nil {
-		err = rerr
-	}
-	return n, err
-}
-
-func (w *pollWait) close() {
-	if w != nil {
-		w.f.Close()
 	}
 }
 

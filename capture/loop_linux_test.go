@@ -152,21 +152,7 @@ func slowClientOnLoop(t *testing.T, mode string) {
 // read of the previous event and before the client's read of itself, and
 // the recording must hold every event's text (a stream four times
 // pendMax, so it is parsed in several parts).
-//
-// It runs twice: as the loop's batches set it (one arrival at a time: the
-// loop blocks in epoll_wait), and with the loop always waiting on the
-// runtime's poller, whose every wait here is one lock step (a readiness
-// lost between a try and a wait hangs it).
 func TestProxyLateParseKeepsEachReadsStamp(t *testing.T) {
-	t.Run("batches", lateParseLockStep)
-	t.Run("poller", func(t *testing.T) {
-		defer func(b, i int) { busyBatch, idleBatch = b, i }(busyBatch, idleBatch)
-		busyBatch, idleBatch = 0, -1
-		lateParseLockStep(t)
-	})
-}
-
-func lateParseLockStep(t *testing.T) {
 	const n = 150
 	ack := make(chan struct{})
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
