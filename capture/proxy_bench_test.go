@@ -299,12 +299,18 @@ func (ld *overheadLoad) run(b *testing.B, base, prefix string) {
 // (go test -c ./capture on a branch) to run as a fourth path, a candidate
 // tracekit proxy: the same per-round medians then compare it with this
 // build's (candidate-minus-tracekit-*) and with nginx.
+// TRACEKIT_BENCH_STREAMS runs another number of streams than 1,000.
 func BenchmarkProxyVersusNginx(b *testing.B) {
 	if _, err := exec.LookPath("nginx"); err != nil {
 		b.Skip("nginx is not installed")
 	}
 	defer debug.SetGCPercent(debug.SetGCPercent(capture.DefaultGCPercent))
-	const streams = 1000
+	streams := 1000
+	if v := os.Getenv("TRACEKIT_BENCH_STREAMS"); v != "" {
+		if _, err := fmt.Sscan(v, &streams); err != nil || streams < 1 {
+			b.Fatalf("TRACEKIT_BENCH_STREAMS=%q: expected a positive number of streams", v)
+		}
+	}
 	up := overheadMock(b, streams, 50*time.Millisecond)
 	procs := map[string]*childProxy{"tracekit": startProxyChild(b, up.URL()), "nginx": startNginx(b, up.URL(), streams)}
 	names := []string{"direct", "tracekit", "nginx"}
