@@ -31,8 +31,9 @@ type clientConn struct {
 	idle   bool // waiting for a request (Shutdown may close it)
 	closed bool
 
-	// out is the response head and framing being written (reused).
-	out []byte
+	// out is the response head and framing being written (reused); hout
+	// a head an evloop writes (clientWriter.held).
+	out, hout []byte
 	// watch is the response's disconnect watcher (watch.go).
 	watch watcher
 }
@@ -165,6 +166,9 @@ type clientWriter struct {
 	raw     bool
 	rawFd   int
 	pending []byte
+	// held is a head an evloop parsed (in clientConn.hout), written with
+	// the first body bytes that came with it.
+	held []byte
 }
 
 // bodyMode is how a response body is framed towards the client.
@@ -181,12 +185,7 @@ const (
 // length (-1 unknown); passChunked says the body bytes will be already
 // chunked (an HTTP/1.1 upstream's, forwarded verbatim).
 func (w *clientWriter) writeHead(status int, h http.Header, length int64, passChunked bool) error {
-	b := w.cc.out[:0]
-	b = append(b, "HTTP/1.1 "...)
-	b = strconv.AppendInt(b, int64(status), 10)
-	b = append(b, ' ')
-	b = append(b, http.StatusText(status)...)
-	b = append(b, '\r', '\n')
+	b := appendStatusLine(w.cc.out[:0], status)
 	conn := h["Connection"]
 	for k, vs := range h {
 		if k == "Content-Length" || !forwarded(k, conn) {
@@ -199,13 +198,37 @@ func (w *clientWriter) writeHead(status int, h http.Header, length int64, passCh
 			b = append(b, '\r', '\n')
 		}
 	}
+	b = w.endHead(b, status, length, passChunked, h.Get("Content-Length"))
+	w.cc.out = b
+	w.wrote = true
+	_, err := w.cc.c.Write(b)
+	if err != nil {
+		w.broken = true
+		w.gone.Store(true)
+	}
+	return err
+}
+
+// appendStatusLine appends a response's status line.
+func appendStatusLine(b []byte, status int) []byte {
+	b = append(b, "HTTP/1.1 "...)
+	b = strconv.AppendInt(b, int64(status), 10)
+	b = append(b, ' ')
+	b = append(b, http.StatusText(status)...)
+	return append(b, '\r', '\n')
+}
+
+// endHead appends a head's framing and its end, and sets the body mode
+// they say (writeHead's length and passChunked; headCL is the upstream's
+// Content-Length, kept for a HEAD request).
+func (w *clientWriter) endHead(b []byte, status int, length int64, passChunked bool, headCL string) []byte {
 	noBody := w.head || status == http.StatusNoContent || status == http.StatusNotModified || status/100 == 1
 	switch {
 	case noBody:
 		w.mode = bodyNone
-		if cl := h.Get("Content-Length"); cl != "" && w.head {
+		if headCL != "" && w.head {
 			b = append(b, "Content-Length: "...)
-			b = append(b, cl...)
+			b = append(b, headCL...)
 			b = append(b, '\r', '\n')
 		}
 	case length >= 0:
@@ -225,15 +248,7 @@ func (w *clientWriter) writeHead(status int, h http.Header, length int64, passCh
 	if w.closeAfter {
 		b = append(b, "Connection: close\r\n"...)
 	}
-	b = append(b, '\r', '\n')
-	w.cc.out = b
-	w.wrote = true
-	_, err := w.cc.c.Write(b)
-	if err != nil {
-		w.broken = true
-		w.gone.Store(true)
-	}
-	return err
+	return append(b, '\r', '\n')
 }
 
 // write sends body bytes (framing them as one chunk in bodyChunked mode).
@@ -295,6 +310,10 @@ func (w *clientWriter) writeSegs(segs [][]byte) error {
 // descriptor, keeping in pending what the socket did not take at once
 // (and everything after it, in order).
 func (w *clientWriter) put(p []byte) error {
+	if len(w.held) > 0 {
+		p = append(w.held, p...)
+		w.cc.hout, w.held = p[:0], nil
+	}
 	if !w.raw {
 		_, err := w.cc.c.Write(p)
 		return err
@@ -307,6 +326,19 @@ func (w *clientWriter) put(p []byte) error {
 	if err == syscall.EAGAIN {
 		w.pending = append(w.pending[:0], p[n:]...)
 		return nil
+	}
+	return err
+}
+
+// flushHead writes a held head on its own (no body bytes came with it).
+func (w *clientWriter) flushHead() error {
+	if len(w.held) == 0 {
+		return nil
+	}
+	err := w.put(nil)
+	if err != nil {
+		w.broken = true
+		w.gone.Store(true)
 	}
 	return err
 }
@@ -350,7 +382,9 @@ func appendHeaderValue(b []byte, v string) []byte {
 	return b
 }
 
-func equalFoldASCII(a, b string) bool {
+// equalFoldASCII reports whether a (a string or bytes, not converted)
+// equals b, ignoring ASCII case.
+func equalFoldASCII[T string | []byte](a T, b string) bool {
 	if len(a) != len(b) {
 		return false
 	}

@@ -8,8 +8,10 @@
 //	              │ upstream connections (Linux): raw sockets an evloop owns for their whole life
 //	              │ (loop_linux.go, own epoll, edge-triggered, never on the runtime's poller;
 //	              │ the idle loop waits for its epoll descriptor on the runtime's poller);
-//	              │ the request's goroutine writes the request and reads the head on the loop's
-//	              │ edges; a response body: forwarded by the evloop: each upstream arrival read
+//	              │ the request's goroutine writes the request; the evloop reads the response:
+//	              │ a plain head (head.go) it parses and writes with the first events, any
+//	              │ other it hands back for net/http to read; a response body: forwarded by
+//	              │ the evloop: each upstream arrival read
 //	              │ once, written to the client socket as it is (chunked framing passed through,
 //	              │ scanned in place by framing.go), then stamped and kept for a record.Stream,
 //	              │ which parses an event stream 4 KiB at a time and the rest when the body

@@ -45,9 +45,10 @@ func defaultTransport(insecure bool) *http.Transport {
 // other side: not a connection-level one a proxy must not forward, and not
 // one the message's Connection header (conn, its values) names.
 func forwarded(k string, conn []string) bool {
-	switch k {
-	case "Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade":
-		return false
+	for _, h := range hopHeaders {
+		if k == h {
+			return false
+		}
 	}
 	for _, f := range conn {
 		for f != "" {
@@ -59,6 +60,20 @@ func forwarded(k string, conn []string) bool {
 		}
 	}
 	return true
+}
+
+// hopHeaders are the connection-level headers a proxy does not forward,
+// in canonical form.
+var hopHeaders = [...]string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// hopByHop reports whether a header name (any case) is one of hopHeaders.
+func hopByHop(name []byte) bool {
+	for _, h := range hopHeaders {
+		if equalFoldASCII(name, h) {
+			return true
+		}
+	}
+	return false
 }
 
 // copyHeaders copies src's forwarded headers into dst.
@@ -162,6 +177,12 @@ func (p *Proxy) serve(w *clientWriter, r *http.Request) {
 	}
 }
 
+// isSSE reports whether a response's Content-Type says it is an event
+// stream.
+func isSSE(h http.Header) bool {
+	return strings.HasPrefix(h.Get("Content-Type"), "text/event-stream")
+}
+
 // badGateway answers an upstream that gave no response with a 502 saying
 // why (never a success the upstream did not send).
 func badGateway(w *clientWriter, what string, err error) {
@@ -206,10 +227,12 @@ const pendMax = 4 << 10
 
 var pendPool = sync.Pool{New: func() any { return &pending{b: make([]byte, 0, 2*pendMax)} }}
 
-func (rc *recorder) init(ex *exchange, res *fwdResult, h http.Header) {
-	rc.ex, rc.res, rc.parse = ex, res, ex != nil
-	res.sse = strings.HasPrefix(h.Get("Content-Type"), "text/event-stream")
-	if enc := strings.ToLower(strings.TrimSpace(h.Get("Content-Encoding"))); rc.parse && enc != "" && enc != "identity" {
+// init prepares rc for a response body (rc.ex set, nil when it is not
+// recorded): sse says it is an event stream, enc is its Content-Encoding.
+func (rc *recorder) init(res *fwdResult, sse bool, enc string) {
+	rc.res, rc.parse = res, rc.ex != nil
+	res.sse = sse
+	if enc = strings.ToLower(strings.TrimSpace(enc)); rc.parse && enc != "" && enc != "identity" {
 		if decodable(enc) {
 			rc.dec = startDecoder(enc, rc.consume)
 		} else {
@@ -285,15 +308,21 @@ func (rc *recorder) end(complete bool, t int64) {
 // client socket as it is (an HTTP/1.1 upstream's chunked framing passes
 // through verbatim; chunkScanner only finds the data in it and the body's
 // end), then parsed on the same goroutine: no copy, no allocation and no
-// goroutine hop per read. The head is parsed by net/http (once per
-// response, off the per-event path).
+// goroutine hop per read. On Linux the evloop reads the response from its
+// head on (rawBody.headOnLoop); a head it hands back, and every head
+// elsewhere, is parsed by net/http.
 func (p *Proxy) rawForward(w *clientWriter, r *http.Request, body []byte, buffered bool, ex *exchange) fwdResult {
 	var res fwdResult
 	cc := w.cc
+	rc := recorder{ex: ex, late: len(p.loops) > 0}
+	rb := rawBody{w: w, rc: &rc, res: &res}
+	bp := p.bufs.Get().(*[]byte)
+	defer p.bufs.Put(bp)
 	res.sentNs = clock.Mono()
 	head := p.requestHead(r, buffered, len(body))
 	var uc *upConn
 	var resp *http.Response
+	onLoop := false // an evloop read the head and forwarded the response
 	for attempt := 0; ; attempt++ {
 		var err error
 		uc, err = p.pool.get()
@@ -312,6 +341,10 @@ func (p *Proxy) rawForward(w *clientWriter, r *http.Request, body []byte, buffer
 			cc.watch.setAbort(uc.s.shutdown)
 		}
 		if err == nil {
+			if rs, ok := uc.s.(*rawSock); ok && w.http11 && !w.head && !w.closeAfter && rb.headOnLoop(rs, uc, *bp) {
+				onLoop = true
+				break
+			}
 			// The first byte alone first: a connection that ends before any
 			// byte of a response says io.EOF here (a stale one, whether the
 			// server's FIN or RST ends it), where ReadResponse would say
@@ -341,33 +374,18 @@ func (p *Proxy) rawForward(w *clientWriter, r *http.Request, body []byte, buffer
 		badGateway(w, "upstream unreachable", err)
 		return res
 	}
-	res.headersNs = clock.Mono()
-	res.status = resp.StatusCode
-	reuse := !resp.Close
-	h := resp.Header // writeHead forwards what it may
-	chunked := len(resp.TransferEncoding) > 0 && resp.TransferEncoding[0] == "chunked"
-	noBody := r.Method == http.MethodHead || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified
-	length := int64(-1)
-	switch {
-	case noBody:
-		length = 0
-	case !chunked && resp.ContentLength >= 0:
-		length = resp.ContentLength
-	case !chunked:
-		reuse = false // ends when the upstream closes
+	if !onLoop {
+		res.headersNs = clock.Mono()
+		res.status = resp.StatusCode
+		chunked := len(resp.TransferEncoding) > 0 && resp.TransferEncoding[0] == "chunked"
+		length := rb.frame(r.Method == http.MethodHead, resp.StatusCode, chunked, resp.ContentLength, resp.Close)
+		rc.init(&res, isSSE(resp.Header), resp.Header.Get("Content-Encoding"))
+		if err := w.writeHead(resp.StatusCode, resp.Header, length, chunked); err != nil { // forwards what it may
+			res.clientGone = true
+		}
+		rb.pass = chunked && w.mode == bodyRaw && !w.closeAfter // verbatim chunks
+		rb.read(uc, *bp)
 	}
-	var rc recorder
-	rc.init(ex, &res, resp.Header)
-	rc.late = len(p.loops) > 0
-	if err := w.writeHead(resp.StatusCode, h, length, chunked); err != nil {
-		res.clientGone = true
-	}
-	rb := rawBody{w: w, rc: &rc, res: &res, chunked: chunked, left: length, reuse: reuse,
-		pass:     chunked && w.mode == bodyRaw && !w.closeAfter, // verbatim chunks
-		complete: noBody || length == 0}
-	bp := p.bufs.Get().(*[]byte)
-	defer p.bufs.Put(bp)
-	rb.read(uc, *bp)
 	complete, reuse, t := rb.complete, rb.reuse, rb.t
 	if t == 0 {
 		t = clock.Mono()
@@ -421,6 +439,24 @@ type rawBody struct {
 	t        int64 // stamp of the last read
 }
 
+// frame sets b up for a response body as its head frames it (head: the
+// request was a HEAD; contentLength -1: none) and returns its length for
+// the client's head (-1: not known).
+func (b *rawBody) frame(head bool, status int, chunked bool, contentLength int64, close bool) int64 {
+	noBody := head || status == http.StatusNoContent || status == http.StatusNotModified
+	b.chunked, b.reuse, b.left = chunked, !close, -1
+	switch {
+	case noBody:
+		b.left = 0
+	case !chunked && contentLength >= 0:
+		b.left = contentLength
+	case !chunked:
+		b.reuse = false // ends when the upstream closes
+	}
+	b.complete = noBody || b.left == 0
+	return b.left
+}
+
 // read forwards the body: first what the head's read buffered, then
 // straight from the socket, inside one RawRead: each read is forwarded
 // and parsed in the callback, which reads again until the socket says
@@ -430,6 +466,10 @@ type rawBody struct {
 // never be seen.)
 func (b *rawBody) read(uc *upConn, buf []byte) {
 	if b.complete || b.res.clientGone {
+		return
+	}
+	if len(uc.pre) > 0 || uc.preErr != nil {
+		b.loopBuffered(uc, buf) // a head an evloop handed back came with more
 		return
 	}
 	if n := uc.br.Buffered(); n > 0 {
@@ -686,8 +726,8 @@ func (p *Proxy) rtForward(w *clientWriter, r *http.Request, body []byte, ex *exc
 	res.status = resp.StatusCode
 	h := make(http.Header, len(resp.Header))
 	copyHeaders(h, resp.Header)
-	var rc recorder
-	rc.init(ex, &res, resp.Header)
+	rc := recorder{ex: ex}
+	rc.init(&res, isSSE(resp.Header), resp.Header.Get("Content-Encoding"))
 	if err := w.writeHead(resp.StatusCode, h, resp.ContentLength, false); err != nil {
 		res.clientGone = true
 	}

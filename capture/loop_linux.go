@@ -24,10 +24,16 @@ import (
 // readable on the runtime's poller (the epoll descriptor nests there), so
 // an idle loop parks like any goroutine instead of blocking a thread in
 // epoll_wait, which made the runtime hand the loop's P off and wake
-// threads to take it back. While no body is being forwarded, an event only marks the
-// socket ready and wakes its owner if it waits (rawSock.wait: writing the
-// request, reading the response head, or a body its goroutine forwards).
-// While a body streams (forward), the loop's goroutine, on each arrival,
+// threads to take it back. While no response is being forwarded, an event
+// only marks the socket ready and wakes its owner if it waits
+// (rawSock.await: writing the request, reading a head the loop handed
+// back, or a body its goroutine forwards). Once the request is sent, the
+// response goes to the loop (forward): it reads the head, and a plain one
+// (head.go) it parses and writes to the client with the first events,
+// without waking the request's goroutine, which would otherwise have to
+// be scheduled before the first event could go on; any other head it
+// hands back with the bytes it read. While a body streams, the loop's
+// goroutine, on each arrival,
 // reads the socket once into the loop's buffer, writes those bytes to the
 // client socket and keeps them, stamped, for parsing (rawBody.process; an
 // event stream is parsed in bulk, recorder.late), all on one goroutine
@@ -84,12 +90,19 @@ type rawSock struct {
 
 var _ upSock = (*rawSock)(nil)
 
-// loopJob is one body being forwarded by a loop.
+// loopJob is one response being forwarded by a loop: its body, or its
+// head first (rawBody.headOnLoop).
 type loopJob struct {
 	b     *rawBody
 	s     *rawSock
 	ended bool          // the body is over (process returned false)
 	done  chan struct{} // closed once the loop let go of the job
+	// head: the loop reads the head first; pre holds what it read of it
+	// over earlier reads, then, when it hands the head back (back), all
+	// it read, and preErr what the last read said.
+	head, back bool
+	pre        []byte
+	preErr     error
 }
 
 const loopBuf = 32 << 10
@@ -499,7 +512,26 @@ func (l *evloop) serve(j *loopJob, mask uint32) {
 		if n < 0 {
 			n = 0
 		}
-		if !j.b.process(l.buf[:n], t, err) {
+		data := l.buf[:n]
+		if j.head {
+			var ok bool
+			if data, ok = j.readHead(data, t, err); !ok {
+				j.back = true
+				l.release(j, true, hup) // the goroutine reads on from here
+				return
+			}
+			if j.head { // more of the head to come
+				if n < len(l.buf) && !hup {
+					return
+				}
+				continue
+			}
+		}
+		ok := j.b.process(data, t, err)
+		if j.b.w.flushHead() != nil {
+			j.b.res.clientGone = true // the head alone: nothing else to write came with it
+		}
+		if !ok {
 			j.ended = true
 			l.release(j, n == len(l.buf) || hup, hup)
 			return
@@ -531,38 +563,117 @@ func (l *evloop) release(j *loopJob, more, hup bool) {
 	close(j.done)
 }
 
+// readHead takes one read of j's response head (data, stamped t; err is
+// the read's error) and returns the body bytes that came after the head;
+// false hands the head back to the goroutine: it is not plain
+// (parsePlainHead), or the connection ended or failed before it did (a
+// stale connection's end of file is the goroutine's to retry). A plain
+// head is written to the client with the first body bytes, or alone when
+// none came with it (clientWriter.held).
+func (j *loopJob) readHead(data []byte, t int64, err error) ([]byte, bool) {
+	buf := data
+	if len(j.pre) > 0 {
+		j.pre = append(j.pre, data...)
+		buf = j.pre
+	}
+	if err != nil {
+		j.pre, j.preErr = append(j.pre[:0:0], buf...), err
+		return nil, false
+	}
+	b, w := j.b, j.b.w
+	h, out, n, st := parsePlainHead(buf, w.cc.hout[:0])
+	switch st {
+	case headMore:
+		if len(j.pre) == 0 {
+			j.pre = append(make([]byte, 0, 2*len(data)+1024), data...)
+		}
+		return nil, true
+	case headOther:
+		j.pre = append(j.pre[:0:0], buf...)
+		return nil, false
+	}
+	j.head = false
+	b.res.headersNs, b.res.status = t, h.status
+	length := b.frame(false, h.status, h.chunked, h.length, h.close)
+	b.rc.init(b.res, h.sse, "")
+	w.held = w.endHead(out, h.status, length, h.chunked, "")
+	w.cc.hout, w.wrote = w.held, true
+	b.pass = h.chunked && w.mode == bodyRaw && !w.closeAfter
+	if b.complete && len(buf) > n {
+		b.reuse = false // bytes after a body that ended with its head
+	}
+	return buf[n:], true
+}
+
+// headOnLoop hands the response to s's loop from its head on (the request
+// is sent): true when the loop parsed the head and forwarded the response
+// (the rest of the body is forwarded here, through buf, when a slow
+// client made the loop let go of it); false when the goroutine is to read
+// the head: uc.pre (and uc.preErr) hold what the loop read of it, or the
+// loop could not take it.
+func (b *rawBody) headOnLoop(s *rawSock, uc *upConn, buf []byte) bool {
+	j := &loopJob{b: b, s: s, head: true, done: make(chan struct{})}
+	if started, cut := b.onLoop(j); !started || cut {
+		return false // the goroutine reads the head (a cut client: its watcher says so)
+	}
+	st := s.l.stats
+	if j.back {
+		st.headBacks.Add(1)
+		uc.pre, uc.preErr = j.pre, j.preErr
+		return false
+	}
+	st.heads.Add(1)
+	if !b.afterLoop(j) {
+		b.loopBuffered(uc, buf)
+	}
+	return true
+}
+
 // viaLoop forwards the rest of b's body on s's loop and reports whether
 // the body is over. False when its goroutine is to forward the rest: the
 // client socket could not take the loop's write at once (a slow client:
 // the pending bytes are written by then), or the loop could not take the
 // body.
 func (b *rawBody) viaLoop(s *rawSock) bool {
-	st := s.l.stats
-	cs, ok := b.w.cc.c.(syscall.Conn)
-	if !ok {
-		return false
-	}
-	crc, err := cs.SyscallConn()
-	if err != nil {
-		return false
-	}
 	j := &loopJob{b: b, s: s, done: make(chan struct{})}
-	started := false
-	var ferr error
-	werr := crc.Write(func(cfd uintptr) bool {
-		b.w.raw, b.w.rawFd = true, int(cfd)
-		ferr = s.l.forward(j)
-		b.w.raw = false
-		started = ferr == nil
-		return true
-	})
+	started, cut := b.onLoop(j)
 	switch {
-	case werr != nil: // the client connection was closed (cut)
+	case cut:
 		b.res.clientGone, b.reuse = true, false
 		return true
 	case !started:
 		return false
 	}
+	return b.afterLoop(j)
+}
+
+// onLoop runs j on its socket's loop, holding the client socket (inside
+// its RawConn's write callback) while the loop writes to its descriptor,
+// until the loop lets go of j; started is false when the loop could not
+// take j, and cut when the client connection was closed before.
+func (b *rawBody) onLoop(j *loopJob) (started, cut bool) {
+	cs, ok := b.w.cc.c.(syscall.Conn)
+	if !ok {
+		return false, false
+	}
+	crc, err := cs.SyscallConn()
+	if err != nil {
+		return false, false
+	}
+	werr := crc.Write(func(cfd uintptr) bool {
+		b.w.raw, b.w.rawFd = true, int(cfd)
+		started = j.s.l.forward(j) == nil
+		b.w.raw = false
+		return true
+	})
+	return started, werr != nil
+}
+
+// afterLoop finishes what the loop forwarded of b's body (j) and reports
+// whether the body is over; false when the goroutine is to forward the
+// rest (a slow client: what the loop could not write is written by then).
+func (b *rawBody) afterLoop(j *loopJob) bool {
+	st := j.s.l.stats
 	st.bodies.Add(1)
 	over := j.ended || b.complete || b.res.clientGone
 	if over && !(b.complete && b.reuse) {

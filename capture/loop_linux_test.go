@@ -3,6 +3,7 @@ package capture
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"fmt"
 	"io"
 	"net"
@@ -217,8 +218,8 @@ func TestProxyLateParseKeepsEachReadsStamp(t *testing.T) {
 func TestRecorderPendingIsBounded(t *testing.T) {
 	var res fwdResult
 	ex := &exchange{stream: record.NewStream(nil)}
-	var rc recorder
-	rc.init(ex, &res, http.Header{"Content-Type": {"text/event-stream"}})
+	rc := recorder{ex: ex}
+	rc.init(&res, true, "")
 	rc.late = true
 	piece := []byte("data: {\"choices\":[{\"delta\":{\"content\":\"" + strings.Repeat("y", 90) + "\"}}]}\n\n")
 	for i := range 200 {
@@ -232,5 +233,103 @@ func TestRecorderPendingIsBounded(t *testing.T) {
 	ex.stream.Fill(&rec)
 	if len(rec.EventNs) != 200 || rec.EventNs[0] != 1 || rec.EventNs[199] != 200 {
 		t.Fatalf("%d events, first %v", len(rec.EventNs), rec.EventNs[:min(3, len(rec.EventNs))])
+	}
+}
+
+// TestLoopReadsPlainHeads: the loop parses a plain response head itself
+// and writes it to the client with the first events; every other head
+// (compressed, informational first, bare LF line ends, HTTP/1.0
+// close-delimited) is handed back to the request's goroutine with the
+// bytes the loop read, and net/http reads it as before. Either way the
+// client gets the upstream's status, headers and body, and each record
+// its events. A body that ended with its head but had bytes after it
+// does not leave its connection to be reused.
+func TestLoopReadsPlainHeads(t *testing.T) {
+	events := sseEvent("a") + sseEvent("b") + "data: [DONE]\n\n"
+	chunked := chunk(sseEvent("a")) + chunk(sseEvent("b")) + chunk("data: [DONE]\n\n") + "0\r\n\r\n"
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	io.WriteString(zw, events)
+	zw.Close()
+	cases := []struct {
+		name, answer string
+		plain        bool
+		status       int
+		body         string
+	}{
+		{"plain", sseHead + chunked, true, 200, events},
+		{"split", sseHead + chunked, true, 200, events}, // sent in two writes
+		{"json", "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nX-Case: json\r\nContent-Length: 11\r\n\r\n{\"error\":1}", true, 400, `{"error":1}`},
+		{"empty-extra", "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\nGARBAGE", true, 200, ""},
+		{"gzip", "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\nContent-Length: " + fmt.Sprint(gz.Len()) + "\r\n\r\n" + gz.String(), false, 200, gz.String()},
+		{"continue", "HTTP/1.1 100 Continue\r\n\r\n" + sseHead + chunked, false, 200, events},
+		{"bare-lf", "HTTP/1.1 200 OK\nContent-Type: text/event-stream\nTransfer-Encoding: chunked\n\n" + chunked, false, 200, events},
+		{"http10", "HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" + events, false, 200, events},
+	}
+	up := startHostile(t, func(c net.Conn, br *bufio.Reader, r *http.Request) bool {
+		readBody(r)
+		for _, k := range cases {
+			if r.Header.Get("X-Request-Id") != k.name {
+				continue
+			}
+			if k.name == "split" {
+				io.WriteString(c, k.answer[:20])
+				time.Sleep(20 * time.Millisecond) // the head comes in two reads, or one: the same result
+				io.WriteString(c, k.answer[20:])
+				return true
+			}
+			io.WriteString(c, k.answer)
+			return !strings.HasPrefix(k.answer, "HTTP/1.0") // empty-extra's stays open: reused, it would answer the next request with GARBAGE
+		}
+		return false
+	})
+	ps, _ := startProxy(t, up.URL(), nil)
+	c, err := net.Dial("tcp", strings.TrimPrefix(ps.URL(), "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second)) // hang guard
+	br := bufio.NewReader(c)
+	plain := 0
+	for _, k := range cases {
+		resp, b, err := rawRequest(t, c, br, chatRequest(k.name, chatBody([]msg{{"user", k.name}}, true)))
+		if err != nil || resp.StatusCode != k.status || string(b) != k.body {
+			t.Fatalf("%s: status %v, body %q, %v; want %d, %q", k.name, resp, b, err, k.status, k.body)
+		}
+		if k.name == "json" && resp.Header.Get("X-Case") != "json" {
+			t.Errorf("json: headers %v", resp.Header)
+		}
+		if k.name == "gzip" && resp.Header.Get("Content-Encoding") != "gzip" {
+			t.Errorf("gzip: headers %v", resp.Header)
+		}
+		if k.plain {
+			plain++
+		}
+	}
+	p := ps.Proxy()
+	heads, backs := p.loopStats.heads.Load(), p.loopStats.headBacks.Load()
+	if heads != int64(plain) || backs != int64(len(cases)-plain) {
+		t.Errorf("the loop parsed %d heads and handed back %d, want %d and %d", heads, backs, plain, len(cases)-plain)
+	}
+	// One kept upstream connection up to empty-extra's, which is not
+	// reused (the bytes after its body), then another.
+	if n := up.accepts.Load(); n != 2 {
+		t.Errorf("%d upstream connections, want 2", n)
+	}
+	if err := ps.Close(); err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := readRecordsT(t, p.Segments()[0].Recording)
+	if len(recs) != len(cases) {
+		t.Fatalf("%d records, want %d", len(recs), len(cases))
+	}
+	for _, r := range recs {
+		if r.RequestID == "json" || r.RequestID == "empty-extra" {
+			continue
+		}
+		if r.ErrorKind != "" || len(r.EventNs) != 2 {
+			t.Errorf("record %s: %d events, error %q %q; want 2 and none", r.RequestID, len(r.EventNs), r.ErrorKind, r.ErrorMessage)
+		}
 	}
 }

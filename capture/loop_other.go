@@ -22,6 +22,8 @@ type rawSock struct{ netSock }
 
 func (b *rawBody) viaLoop(*rawSock) bool { return false }
 
+func (b *rawBody) headOnLoop(*rawSock, *upConn, []byte) bool { return false }
+
 func rawWrite(int, []byte) (int, error) { return 0, errors.ErrUnsupported }
 
 // shutdownConn closes c (the watcher's abort).

@@ -145,8 +145,8 @@ type Proxy struct {
 }
 
 // loopStats counts the bodies the loops took and those a slow client made
-// them hand back.
-type loopStats struct{ bodies, handbacks atomic.Int64 }
+// them hand back, and the response heads they parsed and handed back.
+type loopStats struct{ bodies, handbacks, heads, headBacks atomic.Int64 }
 
 // numLoops is how many evloops a proxy with its own client runs.
 const numLoops = 1

@@ -30,9 +30,31 @@ type upstreamPool struct {
 // upConn is one connection to the upstream and its read buffer.
 type upConn struct {
 	s      upSock
-	br     *bufio.Reader // reads s
+	br     *bufio.Reader // reads pre, then preErr, then s (upReader)
 	idleAt time.Time
 	reused bool // taken from the pool (it may have been closed meanwhile)
+	// pre is what an evloop read of a response head it handed back to the
+	// goroutine (rawBody.headOnLoop), and preErr the error its last read
+	// said: read first.
+	pre    []byte
+	preErr error
+}
+
+// upReader is what an upConn's bufio.Reader reads.
+type upReader struct{ uc *upConn }
+
+func (r upReader) Read(p []byte) (int, error) {
+	uc := r.uc
+	if len(uc.pre) > 0 {
+		n := copy(p, uc.pre)
+		uc.pre = uc.pre[n:]
+		return n, nil
+	}
+	if err := uc.preErr; err != nil {
+		uc.preErr = nil
+		return 0, err
+	}
+	return uc.s.Read(p)
 }
 
 // upSock is an upstream connection as rawForward uses it: a net.Conn
@@ -93,7 +115,7 @@ func (u *upstreamPool) get() (*upConn, error) {
 		u.idle[n-1] = nil
 		u.idle = u.idle[:n-1]
 		u.mu.Unlock()
-		if now.Sub(uc.idleAt) < upstreamIdleTimeout && uc.br.Buffered() == 0 && uc.s.alive() {
+		if now.Sub(uc.idleAt) < upstreamIdleTimeout && uc.br.Buffered() == 0 && len(uc.pre) == 0 && uc.preErr == nil && uc.s.alive() {
 			uc.reused = true
 			return uc, nil
 		}
@@ -112,7 +134,9 @@ func (u *upstreamPool) get() (*upConn, error) {
 			s = rs
 		}
 	}
-	return &upConn{s: s, br: bufio.NewReaderSize(s, 8<<10)}, nil
+	uc := &upConn{s: s}
+	uc.br = bufio.NewReaderSize(upReader{uc}, 8<<10)
+	return uc, nil
 }
 
 // put returns a connection whose response ended cleanly to the pool.
