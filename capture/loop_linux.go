@@ -207,7 +207,7 @@ func (s *rawSock) Read(p []byte) (int, error) {
 	}
 	for {
 		s.await(false)
-		n, err := unix.Read(s.fd, p)
+		n, err := rawRead(s.fd, p)
 		switch {
 		case err == unix.EAGAIN:
 			continue // drained: the next arrival marks it
@@ -240,7 +240,7 @@ func (s *rawSock) Write(p []byte) (int, error) {
 	written := 0
 	for written < len(p) {
 		s.await(true)
-		n, err := unix.Write(s.fd, p[written:])
+		n, err := nbWrite(s.fd, p[written:])
 		if n > 0 {
 			written += n
 		}
@@ -268,7 +268,7 @@ func (s *rawSock) writeBufs(bufs ...[]byte) error {
 	}
 	for len(iov) > 0 {
 		s.await(true)
-		n, err := unix.Writev(s.fd, iov)
+		n, err := nbWritev(s.fd, iov)
 		for n > 0 && len(iov) > 0 {
 			k := min(n, len(iov[0]))
 			iov[0], n = iov[0][k:], n-k
@@ -733,7 +733,8 @@ func rawWrite(fd int, p []byte) (int, error) {
 }
 
 // rawRead and nbWrite are read(2) and write(2) on a non-blocking socket,
-// the loop's per-event calls: they never wait, so they are made without
+// the loop's per-event calls (and the request's on an owned socket): they
+// never wait, so they are made without
 // telling the scheduler (which would hand the loop's P off to another
 // thread if one took long, and costs an enter and an exit per call).
 func rawRead(fd int, p []byte) (int, error) {
@@ -742,6 +743,23 @@ func rawRead(fd int, p []byte) (int, error) {
 		ptr = unsafe.Pointer(&p[0])
 	}
 	n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(ptr), uintptr(len(p)))
+	if e != 0 {
+		return -1, e
+	}
+	return int(n), nil
+}
+
+// nbWritev is writev(2) on a non-blocking socket, as nbWrite.
+func nbWritev(fd int, bufs [][]byte) (int, error) {
+	var iov [4]unix.Iovec
+	if len(bufs) > len(iov) {
+		return unix.Writev(fd, bufs)
+	}
+	for i, b := range bufs {
+		iov[i].Base = unsafe.SliceData(b)
+		iov[i].SetLen(len(b))
+	}
+	n, _, e := unix.RawSyscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&iov[0])), uintptr(len(bufs)))
 	if e != 0 {
 		return -1, e
 	}
