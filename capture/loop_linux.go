@@ -593,7 +593,7 @@ func (j *loopJob) readHead(data []byte, t int64, err error) ([]byte, bool) {
 		return nil, false
 	}
 	j.head = false
-	b.res.headersNs, b.res.status = t, h.status
+	b.t, b.res.headersNs, b.res.status = t, t, h.status
 	length := b.frame(false, h.status, h.chunked, h.length, h.close)
 	b.rc.init(b.res, h.sse, "")
 	w.held = w.endHead(out, h.status, length, h.chunked, "")
