@@ -18,13 +18,24 @@ import (
 )
 
 // TestProxyCloseLeavesNoGoroutines: streams in flight (recorded LLM calls
-// and a plain pass-through stream) are cut by Shutdown, and once it
+// and a plain pass-through stream, and one whose upstream has sent nothing
+// yet, its head still to come) are cut by Shutdown, and once it
 // returns every goroutine the proxy started is gone: the goroutine count
 // returns to what it was before the proxy started. The upstream streams
 // until its request is canceled; one complete request leaves an idle
 // upstream connection behind.
 func TestProxyCloseLeavesNoGoroutines(t *testing.T) {
+	silent := make(chan struct{}, 1)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.RawQuery, "silent") {
+			io.Copy(io.Discard, r.Body) // then net/http sees the connection end
+			silent <- struct{}{}
+			select { // a long prefill, until the proxy gives up the request
+			case <-r.Context().Done():
+			case <-time.After(30 * time.Second): // hang guard: the test then fails on its records
+			}
+			return
+		}
 		w.Header().Set("Content-Type", "text/event-stream")
 		if strings.Contains(r.URL.RawQuery, "quick") {
 			io.WriteString(w, "data: {\"choices\":[{\"delta\":{\"content\":\"done\"}}]}\n\ndata: [DONE]\n\n")
@@ -88,10 +99,29 @@ func TestProxyCloseLeavesNoGoroutines(t *testing.T) {
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
+	silentDone := make(chan error, 1)
+	go func() {
+		resp, err := client.Post(ps.URL()+"/v1/chat/completions?silent", "application/json", strings.NewReader(body))
+		if err == nil {
+			resp.Body.Close()
+			err = fmt.Errorf("a response (status %d) where the upstream sent none", resp.StatusCode)
+		} else {
+			err = nil
+		}
+		silentDone <- err
+	}()
+	select {
+	case <-silent: // the proxy sent it upstream
+	case <-time.After(30 * time.Second): // hang guard
+		t.Fatal("the silent request did not reach the upstream")
+	}
 	if err := ps.Shutdown(100 * time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()
+	if err := <-silentDone; err != nil {
+		t.Error(err)
+	}
 	client.CloseIdleConnections()
 
 	deadline := time.Now().Add(15 * time.Second) // hang guard, not a budget
@@ -109,8 +139,8 @@ func TestProxyCloseLeavesNoGoroutines(t *testing.T) {
 	for _, r := range recs {
 		kinds[r.ErrorKind]++
 	}
-	if len(recs) != streams+1 || kinds[""] != 1 || kinds[trace.ErrCanceled] != streams {
-		t.Fatalf("records by error kind %v; want 1 complete and %d canceled", kinds, streams)
+	if len(recs) != streams+2 || kinds[""] != 1 || kinds[trace.ErrCanceled] != streams+1 {
+		t.Fatalf("records by error kind %v; want 1 complete and %d canceled", kinds, streams+1)
 	}
 }
 
