@@ -427,69 +427,97 @@ func (l *evloop) run() {
 	if l.pfd != nil {
 		rc, _ = l.pfd.SyscallConn()
 	}
-	for {
-		var n int
-		var err error
-		if rc != nil {
-			// What is ready now; when nothing is, wait on the runtime's
-			// poller for the epoll instance to become readable, as any
-			// goroutine waits for a socket, rather than in a system call
-			// that holds a thread (and makes the runtime hand its P off).
-			// The try comes first, always: RawConn.Read forgets a
-			// readiness that came before it was called.
-			rerr := rc.Read(func(fd uintptr) bool {
-				n, err = unix.EpollWait(int(fd), events, 0)
-				return n > 0 || err != nil && err != unix.EINTR
-			})
-			if rerr != nil && err == nil {
-				// The runtime's poller would not wait for it: block
-				// from now on.
-				rc = nil
-				continue
-			}
-		} else {
-			n, err = unix.EpollWait(l.epfd, events, -1)
-		}
-		if err != nil {
-			if errors.Is(err, unix.EINTR) {
-				continue
-			}
-			runtime.Gosched()
-			continue
-		}
+	for rc != nil {
+		// What is ready now, served inside the callback; when nothing is,
+		// wait on the runtime's poller for the epoll instance to become
+		// readable, as any goroutine waits for a socket, rather than in a
+		// system call that holds a thread (and makes the runtime hand its
+		// P off). The callback runs first, always: RawConn.Read forgets a
+		// readiness that came before it was called (so the loop stays in
+		// one Read); after a wait it runs again. A batch shorter than
+		// events drained the instance: a later arrival makes it readable
+		// anew, which the wait sees even if it came during the batch, so
+		// no empty try is needed before waiting.
 		stop := false
-		l.mu.Lock()
-		for i := range n {
-			jobs[i] = nil
-			fd, gen := int(events[i].Fd), events[i].Pad
-			if gen < 0 {
-				stop = true
-				continue
+		var werr error
+		rerr := rc.Read(func(fd uintptr) bool {
+			for {
+				n, err := unix.EpollWait(int(fd), events, 0)
+				switch {
+				case err == unix.EINTR:
+					continue
+				case err != nil:
+					werr = err
+					return true
+				case n == 0:
+					return false
+				}
+				if stop = l.dispatch(events[:n], jobs); stop {
+					return true
+				}
+				if n < len(events) {
+					return false
+				}
 			}
-			if fd >= len(l.socks) {
-				continue
-			}
-			s := l.socks[fd]
-			if s == nil || s.gen != gen {
-				continue // closed since (its descriptor may be another's now)
-			}
-			if s.job != nil {
-				jobs[i] = s.job
-			} else {
-				s.notify(events[i].Events)
-			}
-		}
-		l.mu.Unlock()
-		if stop {
+		})
+		switch {
+		case stop:
 			return
-		}
-		for i := range n {
-			if j := jobs[i]; j != nil {
-				l.serve(j, events[i].Events)
-				jobs[i] = nil
-			}
+		case werr != nil:
+			runtime.Gosched()
+		case rerr != nil:
+			rc = nil // the runtime's poller would not wait for it: block from now on
 		}
 	}
+	for {
+		n, err := unix.EpollWait(l.epfd, events, -1)
+		if err != nil {
+			if !errors.Is(err, unix.EINTR) {
+				runtime.Gosched()
+			}
+			continue
+		}
+		if l.dispatch(events[:n], jobs) {
+			return
+		}
+	}
+}
+
+// dispatch serves a batch of events (jobs is scratch space as long); true
+// means close asked the loop to stop.
+func (l *evloop) dispatch(events []unix.EpollEvent, jobs []*loopJob) (stop bool) {
+	l.mu.Lock()
+	for i := range events {
+		jobs[i] = nil
+		fd, gen := int(events[i].Fd), events[i].Pad
+		if gen < 0 {
+			stop = true
+			continue
+		}
+		if fd >= len(l.socks) {
+			continue
+		}
+		s := l.socks[fd]
+		if s == nil || s.gen != gen {
+			continue // closed since (its descriptor may be another's now)
+		}
+		if s.job != nil {
+			jobs[i] = s.job
+		} else {
+			s.notify(events[i].Events)
+		}
+	}
+	l.mu.Unlock()
+	if stop {
+		return true
+	}
+	for i := range events {
+		if j := jobs[i]; j != nil {
+			l.serve(j, events[i].Events)
+			jobs[i] = nil
+		}
+	}
+	return false
 }
 
 // serve reads what arrived for j and forwards it; when the body is over or
