@@ -359,7 +359,7 @@ func pairedFigure(m map[string]float64, la string) figure {
 			m["tracekit-over-direct-event-p99-us"], m["tracekit-over-direct-ttft-p99-us"], m["nginx-over-direct-event-p99-us"], m["nginx-over-direct-ttft-p99-us"], la),
 		Goal:    "below nginx: median per-round p99 difference <= 0, ITL and TTFT",
 		Verdict: "ITL " + atMost(dEv, 0, us) + "; TTFT " + atMost(dT, 0, us),
-		Note:    "both proxies run on one mock, and each round sends the same load through direct, tracekit and nginx, each path after the benchmark process collected its garbage and idled 200 ms, the rounds taking the paths in every order in turn (a fixed order had put 13-18 ms between two copies of one build), so within a round the machine's state is as close as it gets for the two; a round's p99 swings by tens of milliseconds with that state (all three paths alike), which the separate runs above cannot tell from the proxy, and the per-round difference can"}
+		Note:    "both proxies run on one mock, and each round sends the same load through direct, tracekit and nginx, each path after the benchmark process collected its garbage and idled 200 ms, the rounds taking the paths in every order in turn (a fixed order had put 13-18 ms between two copies of one build), so within a round the machine's state is as close as it gets for the two; a round's p99 swings by tens of milliseconds with that state (all three paths alike), which the separate runs above cannot tell from the proxy, and on a loaded machine the median of the per-round differences still moves by several milliseconds from one run to the next (one build run as two proxies came out up to 5 ms apart against nginx)"}
 }
 
 // proxyFigure is one proxy at one load: over-direct percentiles (its
