@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -350,7 +349,7 @@ func (p *Proxy) rawForward(w *clientWriter, r *http.Request, body []byte, buffer
 			// server's FIN or RST ends it), where ReadResponse would say
 			// io.ErrUnexpectedEOF as for a head cut short.
 			if _, err = uc.br.Peek(1); err == nil {
-				resp, err = readResponseHead(uc.br, r)
+				resp, err = readResponseHead(uc, r)
 			}
 		}
 		if err == nil {
@@ -619,10 +618,12 @@ func staleConn(err error) bool {
 }
 
 // readResponseHead reads the response head, skipping informational (1xx)
-// responses.
-func readResponseHead(br *bufio.Reader, r *http.Request) (*http.Response, error) {
+// responses, all of them within maxResponseHead.
+func readResponseHead(uc *upConn, r *http.Request) (*http.Response, error) {
+	uc.headLeft = maxResponseHead
+	defer func() { uc.headLeft = 0 }()
 	for {
-		resp, err := http.ReadResponse(br, r)
+		resp, err := http.ReadResponse(uc.br, r)
 		if err != nil {
 			return nil, err
 		}

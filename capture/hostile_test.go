@@ -110,11 +110,11 @@ func chatRequest(id, body string) string {
 
 // TestProxyHostileUpstreams: an upstream that trickles its chunked stream
 // byte by byte, one that closes mid-stream, one whose Content-Length lies
-// both ways, one that compresses a Content-Length body, and one that
-// sends garbage instead of a head. The client gets each byte the upstream
-// sent for its response and no other, a cut when the upstream cut, a 502
-// with a reason when there was no response; each record says what
-// happened.
+// both ways, one that compresses a Content-Length body, one that sends
+// garbage instead of a head, and one whose head never ends. The client
+// gets each byte the upstream sent for its response and no other, a cut
+// when the upstream cut, a 502 with a reason when there was no response
+// (or a head too large to read); each record says what happened.
 func TestProxyHostileUpstreams(t *testing.T) {
 	events := sseEvent("a") + sseEvent("b") + "data: [DONE]\n\n"
 	var gz bytes.Buffer
@@ -155,6 +155,16 @@ func TestProxyHostileUpstreams(t *testing.T) {
 		case "garbage":
 			io.WriteString(c, "SPDY/9 what\r\n\r\n")
 			return false
+		case "endless":
+			// A head that never ends (bounded here at 64 MiB).
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nX-Endless: ")
+			line := bytes.Repeat([]byte("a"), 64<<10)
+			for range 1024 {
+				if _, err := c.Write(line); err != nil {
+					break
+				}
+			}
+			return false
 		}
 		return false
 	})
@@ -191,6 +201,9 @@ func TestProxyHostileUpstreams(t *testing.T) {
 	if resp, b, err := send("garbage", true); err != nil || resp.StatusCode != http.StatusBadGateway || !bytes.Contains(b, []byte("malformed HTTP")) {
 		t.Fatalf("garbage head: %v %q; want a 502 saying why", err, b)
 	}
+	if resp, b, err := send("endless", true); err != nil || resp.StatusCode != http.StatusBadGateway || !bytes.Contains(b, []byte("response head larger than")) {
+		t.Fatalf("endless head: %v %q; want a 502 saying why", err, b)
+	}
 	if err := ps.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +214,7 @@ func TestProxyHostileUpstreams(t *testing.T) {
 	}
 	for id, want := range map[string]trace.ErrorKind{
 		"trickle": "", "cut": trace.ErrStreamTruncated, "short": trace.ErrStreamTruncated,
-		"long": trace.ErrMalformed, "gzip": "", "garbage": trace.ErrConnect,
+		"long": trace.ErrMalformed, "gzip": "", "garbage": trace.ErrConnect, "endless": trace.ErrConnect,
 	} {
 		r, ok := got[id]
 		if !ok || r.ErrorKind != want {

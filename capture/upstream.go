@@ -3,6 +3,7 @@ package capture
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -38,14 +39,23 @@ type upConn struct {
 	// said: read first.
 	pre    []byte
 	preErr error
+	// headLeft bounds what a response head may take (readResponseHead);
+	// zero when no head is being read.
+	headLeft int64
 }
+
+// maxResponseHead bounds a response head net/http reads: an upstream that
+// never ends its head gets a 502, not the proxy's memory.
+const maxResponseHead = 1 << 20
+
+var errHeadTooLarge = fmt.Errorf("response head larger than %d bytes", maxResponseHead)
 
 // upReader is what an upConn's bufio.Reader reads.
 type upReader struct{ uc *upConn }
 
 func (r upReader) Read(p []byte) (int, error) {
 	uc := r.uc
-	if len(uc.pre) > 0 {
+	if len(uc.pre) > 0 { // within the head's bound: the loop's own was smaller
 		n := copy(p, uc.pre)
 		uc.pre = uc.pre[n:]
 		return n, nil
@@ -54,7 +64,17 @@ func (r upReader) Read(p []byte) (int, error) {
 		uc.preErr = nil
 		return 0, err
 	}
-	return uc.s.Read(p)
+	if uc.headLeft == 0 {
+		return uc.s.Read(p)
+	}
+	if uc.headLeft < 0 {
+		return 0, errHeadTooLarge
+	}
+	n, err := uc.s.Read(p[:min(int64(len(p)), uc.headLeft)])
+	if uc.headLeft -= int64(n); uc.headLeft == 0 {
+		uc.headLeft = -1
+	}
+	return n, err
 }
 
 // upSock is an upstream connection as rawForward uses it: a net.Conn
