@@ -3,6 +3,7 @@ package capture
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -36,6 +37,34 @@ type clientConn struct {
 	out, hout []byte
 	// watch is the response's disconnect watcher (watch.go).
 	watch watcher
+	// headLeft bounds what a request head may take (serve); zero while
+	// no head is being read.
+	headLeft int64
+}
+
+// maxRequestHead bounds a request's head, as net/http's server does by
+// default.
+const maxRequestHead = 1 << 20
+
+var errRequestHeadTooLarge = fmt.Errorf("request head larger than %d bytes", maxRequestHead)
+
+// clientReader is what a client connection's bufio.Reader reads: the
+// connection, within headLeft while a head is read.
+type clientReader struct{ cc *clientConn }
+
+func (r clientReader) Read(p []byte) (int, error) {
+	cc := r.cc
+	if cc.headLeft == 0 {
+		return cc.c.Read(p)
+	}
+	if cc.headLeft < 0 {
+		return 0, errRequestHeadTooLarge
+	}
+	n, err := cc.c.Read(p[:min(int64(len(p)), cc.headLeft)])
+	if cc.headLeft -= int64(n); cc.headLeft == 0 {
+		cc.headLeft = -1
+	}
+	return n, err
 }
 
 // serve reads and answers requests until the client or the proxy closes
@@ -44,7 +73,7 @@ func (cc *clientConn) serve() {
 	defer cc.srv.remove(cc)
 	defer cc.c.Close()
 	cc.br = bufioPool.Get().(*bufio.Reader)
-	cc.br.Reset(cc.c)
+	cc.br.Reset(clientReader{cc})
 	defer func() { cc.br.Reset(nil); bufioPool.Put(cc.br) }()
 	for {
 		if !cc.setIdle(true) {
@@ -57,9 +86,15 @@ func (cc *clientConn) serve() {
 			return
 		}
 		cc.c.SetReadDeadline(time.Now().Add(headerTimeout))
+		cc.headLeft = maxRequestHead
 		req, err := http.ReadRequest(cc.br)
+		cc.headLeft = 0
 		cc.c.SetReadDeadline(time.Time{})
 		if err != nil {
+			if errors.Is(err, errRequestHeadTooLarge) {
+				cc.plainError(http.StatusRequestHeaderFieldsTooLarge, err.Error())
+				return
+			}
 			if err != io.EOF {
 				cc.plainError(http.StatusBadRequest, "reading the request: "+err.Error())
 			}

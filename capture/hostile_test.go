@@ -490,3 +490,37 @@ func (byteTok) Name() string              { return "bytes/4" }
 func (byteTok) Encode(text string) []uint { return make([]uint, (len(text)+3)/4) }
 func (byteTok) Decode(ids []uint) string  { return "" }
 func (byteTok) Count(text string) int     { return (len(text) + 3) / 4 }
+
+// TestProxyRequestHeadBounded: a client whose request head never ends
+// gets a 431 once it sent maxRequestHead bytes, not a proxy that keeps
+// them all.
+func TestProxyRequestHeadBounded(t *testing.T) {
+	up := startHostile(t, func(c net.Conn, br *bufio.Reader, r *http.Request) bool {
+		t.Errorf("the upstream got a request: %s", r.URL)
+		return false
+	})
+	ps, _ := startProxy(t, up.URL(), nil)
+	c, err := net.Dial("tcp", strings.TrimPrefix(ps.URL(), "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second)) // hang guard
+	go func() {
+		io.WriteString(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Endless: ")
+		line := bytes.Repeat([]byte("a"), 64<<10)
+		for range 4 * maxRequestHead / len(line) {
+			if _, err := c.Write(line); err != nil {
+				return // the proxy closed the connection
+			}
+		}
+	}()
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge || !bytes.Contains(b, []byte("request head larger than")) {
+		t.Fatalf("status %d, body %q; want 431 saying why", resp.StatusCode, b)
+	}
+}
