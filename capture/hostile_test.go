@@ -524,3 +524,49 @@ func TestProxyRequestHeadBounded(t *testing.T) {
 		t.Fatalf("status %d, body %q; want 431 saying why", resp.StatusCode, b)
 	}
 }
+
+// TestProxyPipelinedRequests: a client that sends its next request before
+// the first one's response (HTTP/1.1 pipelining) gets both responses, in
+// order, on its connection, and both are recorded; the second request
+// waiting in the connection's buffer is not taken for a disconnect.
+func TestProxyPipelinedRequests(t *testing.T) {
+	up := startHostile(t, func(c net.Conn, br *bufio.Reader, r *http.Request) bool {
+		readBody(r)
+		id := r.Header.Get("X-Request-Id")
+		io.WriteString(c, sseHead)
+		time.Sleep(20 * time.Millisecond) // the next request is in the proxy's buffer by now
+		io.WriteString(c, chunk(sseEvent(id))+chunk("data: [DONE]\n\n")+"0\r\n\r\n")
+		return true
+	})
+	ps, _ := startProxy(t, up.URL(), nil)
+	c, err := net.Dial("tcp", strings.TrimPrefix(ps.URL(), "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second)) // hang guard
+	io.WriteString(c, chatRequest("first", chatBody([]msg{{"user", "1"}}, true))+chatRequest("second", chatBody([]msg{{"user", "2"}}, true)))
+	br := bufio.NewReader(c)
+	for _, id := range []string{"first", "second"} {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || string(b) != sseEvent(id)+"data: [DONE]\n\n" {
+			t.Fatalf("%s: body %q, %v", id, b, err)
+		}
+	}
+	if err := ps.Close(); err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := readRecordsT(t, ps.Proxy().Segments()[0].Recording)
+	if len(recs) != 2 {
+		t.Fatalf("%d records, want 2", len(recs))
+	}
+	for _, r := range recs {
+		if r.ErrorKind != "" || len(r.EventNs) != 1 {
+			t.Errorf("record %s: %d events, error %q %q", r.RequestID, len(r.EventNs), r.ErrorKind, r.ErrorMessage)
+		}
+	}
+}
