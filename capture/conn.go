@@ -37,9 +37,8 @@ type clientConn struct {
 	out, hout []byte
 	// watch is the response's disconnect watcher (watch.go).
 	watch watcher
-	// headLeft bounds what a request head may take (serve); zero while
-	// no head is being read.
-	headLeft int64
+	// headLeft bounds what a request head may take (serve).
+	headLeft headBudget
 }
 
 // maxRequestHead bounds a request's head, as net/http's server does by
@@ -53,16 +52,25 @@ var errRequestHeadTooLarge = fmt.Errorf("request head larger than %d bytes", max
 type clientReader struct{ cc *clientConn }
 
 func (r clientReader) Read(p []byte) (int, error) {
-	cc := r.cc
-	if cc.headLeft == 0 {
-		return cc.c.Read(p)
+	return r.cc.headLeft.read(r.cc.c, p, errRequestHeadTooLarge)
+}
+
+// headBudget is what a message head may still take from its connection:
+// zero while no head is being read (no bound), negative once it is spent.
+type headBudget int64
+
+// read reads r into p within the budget; tooLarge is the error once it is
+// spent.
+func (b *headBudget) read(r io.Reader, p []byte, tooLarge error) (int, error) {
+	switch {
+	case *b == 0:
+		return r.Read(p)
+	case *b < 0:
+		return 0, tooLarge
 	}
-	if cc.headLeft < 0 {
-		return 0, errRequestHeadTooLarge
-	}
-	n, err := cc.c.Read(p[:min(int64(len(p)), cc.headLeft)])
-	if cc.headLeft -= int64(n); cc.headLeft == 0 {
-		cc.headLeft = -1
+	n, err := r.Read(p[:min(int64(len(p)), int64(*b))])
+	if *b -= headBudget(n); *b == 0 {
+		*b = -1
 	}
 	return n, err
 }

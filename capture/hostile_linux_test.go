@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -103,11 +102,7 @@ func finWithLastData(t *testing.T, head string, body []byte) *hostileServer {
 // freshRequest sends one streamed chat request with id through ps on a
 // new connection (closed after), with a hang guard.
 func freshRequest(t *testing.T, ps *ProxyServer, id string) (*http.Response, []byte, error) {
-	c, err := net.Dial("tcp", strings.TrimPrefix(ps.URL(), "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dialProxy(t, ps, 10*time.Second)
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second)) // hang guard
 	return rawRequest(t, c, bufio.NewReader(c), chatRequest(id, chatBody([]msg{{"user", "x"}}, true)))
 }

@@ -90,6 +90,19 @@ func sseEvent(content string) string {
 
 func chunk(s string) string { return fmt.Sprintf("%x\r\n%s\r\n", len(s), s) }
 
+// dialProxy connects to the proxy, the connection closed when the test
+// ends; guard is its deadline, a hang guard (not a budget).
+func dialProxy(t *testing.T, ps *ProxyServer, guard time.Duration) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(ps.URL(), "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(guard))
+	return c
+}
+
 // rawRequest sends one request on c and reads its response.
 func rawRequest(t *testing.T, c net.Conn, br *bufio.Reader, req string) (*http.Response, []byte, error) {
 	t.Helper()
@@ -249,12 +262,7 @@ func TestProxyKeepAlive(t *testing.T) {
 		return keep
 	})
 	ps, _ := startProxy(t, up.URL(), nil)
-	c, err := net.Dial("tcp", strings.TrimPrefix(ps.URL(), "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(20 * time.Second))
+	c := dialProxy(t, ps, 20*time.Second)
 	br := bufio.NewReader(c)
 	for i := range 3 {
 		resp, b, err := rawRequest(t, c, br, chatRequest(fmt.Sprintf("ka-%d", i), chatBody([]msg{{"user", "k"}}, true)))
@@ -438,12 +446,7 @@ func TestProxyForwardAllocsPerEvent(t *testing.T) {
 	})
 	ps, _ := startProxy(t, up.URL(), func(c *ProxyConfig) { c.Tokenizer = byteTok{}; c.SyncEvery = time.Hour })
 	defer ps.Close()
-	c, err := net.Dial("tcp", strings.TrimPrefix(ps.URL(), "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(60 * time.Second))
+	c := dialProxy(t, ps, 60*time.Second)
 	br := bufio.NewReaderSize(c, 64<<10)
 	reqs := map[string][]byte{}
 	for _, id := range []string{"short", "long"} {
@@ -500,12 +503,7 @@ func TestProxyRequestHeadBounded(t *testing.T) {
 		return false
 	})
 	ps, _ := startProxy(t, up.URL(), nil)
-	c, err := net.Dial("tcp", strings.TrimPrefix(ps.URL(), "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(20 * time.Second)) // hang guard
+	c := dialProxy(t, ps, 20*time.Second)
 	go func() {
 		io.WriteString(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Endless: ")
 		line := bytes.Repeat([]byte("a"), 64<<10)
@@ -539,12 +537,7 @@ func TestProxyPipelinedRequests(t *testing.T) {
 		return true
 	})
 	ps, _ := startProxy(t, up.URL(), nil)
-	c, err := net.Dial("tcp", strings.TrimPrefix(ps.URL(), "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(20 * time.Second)) // hang guard
+	c := dialProxy(t, ps, 20*time.Second)
 	io.WriteString(c, chatRequest("first", chatBody([]msg{{"user", "1"}}, true))+chatRequest("second", chatBody([]msg{{"user", "2"}}, true)))
 	br := bufio.NewReader(c)
 	for _, id := range []string{"first", "second"} {

@@ -284,12 +284,7 @@ func TestLoopReadsPlainHeads(t *testing.T) {
 		return false
 	})
 	ps, _ := startProxy(t, up.URL(), nil)
-	c, err := net.Dial("tcp", strings.TrimPrefix(ps.URL(), "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(30 * time.Second)) // hang guard
+	c := dialProxy(t, ps, 30*time.Second)
 	br := bufio.NewReader(c)
 	plain := 0
 	for _, k := range cases {

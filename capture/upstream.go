@@ -39,16 +39,15 @@ type upConn struct {
 	// said: read first.
 	pre    []byte
 	preErr error
-	// headLeft bounds what a response head may take (readResponseHead);
-	// zero when no head is being read.
-	headLeft int64
+	// headLeft bounds what a response head may take (readResponseHead).
+	headLeft headBudget
 }
 
 // maxResponseHead bounds a response head net/http reads: an upstream that
 // never ends its head gets a 502, not the proxy's memory.
 const maxResponseHead = 1 << 20
 
-var errHeadTooLarge = fmt.Errorf("response head larger than %d bytes", maxResponseHead)
+var errResponseHeadTooLarge = fmt.Errorf("response head larger than %d bytes", maxResponseHead)
 
 // upReader is what an upConn's bufio.Reader reads.
 type upReader struct{ uc *upConn }
@@ -64,17 +63,7 @@ func (r upReader) Read(p []byte) (int, error) {
 		uc.preErr = nil
 		return 0, err
 	}
-	if uc.headLeft == 0 {
-		return uc.s.Read(p)
-	}
-	if uc.headLeft < 0 {
-		return 0, errHeadTooLarge
-	}
-	n, err := uc.s.Read(p[:min(int64(len(p)), uc.headLeft)])
-	if uc.headLeft -= int64(n); uc.headLeft == 0 {
-		uc.headLeft = -1
-	}
-	return n, err
+	return uc.headLeft.read(uc.s, p, errResponseHeadTooLarge)
 }
 
 // upSock is an upstream connection as rawForward uses it: a net.Conn

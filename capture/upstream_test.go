@@ -41,12 +41,7 @@ func TestProxyStaleKeepAliveRetry(t *testing.T) {
 				return true
 			})
 			ps, _ := startProxy(t, up.URL(), nil)
-			c, err := net.Dial("tcp", strings.TrimPrefix(ps.URL(), "http://"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			c.SetDeadline(time.Now().Add(20 * time.Second)) // hang guard
+			c := dialProxy(t, ps, 20*time.Second)
 			br := bufio.NewReader(c)
 			const n = 4
 			for i := range n {
@@ -91,12 +86,7 @@ func TestProxyLargeRequestToSlowUpstream(t *testing.T) {
 		return true
 	})
 	ps, _ := startProxy(t, up.URL(), func(c *ProxyConfig) { c.Tokenizer = byteTok{} })
-	c, err := net.Dial("tcp", strings.TrimPrefix(ps.URL(), "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(60 * time.Second)) // hang guard
+	c := dialProxy(t, ps, 60*time.Second)
 	resp, b, err := rawRequest(t, c, bufio.NewReader(c), chatRequest("big", body))
 	if err != nil || resp.StatusCode != 200 || string(b) != sseEvent("big")+"data: [DONE]\n\n" {
 		t.Fatalf("%v %q", err, b)
@@ -125,12 +115,7 @@ func TestProxyOutputTokensCountedOnce(t *testing.T) {
 	})
 	tok := &countingTok{}
 	ps, _ := startProxy(t, up.URL(), func(c *ProxyConfig) { c.Tokenizer = tok })
-	c, err := net.Dial("tcp", strings.TrimPrefix(ps.URL(), "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(20 * time.Second)) // hang guard
+	c := dialProxy(t, ps, 20*time.Second)
 	if resp, _, err := rawRequest(t, c, bufio.NewReader(c), chatRequest("once", chatBody([]msg{{"user", "u"}}, true))); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("%v", err)
 	}
