@@ -293,7 +293,9 @@ func (ld *overheadLoad) run(b *testing.B, base, prefix string) {
 // as two proxies in a fixed order came out as far apart as the difference
 // asked about (BENCHMARKS.md). So before each path the benchmark
 // process collects its garbage and idles 200 ms, and the rounds take the
-// paths in every order in turn (each path follows every other equally).
+// paths in orders where each takes each position, and follows each other
+// path, equally often (carryoverBalanced: every order of the three paths;
+// with a candidate, four orders instead of all 24).
 //
 // TRACEKIT_BENCH_CANDIDATE names another build's capture test binary
 // (go test -c ./capture on a branch) to run as a fourth path, a candidate
@@ -322,7 +324,7 @@ func BenchmarkProxyVersusNginx(b *testing.B) {
 	for name, c := range procs {
 		urls[name] = c.url
 	}
-	orders := permutations(names)
+	orders := carryoverBalanced(names)
 	ld := newOverheadLoad(streams)
 	defer ld.client.CloseIdleConnections()
 	round := 0
@@ -414,19 +416,71 @@ func BenchmarkProxyVersusNginx(b *testing.B) {
 	}
 }
 
-// permutations lists every order of names, each once.
-func permutations(names []string) [][]string {
-	if len(names) <= 1 {
-		return [][]string{slices.Clone(names)}
+// carryoverBalanced lists orders of names (a Williams design) in which
+// each name takes each position equally often and follows each other name
+// equally often: n orders for an even number n of names, 2n for an odd
+// one (each order and its reverse). Rounds taken in turn from it are
+// balanced every len(orders) rounds: four for direct, tracekit, nginx and
+// a candidate, where all 24 permutations would take 24 rounds.
+func carryoverBalanced(names []string) [][]string {
+	n := len(names)
+	first := []int{0} // 0, 1, n-1, 2, n-2, ...
+	for lo, hi := 1, n-1; len(first) < n; lo, hi = lo+1, hi-1 {
+		first = append(first, lo)
+		if len(first) < n {
+			first = append(first, hi)
+		}
 	}
 	var out [][]string
-	for i, first := range names {
-		rest := slices.Concat(names[:i:i], names[i+1:])
-		for _, p := range permutations(rest) {
-			out = append(out, append([]string{first}, p...))
+	for r := range n {
+		row := make([]string, n)
+		for i, k := range first {
+			row[i] = names[(k+r)%n]
+		}
+		out = append(out, row)
+	}
+	if n%2 == 1 {
+		for r := range n {
+			rev := slices.Clone(out[r])
+			slices.Reverse(rev)
+			out = append(out, rev)
 		}
 	}
 	return out
+}
+
+// TestCarryoverBalanced: in the paired benchmark's orders each path takes
+// each position, and follows each other path, equally often.
+func TestCarryoverBalanced(t *testing.T) {
+	for n := 1; n <= 6; n++ {
+		names := []string{"a", "b", "c", "d", "e", "f"}[:n]
+		orders := carryoverBalanced(names)
+		pos, next := map[[2]string]int{}, map[[2]string]int{}
+		for _, o := range orders {
+			if len(o) != n {
+				t.Fatalf("n=%d: order %v", n, o)
+			}
+			for i, x := range o {
+				pos[[2]string{x, fmt.Sprint(i)}]++
+				if i > 0 {
+					next[[2]string{o[i-1], x}]++
+				}
+			}
+		}
+		for k, c := range pos {
+			if c != len(orders)/n {
+				t.Errorf("n=%d: %s at position %s %d times in %d orders", n, k[0], k[1], c, len(orders))
+			}
+		}
+		for k, c := range next {
+			if k[0] == k[1] || c != next[[2]string{names[0], names[1]}] {
+				t.Errorf("n=%d: %s then %s %d times (%v)", n, k[0], k[1], c, orders)
+			}
+		}
+		if n > 1 && len(next) != n*(n-1) {
+			t.Errorf("n=%d: %d of %d ordered pairs follow each other", n, len(next), n*(n-1))
+		}
+	}
 }
 
 // pct is the p-th quantile of v (nearest rank), in microseconds.
