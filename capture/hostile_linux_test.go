@@ -59,18 +59,7 @@ func TestProxyFINWithLastDataOnGoroutine(t *testing.T) {
 			t.Fatalf("try %d: the client got %d bytes (want %d), err %v", i, len(b), gz.Len(), err)
 		}
 	}
-	if err := ps.Close(); err != nil {
-		t.Fatal(err)
-	}
-	recs, _ := readRecordsT(t, ps.Proxy().Segments()[0].Recording)
-	if len(recs) != 5 {
-		t.Fatalf("%d records, want 5", len(recs))
-	}
-	for _, r := range recs {
-		if r.ErrorKind != "" || len(r.EventNs) != 2 {
-			t.Fatalf("record %s: error %q %q, %d events; want none and 2", r.RequestID, r.ErrorKind, r.ErrorMessage, len(r.EventNs))
-		}
-	}
+	closeWantClean(t, ps, 5, 2)
 }
 
 // corkedWrite writes b with TCP_CORK set, so that a close right after

@@ -103,6 +103,24 @@ func dialProxy(t *testing.T, ps *ProxyServer, guard time.Duration) net.Conn {
 	return c
 }
 
+// closeWantClean closes ps and checks its recording: n records, each
+// without error and with events events.
+func closeWantClean(t *testing.T, ps *ProxyServer, n, events int) {
+	t.Helper()
+	if err := ps.Close(); err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := readRecordsT(t, ps.Proxy().Segments()[0].Recording)
+	if len(recs) != n {
+		t.Fatalf("%d records, want %d", len(recs), n)
+	}
+	for _, r := range recs {
+		if r.ErrorKind != "" || len(r.EventNs) != events {
+			t.Errorf("record %s: error %q %q, %d events; want none and %d", r.RequestID, r.ErrorKind, r.ErrorMessage, len(r.EventNs), events)
+		}
+	}
+}
+
 // rawRequest sends one request on c and reads its response.
 func rawRequest(t *testing.T, c net.Conn, br *bufio.Reader, req string) (*http.Response, []byte, error) {
 	t.Helper()
@@ -286,18 +304,7 @@ func TestProxyKeepAlive(t *testing.T) {
 	if n := up.accepts.Load(); n != 2 {
 		t.Fatalf("%d upstream connections, want 2", n)
 	}
-	if err := ps.Close(); err != nil {
-		t.Fatal(err)
-	}
-	recs, _ := readRecordsT(t, ps.Proxy().Segments()[0].Recording)
-	if len(recs) != 5 {
-		t.Fatalf("%d records, want 5", len(recs))
-	}
-	for _, r := range recs {
-		if r.ErrorKind != "" || len(r.EventNs) != 1 {
-			t.Fatalf("record %+v", r)
-		}
-	}
+	closeWantClean(t, ps, 5, 1)
 }
 
 // TestProxyHeadersAndBodies: hop-by-hop headers (and those Connection
@@ -550,16 +557,5 @@ func TestProxyPipelinedRequests(t *testing.T) {
 			t.Fatalf("%s: body %q, %v", id, b, err)
 		}
 	}
-	if err := ps.Close(); err != nil {
-		t.Fatal(err)
-	}
-	recs, _ := readRecordsT(t, ps.Proxy().Segments()[0].Recording)
-	if len(recs) != 2 {
-		t.Fatalf("%d records, want 2", len(recs))
-	}
-	for _, r := range recs {
-		if r.ErrorKind != "" || len(r.EventNs) != 1 {
-			t.Errorf("record %s: %d events, error %q %q", r.RequestID, len(r.EventNs), r.ErrorKind, r.ErrorMessage)
-		}
-	}
+	closeWantClean(t, ps, 2, 1)
 }

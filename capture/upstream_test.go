@@ -55,18 +55,7 @@ func TestProxyStaleKeepAliveRetry(t *testing.T) {
 			if got := up.accepts.Load(); got != n {
 				t.Fatalf("%d upstream connections for %d requests, want %d", got, n, n)
 			}
-			if err := ps.Close(); err != nil {
-				t.Fatal(err)
-			}
-			recs, _ := readRecordsT(t, ps.Proxy().Segments()[0].Recording)
-			if len(recs) != n {
-				t.Fatalf("%d records, want %d", len(recs), n)
-			}
-			for _, r := range recs {
-				if r.ErrorKind != "" || len(r.EventNs) != 1 {
-					t.Fatalf("record %s: error %q %q, %d events", r.RequestID, r.ErrorKind, r.ErrorMessage, len(r.EventNs))
-				}
-			}
+			closeWantClean(t, ps, n, 1)
 		})
 	}
 }
