@@ -442,7 +442,7 @@ func (l *evloop) run() {
 		var werr error
 		rerr := rc.Read(func(fd uintptr) bool {
 			for {
-				n, err := unix.EpollWait(int(fd), events, 0)
+				n, err := epollPoll(int(fd), events)
 				switch {
 				case err == unix.EINTR:
 					continue
@@ -771,6 +771,18 @@ func rawRead(fd int, p []byte) (int, error) {
 		ptr = unsafe.Pointer(&p[0])
 	}
 	n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(ptr), uintptr(len(p)))
+	if e != 0 {
+		return -1, e
+	}
+	return int(n), nil
+}
+
+// epollPoll is epoll_wait(2) with a zero timeout: what the instance has
+// ready now, without waiting, so, as rawRead, made without telling the
+// scheduler. epoll_pwait with no signal mask is epoll_wait, and is there
+// on every Linux architecture.
+func epollPoll(epfd int, events []unix.EpollEvent) (int, error) {
+	n, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), 0, 0, 0)
 	if e != 0 {
 		return -1, e
 	}
