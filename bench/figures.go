@@ -320,7 +320,7 @@ func runCalibrate(ctx context.Context, e *env, dir string, args ...string) (*cal
 // to TTFT and ITL over going straight to the mock, and its CPU per event.
 func proxyOverhead(ctx context.Context, e *env) ([]figure, error) {
 	const sec = "capture proxy overhead (capture.BenchmarkProxyOverhead)"
-	rows, cmd, err := goBench(ctx, e, "./capture/", "ProxyOverhead", "-benchtime", "3x")
+	rows, cmd, err := goBench(ctx, e, "./capture/", "ProxyOverhead", "-benchtime", "5x")
 	if err != nil {
 		return nil, err
 	}

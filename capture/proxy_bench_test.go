@@ -25,8 +25,9 @@ import (
 // nginx (proxy_buffering off, keepalive upstream; skipped when nginx is not
 // installed). Each round runs its streams concurrently, arriving over
 // 200 ms, each of 32 events gap apart, once through the proxy and once
-// straight to the mock (alternating which goes first); the first round
-// (which dials every connection) is warm-up.
+// straight to the mock (alternating which goes first), each path after
+// the benchmark process collected its garbage and idled (settle); the
+// first round (which dials every connection) is warm-up.
 //
 // Every event is stamped by the mock right after its write and flush and by
 // the client when its read returns (one process, one CLOCK_MONOTONIC), so
@@ -101,6 +102,7 @@ func proxyOverhead(b *testing.B, via string, streams int, gap time.Duration) {
 			paths[0], paths[1] = paths[1], paths[0]
 		}
 		for _, p := range paths {
+			settle(b)
 			load(p[0], fmt.Sprintf("%s-%d", p[1], round))
 		}
 		round++
@@ -232,6 +234,17 @@ func overheadMock(b *testing.B, streams int, gap time.Duration) *mock.Server {
 	return mock.StartT(b, cfg)
 }
 
+// settle runs before each path of a round, off the clock: the benchmark
+// process collects its garbage and idles 200 ms, so that a path does not
+// inherit what the one before it left (a collection of the mock's and the
+// clients' garbage running in its round, a backlog on the cores).
+func settle(b *testing.B) {
+	b.StopTimer()
+	runtime.GC()
+	time.Sleep(200 * time.Millisecond)
+	b.StartTimer()
+}
+
 // overheadLoad is the proxy benchmarks' client: what it saw of each
 // request, by request id.
 type overheadLoad struct {
@@ -330,10 +343,7 @@ func BenchmarkProxyVersusNginx(b *testing.B) {
 	round := 0
 	for b.Loop() {
 		for _, name := range orders[round%len(orders)] {
-			b.StopTimer()
-			runtime.GC()
-			time.Sleep(200 * time.Millisecond)
-			b.StartTimer()
+			settle(b)
 			ld.run(b, urls[name], fmt.Sprintf("%s-%d", name, round))
 		}
 		round++
