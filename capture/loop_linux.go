@@ -65,6 +65,7 @@ type evloop struct {
 	// can wake an idle thread to run it, and one wake-up per finished body
 	// in the middle of a batch gives the kernel a thread to run in the
 	// loop's place while the batch still waits (BENCHMARKS.md, session 10).
+	// Only the loop's goroutine touches it.
 	released []*loopJob
 
 	mu    sync.Mutex
