@@ -6,6 +6,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
+	rtrace "runtime/trace"
 	"strconv"
 	"syscall"
 	"testing"
@@ -28,7 +29,9 @@ func TestMain(m *testing.M) {
 // files) and exits 0, or 1 saying why not. TRACEKIT_PROXY_BENCH=1 keeps
 // the default journal sync period (tests shorten it);
 // TRACEKIT_PROXY_CPUPROFILE names a CPU profile to write;
-// TRACEKIT_PROXY_GOMAXPROCS sets the child's GOMAXPROCS.
+// TRACEKIT_PROXY_GOMAXPROCS sets the child's GOMAXPROCS;
+// TRACEKIT_PROXY_TRACE names a runtime execution trace to write (go tool
+// trace: where the loop's goroutine waited to run).
 func proxyChild(dir, upstream string) {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
@@ -47,6 +50,18 @@ func proxyChild(dir, upstream string) {
 		}
 		pprof.StartCPUProfile(f)
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
+	if path := os.Getenv("TRACEKIT_PROXY_TRACE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		if err := rtrace.Start(f); err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		defer func() { rtrace.Stop(); f.Close() }()
 	}
 	ps, err := StartProxy(cfg, "")
 	if err != nil {
