@@ -349,22 +349,44 @@ func proxyOverhead(ctx context.Context, e *env) ([]figure, error) {
 	return figs, nil
 }
 
+// proxyAddedGoal is the capture proxy's goal, in microseconds: tracekit's
+// added p99 (over going direct) at most this, or below nginx's.
+const proxyAddedGoal = 200
+
 // pairedFigure is BenchmarkProxyVersusNginx: tracekit and nginx in the
-// same rounds, the goal's "below nginx" decided per round.
+// same rounds. It holds the proxy's goal, one metric at a time: met when
+// tracekit's added p99 (all rounds pooled) is at most proxyAddedGoal, or
+// when the median of the per-round p99 differences (tracekit minus nginx)
+// is at most zero.
 func pairedFigure(m map[string]float64, la string) figure {
 	dEv, dT := m["tracekit-minus-nginx-event-p99-median-us"], m["tracekit-minus-nginx-ttft-p99-median-us"]
+	aEv, aT := m["tracekit-over-direct-event-p99-us"], m["tracekit-over-direct-ttft-p99-us"]
 	return figure{Name: "tracekit against nginx at 1000 streams, paired rounds",
 		Value: fmt.Sprintf("over %.0f rounds, tracekit's p99 was the lower in %.0f (ITL) and %.0f (TTFT); median of the per-round differences (tracekit minus nginx): ITL %+.0f us, TTFT %+.0f us; all rounds pooled, over-direct p99: tracekit ITL %.0f us, TTFT %.0f us, nginx ITL %.0f us, TTFT %.0f us; load average %s",
 			m["rounds"], m["rounds-tracekit-lower-event"], m["rounds-tracekit-lower-ttft"], dEv, dT,
 			m["tracekit-over-direct-event-p99-us"], m["tracekit-over-direct-ttft-p99-us"], m["nginx-over-direct-event-p99-us"], m["nginx-over-direct-ttft-p99-us"], la),
-		Goal:    "below nginx: median per-round p99 difference <= 0, ITL and TTFT",
-		Verdict: "ITL " + atMost(dEv, 0, us) + "; TTFT " + atMost(dT, 0, us),
+		Goal:    fmt.Sprintf("added ITL and TTFT p99 <= %d us, or below nginx (median per-round p99 difference <= 0)", proxyAddedGoal),
+		Verdict: "ITL " + addedOrBelow(aEv, dEv) + "; TTFT " + addedOrBelow(aT, dT),
 		Note:    "both proxies run on one mock, and each round sends the same load through direct, tracekit and nginx, each path after the benchmark process collected its garbage and idled 200 ms, the rounds taking the paths in every order in turn, so that each follows each other equally often (a fixed order had put 13-18 ms between two copies of one build), so within a round the machine's state is as close as it gets for the two; a round's p99 swings by tens of milliseconds with that state (all three paths alike), which the separate runs above cannot tell from the proxy, and on a loaded machine the median of the per-round differences still moves by several milliseconds from one run to the next (one build run as two proxies came out up to 5 ms apart against nginx)"}
+}
+
+// addedOrBelow is the proxy goal's verdict on one metric: added is
+// tracekit's pooled over-direct p99, minus its median per-round p99
+// difference to nginx.
+func addedOrBelow(added, minus float64) string {
+	switch {
+	case added <= proxyAddedGoal:
+		return fmt.Sprintf("met (added %s)", us(added))
+	case minus <= 0:
+		return fmt.Sprintf("met (%s below nginx)", us(-minus))
+	}
+	return fmt.Sprintf("**missed**: added %s (%.1fx the %d us goal), %s above nginx", us(added), added/proxyAddedGoal, proxyAddedGoal, us(minus))
 }
 
 // proxyFigure is one proxy at one load: over-direct percentiles (its
 // p-th percentile minus the direct path's of the same rounds, against the
-// mock's stamps), and for tracekit the goal's verdict on them.
+// mock's stamps). The goal is judged in pairedFigure, whose rounds run both
+// proxies on the same machine state.
 func proxyFigure(rows []benchRow, via string, streams int, la string) (figure, bool) {
 	r, ok := find(rows, fmt.Sprintf("BenchmarkProxyOverhead/streams=%d/via=%s", streams, via))
 	if !ok {
@@ -376,16 +398,9 @@ func proxyFigure(rows []benchRow, via string, streams int, la string) (figure, b
 		Value: fmt.Sprintf("per event p50 %.0f us, p99 %.0f us; TTFT p50 %.0f us, p99 %.0f us (direct p99: event %.0f us, TTFT %.0f us); proxy CPU %.1f us/event%s, peak RSS %.0f MiB; load average %s",
 			m["over-direct-event-p50-us"], ev, m["over-direct-ttft-p50-us"], ttft,
 			m["direct-event-p99-us"], m["direct-ttft-p99-us"], m["proxy-cpu-us/event"], perEvent(m), m["proxy-maxrss-MiB"], la),
-		Note: "the proxy's percentile minus the direct path's in the same rounds, both against the mock's stamps of each event (one clock); the proxy is a child process, mock and clients share the benchmark's process, on 2 cores shared with other work (the load average, taken after the run, is the machine's)"}
+		Note: "the proxy's percentile minus the direct path's in the same rounds, both against the mock's stamps of each event (one clock); the proxy is a child process, mock and clients share the benchmark's process, on 2 cores shared with other work (the load average, taken after the run, is the machine's); the proxy's goal is judged in the paired row below, which runs both proxies in the same rounds"}
 	if via == "tracekit" {
 		f.Value += fmt.Sprintf("; against its own stamps: per event p99 %.0f us, TTFT p99 %.0f us", m["added-event-p99-us"], m["added-ttft-p99-us"])
-		if streams == 1000 {
-			f.Goal = "added TTFT and ITL p99 <= 200 us at 1,000 streams (or below nginx)"
-			f.Verdict = "ITL " + atMost(ev, 200, us) + "; TTFT " + atMost(ttft, 200, us)
-			if n, ok := find(rows, "BenchmarkProxyOverhead/streams=1000/via=nginx"); ok {
-				f.Verdict += fmt.Sprintf("; nginx on the same load: ITL p99 %.0f us, TTFT p99 %.0f us", n.Metrics["over-direct-event-p99-us"], n.Metrics["over-direct-ttft-p99-us"])
-			}
-		}
 	}
 	return f, true
 }
