@@ -126,7 +126,7 @@ func stages() []stage {
 		{"agent", 4 * time.Minute, agentBench},      // agent.go
 		{"send cpu", 4 * time.Minute, sendCPUBench}, // sendcpu.go
 		{"mock", 3 * time.Minute, mockBench},
-		{"capture proxy", 7 * time.Minute, proxyOverhead},
+		{"capture proxy", 9 * time.Minute, proxyOverhead},
 		{"calibrate", 4 * time.Minute, calibrateBench},
 		{"stamps", 10 * time.Minute, stampsBench},
 		{"deadlock", 6 * time.Minute, deadlockBench},
