@@ -372,9 +372,9 @@ func pairedFigure(m map[string]float64, la string) figure {
 		Note:    "both proxies run on one mock, and each round sends the same load through direct, tracekit and nginx, each path after the benchmark process collected its garbage and idled 200 ms, the rounds taking the paths in every order in turn, so that each follows each other equally often (a fixed order had put 13-18 ms between two copies of one build), so within a round the machine's state is as close as it gets for the two; a round's p99 swings by tens of milliseconds with that state (all three paths alike), which the separate runs above cannot tell from the proxy, and on a loaded machine the median of the per-round differences still moves by several milliseconds from one run to the next (one build run as two proxies came out up to 5 ms apart against nginx)"}
 }
 
-// addedOrBelow is the proxy goal's verdict on one metric: added is
-// tracekit's pooled over-direct p99, minus its median per-round p99
-// difference to nginx.
+// addedOrBelow is the proxy goal's verdict on one metric, from tracekit's
+// pooled over-direct p99 (added) and the median of its per-round p99
+// differences to nginx (minus: tracekit's p99 less nginx's).
 func addedOrBelow(added, minus float64) string {
 	switch {
 	case added <= proxyAddedGoal:
