@@ -2,6 +2,7 @@ package capture
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime"
@@ -42,27 +43,8 @@ func proxyChild(dir, upstream string) {
 	if n, err := strconv.Atoi(os.Getenv("TRACEKIT_PROXY_GOMAXPROCS")); err == nil && n > 0 {
 		runtime.GOMAXPROCS(n)
 	}
-	if path := os.Getenv("TRACEKIT_PROXY_CPUPROFILE"); path != "" {
-		f, err := os.Create(path)
-		if err != nil {
-			fmt.Println("error:", err)
-			os.Exit(1)
-		}
-		pprof.StartCPUProfile(f)
-		defer func() { pprof.StopCPUProfile(); f.Close() }()
-	}
-	if path := os.Getenv("TRACEKIT_PROXY_TRACE"); path != "" {
-		f, err := os.Create(path)
-		if err != nil {
-			fmt.Println("error:", err)
-			os.Exit(1)
-		}
-		if err := rtrace.Start(f); err != nil {
-			fmt.Println("error:", err)
-			os.Exit(1)
-		}
-		defer func() { rtrace.Stop(); f.Close() }()
-	}
+	defer profileTo(os.Getenv("TRACEKIT_PROXY_CPUPROFILE"), pprof.StartCPUProfile, pprof.StopCPUProfile)()
+	defer profileTo(os.Getenv("TRACEKIT_PROXY_TRACE"), rtrace.Start, rtrace.Stop)()
 	ps, err := StartProxy(cfg, "")
 	if err != nil {
 		fmt.Println("error:", err)
@@ -83,4 +65,22 @@ func readRecordsT(t *testing.T, path string) ([]trace.Record, trace.RunMeta) {
 		t.Fatal(err)
 	}
 	return recs, meta
+}
+
+// profileTo starts a profile (start) written to path, when path is set,
+// and returns what stops it and closes the file; a failure to start ends
+// the child with exit status 1.
+func profileTo(path string, start func(io.Writer) error, stop func()) func() {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = start(f)
+	}
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	return func() { stop(); f.Close() }
 }
