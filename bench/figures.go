@@ -400,9 +400,10 @@ func proxyFigure(rows []benchRow, via string, streams int, la string) (figure, b
 		Value: fmt.Sprintf("per event p50 %.0f us, p99 %.0f us; TTFT p50 %.0f us, p99 %.0f us (direct p99: event %.0f us, TTFT %.0f us); proxy CPU %.1f us/event%s, peak RSS %.0f MiB; load average %s",
 			m["over-direct-event-p50-us"], ev, m["over-direct-ttft-p50-us"], ttft,
 			m["direct-event-p99-us"], m["direct-ttft-p99-us"], m["proxy-cpu-us/event"], perEvent(m), m["proxy-maxrss-MiB"], la),
-		Note: "the proxy's percentile minus the direct path's in the same rounds, both against the mock's stamps of each event (one clock); the proxy is a child process, mock and clients share the benchmark's process, on 2 cores shared with other work (the load average, taken after the run, is the machine's); the proxy's goal is judged in the paired row below, which runs both proxies in the same rounds"}
+		Note: "the proxy's percentile minus the direct path's in the same rounds, both against the mock's stamps of each event (one clock); the proxy is a child process, mock and clients share the benchmark's process, on 2 cores shared with other work (the load average, taken after the run, is the machine's)"}
 	if via == "tracekit" {
 		f.Value += fmt.Sprintf("; against its own stamps: per event p99 %.0f us, TTFT p99 %.0f us", m["added-event-p99-us"], m["added-ttft-p99-us"])
+		f.Note += "; the proxy's goal is judged in the paired row below, which runs both proxies in the same rounds"
 	}
 	return f, true
 }
