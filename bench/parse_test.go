@@ -63,8 +63,11 @@ BenchmarkProxyOverhead/streams=1000/via=nginx-2           	       3	4295059730 n
 	if tk.Goal != "" || tk.Verdict != "" {
 		t.Errorf("separate rounds judged the goal: %q, %q", tk.Goal, tk.Verdict)
 	}
+	if !strings.Contains(tk.Note, "judged in the paired row") {
+		t.Errorf("tracekit note %q does not say where the goal is judged", tk.Note)
+	}
 	ng, ok := proxyFigure(rows, "nginx", 1000, "x")
-	if !ok || ng.Goal != "" || !strings.Contains(ng.Value, "per event p50 -204 us, p99 150 us") || !strings.Contains(ng.Value, "proxy CPU 16.0 us/event") {
+	if !ok || ng.Goal != "" || strings.Contains(ng.Note, "paired row") || !strings.Contains(ng.Value, "per event p50 -204 us, p99 150 us") || !strings.Contains(ng.Value, "proxy CPU 16.0 us/event") {
 		t.Errorf("nginx figure %+v", ng)
 	}
 	if _, ok := proxyFigure(rows, "nginx", 100, "x"); ok {
