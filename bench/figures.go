@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tracekit/tracekit/calibrate"
+	"github.com/tracekit/tracekit/internal/calibrate"
 )
 
 // Goal verdicts. A goal "v <= g" missed reports v-g and v/g; "v >= g"
@@ -54,7 +54,7 @@ func mib(v float64) string { return fmt.Sprintf("%.0f MiB", v/(1<<20)) }
 // record encoding (this folder's BenchmarkRecordEncode).
 func hotPaths(ctx context.Context, e *env) ([]figure, error) {
 	const sec = "Hot paths (go test -bench)"
-	rows, cmd, err := goBench(ctx, e, "./record/", "Feed|StampOverhead", "-benchmem", "-benchtime", "0.5s")
+	rows, cmd, err := goBench(ctx, e, "./internal/record/", "Feed|StampOverhead", "-benchmem", "-benchtime", "0.5s")
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func hotPaths(ctx context.Context, e *env) ([]figure, error) {
 // rate, each waited for by its own goroutine).
 func dispatchLag(ctx context.Context, e *env) ([]figure, error) {
 	const sec = "Dispatch lag (replay.BenchmarkDispatchLag, 5,000 wake-ups per rate, 400 at 20 req/s)"
-	rows, cmd, err := goBench(ctx, e, "./replay/", "DispatchLag", "-benchtime", "5000x")
+	rows, cmd, err := goBench(ctx, e, "./internal/replay/", "DispatchLag", "-benchtime", "5000x")
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +135,7 @@ func dispatchLag(ctx context.Context, e *env) ([]figure, error) {
 // synthBench: synth's BenchmarkSynth2000x30to40.
 func synthBench(ctx context.Context, e *env) ([]figure, error) {
 	const sec = "synth"
-	rows, cmd, err := goBench(ctx, e, "./synth/", "Synth2000x30to40", "-benchtime", "1x")
+	rows, cmd, err := goBench(ctx, e, "./internal/synth/", "Synth2000x30to40", "-benchtime", "1x")
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +158,7 @@ func sec2(s float64) string { return fmt.Sprintf("%.2f s", s) }
 // analyzeBench: analyze's benchmarks (5,000 requests x 200 events).
 func analyzeBench(ctx context.Context, e *env) ([]figure, error) {
 	const sec = "analyze (5,000 requests x 200 events)"
-	rows, cmd, err := goBench(ctx, e, "./analyze/", "Compute|ReadColumns|Files", "-benchtime", "3x")
+	rows, cmd, err := goBench(ctx, e, "./internal/analyze/", "Compute|ReadColumns|Files", "-benchtime", "3x")
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +188,7 @@ func analyzeBench(ctx context.Context, e *env) ([]figure, error) {
 // mockBench: mock's streams benchmarks (client in a child process).
 func mockBench(ctx context.Context, e *env) ([]figure, error) {
 	const sec = "mock (BenchmarkStreams*, offered 100,000 events/s, client in a child process)"
-	rows, cmd, err := goBench(ctx, e, "./mock/", "Streams1000$|Streams10000$", "-benchtime", "1x")
+	rows, cmd, err := goBench(ctx, e, "./internal/mock/", "Streams1000$|Streams10000$", "-benchtime", "1x")
 	if err != nil {
 		return nil, err
 	}
@@ -320,7 +320,7 @@ func runCalibrate(ctx context.Context, e *env, dir string, args ...string) (*cal
 // to TTFT and ITL over going straight to the mock, and its CPU per event.
 func proxyOverhead(ctx context.Context, e *env) ([]figure, error) {
 	const sec = "capture proxy overhead (capture.BenchmarkProxyOverhead)"
-	rows, cmd, err := goBench(ctx, e, "./capture/", "ProxyOverhead", "-benchtime", "5x")
+	rows, cmd, err := goBench(ctx, e, "./internal/capture/", "ProxyOverhead", "-benchtime", "5x")
 	if err != nil {
 		return nil, err
 	}
@@ -339,7 +339,7 @@ func proxyOverhead(ctx context.Context, e *env) ([]figure, error) {
 	}
 	// 40 measured rounds (the first is warm-up): at 20, the verdict's
 	// median moved between runs of one build by more than it judges.
-	rows, cmd, err = goBench(ctx, e, "./capture/", "ProxyVersusNginx", "-benchtime", "41x")
+	rows, cmd, err = goBench(ctx, e, "./internal/capture/", "ProxyVersusNginx", "-benchtime", "41x")
 	if err != nil {
 		return figs, err
 	}

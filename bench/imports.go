@@ -76,7 +76,7 @@ func importsBench(ctx context.Context, e *env) ([]figure, error) {
 	if err != nil {
 		return figs, err
 	}
-	rows, bcmd, err := goBench(ctx, e, "./synth/", "SynthPG1184", "-benchtime", "1x")
+	rows, bcmd, err := goBench(ctx, e, "./internal/synth/", "SynthPG1184", "-benchtime", "1x")
 	if err != nil {
 		return figs, err
 	}

@@ -38,8 +38,8 @@ func TestVerdicts(t *testing.T) {
 }
 
 func TestShellJoinQuotes(t *testing.T) {
-	got := shellJoin([]string{"test", "-run", "^$", "-bench", "Streams1000$|Streams10000$", "./mock/"})
-	if got != `test -run '^$' -bench 'Streams1000$|Streams10000$' ./mock/` {
+	got := shellJoin([]string{"test", "-run", "^$", "-bench", "Streams1000$|Streams10000$", "./internal/mock/"})
+	if got != `test -run '^$' -bench 'Streams1000$|Streams10000$' ./internal/mock/` {
 		t.Errorf("%s", got)
 	}
 }

@@ -60,7 +60,7 @@ func sendTrace(out int32) []trace.Turn {
 func sendCPUBench(ctx context.Context, e *env) ([]figure, error) {
 	const sec = "Send CPU at 30-40-turn histories (issue 16 part 2: pre-encoded history, bodies prepared ahead)"
 	var figs []figure
-	rows, cmd, err := goBench(ctx, e, "./replay/", "Body40Turns", "-benchmem", "-benchtime", "200x", "-count", "5")
+	rows, cmd, err := goBench(ctx, e, "./internal/replay/", "Body40Turns", "-benchmem", "-benchtime", "200x", "-count", "5")
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func sendCPUBench(ctx context.Context, e *env) ([]figure, error) {
 	// Counting tokens (tokenizer.Count, o200k_base) of the answers the
 	// history carries: the stage's reference answer, and ShareGPT's
 	// answers when ../shared/data is there.
-	trows, tcmd, err := goBench(ctx, e, "./tokenizer/", "Count/o200k_base/(sendcpu-answer|sharegpt-en)$", "-benchtime", "1s", "-count", "3")
+	trows, tcmd, err := goBench(ctx, e, "./internal/tokenizer/", "Count/o200k_base/(sendcpu-answer|sharegpt-en)$", "-benchtime", "1s", "-count", "3")
 	if err != nil {
 		return figs, err
 	}

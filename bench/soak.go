@@ -16,9 +16,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tracekit/tracekit/mock"
-	"github.com/tracekit/tracekit/record"
-	"github.com/tracekit/tracekit/replay"
+	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/record"
+	"github.com/tracekit/tracekit/internal/replay"
 	"github.com/tracekit/tracekit/trace"
 )
 

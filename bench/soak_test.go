@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tracekit/tracekit/mock"
+	"github.com/tracekit/tracekit/internal/mock"
 	"github.com/tracekit/tracekit/trace"
 )
 

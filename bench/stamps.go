@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/tracekit/tracekit/calibrate"
+	"github.com/tracekit/tracekit/internal/calibrate"
 )
 
 // stampArgs are the stamps stage's calibrate loads (issue 16's proof): 10

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tracekit/tracekit/calibrate"
-	"github.com/tracekit/tracekit/mock"
-	"github.com/tracekit/tracekit/sweep"
+	"github.com/tracekit/tracekit/internal/calibrate"
+	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/sweep"
 	"github.com/tracekit/tracekit/trace"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"github.com/tracekit/tracekit/analyze"
+	"github.com/tracekit/tracekit/internal/analyze"
 )
 
 // analyzeFlags are the selection and definition flags shared by analyze

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/tracekit/tracekit/calibrate"
+	"github.com/tracekit/tracekit/internal/calibrate"
 )
 
 // newCalibrateCmd builds the calibrate command.

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/tracekit/tracekit/capture"
-	"github.com/tracekit/tracekit/tokenizer"
+	"github.com/tracekit/tracekit/internal/capture"
+	"github.com/tracekit/tracekit/internal/tokenizer"
 )
 
 // newCaptureCmd builds the capture command.

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracekit/tracekit/mock"
+	"github.com/tracekit/tracekit/internal/mock"
 )
 
 // TestCaptureExitCodes: bad flags exit 2, an upstream nobody listens on

@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
-	"github.com/tracekit/tracekit/analyze"
-	"github.com/tracekit/tracekit/sweep"
+	"github.com/tracekit/tracekit/internal/analyze"
+	"github.com/tracekit/tracekit/internal/sweep"
 )
 
 // isSweepDir reports whether path is a directory holding a sweep summary.

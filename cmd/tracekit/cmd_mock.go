@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/tracekit/tracekit/mock"
-	"github.com/tracekit/tracekit/tokenizer"
+	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/tokenizer"
 )
 
 // newMockCmd builds the mock command.

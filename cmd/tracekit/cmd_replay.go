@@ -15,9 +15,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tracekit/tracekit/analyze"
-	"github.com/tracekit/tracekit/record"
-	"github.com/tracekit/tracekit/replay"
+	"github.com/tracekit/tracekit/internal/analyze"
+	"github.com/tracekit/tracekit/internal/record"
+	"github.com/tracekit/tracekit/internal/replay"
 	"github.com/tracekit/tracekit/trace"
 )
 

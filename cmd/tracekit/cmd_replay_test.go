@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracekit/tracekit/mock"
+	"github.com/tracekit/tracekit/internal/mock"
 	"github.com/tracekit/tracekit/trace"
 )
 

@@ -15,8 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tracekit/tracekit/replay"
-	"github.com/tracekit/tracekit/sweep"
+	"github.com/tracekit/tracekit/internal/replay"
+	"github.com/tracekit/tracekit/internal/sweep"
 )
 
 // sweepFlags are the sweep command's own flags (the replay settings go

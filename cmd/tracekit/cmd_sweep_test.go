@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracekit/tracekit/mock"
-	"github.com/tracekit/tracekit/sweep"
+	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/sweep"
 	"github.com/tracekit/tracekit/trace"
 )
 

@@ -18,8 +18,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/tracekit/tracekit/synth"
-	"github.com/tracekit/tracekit/tokenizer"
+	"github.com/tracekit/tracekit/internal/synth"
+	"github.com/tracekit/tracekit/internal/tokenizer"
 	"github.com/tracekit/tracekit/trace"
 )
 

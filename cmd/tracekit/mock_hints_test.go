@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracekit/tracekit/mock"
+	"github.com/tracekit/tracekit/internal/mock"
 )
 
 // The synthetic agent trace replayed against the mock: without

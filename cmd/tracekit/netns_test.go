@@ -19,9 +19,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracekit/tracekit/analyze"
+	"github.com/tracekit/tracekit/internal/analyze"
 	"github.com/tracekit/tracekit/internal/fnv1a"
-	"github.com/tracekit/tracekit/mock"
+	"github.com/tracekit/tracekit/internal/mock"
 	"github.com/tracekit/tracekit/trace"
 )
 

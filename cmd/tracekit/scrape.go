@@ -14,9 +14,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/tracekit/tracekit/capture"
-	"github.com/tracekit/tracekit/record"
-	"github.com/tracekit/tracekit/telemetry"
+	"github.com/tracekit/tracekit/internal/capture"
+	"github.com/tracekit/tracekit/internal/record"
+	"github.com/tracekit/tracekit/internal/telemetry"
 	"github.com/tracekit/tracekit/trace"
 )
 

@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracekit/tracekit/analyze"
-	"github.com/tracekit/tracekit/capture"
-	"github.com/tracekit/tracekit/mock"
-	"github.com/tracekit/tracekit/sweep"
-	"github.com/tracekit/tracekit/telemetry"
+	"github.com/tracekit/tracekit/internal/analyze"
+	"github.com/tracekit/tracekit/internal/capture"
+	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/sweep"
+	"github.com/tracekit/tracekit/internal/telemetry"
 	"github.com/tracekit/tracekit/trace"
 )
 

@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/tracekit/tracekit/record"
-	"github.com/tracekit/tracekit/replay"
+	"github.com/tracekit/tracekit/internal/record"
+	"github.com/tracekit/tracekit/internal/replay"
 )
 
 // Distributed runs: n replay processes (a Kubernetes Indexed Job, one pod

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/tracekit/tracekit/tokenizer"
+	"github.com/tracekit/tracekit/internal/tokenizer"
 )
 
 // Blocks synthesizes prompts from prefix-block hashes (Mooncake's 512-token

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tracekit/tracekit/tokenizer"
+	"github.com/tracekit/tracekit/internal/tokenizer"
 )
 
 var (

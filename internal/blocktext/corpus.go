@@ -7,7 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/tracekit/tracekit/tokenizer"
+	"github.com/tracekit/tracekit/internal/tokenizer"
 )
 
 // Corpus hands out text of an exact token length under one tokenizer.

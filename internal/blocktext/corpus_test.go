@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tracekit/tracekit/tokenizer"
+	"github.com/tracekit/tracekit/internal/tokenizer"
 )
 
 const pg1184 = "../../../shared/data/pg1184/pg1184.txt"

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/tracekit/tracekit/tokenizer"
+	"github.com/tracekit/tracekit/internal/tokenizer"
 )
 
 // asciiCutsTokenizer reports whether tok is one under which " letter"

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/tracekit/tracekit/tokenizer"
+	"github.com/tracekit/tracekit/internal/tokenizer"
 )
 
 // The default corpus is prose the project generates itself: sentences built

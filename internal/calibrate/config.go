@@ -1,0 +1,296 @@
+package calibrate
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"time"
+
+	"github.com/tracekit/tracekit/internal/replay"
+)
+
+// Modes of running the mock.
+const (
+	ModeProcess   = "process"   // a `tracekit mock` child process per step
+	ModeInProcess = "inprocess" // mock.Start in this process
+)
+
+// Step kinds.
+const (
+	KindProbe   = "probe"   // quiet step whose median diff is the offset
+	KindStreams = "streams" // N long streams emitting M events/s together
+	KindRate    = "rate"    // short requests arriving at R per second
+	KindBurst   = "burst"   // two waves of N identical streams, each started together
+)
+
+// DefaultBurstITL is a burst step's inter-event time: every stream of a
+// wave emits at the same instants, so each tick the mock writes N events at
+// once.
+const DefaultBurstITL = 250 * time.Millisecond
+
+// Probe step size: enough events for a stable median, little load.
+const (
+	ProbeStreams    = 20
+	ProbeEventsPerS = 400 // 20 events/s per stream
+)
+
+// Rate steps send short requests: this many tokens, one event each, at
+// RateITL apart, after a RateITL prefill.
+const (
+	RateTokens = 4
+	RateITL    = 5 * time.Millisecond
+)
+
+// Step is one rung of the ladder.
+type Step struct {
+	Kind       string  `json:"kind"`
+	Streams    int     `json:"streams,omitempty"`      // KindStreams, KindProbe: concurrent streams
+	EventsPerS float64 `json:"events_per_s,omitempty"` // target events/s across all streams
+	Rate       float64 `json:"rate,omitempty"`         // KindRate: requests per second
+	// Burner runs a CPU burner beside the client during the step
+	// (burner.go).
+	Burner bool `json:"burner,omitempty"`
+	// Scrape scrapes the mock's /metrics during the step, as replay
+	// --scrape does (Config.ScrapeInterval).
+	Scrape bool `json:"scrape,omitempty"`
+	// Stamp is the replay stamp mode of the step (replay.Config.StampMode);
+	// "" is replay's default.
+	Stamp string `json:"stamp,omitempty"`
+}
+
+// Name is a short label for tables and file names.
+func (s Step) Name() string { return s.base() + s.suffix() }
+
+func (s Step) base() string {
+	switch s.Kind {
+	case KindRate:
+		return fmt.Sprintf("rate=%g", s.Rate)
+	case KindProbe:
+		return "probe"
+	case KindBurst:
+		return fmt.Sprintf("burst=%d", s.Streams)
+	}
+	return fmt.Sprintf("streams=%d", s.Streams)
+}
+
+// suffix names a step's variations: "+burn", "+scrape", "/" stamp mode.
+func (s Step) suffix() string {
+	var out string
+	if s.Burner {
+		out += "+burn"
+	}
+	if s.Scrape {
+		out += "+scrape"
+	}
+	if s.Stamp != "" {
+		out += "/" + s.Stamp
+	}
+	return out
+}
+
+// ITL is the inter-event time of one stream of the step.
+//
+//	streams: ITL = Streams / EventsPerS    (each stream's share of the rate)
+//	rate:    ITL = RateITL
+//	burst:   ITL = Streams / EventsPerS    (as streams)
+func (s Step) ITL() time.Duration {
+	if s.Kind == KindRate {
+		return RateITL
+	}
+	return time.Duration(float64(s.Streams) / s.EventsPerS * float64(time.Second))
+}
+
+// Config is a calibration run. The zero value of each field means its
+// documented default (see withDefaults).
+type Config struct {
+	Streams    []int     // stream steps; default 1000, 5000, 10000
+	EventsPerS []float64 // per stream step, or one value for all; default 4 per stream
+	Rates      []float64 // rate steps (requests/s); default none
+	Duration   time.Duration
+	MaxError   time.Duration // p99 error a step may have to pass; default 1 ms
+
+	// Bursts are burst steps: N streams of identical length started
+	// together, then N more started as the first wave ends (the wave
+	// boundary), each stream emitting every BurstITL for Duration.
+	Bursts   []int
+	BurstITL time.Duration // default DefaultBurstITL
+	// Burn are stream steps (sized as Streams') run with a CPU burner
+	// beside the client: Burners goroutines (default GOMAXPROCS) of
+	// BurnSlice spins between yields (burner.go).
+	Burn    []int
+	Burners int
+	// ScrapePairs are stream steps run twice, back to back: without and
+	// with scraping the mock's /metrics every ScrapeInterval (default 1 s),
+	// so scraping's effect on the stamps is measured in one run.
+	ScrapePairs    []int
+	ScrapeInterval time.Duration
+	// Stamps are replay stamp modes (replay.Config.StampMode); every step,
+	// the probe included, runs once per mode, the modes of one step back to
+	// back, and each mode's errors are taken against its own probe's
+	// offset. Empty: one run per step in replay's default mode.
+	Stamps []string
+
+	Mode string // ModeProcess (default) or ModeInProcess; ignored with Target
+	// MockCommand starts a `tracekit mock` (program and leading args, e.g.
+	// [/usr/bin/tracekit mock]); Run appends --listen, --config and
+	// --emit-log. Needed for ModeProcess.
+	MockCommand []string
+	MockEnv     []string // extra environment of the child
+
+	Target    string        // base URL of a mock already running (no mock is started)
+	MockLog   string        // with Target: the log that mock writes (--emit-log)
+	LogWait   time.Duration // with Target: how long to wait for the log; default 2 min
+	TargetITL time.Duration // with Target: that mock's --decode-base, to size streams; default 15 ms
+
+	// Dir keeps each step's trace, recording and log; empty: the trace and
+	// the records stay in memory and a child mock's log goes to a temporary
+	// directory removed at the end.
+	Dir string
+	// Logf receives progress lines; may be nil.
+	Logf func(format string, args ...any)
+}
+
+// Validate reports the first invalid setting of c, as Run would.
+func Validate(c Config) error {
+	_, err := c.withDefaults()
+	return err
+}
+
+// withDefaults returns c with defaults applied, or an error naming the
+// first invalid setting.
+func (c Config) withDefaults() (Config, error) {
+	if c.Streams == nil {
+		c.Streams = []int{1000, 5000, 10000}
+	}
+	if c.Duration == 0 {
+		c.Duration = 5 * time.Second
+	}
+	if c.MaxError == 0 {
+		c.MaxError = time.Millisecond
+	}
+	if c.Mode == "" {
+		c.Mode = ModeProcess
+	}
+	if c.LogWait == 0 {
+		c.LogWait = 2 * time.Minute
+	}
+	if c.TargetITL == 0 {
+		c.TargetITL = 15 * time.Millisecond
+	}
+	if c.BurstITL == 0 {
+		c.BurstITL = DefaultBurstITL
+	}
+	if c.Burners == 0 {
+		c.Burners = runtime.GOMAXPROCS(0)
+	}
+	if c.ScrapeInterval == 0 {
+		c.ScrapeInterval = time.Second
+	}
+	if c.Logf == nil {
+		c.Logf = func(string, ...any) {}
+	}
+	switch {
+	case c.Duration < 100*time.Millisecond:
+		return c, fmt.Errorf("--duration %v: expected at least 100ms per step", c.Duration)
+	case c.MaxError < 0:
+		return c, fmt.Errorf("--max-error %v: expected a positive duration", c.MaxError)
+	case len(c.Streams) == 0 && len(c.Rates) == 0 && len(c.Bursts) == 0 && len(c.Burn) == 0 && len(c.ScrapePairs) == 0:
+		return c, errors.New("no step: give --streams, --rates, --bursts, --burn or --scrape-pair")
+	case c.BurstITL < time.Millisecond:
+		return c, fmt.Errorf("--burst-itl %v: expected at least 1ms", c.BurstITL)
+	case c.Burners < 0:
+		return c, fmt.Errorf("--burners %d: expected a positive count", c.Burners)
+	case c.ScrapeInterval < 0:
+		return c, fmt.Errorf("--scrape-interval %v: expected a positive duration", c.ScrapeInterval)
+	case len(c.EventsPerS) > 1 && len(c.EventsPerS) != len(c.Streams):
+		return c, fmt.Errorf("--events-per-s has %d values for %d --streams: expected one per step or a single value", len(c.EventsPerS), len(c.Streams))
+	case c.Mode != ModeProcess && c.Mode != ModeInProcess:
+		return c, fmt.Errorf("--mock %q: expected %s or %s", c.Mode, ModeProcess, ModeInProcess)
+	case c.Target == "" && c.Mode == ModeProcess && len(c.MockCommand) == 0:
+		return c, errors.New("mock mode process needs the tracekit executable (MockCommand)")
+	case c.Target != "" && c.MockLog == "":
+		return c, errors.New("--target needs --mock-log: the ground-truth log that mock writes (start it with --emit-log FILE)")
+	}
+	for _, l := range []struct {
+		flag string
+		ns   []int
+	}{{"--streams", c.Streams}, {"--bursts", c.Bursts}, {"--burn", c.Burn}, {"--scrape-pair", c.ScrapePairs}} {
+		for i, n := range l.ns {
+			if n < 1 {
+				return c, fmt.Errorf("%s value %d (#%d): expected a positive count", l.flag, n, i+1)
+			}
+		}
+	}
+	for i, m := range c.Stamps {
+		if _, err := replay.ParseStampMode(m); err != nil {
+			return c, fmt.Errorf("--stamp value %q (#%d): %w", m, i+1, err)
+		}
+	}
+	for i, v := range c.EventsPerS {
+		if !(v > 0) || math.IsInf(v, 0) {
+			return c, fmt.Errorf("--events-per-s value %g (#%d): expected a positive rate", v, i+1)
+		}
+	}
+	for i, r := range c.Rates {
+		if !(r > 0) || math.IsInf(r, 0) {
+			return c, fmt.Errorf("--rates value %g (#%d): expected a positive request rate", r, i+1)
+		}
+	}
+	return c, nil
+}
+
+// Ladder returns the steps of c in run order: the probe, the rate steps,
+// the stream steps, each group by increasing load, then the burst steps,
+// the burner steps and the scrape pairs in the order given. With Stamps,
+// each step is repeated once per mode, back to back.
+func (c Config) Ladder() []Step {
+	steps := c.ladder()
+	if len(c.Stamps) == 0 {
+		return steps
+	}
+	var out []Step
+	for _, s := range steps {
+		for _, m := range c.Stamps {
+			s.Stamp = m
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// ladder is Ladder in one stamp mode.
+func (c Config) ladder() []Step {
+	steps := []Step{{Kind: KindProbe, Streams: ProbeStreams, EventsPerS: ProbeEventsPerS}}
+	for _, r := range c.Rates {
+		steps = append(steps, Step{Kind: KindRate, Rate: r})
+	}
+	for i, n := range c.Streams {
+		eps := 4 * float64(n)
+		switch {
+		case len(c.EventsPerS) == 1:
+			eps = c.EventsPerS[0]
+		case len(c.EventsPerS) > 1:
+			eps = c.EventsPerS[i]
+		}
+		steps = append(steps, Step{Kind: KindStreams, Streams: n, EventsPerS: eps})
+	}
+	for _, n := range c.Bursts {
+		steps = append(steps, Step{Kind: KindBurst, Streams: n, EventsPerS: float64(n) / c.BurstITL.Seconds()})
+	}
+	for _, n := range c.Burn {
+		steps = append(steps, Step{Kind: KindStreams, Streams: n, EventsPerS: 4 * float64(n), Burner: true})
+	}
+	for _, n := range c.ScrapePairs {
+		steps = append(steps, Step{Kind: KindStreams, Streams: n, EventsPerS: 4 * float64(n)},
+			Step{Kind: KindStreams, Streams: n, EventsPerS: 4 * float64(n), Scrape: true})
+	}
+	if c.Target != "" { // the remote mock's ITL decides the stream rate
+		for i := range steps {
+			if steps[i].Kind != KindRate {
+				steps[i].EventsPerS = float64(steps[i].Streams) / c.TargetITL.Seconds()
+			}
+		}
+	}
+	return steps
+}

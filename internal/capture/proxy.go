@@ -1,0 +1,332 @@
+package capture
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tracekit/tracekit/internal/clock"
+	"github.com/tracekit/tracekit/internal/record"
+	"github.com/tracekit/tracekit/internal/tokenizer"
+)
+
+// ProxyConfig configures a capture Proxy.
+type ProxyConfig struct {
+	// Upstream is the base URL of the server (http or https); request paths
+	// are appended to its path.
+	Upstream string
+	// OutDir receives one trace and one recording per segment.
+	OutDir string
+	// SessionHeader, when set, names a request header identifying
+	// conversations; requests without it are grouped by message history.
+	SessionHeader string
+	// RedactContent keeps token counts and no text in the trace.
+	RedactContent bool
+	// RotateEvery and RotateBytes start a new pair of files after this
+	// long or once this much trace text is buffered (default 1 h, 256 MiB):
+	// they bound memory and how much a crash can take.
+	RotateEvery time.Duration
+	RotateBytes int64
+	// Tokenizer counts message and answer tokens; default o200k_base.
+	Tokenizer tokenizer.Tokenizer
+	// Transport reaches the upstream. Default: for an http:// upstream the
+	// proxy's own HTTP/1.1 client (forward.go's rawForward), for https an
+	// http.Transport without timeouts on responses (streams are long) and
+	// without compression.
+	Transport http.RoundTripper
+	// InsecureSkipVerify accepts any upstream TLS certificate (default
+	// transport only).
+	InsecureSkipVerify bool
+	// MaxBodyBytes bounds a request body (default 64 MiB).
+	MaxBodyBytes int64
+	// MaxConversations bounds the histories kept for grouping (default
+	// 100,000).
+	MaxConversations int
+	// SyncEvery and Queue are passed to each segment's record.Recorder.
+	// Queue (default 1024) also bounds the finished requests whose records
+	// are still being counted or wait for the disk; beyond it the next
+	// response's end waits.
+	SyncEvery time.Duration
+	Queue     int
+	// Command is recorded in the files' metadata (secrets removed by the
+	// caller).
+	Command string
+	// Logf reports proxy-side problems (default: discarded).
+	Logf func(format string, args ...any)
+	// Metrics is recorded as every segment's RunMeta.Metrics: the base name of the run's telemetry sidecar in OutDir, if any.
+	Metrics string
+	// GCPercent is the garbage collector's target (as GOGC) from NewProxy
+	// to Close, which restores the previous one. 0 means DefaultGCPercent;
+	// a negative value leaves the process's setting alone, and so does a
+	// GOGC environment variable.
+	GCPercent int
+}
+
+// DefaultGCPercent is the GOGC a proxy runs with unless told otherwise.
+// Every stream in flight holds its connections' buffers and goroutine
+// stacks, so at thousands of streams a collection cycle marks tens of MB;
+// on a small machine its mark worker and assists take the cores that the
+// forwarding reads and writes need, delaying events. A higher target runs
+// fewer cycles, for a heap up to that many percent above the live one.
+const DefaultGCPercent = 400
+
+// maxIdleUpstream bounds the idle upstream connections kept for reuse.
+const maxIdleUpstream = 4096
+
+// Segment names the pair of files one segment wrote.
+type Segment struct {
+	Trace, Recording string
+	Requests         int
+	n                int // the segment's number, for the order of Segments
+}
+
+// Proxy forwards every request to the upstream untouched and records the
+// LLM calls among them: a trace turn and a recording row each. A
+// ProxyServer (StartProxy) serves it on a listener.
+type Proxy struct {
+	cfg       ProxyConfig
+	upstream  *url.URL
+	target    string // upstream with credentials removed, for files
+	rt        http.RoundTripper
+	ownRT     *http.Transport // rt when the proxy made it: its idle connections close with the proxy
+	pool      *upstreamPool   // the proxy's own client (rawForward): a plain-http upstream and no Transport given
+	tok       tokenizer.Tokenizer
+	runStart  int64 // mono ns
+	wallStart int64
+	stamp     string // file name prefix of this run
+	host      string // os.Hostname, for the files' metadata
+
+	streams sync.Pool // *record.Stream
+	bufs    sync.Pool // *[]byte read buffers
+
+	mu      sync.Mutex
+	seg     *segment
+	nseg    int
+	convs   *conversations
+	reqSeq  int64
+	convSeq int64
+	closed  bool
+	files   []Segment
+	errs    []error
+
+	warned [len(unparsedLLMPaths)]atomic.Bool // warnUnparsed said so once
+
+	closers sync.WaitGroup // segment-closing goroutines
+	// acct holds the accounting jobs (one per finished LLM call) for the
+	// worker, at most Queue: when it is full (the worker waits on the
+	// disk) the next handler waits, so a stalled disk holds back clients
+	// instead of queueing records in memory without end.
+	acct       chan func()
+	acctClosed bool           // under mu
+	acctDone   sync.WaitGroup // the worker
+	acctStall  atomic.Bool    // logged once
+	encWarned  atomic.Bool    // an undecodable Content-Encoding, logged once
+
+	hmu    sync.Mutex
+	active int           // handlers running, under hmu
+	idle   chan struct{} // closed when active drops to 0, while Close waits
+	stop   chan struct{} // ends the rotation ticker
+	ticker sync.WaitGroup
+
+	restoreGC func() // undoes GCPercent, once, in Close
+
+	// loops forward the bodies of rawForward's responses (loop_linux.go;
+	// none elsewhere); Close ends them once no handler runs.
+	loops     []*evloop
+	loopNext  atomic.Uint32
+	loopStats loopStats
+}
+
+// loopStats counts the bodies the loops took and those a slow client made
+// them hand back, and the response heads they parsed and handed back.
+type loopStats struct{ bodies, handbacks, heads, headBacks atomic.Int64 }
+
+// numLoops is how many evloops a proxy with its own client runs.
+const numLoops = 1
+
+// loop picks the evloop for the next body (round robin), nil if none.
+func (p *Proxy) loop() *evloop {
+	if len(p.loops) == 0 {
+		return nil
+	}
+	return p.loops[int(p.loopNext.Add(1))%len(p.loops)]
+}
+
+// NewProxy validates cfg, creates OutDir and returns the proxy. Files are
+// created when the first LLM request arrives.
+func NewProxy(cfg ProxyConfig) (*Proxy, error) {
+	u, err := url.Parse(cfg.Upstream)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("upstream %q: expected an http:// or https:// URL with a host", cfg.Upstream)
+	}
+	if cfg.OutDir == "" {
+		return nil, errors.New("capture: an output directory is required")
+	}
+	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating output directory: %w", err)
+	}
+	if cfg.RotateEvery <= 0 {
+		cfg.RotateEvery = time.Hour
+	}
+	if cfg.RotateBytes <= 0 {
+		cfg.RotateBytes = 256 << 20
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 64 << 20
+	}
+	if cfg.SyncEvery <= 0 {
+		cfg.SyncEvery = time.Second
+	}
+	if cfg.MaxConversations <= 0 {
+		cfg.MaxConversations = 100_000
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	if cfg.Tokenizer == nil {
+		cfg.Tokenizer = tokenizer.Default()
+	}
+	rt := cfg.Transport
+	var own *http.Transport
+	if rt == nil {
+		own = defaultTransport(cfg.InsecureSkipVerify)
+		rt = own
+	}
+	if cfg.Queue <= 0 {
+		cfg.Queue = 1024
+	}
+	host, _ := os.Hostname()
+	p := &Proxy{
+		host: host,
+		cfg:  cfg, upstream: u, target: u.Redacted(), rt: rt, ownRT: own, tok: cfg.Tokenizer,
+		acct:     make(chan func(), cfg.Queue),
+		runStart: clock.Mono(), wallStart: clock.Wall(),
+		stamp: time.Now().UTC().Format("20060102T150405Z"),
+		convs: newConversations(cfg.MaxConversations),
+		stop:  make(chan struct{}),
+	}
+	if cfg.Transport == nil && u.Scheme == "http" {
+		port := u.Port()
+		if port == "" {
+			port = "80"
+		}
+		p.pool = newUpstreamPool(net.JoinHostPort(u.Hostname(), port), maxIdleUpstream)
+		p.loops = newEvloops(numLoops, &p.loopStats)
+		if len(p.loops) > 0 {
+			p.pool.own = func(c net.Conn) (upSock, error) { return p.loop().own(c) }
+		}
+	}
+	p.restoreGC = setGC(cfg.GCPercent)
+	p.streams.New = func() any { return record.NewStream(cfg.Tokenizer) }
+	p.bufs.New = func() any { b := make([]byte, 32<<10); return &b }
+	p.ticker.Add(1)
+	go p.rotateIdle()
+	p.acctDone.Add(1)
+	go p.accountWorker(p.acct)
+	return p, nil
+}
+
+// Segments lists the files written so far, in segment order (complete
+// after Close).
+func (p *Proxy) Segments() []Segment {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]Segment(nil), p.files...)
+}
+
+// Close finishes the current segment and waits until every request being
+// served has ended and every segment's files are complete; then no
+// goroutine of the proxy is left. Stop the HTTP server first (in-flight
+// requests keep their segment open until they end; ProxyServer.Shutdown
+// bounds that wait).
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	if !p.closed {
+		p.closed = true
+		close(p.stop)
+		p.rotateLocked()
+	}
+	p.mu.Unlock()
+	p.waitHandlers()
+	p.mu.Lock()
+	if !p.acctClosed {
+		close(p.acct) // no handler is left to account
+		p.acctClosed = true
+	}
+	p.mu.Unlock()
+	p.acctDone.Wait()
+	for _, l := range p.loops {
+		l.close()
+	}
+	p.loops = nil
+	p.ticker.Wait()
+	p.closers.Wait()
+	if p.ownRT != nil {
+		p.ownRT.CloseIdleConnections() // each idle connection holds two goroutines
+	}
+	if p.pool != nil {
+		p.pool.close()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.restoreGC != nil {
+		p.restoreGC()
+		p.restoreGC = nil
+	}
+	return errors.Join(p.errs...)
+}
+
+// setGC applies a GCPercent setting and returns what restores it.
+func setGC(gc int) (restore func()) {
+	if gc == 0 {
+		gc = DefaultGCPercent
+	}
+	if gc < 0 || os.Getenv("GOGC") != "" {
+		return func() {}
+	}
+	old := debug.SetGCPercent(gc)
+	return func() { debug.SetGCPercent(old) }
+}
+
+// enter and leave count the handlers running, for Close.
+func (p *Proxy) enter() {
+	p.hmu.Lock()
+	p.active++
+	p.hmu.Unlock()
+}
+
+func (p *Proxy) leave() {
+	p.hmu.Lock()
+	if p.active--; p.active == 0 && p.idle != nil {
+		close(p.idle)
+		p.idle = nil
+	}
+	p.hmu.Unlock()
+}
+
+// waitHandlers returns once no handler is running.
+func (p *Proxy) waitHandlers() {
+	p.hmu.Lock()
+	if p.active == 0 {
+		p.hmu.Unlock()
+		return
+	}
+	if p.idle == nil {
+		p.idle = make(chan struct{})
+	}
+	idle := p.idle
+	p.hmu.Unlock()
+	<-idle
+}
+
+// ProbeHeader marks a request tracekit itself sends that is not traffic
+// (replay's continuous-usage probe, a /v1/models lookup, a ready check): the
+// proxy forwards it, header included, and never records it.
+const ProbeHeader = "X-Tracekit-Probe"

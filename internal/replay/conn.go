@@ -1,0 +1,257 @@
+package replay
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tracekit/tracekit/internal/clock"
+)
+
+// errRunCanceled is what a connection's Read returns once the run is
+// canceled: every in-flight stream ends at once.
+var errRunCanceled = errors.New("the run was canceled")
+
+// errStaleConn is what the first Write of a request returns, without
+// writing anything, on a pooled connection idle longer than
+// Config.IdleConnTimeout: the server may already have closed it.
+// target.retryIfErr lets fasthttp take another connection at once.
+var errStaleConn = errors.New("the pooled connection was idle too long to trust")
+
+// conn wraps every connection fasthttp dials (above TLS, so it sees the
+// plain HTTP exchange). It exists for what fasthttp gives no hook for:
+//   - wroteNs: when a request's bytes were last written (its actual send time);
+//   - idle: a per-read idle timeout. fasthttp's own read deadline covers the
+//     whole streamed body, so before each Read (response headers included)
+//     we set the deadline to min(request deadline, now + idle);
+//   - cancel: the run can interrupt every blocked Read;
+//   - stamps: in a kernel stamp mode (stamp.go) the TCP connection under it
+//     (and under TLS) is an rxConn, whose reads carry the kernel's receive
+//     stamps; stampFn reads the last one, run-relative, for the body's
+//     parser (runState.bodyClock);
+//   - reuse: the first Write of a request on a connection that served one
+//     before checks how long it sat idle (errStaleConn past
+//     Config.IdleConnTimeout), and the request goroutine learns whether a
+//     failed request went out on a reused connection and got no response
+//     byte: the signature of a keep-alive connection the server had closed,
+//     which replay sends again on a fresh connection.
+//
+// A conn is used by one request at a time (fasthttp's pool hands it over
+// under a mutex); the atomics keep the race detector and Close honest.
+// The request goroutine finds its conn after Do returns through
+// Response.LocalAddr, which returns the conn's own addr (connAddr).
+type conn struct {
+	net.Conn
+	set  *connSet
+	addr connAddr
+
+	wroteNs     atomic.Int64 // clock.Mono() after the last Write returned
+	readNs      atomic.Int64 // clock.Mono() after the last Read that returned bytes (or the dial)
+	reqDeadline atomic.Int64 // unix ns of the read deadline fasthttp set; 0: none
+
+	requests atomic.Int32 // requests started on this connection
+	writing  atomic.Bool  // the current request is being written or awaits its first response byte
+	gotByte  atomic.Bool  // the current request received a response byte
+
+	rx      *rxConn      // the stamping TCP conn beneath, nil in goroutine mode
+	stampFn func() int64 // rx's last stamp minus the run start, made once per conn
+}
+
+// connAddr is the conn's local address with a way back to the conn.
+type connAddr struct {
+	net.Addr
+	c *conn
+}
+
+func (c *conn) LocalAddr() net.Addr { return &c.addr }
+
+// Handshake tells fasthttp that the conn is a TLS connection already (we
+// do the handshake in dial) so that it does not wrap it again.
+func (c *conn) Handshake() error { return nil }
+
+func (c *conn) Write(p []byte) (int, error) {
+	if !c.writing.Load() {
+		// The first write of a request: HTTP/1.1 without pipelining sends
+		// a request only after the previous response was read.
+		n := c.requests.Add(1)
+		if to := c.set.idleConnTimeout; n > 1 && to > 0 && clock.Mono()-c.readNs.Load() > int64(to) {
+			c.Conn.Close() // fasthttp closes it too; nothing was written
+			return 0, errStaleConn
+		}
+		c.writing.Store(true)
+		c.gotByte.Store(false)
+	}
+	n, err := c.Conn.Write(p)
+	c.wroteNs.Store(clock.Mono())
+	return n, err
+}
+
+func (c *conn) Read(p []byte) (int, error) {
+	if c.set.canceled.Load() {
+		return 0, errRunCanceled
+	}
+	if idle := c.set.idle; idle > 0 {
+		d := time.Now().UnixNano() + int64(idle)
+		if rd := c.reqDeadline.Load(); rd != 0 && rd < d {
+			d = rd
+		}
+		if err := c.Conn.SetReadDeadline(time.Unix(0, d)); err != nil {
+			return 0, err
+		}
+	}
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.readNs.Store(clock.Mono())
+		if c.writing.Load() {
+			c.writing.Store(false)
+			c.gotByte.Store(true)
+		}
+	}
+	if err != nil && c.set.canceled.Load() {
+		err = errRunCanceled
+	}
+	return n, err
+}
+
+// reusedWithoutAnswer reports whether the request that last used c went
+// out on a connection that had served a request before and has not
+// received a byte of its response.
+func (c *conn) reusedWithoutAnswer() bool {
+	return c.requests.Load() > 1 && !c.gotByte.Load()
+}
+
+func (c *conn) SetReadDeadline(t time.Time) error {
+	c.storeDeadline(t)
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *conn) SetDeadline(t time.Time) error {
+	c.storeDeadline(t)
+	return c.Conn.SetDeadline(t)
+}
+
+func (c *conn) storeDeadline(t time.Time) {
+	if t.IsZero() {
+		c.reqDeadline.Store(0)
+	} else {
+		c.reqDeadline.Store(t.UnixNano())
+	}
+}
+
+// pastRequestDeadline reports whether the request's own deadline (not the
+// idle one) has passed: it tells a timeout from an idle timeout.
+func (c *conn) pastRequestDeadline() bool {
+	rd := c.reqDeadline.Load()
+	return rd != 0 && time.Now().UnixNano() >= rd
+}
+
+func (c *conn) Close() error {
+	c.set.remove(c)
+	return c.Conn.Close()
+}
+
+// connSet dials and tracks the live connections of a run so cancel can
+// reach them. It is touched on dial and close only, never per request.
+type connSet struct {
+	dialTimeout     time.Duration
+	idle            time.Duration // Config.IdleTimeout: per read, 0 none
+	idleConnTimeout time.Duration // Config.IdleConnTimeout: pooled connections older are not reused
+	tls             *tls.Config   // for https:// targets; nil for http://
+	stamp           *stamper      // the run's stamp mode and counters
+	canceled        atomic.Bool
+	mu              sync.Mutex
+	conns           map[*conn]struct{}
+}
+
+func newConnSet(cfg *Config) *connSet {
+	return &connSet{
+		dialTimeout: cfg.DialTimeout, idle: cfg.IdleTimeout, idleConnTimeout: cfg.IdleConnTimeout,
+		conns: make(map[*conn]struct{}), stamp: newStamper(cfg),
+	}
+}
+
+// dialer returns fasthttp's Dial for one target: TCP with the run's dial
+// timeout, with receive stamps in a kernel stamp mode (a socket that
+// refuses them is read as before, counted in the run's stamp note), then
+// TLS when tlsCfg is not nil (so that the wrapper sees plain HTTP),
+// wrapped.
+func (s *connSet) dialer(tlsCfg *tls.Config) func(addr string) (net.Conn, error) {
+	return func(addr string) (net.Conn, error) {
+		if s.canceled.Load() {
+			return nil, errRunCanceled
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.dialTimeout)
+		defer cancel()
+		var d net.Dialer
+		nc, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		var rx *rxConn
+		if s.stamp.kernel() {
+			var rerr error
+			if rx, rerr = newRxConn(nc, s.stamp.mode == StampKernelOffset && tlsCfg == nil, s.stamp); rerr != nil {
+				msg := rerr.Error()
+				s.stamp.enableErr.CompareAndSwap(nil, &msg)
+				s.stamp.plainFallback.Add(1)
+			} else {
+				nc = rx
+			}
+		}
+		if tlsCfg != nil {
+			tc := tls.Client(nc, tlsCfg)
+			if err := tc.HandshakeContext(ctx); err != nil {
+				nc.Close()
+				return nil, err
+			}
+			nc = tc
+		}
+		c := &conn{Conn: nc, set: s, rx: rx}
+		if rx != nil {
+			// Never before the request's recorded send: that is read
+			// after Write returned and can be later than the answer's
+			// arrival when the goroutine waited between the two.
+			c.stampFn = func() int64 { return max(rx.lastNs(), c.wroteNs.Load()) - s.stamp.start.Load() }
+		}
+		c.addr = connAddr{Addr: nc.LocalAddr(), c: c}
+		c.readNs.Store(clock.Mono())
+		s.mu.Lock()
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
+		if s.canceled.Load() { // canceled while dialing
+			c.Close()
+			return nil, errRunCanceled
+		}
+		return c, nil
+	}
+}
+
+func (s *connSet) remove(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+// cancel makes every blocked and future Read fail with errRunCanceled.
+func (s *connSet) cancel() {
+	s.canceled.Store(true)
+	past := time.Unix(1, 0)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		c.Conn.SetDeadline(past)
+	}
+}
+
+// connOf returns the run's conn behind a response's local address, nil if
+// the address is not one of ours.
+func connOf(a net.Addr) *conn {
+	if ca, ok := a.(*connAddr); ok {
+		return ca.c
+	}
+	return nil
+}

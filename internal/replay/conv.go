@@ -1,0 +1,367 @@
+package replay
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/tracekit/tracekit/internal/clock"
+	"github.com/tracekit/tracekit/trace"
+)
+
+// closedLoop runs one conversation as a user would: turn k+1 is sent its
+// think time (scaled by --speed) after the response to turn k ended, with
+// the history so far (the server's answers, or the reference answers).
+func (r *runState) closedLoop(runCtx, stopCtx context.Context, conv []trace.Turn, at int64) {
+	if isGraph(conv) {
+		r.graphClosed(runCtx, stopCtx, conv, at)
+		return
+	}
+	ex := r.exPool.Get().(*exchange)
+	defer r.exPool.Put(ex)
+	// The body lives in ex.body from turn to turn: each message and answer
+	// is encoded once, when it is known (an answer right after its stream
+	// ended), and a turn's body is prepared before its think time passes,
+	// so the send instant only writes.
+	cb := convBody{buf: ex.body[:0]}
+	defer func() { ex.body = cb.buf[:0] }()
+	var histTokens int32
+	for k := range conv {
+		turn := &conv[k]
+		if k > 0 {
+			at = r.start + ex.rec.DoneNs + r.scale(turn.ThinkTimeNs)
+		}
+		model := r.model(turn)
+		msgs, tokens := r.messages(turn)
+		for i := range msgs {
+			cb.add(&r.bo, model, &msgs[i])
+		}
+		body := cb.build(&r.bo, model, turn)
+		if !r.waitUntil(stopCtx, at) {
+			return
+		}
+		if !r.do(runCtx, stopCtx, ex, turn, body, histTokens+tokens, at) {
+			return
+		}
+		if k+1 < len(conv) {
+			answer := r.chatAnswer(ex, turn)
+			cb.add(&r.bo, model, &answer)
+			histTokens += tokens + answer.Tokens
+		}
+		if runCtx.Err() != nil {
+			return
+		}
+	}
+}
+
+// model is the model turn asks for: its own, or the run's.
+func (r *runState) model(turn *trace.Turn) string {
+	if turn.Model != "" {
+		return turn.Model
+	}
+	return r.cfg.Model
+}
+
+// chatAnswer is the assistant message of a chat's next turn: the text of
+// answer, and tool calls when the answer or the trace has any
+// (answerMessage; a chat without tool calls never gets there).
+func (r *runState) chatAnswer(ex *exchange, turn *trace.Turn) trace.Message {
+	if ex.stream.ToolCalls() > 0 || len(turn.ReferenceToolCalls) > 0 {
+		return r.answerMessage(ex, turn)
+	}
+	answer, answerTokens := r.answer(ex, turn)
+	return trace.Message{Role: "assistant", Content: answer, Tokens: answerTokens}
+}
+
+// answer is what the next turn's history holds as the assistant's reply to
+// turn: the server's answer, or the trace's with --history reference (and
+// as a fallback when the server's answer failed empty).
+func (r *runState) answer(ex *exchange, turn *trace.Turn) (string, int32) {
+	text := ex.stream.Text()
+	useRef := turn.ReferenceAnswer != "" &&
+		(r.cfg.History == HistoryReference || (text == "" && ex.rec.ErrorKind != ""))
+	if useRef {
+		return turn.ReferenceAnswer, int32(r.tok.Count(turn.ReferenceAnswer))
+	}
+	if ex.rec.ErrorKind == "" && ex.rec.CompletionTokens >= 0 {
+		return text, ex.rec.CompletionTokens
+	}
+	return text, int32(r.tok.Count(text))
+}
+
+// openLoop sends every turn of conv at its own arrival offset, whether or
+// not the previous turn has finished, with the reference history (a
+// synthesized answer of OutputTokens tokens where the trace has none).
+func (r *runState) openLoop(runCtx, stopCtx context.Context, conv []trace.Turn) {
+	if isGraph(conv) {
+		r.graphOpen(runCtx, stopCtx, conv)
+		return
+	}
+	done := make(chan struct{}, len(conv))
+	launched := 0
+	// hist is the history encoded once, message by message; each turn's
+	// body (head, hist, tail) is copied out of it into a buffer of its own
+	// before the turn's arrival time, as requests of one conversation
+	// overlap. One prepared body per conversation at a time.
+	var hist encMsgs
+	var histTokens int32
+	for k := range conv {
+		turn := &conv[k]
+		at := r.start + r.scale(turn.ArrivalOffsetNs)
+		msgs, tokens := r.messages(turn)
+		for i := range msgs {
+			hist.add(&r.bo, &msgs[i])
+		}
+		bp := r.bodies.Get().(*[]byte)
+		*bp = r.bo.appendBodyEnc((*bp)[:0], r.model(turn), hist.b, turn)
+		if !r.waitUntil(stopCtx, at) {
+			r.bodies.Put(bp)
+			break
+		}
+		input := histTokens + tokens
+		launched++
+		go func() {
+			defer func() { done <- struct{}{} }()
+			defer r.bodies.Put(bp)
+			ex := r.exPool.Get().(*exchange)
+			defer r.exPool.Put(ex)
+			r.do(runCtx, stopCtx, ex, turn, *bp, input, at)
+		}()
+		if k+1 == len(conv) {
+			break // no later turn needs this one's answer in its history
+		}
+		// Building the answer (and counting its tokens) costs milliseconds
+		// of CPU for long outputs: done after the send, and only when a
+		// later turn will carry it.
+		answer := turn.ReferenceAnswer
+		if answer == "" {
+			answer = fillerText(turn.OutputTokens, r.cfg.Seed, fmt.Sprintf("%s/%d/answer", turn.ConversationID, turn.Turn))
+		}
+		answerTokens := int32(r.tok.Count(answer))
+		if len(turn.ReferenceToolCalls) > 0 {
+			answerTokens += r.callTokens(turn.ReferenceToolCalls)
+		}
+		hist.add(&r.bo, &trace.Message{Role: "assistant", Content: answer, Tokens: answerTokens, ToolCalls: turn.ReferenceToolCalls})
+		histTokens += tokens + answerTokens
+	}
+	for range launched {
+		<-done
+	}
+}
+
+// do sends one request with the prepared body and records it. It returns
+// false when the request was not sent because the run is stopping (limits,
+// duration, canceled).
+// The outcome is left in ex.rec and ex.stream.
+func (r *runState) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace.Turn,
+	body []byte, inputTokens int32, intended int64) bool {
+	if r.slots != nil {
+		select {
+		case r.slots <- struct{}{}:
+			defer func() { <-r.slots }()
+		case <-stopCtx.Done():
+			return false
+		}
+	}
+	slot := clock.Mono()
+	if stopCtx.Err() != nil {
+		return false
+	}
+	seq := r.seq.Add(1)
+	if r.cfg.MaxRequests > 0 && seq > int64(r.cfg.Warmup+r.cfg.MaxRequests) {
+		r.stop()
+		return false
+	}
+	if r.cfg.MaxRequests > 0 && seq == int64(r.cfg.Warmup+r.cfg.MaxRequests) {
+		defer r.stop() // the last one: nothing new after it
+	}
+
+	t := r.pick(turn.ConversationID)
+	ex.stream.Reset()
+	rec := &ex.rec
+	*rec = trace.Record{
+		RequestID:      requestID(turn, 0),
+		ConversationID: turn.ConversationID,
+		Turn:           turn.Turn,
+		Shard:          int32(r.cfg.Shard),
+		Warmup:         seq <= int64(r.cfg.Warmup),
+		Target:         t.base,
+		IntendedNs:     intended - r.start,
+		SlotNs:         slot - r.start,
+		InputTokens:    inputTokens,
+		MaxTokens:      turn.OutputTokens,
+		EventNs:        rec.EventNs[:0],
+		EventTokens:    rec.EventTokens[:0],
+		PromptTokens:   -1, CompletionTokens: -1, CachedTokens: -1,
+		Parents: turn.Parents, // the trace's, never written: sinks may keep it
+		After:   turn.After,
+	}
+	rec.NonStreaming = turn.NonStreaming
+
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	t.prepare(req, "POST", t.genURL, rec.RequestID)
+	req.Header.SetContentType("application/json")
+	if turn.NonStreaming {
+		req.Header.Set("Accept", "application/json")
+	} else {
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	req.Header.Set("Accept-Encoding", "identity")
+	if r.cfg.MockHints {
+		setMockHints(req, turn)
+	}
+	req.SetBodyRaw(body)
+
+	r.sent.Add(1)
+	r.inflight.Add(1)
+	r.exchange(runCtx, t, req, resp, ex, slot)
+	rec.DoneNs = r.now()
+	r.inflight.Add(-1)
+	r.done.Add(1)
+	if rec.ErrorKind != "" {
+		r.errs.Add(1)
+	} else if rec.ToolCalls > 0 || len(turn.ReferenceToolCalls) > 0 {
+		if rec.ToolCallMismatch = toolCallMismatch(ex, turn); rec.ToolCallMismatch {
+			r.mismatches.Add(1)
+		}
+	}
+	r.sink.Submit(rec)
+	return true
+}
+
+// exchange performs the HTTP exchange of ex.rec, reads its stream and
+// settles the record's error kind from what it saw.
+func (r *runState) exchange(runCtx context.Context, t *target, req *fasthttp.Request, resp *fasthttp.Response, ex *exchange, slot int64) {
+	o := &ex.out
+	*o = outcome{}
+	r.exchangeOnce(runCtx, t, req, resp, ex, slot)
+	r.settle(&ex.rec, o)
+}
+
+// exchangeOnce does the work of exchange, leaving what it saw in ex.out.
+func (r *runState) exchangeOnce(runCtx context.Context, t *target, req *fasthttp.Request, resp *fasthttp.Response, ex *exchange, slot int64) {
+	rec, o := &ex.rec, &ex.out
+	var deadline time.Time
+	if r.cfg.RequestTimeout > 0 {
+		deadline = time.Now().Add(r.cfg.RequestTimeout)
+	}
+	retryID := rec.ConversationID + "-" + strconv.Itoa(int(rec.Turn)) + "-1" // requestID(turn, 1)
+	retried, err := t.do(req, resp, deadline, retryID)
+	if retried {
+		rec.Attempt, rec.RequestID = 1, retryID
+	}
+	headers := r.now()
+	c := connOf(resp.LocalAddr())
+	headers = r.headerStamp(c, headers) // stamp.go: the kernel's receive stamp in kernel modes
+	if c != nil {
+		if w := c.wroteNs.Load(); w >= slot {
+			rec.SentNs = w - r.start
+		}
+	}
+	if err != nil {
+		o.failed(stageSend, err, runCtx.Err() != nil, c, "sending: "+err.Error())
+		return
+	}
+	rec.HeadersNs = headers
+	rec.Status = int32(resp.StatusCode())
+	body := resp.BodyStream()
+	if body == nil {
+		body = bytes.NewReader(resp.Body())
+	}
+	if rec.Status/100 != 2 {
+		b, _ := io.ReadAll(io.LimitReader(body, 4<<10))
+		o.stage, o.msg = stageStatus, fmt.Sprintf("HTTP %d: %s", rec.Status, bytes.TrimSpace(b))
+		closeBody(resp, errors.New("discarding an error body"))
+		return
+	}
+	now := r.bodyClock(c) // stamp.go: the run clock, or c's kernel receive stamps
+	if enc := resp.Header.ContentEncoding(); len(enc) > 0 && !bytes.EqualFold(enc, []byte("identity")) {
+		dec, err := ex.dec.decode(enc, body, now)
+		if err != nil {
+			o.failed(stageDecode, err, runCtx.Err() != nil, c, err.Error())
+			closeBody(resp, err)
+			return
+		}
+		body, now = dec, ex.dec.net.stamp
+	}
+	if rec.NonStreaming {
+		rerr := r.readWhole(ex, body, now)
+		o.stage = stageBody
+		o.parsed, o.parsedMsg = ex.stream.Verdict()
+		if rerr != nil {
+			o.failed(stageBody, rerr, runCtx.Err() != nil, c, fmt.Sprintf("reading the response body after %d bytes: %v", len(ex.resp), rerr))
+		}
+		closeBody(resp, rerr)
+		return
+	}
+	if ct := resp.Header.ContentType(); bytes.HasPrefix(ct, []byte("application/json")) {
+		b, err := io.ReadAll(io.LimitReader(body, 4<<10))
+		o.stage, o.msg = stageNotStreaming, fmt.Sprintf("server answered without streaming (Content-Type: %s): %s", ct, snippetOf(bytes.TrimSpace(b)))
+		closeBody(resp, errors.Join(errors.New("discarding a JSON body"), err))
+		return
+	}
+	rerr := ex.stream.ReadBody(body, ex.buf, now)
+	ex.stream.Fill(rec)
+	o.stage = stageBody
+	o.parsed, o.parsedMsg = ex.stream.Verdict()
+	if rerr != nil {
+		o.failed(stageBody, rerr, runCtx.Err() != nil, c, fmt.Sprintf("reading the stream after %d events: %v", len(rec.EventNs), rerr))
+	}
+	closeBody(resp, rerr)
+}
+
+// maxJSONBody bounds a non-streaming response body.
+const maxJSONBody = 64 << 20
+
+// readWhole reads a non-streaming response body into ex.resp and parses it
+// as one event stamped when the body was completely read: the record's
+// EventNs is that instant, its EventTokens the completion tokens (usage,
+// exact, or counted from the text). A read error leaves the record as
+// Fill makes it from what arrived.
+func (r *Runner) readWhole(ex *exchange, body io.Reader, now func() int64) error {
+	ex.resp = ex.resp[:0]
+	var err error
+	for {
+		if len(ex.resp) == cap(ex.resp) {
+			ex.resp = append(ex.resp, 0)[:len(ex.resp)]
+		}
+		var n int
+		n, err = body.Read(ex.resp[len(ex.resp):cap(ex.resp)])
+		ex.resp = ex.resp[:len(ex.resp)+n]
+		if err != nil || len(ex.resp) > maxJSONBody {
+			break
+		}
+	}
+	done := now()
+	if err == io.EOF {
+		err = nil
+	}
+	if err == nil && len(ex.resp) > maxJSONBody {
+		err = fmt.Errorf("the body is larger than %d bytes", maxJSONBody)
+	}
+	if err == nil {
+		ex.stream.FeedJSON(bytes.TrimSpace(ex.resp), done)
+	}
+	ex.stream.Fill(&ex.rec)
+	return err
+}
+
+// closeBody releases the response stream; after a failed read it closes
+// the connection instead of returning it to the pool.
+func closeBody(resp *fasthttp.Response, readErr error) {
+	if readErr != nil {
+		if s, ok := resp.BodyStream().(fasthttp.ReadCloserWithError); ok {
+			s.CloseWithError(readErr)
+			return
+		}
+	}
+	resp.CloseBodyStream()
+}

@@ -1,0 +1,269 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tracekit/tracekit/internal/synth"
+	"github.com/tracekit/tracekit/trace"
+)
+
+// importBoth writes one input as a virtual trace (the default) and as a
+// --prompt-text trace.
+func importBoth(t *testing.T, make func(o synth.ImportOptions) synth.Source, path string) (virt, text string) {
+	t.Helper()
+	dir := t.TempDir()
+	for i, promptText := range []bool{false, true} {
+		out := filepath.Join(dir, []string{"virtual.parquet", "text.parquet"}[i])
+		src := make(synth.ImportOptions{Path: path, PromptText: promptText})
+		if _, err := synth.Generate(context.Background(), synth.Job{Source: src, Meta: trace.TraceMeta{Tokenizer: "o200k_base"}, Output: out}); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			virt = out
+		} else {
+			text = out
+		}
+	}
+	return virt, text
+}
+
+// bodiesOf replays path against a fresh mock and returns every request
+// body by request id.
+func bodiesOf(t *testing.T, path string) map[string]string {
+	t.Helper()
+	srv := fastMock(t, nil)
+	_, res := run(t, Config{Trace: path, Targets: []string{srv.URL()}, IgnoreEOS: true, ContinuousUsage: "off", Speed: 50})
+	if res.Errors != 0 {
+		t.Fatalf("%s: %d errors", path, res.Errors)
+	}
+	bodies := map[string]string{}
+	for _, e := range srv.Log() {
+		bodies[e.RequestID] = string(e.Body)
+	}
+	return bodies
+}
+
+// A replay of a virtual trace sends the same bytes as a replay of the same
+// import with its text stored: every request body, history included, is
+// equal. The virtual file holds no prompt text.
+func TestVirtualTraceSendsTheSameBodies(t *testing.T) {
+	dir := t.TempDir()
+	mooncake := filepath.Join(dir, "m.jsonl")
+	os.WriteFile(mooncake, []byte(`{"timestamp": 0, "input_length": 700, "output_length": 5, "hash_ids": [1, 2]}
+{"timestamp": 10, "input_length": 1300, "output_length": 5, "hash_ids": [1, 2, 3]}
+{"timestamp": 20, "input_length": 9, "output_length": 3}
+`), 0o644)
+	bailian := filepath.Join(dir, "b.jsonl")
+	os.WriteFile(bailian, []byte(`{"chat_id": 1, "parent_chat_id": -1, "timestamp": 0.5, "input_length": 40, "output_length": 10, "hash_ids": [100, 101, 102]}
+{"chat_id": 3, "parent_chat_id": 1, "timestamp": 1.5, "input_length": 90, "output_length": 8, "hash_ids": [100, 101, 104, 105, 106, 107]}
+{"chat_id": 4, "parent_chat_id": -1, "timestamp": 1.6, "input_length": 20, "output_length": 8, "hash_ids": [100]}
+`), 0o644)
+	cases := []struct {
+		name, path string
+		make       func(o synth.ImportOptions) synth.Source
+	}{
+		{"mooncake", mooncake, func(o synth.ImportOptions) synth.Source { return &synth.Mooncake{Opts: o} }},
+		{"bailian", bailian, func(o synth.ImportOptions) synth.Source { return &synth.Bailian{Opts: o} }},
+	}
+	for _, c := range cases {
+		virt, text := importBoth(t, c.make, c.path)
+		turns, meta, err := trace.ReadTurns(virt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if meta.Prompts == nil {
+			t.Fatalf("%s: the virtual trace names no prompt generator", c.name)
+		}
+		for _, tu := range turns {
+			for _, m := range tu.Messages {
+				if !m.Virtual || m.Content != "" {
+					t.Fatalf("%s: message of %s/%d holds text or is not virtual", c.name, tu.ConversationID, tu.Turn)
+				}
+			}
+		}
+		vb, tb := bodiesOf(t, virt), bodiesOf(t, text)
+		n := 0
+		for id, b := range tb {
+			if !strings.HasPrefix(id, c.name+"-") {
+				continue // the usage probe
+			}
+			n++
+			if vb[id] != b {
+				t.Fatalf("%s: request %s differs:\nvirtual %.300s\ntext    %.300s", c.name, id, vb[id], b)
+			}
+		}
+		if n != len(turns) {
+			t.Fatalf("%s: %d bodies of %d turns", c.name, n, len(turns))
+		}
+	}
+}
+
+// A trace naming a prompt generator this build does not know is refused
+// before anything is sent.
+func TestUnknownPromptGeneratorRefused(t *testing.T) {
+	c := conv("u", 1, 0, 0, 5)
+	c[0].Messages = []trace.Message{{Role: "user", Tokens: 10, Virtual: true}}
+	src := NewMemorySource(trace.TraceMeta{Tokenizer: "o200k_base", Prompts: &trace.PromptGenerator{Name: "other", Tokenizer: "o200k_base", BlockSize: 16}}, c)
+	if _, err := New(Config{Targets: []string{"http://127.0.0.1:1"}}, src); err == nil {
+		t.Fatal("a trace with an unknown prompt generator was accepted")
+	}
+}
+
+// A shard's prefetch stage makes the text of its own conversations only:
+// over the shards of one trace, each virtual message is made once, by the
+// shard that sends it, and every shard sends what it owns.
+func TestPrefetchSkipsOtherShards(t *testing.T) {
+	srv := fastMock(t, nil)
+	const shards, n = 3, 60
+	var turns []trace.Turn
+	own := make([]int64, shards)
+	for i := range n {
+		c := conv(fmt.Sprintf("v%03d", i), 2, 0, 0, 2)
+		for k := range c {
+			c[k].Messages = []trace.Message{{Role: "user", Tokens: 20, Virtual: true, BlockSeed: int64(i*10 + k)}}
+		}
+		own[hash(c[0].ConversationID)%shards] += int64(len(c))
+		turns = append(turns, c...)
+	}
+	meta := trace.TraceMeta{Tokenizer: "o200k_base", Prompts: &trace.PromptGenerator{Name: trace.PromptGeneratorBlocks, Tokenizer: "o200k_base", BlockSize: 16}}
+	for shard := range shards {
+		r, err := New(Config{Targets: []string{srv.URL()}, IgnoreEOS: true, Shard: shard, Shards: shards}, NewMemorySource(meta, turns))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		res, err := r.Run(ctx, &memSink{})
+		cancel()
+		made := r.mat.made.Load()
+		r.Close()
+		if err != nil || res.Errors != 0 || res.Sent != own[shard] {
+			t.Fatalf("shard %d: result %+v, %v; it owns %d turns", shard, res, err, own[shard])
+		}
+		if own[shard] == 0 || made != own[shard] {
+			t.Errorf("shard %d/%d: %d messages materialized, it owns %d", shard, shards, made, own[shard])
+		}
+	}
+}
+
+// The prefetch stage runs ahead of its reader as far as its text budget
+// allows and no further: with room for everything it makes the whole
+// source before the first Next; with room for 3 conversations' text it
+// holds 3 and reads on only as Next takes them, and hands them over in the
+// source's order.
+func TestPrefetchBudget(t *testing.T) {
+	meta := trace.TraceMeta{Tokenizer: "o200k_base", Prompts: &trace.PromptGenerator{Name: trace.PromptGeneratorBlocks, Tokenizer: "o200k_base", BlockSize: 16}}
+	var turns []trace.Turn
+	for i := range 40 {
+		c := conv(fmt.Sprintf("b%02d", i), 1, 0, 0, 2)
+		c[0].Messages = []trace.Message{{Role: "user", Tokens: 100, Virtual: true, BlockSeed: int64(i)}}
+		turns = append(turns, c...)
+	}
+	mat, err := newMaterializer(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, one := mat.fill(turns[:1])
+	state := func(p *prefetch) (queued int, ended bool) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(p.q), p.ended
+	}
+	waitFor := func(p *prefetch, ok func(queued int, ended bool) bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+			if ok(state(p)) {
+				return
+			}
+			if time.Now().After(deadline) {
+				q, e := state(p)
+				t.Fatalf("prefetch stuck: %d queued, ended %v", q, e)
+			}
+		}
+	}
+	all := func(_ []trace.Turn) bool { return true }
+
+	big := newPrefetch(NewMemorySource(meta, turns), mat, all, prefetchConvs, prefetchBytes)
+	waitFor(big, func(q int, ended bool) bool { return ended })
+	if q, _ := state(big); q != 40 {
+		t.Errorf("a large budget holds %d of 40 conversations before the first Next", q)
+	}
+	big.stop()
+
+	src := &countedSource{Source: NewMemorySource(meta, turns)}
+	small := newPrefetch(src, mat, all, prefetchConvs, 3*one+one/2)
+	defer small.stop()
+	for i := range 40 {
+		if i < 37 {
+			waitFor(small, func(q int, _ bool) bool { return q == 3 })
+			time.Sleep(2 * time.Millisecond) // room to overrun, if it would
+			if q, _ := state(small); q != 3 {
+				t.Fatalf("after %d taken: %d queued, budget 3", i, q)
+			}
+			if reads := int(src.n.Load()); reads > i+4 {
+				t.Fatalf("after %d taken: %d source reads, want at most %d", i, reads, i+4)
+			}
+		}
+		c, err := small.Next()
+		if err != nil || c[0].ConversationID != fmt.Sprintf("b%02d", i) || c[0].Messages[0].Content == "" {
+			t.Fatalf("Next %d: %v %v", i, c, err)
+		}
+	}
+	if _, err := small.Next(); err != io.EOF {
+		t.Fatalf("after the last: %v, want EOF", err)
+	}
+}
+
+// countedSource counts its Next calls.
+type countedSource struct {
+	Source
+	n atomic.Int64
+}
+
+func (s *countedSource) Next() ([]trace.Turn, error) { s.n.Add(1); return s.Source.Next() }
+
+// The text of a trace whose virtual prompts fit the prefetch budget is
+// all made before the run's clock starts: none is made while requests are
+// dispatched.
+func TestPrefetchDoneBeforeClock(t *testing.T) {
+	srv := fastMock(t, nil)
+	var turns []trace.Turn
+	const n = 3 * primeRows // more than prime reads before the clock
+	for i := range n {
+		c := conv(fmt.Sprintf("p%03d", i), 1, time.Duration(i)*time.Millisecond, 0, 2)
+		c[0].Messages = []trace.Message{{Role: "user", Tokens: 2000, Virtual: true, BlockSeed: int64(i)}}
+		turns = append(turns, c...)
+	}
+	meta := trace.TraceMeta{Tokenizer: "o200k_base", Prompts: &trace.PromptGenerator{Name: trace.PromptGeneratorBlocks, Tokenizer: "o200k_base", BlockSize: 16}}
+	r, err := New(Config{Targets: []string{srv.URL()}, IgnoreEOS: true, Timing: TimingTrace, MaxConcurrency: 32}, NewMemorySource(meta, turns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sink := &memSink{}
+	res, err := r.Run(ctx, sink)
+	if err != nil || res.Sent != n || res.Errors != 0 {
+		for _, rec := range sink.Records() {
+			if rec.ErrorKind != trace.ErrNone {
+				t.Logf("%s: %s %s", rec.RequestID, rec.ErrorKind, rec.ErrorMessage)
+				break
+			}
+		}
+		t.Fatalf("%d sent, %d errors, %v", res.Sent, res.Errors, err)
+	}
+	if made := r.mat.made.Load(); made != n {
+		t.Fatalf("%d prompts made, want %d", made, n)
+	}
+	if last, start := r.mat.lastNs.Load(), sink.RunMeta().StartMonoNs; last >= start {
+		t.Errorf("the last prompt was made %v after the clock started", time.Duration(last-start))
+	}
+}

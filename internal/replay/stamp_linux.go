@@ -1,0 +1,253 @@
+//go:build linux
+
+package replay
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tracekit/tracekit/internal/clock"
+)
+
+func kernelStampsUnsupported() string { return "" }
+
+// stampFlags ask for software receive stamps and for them to be reported.
+const stampFlags = unix.SOF_TIMESTAMPING_RX_SOFTWARE | unix.SOF_TIMESTAMPING_SOFTWARE
+
+// rxConn is a TCP connection read with recvmsg so that every read brings
+// the kernel's receive stamp of its last segment (SCM_TIMESTAMPING, in
+// CLOCK_REALTIME), which it keeps, converted to Mono, as lastNs. With
+// split (StampKernelOffset), a read that brings more than one event is
+// handed out one event at a time: Read returns the bytes up to the first
+// event end and keeps the rest (pend) for the next Reads, which need no
+// syscall; each piece is stamped with the earlier of the read's kernel
+// stamp and the observer's first sight of the piece's last byte. Reads go
+// through syscall.RawConn, so the netpoller waits for data and deadlines
+// apply as on the plain conn.
+//
+// One reader at a time (fasthttp's, or TLS's under it): the scratch
+// fields belong to the Read in progress. Nothing is allocated per read
+// once pend has grown to the largest remainder.
+type rxConn struct {
+	*net.TCPConn
+	raw   syscall.RawConn
+	st    *stamper
+	split bool
+	last  atomic.Int64 // Mono ns of the last read's stamp
+	obs   obsReg       // split: the registration with st.obs, obs.s nil none
+	shut  atomic.Bool  // Close was called
+
+	// split: bytes received but not yet returned, their kernel stamp
+	// (Mono) and the connection offset of the next byte Read returns.
+	pend    []byte
+	pendBuf []byte
+	pendNs  int64
+	off     int64
+
+	// The recvmsg in progress.
+	p      []byte
+	n      int
+	err    error
+	hdr    unix.Msghdr
+	iov    unix.Iovec
+	oob    [128]byte
+	readFn func(fd uintptr) bool
+}
+
+// newRxConn enables receive stamps on nc and wraps it; an error means the
+// socket refused them (the caller keeps nc as it is).
+func newRxConn(nc net.Conn, split bool, st *stamper) (*rxConn, error) {
+	tc, ok := nc.(*net.TCPConn)
+	if !ok {
+		return nil, fmt.Errorf("a %T is not a TCP connection", nc)
+	}
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPING, stampFlags)
+	}); err != nil {
+		return nil, err
+	}
+	if serr != nil {
+		return nil, fmt.Errorf("setsockopt SO_TIMESTAMPING: %w", serr)
+	}
+	c := &rxConn{TCPConn: tc, raw: raw, st: st, split: split}
+	c.readFn = c.read
+	c.last.Store(clock.Mono())
+	if split && st.obs != nil {
+		var aerr error
+		raw.Control(func(fd uintptr) { c.obs, aerr = st.obs.add(int(fd)) })
+		if aerr != nil {
+			c.obs = obsReg{}
+			st.observeErrs.Add(1)
+		}
+	}
+	return c, nil
+}
+
+// Close leaves the observer before the socket closes.
+func (c *rxConn) Close() error {
+	if c.shut.Swap(true) {
+		return c.TCPConn.Close() // net's own error for a second Close
+	}
+	if c.obs.s != nil {
+		c.obs.o.remove(c.obs)
+	}
+	return c.TCPConn.Close()
+}
+
+// lastNs is the Mono time of the last read's stamp.
+func (c *rxConn) lastNs() int64 { return c.last.Load() }
+
+func (c *rxConn) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if c.shut.Load() {
+		return 0, &net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: net.ErrClosed}
+	}
+	if len(c.pend) > 0 {
+		n := copy(p, c.pend[:eventEnd(c.pend)])
+		c.pend = c.pend[n:]
+		c.deliver(n, c.pendNs)
+		return n, nil
+	}
+	c.p, c.n, c.err = p, 0, nil
+	err := c.raw.Read(c.readFn)
+	c.p = nil
+	if err == nil {
+		err = c.err
+	}
+	if err != nil {
+		return 0, &net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: wrapSyscall(err)}
+	}
+	n := c.n
+	if n == 0 {
+		return 0, io.EOF
+	}
+	var stamp int64
+	if real, ok := c.stamp(); ok {
+		stamp = c.st.toMono(real)
+		c.st.kernelReads.Add(1)
+	} else {
+		stamp = clock.Mono()
+		c.st.fallbackReads.Add(1)
+	}
+	if !c.split {
+		c.setLast(stamp)
+		return n, nil
+	}
+	if c.obs.s != nil {
+		c.obs.s.consumed.Add(int64(n))
+	}
+	if cut := eventEnd(p[:n]); cut < n {
+		c.pendBuf = append(c.pendBuf[:0], p[cut:n]...)
+		c.pend, c.pendNs, n = c.pendBuf, stamp, cut
+	}
+	c.deliver(n, stamp)
+	return n, nil
+}
+
+// deliver stamps the n bytes Read returns from offset c.off on (split
+// mode): the kernel stamp of the recvmsg that brought them, or the
+// observer's first sight of their last byte when that is earlier.
+func (c *rxConn) deliver(n int, stamp int64) {
+	c.off += int64(n)
+	if len(c.pend) > 0 {
+		c.st.splitReads.Add(1)
+	}
+	if c.obs.s != nil {
+		if real, ok := c.obs.s.firstAt(c.obs.gen, c.off); ok {
+			if at := c.st.toMono(real); at < stamp {
+				stamp = at
+				c.st.observedReads.Add(1)
+			}
+		}
+	}
+	c.setLast(stamp)
+}
+
+// setLast keeps stamp as the last read's. Segments arrive in order; only
+// a re-measured offset could step a stamp back by its width.
+func (c *rxConn) setLast(stamp int64) {
+	c.last.Store(max(stamp, c.last.Load()))
+}
+
+// wrapSyscall makes a raw errno look as net's own reads report it.
+func wrapSyscall(err error) error {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return os.NewSyscallError("recvmsg", errno)
+	}
+	return err
+}
+
+// read is the RawConn callback: one recvmsg with the control buffer;
+// false asks the netpoller to wait.
+func (c *rxConn) read(fd uintptr) bool {
+	n, err := recvmsg(fd, &c.hdr, &c.iov, c.p, c.oob[:], unix.MSG_DONTWAIT)
+	switch {
+	case err == unix.EAGAIN || err == unix.EINTR:
+		return false
+	case err != nil:
+		c.err = err
+		return true
+	}
+	c.n = n
+	return true
+}
+
+// recvmsg is recvmsg(2) of fd into p with the control buffer oob, through
+// the caller's scratch header and iovec.
+func recvmsg(fd uintptr, hdr *unix.Msghdr, iov *unix.Iovec, p, oob []byte, flags int) (int, error) {
+	iov.Base = &p[0]
+	iov.SetLen(len(p))
+	*hdr = unix.Msghdr{Iov: iov}
+	hdr.SetIovlen(1)
+	hdr.Control = &oob[0]
+	hdr.SetControllen(len(oob))
+	n, _, e := unix.Syscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(hdr)), uintptr(flags))
+	iov.Base = nil
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+// stamp finds the software receive stamp in the last recvmsg's control data.
+func (c *rxConn) stamp() (int64, bool) { return rxStamp(&c.hdr, c.oob[:]) }
+
+// rxStamp finds the software receive stamp (the first of
+// SCM_TIMESTAMPING's three timespecs) in the control data of hdr, whose
+// buffer is oob.
+func rxStamp(hdr *unix.Msghdr, oob []byte) (int64, bool) {
+	buf := oob[:min(int(hdr.Controllen), len(oob))]
+	hl := unix.CmsgLen(0)
+	for len(buf) >= hl {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&buf[0]))
+		l := int(h.Len)
+		if l < hl || l > len(buf) {
+			return 0, false
+		}
+		if h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPING && l >= hl+int(unsafe.Sizeof(unix.Timespec{})) {
+			ts := (*unix.Timespec)(unsafe.Pointer(&buf[hl]))
+			if ts.Sec == 0 && ts.Nsec == 0 {
+				return 0, false
+			}
+			return ts.Nano(), true
+		}
+		buf = buf[min(unix.CmsgSpace(l-hl), len(buf)):]
+	}
+	return 0, false
+}
