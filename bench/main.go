@@ -22,6 +22,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/tracekit/tracekit/internal/stamp"
 )
 
 // figure is one row of BENCHMARKS.md.
@@ -52,6 +54,7 @@ type env struct {
 }
 
 func main() {
+	stamp.ObserverMain() // the soak's replay is kernel-offset: its arrival observer is this program
 	out := flag.String("o", "BENCHMARKS.md", "file to write")
 	bin := flag.String("bin", "bin/tracekit", "tracekit binary to measure (make build)")
 	convs := flag.Int("deadlock-conversations", 2000, "conversations of the deadlock scenario (2000 is the full size)")

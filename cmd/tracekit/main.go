@@ -12,6 +12,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tracekit/tracekit/internal/stamp"
 )
 
 // newRoot builds the top-level command with every subcommand.
@@ -67,5 +69,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func main() {
+	// Before anything else: a kernel-offset replay's arrival observer is
+	// this executable started again, and becomes it here.
+	stamp.ObserverMain()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }

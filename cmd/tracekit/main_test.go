@@ -3,6 +3,8 @@ package main
 import (
 	"os"
 	"testing"
+
+	"github.com/tracekit/tracekit/internal/stamp"
 )
 
 // asMainEnv makes this test binary run as tracekit itself. Tests that need
@@ -12,6 +14,7 @@ import (
 const asMainEnv = "TRACEKIT_TEST_AS_MAIN"
 
 func TestMain(m *testing.M) {
+	stamp.ObserverMain() // as main does
 	if os.Getenv(asMainEnv) == "1" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/stamp"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -23,6 +24,7 @@ import (
 const childEnv = "TRACEKIT_CALIBRATE_TEST_MOCK"
 
 func TestMain(m *testing.M) {
+	stamp.ObserverMain() // the arrival observer of the steps' kernel-offset replays
 	if os.Getenv(childEnv) != "" {
 		os.Exit(serveChild(os.Args[1:]))
 	}

@@ -13,11 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracekit/tracekit/internal/stamp"
 	"github.com/tracekit/tracekit/trace"
 )
 
-// TestMain lets the SIGKILL test re-exec this binary as a proxy child.
+// TestMain lets the SIGKILL test re-exec this binary as a proxy child,
+// and the round trips' replays as their arrival observer.
 func TestMain(m *testing.M) {
+	stamp.ObserverMain()
 	if dir := os.Getenv("TRACEKIT_PROXY_CHILD"); dir != "" {
 		proxyChild(dir, os.Getenv("TRACEKIT_PROXY_UPSTREAM"))
 		os.Exit(0)

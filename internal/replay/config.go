@@ -141,7 +141,7 @@ type Config struct {
 	// Insecure accepts any TLS certificate from an https:// target (a
 	// self-signed test deployment); the default verifies it.
 	Insecure bool
-	// StampMode is how event arrivals are stamped (stamp.go): StampGoroutine,
+	// StampMode is how event arrivals are stamped (package stamp): StampGoroutine,
 	// StampKernel or StampKernelOffset; "" is DefaultStampMode where the
 	// kernel supports it. The mode used is in RunMeta.Stamps.
 	StampMode string

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tracekit/tracekit/internal/clock"
+	"github.com/tracekit/tracekit/internal/stamp"
 )
 
 // errRunCanceled is what a connection's Read returns once the run is
@@ -29,10 +30,10 @@ var errStaleConn = errors.New("the pooled connection was idle too long to trust"
 //     whole streamed body, so before each Read (response headers included)
 //     we set the deadline to min(request deadline, now + idle);
 //   - cancel: the run can interrupt every blocked Read;
-//   - stamps: in a kernel stamp mode (stamp.go) the TCP connection under it
-//     (and under TLS) is an rxConn, whose reads carry the kernel's receive
+//   - stamps: in a kernel stamp mode the TCP connection under it (and
+//     under TLS) is a stamp.Conn, whose reads carry the kernel's receive
 //     stamps; stampFn reads the last one, run-relative, for the body's
-//     parser (runState.bodyClock);
+//     parser (runState.bodyClock, stamp.go);
 //   - reuse: the first Write of a request on a connection that served one
 //     before checks how long it sat idle (errStaleConn past
 //     Config.IdleConnTimeout), and the request goroutine learns whether a
@@ -57,7 +58,7 @@ type conn struct {
 	writing  atomic.Bool  // the current request is being written or awaits its first response byte
 	gotByte  atomic.Bool  // the current request received a response byte
 
-	rx      *rxConn      // the stamping TCP conn beneath, nil in goroutine mode
+	rx      *stamp.Conn  // the stamping TCP conn beneath, nil in goroutine mode
 	stampFn func() int64 // rx's last stamp minus the run start, made once per conn
 }
 
@@ -161,7 +162,8 @@ type connSet struct {
 	idle            time.Duration // Config.IdleTimeout: per read, 0 none
 	idleConnTimeout time.Duration // Config.IdleConnTimeout: pooled connections older are not reused
 	tls             *tls.Config   // for https:// targets; nil for http://
-	stamp           *stamper      // the run's stamp mode and counters
+	stamp           *stamp.Source // the run's stamp mode and counters
+	start           atomic.Int64  // the run's start (Mono): stamps are run-relative
 	canceled        atomic.Bool
 	mu              sync.Mutex
 	conns           map[*conn]struct{}
@@ -170,7 +172,7 @@ type connSet struct {
 func newConnSet(cfg *Config) *connSet {
 	return &connSet{
 		dialTimeout: cfg.DialTimeout, idle: cfg.IdleTimeout, idleConnTimeout: cfg.IdleConnTimeout,
-		conns: make(map[*conn]struct{}), stamp: newStamper(cfg),
+		conns: make(map[*conn]struct{}), stamp: newStampSource(cfg),
 	}
 }
 
@@ -191,16 +193,9 @@ func (s *connSet) dialer(tlsCfg *tls.Config) func(addr string) (net.Conn, error)
 		if err != nil {
 			return nil, err
 		}
-		var rx *rxConn
-		if s.stamp.kernel() {
-			var rerr error
-			if rx, rerr = newRxConn(nc, s.stamp.mode == StampKernelOffset && tlsCfg == nil, s.stamp); rerr != nil {
-				msg := rerr.Error()
-				s.stamp.enableErr.CompareAndSwap(nil, &msg)
-				s.stamp.plainFallback.Add(1)
-			} else {
-				nc = rx
-			}
+		rx := s.stamp.Wrap(nc, tlsCfg != nil)
+		if rx != nil {
+			nc = rx
 		}
 		if tlsCfg != nil {
 			tc := tls.Client(nc, tlsCfg)
@@ -215,7 +210,7 @@ func (s *connSet) dialer(tlsCfg *tls.Config) func(addr string) (net.Conn, error)
 			// Never before the request's recorded send: that is read
 			// after Write returned and can be later than the answer's
 			// arrival when the goroutine waited between the two.
-			c.stampFn = func() int64 { return max(rx.lastNs(), c.wroteNs.Load()) - s.stamp.start.Load() }
+			c.stampFn = func() int64 { return max(rx.Last(), c.wroteNs.Load()) - s.start.Load() }
 		}
 		c.addr = connAddr{Addr: nc.LocalAddr(), c: c}
 		c.readNs.Store(clock.Mono())

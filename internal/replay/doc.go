@@ -40,12 +40,15 @@
 // so that the run can stamp when a request's bytes were written, apply the
 // idle timeout as a read deadline before each Read, and interrupt every
 // in-flight read when the run is canceled (signal, --benchmark-timeout).
-// Beneath it, in a kernel stamp mode (stamp.go), the TCP connection is an
-// rxConn read with recvmsg: each read keeps the kernel's receive stamp, and
-// the body parser's clock (runState.bodyClock) returns it instead of the
-// time the goroutine ran; kernel-offset (the default) adds reads handed out
-// one event at a time and an arrival observer, a child process of this
-// executable (stamp_observe_linux.go). The mode used is in RunMeta.Stamps.
+// Beneath it, in a kernel stamp mode, the TCP connection is a stamp.Conn
+// (package stamp) read with recvmsg: each read keeps the kernel's receive
+// stamp, and the body parser's clock (runState.bodyClock, stamp.go)
+// returns it, run-relative, instead of the time the goroutine ran;
+// kernel-offset (the default) adds reads handed out one event at a time
+// and an arrival observer, a child process of this executable: a program
+// that runs replays calls stamp.ObserverMain first in main. Replay picks
+// the requested mode from Config.StampMode and counts its https targets;
+// the mode used, and why, is in RunMeta.Stamps.
 //
 // Keep-alive: servers close idle connections silently (uvicorn after 5 s).
 // The first Write of a request on a pooled connection idle longer than

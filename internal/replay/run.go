@@ -193,7 +193,7 @@ func (r *Runner) Close() error {
 		r.precise.Close()
 	}
 	if r.conns != nil { // nil when build failed before it
-		r.conns.stamp.close() // the arrival observer's thread
+		r.conns.stamp.Close() // the arrival observer's process
 	}
 	if r.ownSrc != nil {
 		return r.ownSrc.Close()
@@ -232,7 +232,7 @@ func (rr *Runner) Run(ctx context.Context, sink record.Sink) (*Result, error) {
 		TracekitVersion: trace.Version, Targets: r.cfg.Targets, Host: host,
 		Command: r.cfg.Command, Config: r.cfg.meta(), Trace: &r.meta, Usage: r.usage,
 		Load:   &trace.RunLoad{Model: r.cfg.Model, MaxConcurrency: r.cfg.MaxConcurrency},
-		Stamps: r.conns.stamp.meta(),
+		Stamps: r.conns.stamp.Meta(),
 	}
 
 	defer r.setGC()()
@@ -245,7 +245,7 @@ func (rr *Runner) Run(ctx context.Context, sink record.Sink) (*Result, error) {
 	}
 	rr.cur.Store(r)
 	sink.SetRunMeta(meta)
-	r.mon = startMonitor(r.conns.stamp.observerCPU)
+	r.mon = startMonitor(r.conns.stamp.ObserverCPU)
 
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
@@ -269,7 +269,7 @@ func (rr *Runner) Run(ctx context.Context, sink record.Sink) (*Result, error) {
 	wg.Wait()
 
 	meta.Health = r.mon.finish()
-	meta.Stamps = r.conns.stamp.meta()
+	meta.Stamps = r.conns.stamp.Meta()
 	sink.SetRunMeta(meta)
 	res := &Result{Meta: meta, Sent: r.sent.Load(), Errors: r.errs.Load(),
 		ToolCallMismatches: r.mismatches.Load(), ParentFailed: r.parentFailed.Load()}

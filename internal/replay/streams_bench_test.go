@@ -19,16 +19,8 @@ import (
 // The stream benchmarks run the mock in a child process (the test binary
 // re-executed with benchMockEnv set) so that client and server each have
 // their own file-descriptor limit: 10,000 streams need 10,000 sockets on
-// each side.
+// each side (TestMain).
 const benchMockEnv = "TRACEKIT_REPLAY_BENCH_MOCK"
-
-func TestMain(m *testing.M) {
-	if spec := os.Getenv(benchMockEnv); spec != "" {
-		serveBenchMock(spec)
-		return
-	}
-	os.Exit(m.Run())
-}
 
 // serveBenchMock runs a mock until stdin closes; spec is
 // "decodeNs,maxSeqs,logPath". It prints the URL on stdout.

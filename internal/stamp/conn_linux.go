@@ -1,6 +1,6 @@
 //go:build linux
 
-package replay
+package stamp
 
 import (
 	"errors"
@@ -22,10 +22,10 @@ func kernelStampsUnsupported() string { return "" }
 // stampFlags ask for software receive stamps and for them to be reported.
 const stampFlags = unix.SOF_TIMESTAMPING_RX_SOFTWARE | unix.SOF_TIMESTAMPING_SOFTWARE
 
-// rxConn is a TCP connection read with recvmsg so that every read brings
+// Conn is a TCP connection read with recvmsg so that every read brings
 // the kernel's receive stamp of its last segment (SCM_TIMESTAMPING, in
-// CLOCK_REALTIME), which it keeps, converted to Mono, as lastNs. With
-// split (StampKernelOffset), a read that brings more than one event is
+// CLOCK_REALTIME), which it keeps, converted to clock.Mono, as Last. With
+// split (kernel-offset), a read that brings more than one event is
 // handed out one event at a time: Read returns the bytes up to the first
 // event end and keeps the rest (pend) for the next Reads, which need no
 // syscall; each piece is stamped with the earlier of the read's kernel
@@ -36,10 +36,10 @@ const stampFlags = unix.SOF_TIMESTAMPING_RX_SOFTWARE | unix.SOF_TIMESTAMPING_SOF
 // One reader at a time (fasthttp's, or TLS's under it): the scratch
 // fields belong to the Read in progress. Nothing is allocated per read
 // once pend has grown to the largest remainder.
-type rxConn struct {
+type Conn struct {
 	*net.TCPConn
 	raw   syscall.RawConn
-	st    *stamper
+	st    *Source
 	split bool
 	last  atomic.Int64 // Mono ns of the last read's stamp
 	obs   obsReg       // split: the registration with st.obs, obs.s nil none
@@ -62,9 +62,9 @@ type rxConn struct {
 	readFn func(fd uintptr) bool
 }
 
-// newRxConn enables receive stamps on nc and wraps it; an error means the
+// newConn enables receive stamps on nc and wraps it; an error means the
 // socket refused them (the caller keeps nc as it is).
-func newRxConn(nc net.Conn, split bool, st *stamper) (*rxConn, error) {
+func newConn(nc net.Conn, split bool, st *Source) (*Conn, error) {
 	tc, ok := nc.(*net.TCPConn)
 	if !ok {
 		return nil, fmt.Errorf("a %T is not a TCP connection", nc)
@@ -82,7 +82,7 @@ func newRxConn(nc net.Conn, split bool, st *stamper) (*rxConn, error) {
 	if serr != nil {
 		return nil, fmt.Errorf("setsockopt SO_TIMESTAMPING: %w", serr)
 	}
-	c := &rxConn{TCPConn: tc, raw: raw, st: st, split: split}
+	c := &Conn{TCPConn: tc, raw: raw, st: st, split: split}
 	c.readFn = c.read
 	c.last.Store(clock.Mono())
 	if split && st.obs != nil {
@@ -97,7 +97,7 @@ func newRxConn(nc net.Conn, split bool, st *stamper) (*rxConn, error) {
 }
 
 // Close leaves the observer before the socket closes.
-func (c *rxConn) Close() error {
+func (c *Conn) Close() error {
 	if c.shut.Swap(true) {
 		return c.TCPConn.Close() // net's own error for a second Close
 	}
@@ -107,10 +107,11 @@ func (c *rxConn) Close() error {
 	return c.TCPConn.Close()
 }
 
-// lastNs is the Mono time of the last read's stamp.
-func (c *rxConn) lastNs() int64 { return c.last.Load() }
+// Last is the stamp of the bytes the last Read returned, in clock.Mono
+// ns (the run's monotonic clock); before any read, the dial's time.
+func (c *Conn) Last() int64 { return c.last.Load() }
 
-func (c *rxConn) Read(p []byte) (int, error) {
+func (c *Conn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
@@ -162,7 +163,7 @@ func (c *rxConn) Read(p []byte) (int, error) {
 // deliver stamps the n bytes Read returns from offset c.off on (split
 // mode): the kernel stamp of the recvmsg that brought them, or the
 // observer's first sight of their last byte when that is earlier.
-func (c *rxConn) deliver(n int, stamp int64) {
+func (c *Conn) deliver(n int, stamp int64) {
 	c.off += int64(n)
 	if len(c.pend) > 0 {
 		c.st.splitReads.Add(1)
@@ -180,7 +181,7 @@ func (c *rxConn) deliver(n int, stamp int64) {
 
 // setLast keeps stamp as the last read's. Segments arrive in order; only
 // a re-measured offset could step a stamp back by its width.
-func (c *rxConn) setLast(stamp int64) {
+func (c *Conn) setLast(stamp int64) {
 	c.last.Store(max(stamp, c.last.Load()))
 }
 
@@ -195,7 +196,7 @@ func wrapSyscall(err error) error {
 
 // read is the RawConn callback: one recvmsg with the control buffer;
 // false asks the netpoller to wait.
-func (c *rxConn) read(fd uintptr) bool {
+func (c *Conn) read(fd uintptr) bool {
 	n, err := recvmsg(fd, &c.hdr, &c.iov, c.p, c.oob[:], unix.MSG_DONTWAIT)
 	switch {
 	case err == unix.EAGAIN || err == unix.EINTR:
@@ -226,7 +227,7 @@ func recvmsg(fd uintptr, hdr *unix.Msghdr, iov *unix.Iovec, p, oob []byte, flags
 }
 
 // stamp finds the software receive stamp in the last recvmsg's control data.
-func (c *rxConn) stamp() (int64, bool) { return rxStamp(&c.hdr, c.oob[:]) }
+func (c *Conn) stamp() (int64, bool) { return rxStamp(&c.hdr, c.oob[:]) }
 
 // rxStamp finds the software receive stamp (the first of
 // SCM_TIMESTAMPING's three timespecs) in the control data of hdr, whose

@@ -1,6 +1,6 @@
 //go:build linux
 
-package replay
+package stamp
 
 import (
 	"errors"
@@ -23,7 +23,7 @@ import (
 // keeping the newer stamp: events that queue up before a late read have
 // lost their own arrival times by the time anything reads them. The
 // observer looks at them before that. It is a small child process (this
-// same executable, started with observerEnv set: see init below) blocked
+// same executable, started with observerEnv set, in ObserverMain) blocked
 // in epoll_wait on a duplicate of every kernel-offset socket
 // (edge-triggered: it wakes on each arrival); on each wake it peeks, per
 // ready socket, at the queued bytes with their receive stamp (one recvmsg
@@ -51,20 +51,52 @@ import (
 // -10) so that its wake-up does not queue behind anyone's threads; what it
 // got is in the run's stamp metadata.
 //
-// Protocol: the client sends add (slot, generation, the socket by
-// SCM_RIGHTS) and del (slot) messages on a SOCK_SEQPACKET pair; the child
+// Protocol: on a SOCK_SEQPACKET pair the child first says what priority
+// it got (the client waits observerStart for it, else there is no
+// observer), then the client sends add (slot, generation, the socket by
+// SCM_RIGHTS) and del (slot) messages; the child
 // acknowledges an add by storing its generation in the slot (ackGen) after
 // resetting the slot's ring, so records of a slot's previous connection
 // are never read for the next one. Closing the pair ends the child.
 
-// observerEnv, set in its environment, makes this executable the observer.
+// observerEnv, set in its environment to its parent's process id, makes
+// this executable the observer when main calls ObserverMain.
 const observerEnv = "TRACEKIT_ARRIVAL_OBSERVER"
 
-func init() {
-	if os.Getenv(observerEnv) == "1" {
-		os.Exit(observeChild())
+// mainCalled says that this process called ObserverMain: its executable,
+// started again, becomes the observer. Without it there is no observer
+// to start (see startObserver).
+var mainCalled atomic.Bool
+
+// ObserverMain makes this process the arrival observer, and exits when
+// the observer ends, if it was started as one; else it returns at once.
+// A program that can run kernel-offset replays calls it first thing in
+// main (a test binary, in TestMain): the observer is the same executable
+// started again, and a program that does not call it gets kernel stamps,
+// the run's note saying that the observer did not start.
+func ObserverMain() {
+	mainCalled.Store(true)
+	v, ok := os.LookupEnv(observerEnv)
+	if !ok {
+		return
 	}
+	// Only the child the client started serves: the variable may have
+	// reached a process further down (one this program started for
+	// another reason), which must run as itself and not pass it on.
+	if v != strconv.Itoa(os.Getppid()) {
+		os.Unsetenv(observerEnv)
+		return
+	}
+	os.Exit(observeChild())
 }
+
+// observerStart bounds the wait for the observer's first word; a program
+// that forgot ObserverMain runs as itself instead and never says it.
+var observerStart = 10 * time.Second
+
+// observerArgs are the arguments the observer is started with: none, as
+// it needs none; tests choose with them what their binary runs.
+var observerArgs []string
 
 // arrivalRing is the size of a connection's ring of observations.
 const arrivalRing = 32
@@ -180,6 +212,9 @@ type observer struct {
 // startObserver starts the child; its error means kernel-offset cannot
 // observe arrivals here.
 func startObserver() (*observer, error) {
+	if !mainCalled.Load() {
+		return nil, errors.New("the observer did not start: this program does not call stamp.ObserverMain at the start of main")
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding this executable for the observer: %w", err)
@@ -204,34 +239,62 @@ func startObserver() (*observer, error) {
 		return nil, fmt.Errorf("socketpair: %w", err)
 	}
 	child := os.NewFile(uintptr(fds[1]), "observer-control")
-	defer child.Close()
 	o := &observer{table: table, slots: (*[maxSlots]slot)(unsafe.Pointer(&table[0])), ctl: fds[0], exited: make(chan struct{})}
-	o.cmd = exec.Command(exe)
+	o.cmd = exec.Command(exe, observerArgs...)
 	// A race-detector build sleeps a second at exit unless told not to.
 	race := "atexit_sleep_ms=0"
 	if g := os.Getenv("GORACE"); g != "" {
 		race = g + " " + race
 	}
-	o.cmd.Env = append(os.Environ(), observerEnv+"=1", "GORACE="+race)
+	o.cmd.Env = append(os.Environ(), observerEnv+"="+strconv.Itoa(os.Getpid()), "GORACE="+race)
 	o.cmd.ExtraFiles = []*os.File{mf, child} // fds 3 and 4
 	o.cmd.Stderr = os.Stderr
-	if err := o.cmd.Start(); err != nil {
+	err = o.cmd.Start()
+	child.Close() // the child's own copy is its only one: its exit reads as EOF here
+	if err != nil {
 		o.release()
 		return nil, fmt.Errorf("starting the observer %s: %w", exe, err)
 	}
 	go func() { o.cmd.Wait(); close(o.exited) }() // owned by o: ends when the child does
 	// The child says what priority it got, then serves.
-	unix.SetsockoptTimeval(o.ctl, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Sec: 10})
 	var buf [128]byte
-	n, err := unix.Read(o.ctl, buf[:])
+	n, err := readWithin(o.ctl, buf[:], observerStart)
 	if err != nil || n == 0 {
 		o.cmd.Process.Kill()
 		<-o.exited
 		o.release()
-		return nil, fmt.Errorf("the observer did not start (read %d bytes: %v)", n, err)
+		if err == nil {
+			err = errors.New("it exited without a word")
+		}
+		return nil, fmt.Errorf("the observer did not start: %w (%v)", err, o.cmd.ProcessState)
 	}
 	o.priority = string(buf[:n])
 	return o, nil
+}
+
+// readWithin reads from the blocking fd once something arrived, or the
+// peer closed it, within d.
+func readWithin(fd int, p []byte, d time.Duration) (int, error) {
+	deadline := time.Now().Add(d)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return 0, fmt.Errorf("no word within %v", d)
+		}
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		ready, err := unix.Poll(pfd, int(left.Milliseconds())+1)
+		switch {
+		case err == unix.EINTR || (err == nil && ready == 0):
+			continue
+		case err != nil:
+			return 0, fmt.Errorf("poll: %w", err)
+		}
+		n, err := unix.Read(fd, p)
+		if err == unix.EINTR {
+			continue
+		}
+		return n, err
+	}
 }
 
 func (o *observer) release() {
@@ -354,7 +417,7 @@ func raisePriority() string {
 // observeChild is the observer process: fd 3 is the table, fd 4 the
 // control pair. It returns its exit code.
 func observeChild() int {
-	runtime.LockOSThread() // init runs on the main thread: keep it, and its priority
+	runtime.LockOSThread() // keep this thread, and the priority it gets
 	const tfd, cfd = 3, 4
 	size := int(unsafe.Sizeof([maxSlots]slot{}))
 	table, err := unix.Mmap(tfd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)

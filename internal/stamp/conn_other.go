@@ -1,6 +1,6 @@
 //go:build !linux
 
-package replay
+package stamp
 
 import (
 	"errors"
@@ -9,15 +9,20 @@ import (
 
 func kernelStampsUnsupported() string { return "SO_TIMESTAMPING receive stamps need Linux" }
 
-// rxConn is Linux-only; elsewhere newRxConn always fails and connections
-// keep goroutine stamps (newStamper never asks for it there).
-type rxConn struct{ net.Conn }
+// Conn is Linux-only; elsewhere newConn always fails and connections keep
+// goroutine stamps (New never asks for it there).
+type Conn struct{ net.Conn }
 
-func newRxConn(nc net.Conn, split bool, st *stamper) (*rxConn, error) {
+func newConn(nc net.Conn, split bool, st *Source) (*Conn, error) {
 	return nil, errors.New("kernel receive stamps need Linux")
 }
 
-func (c *rxConn) lastNs() int64 { return 0 }
+// Last is 0: there are no kernel stamps.
+func (c *Conn) Last() int64 { return 0 }
+
+// ObserverMain returns at once: there is no arrival observer but on
+// Linux.
+func ObserverMain() {}
 
 // observer is Linux-only.
 type observer struct{ priority string }

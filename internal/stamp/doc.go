@@ -1,0 +1,54 @@
+// Package stamp stamps the arrival of a response's bytes with the kernel's
+// receive time instead of the time the reading goroutine ran.
+//
+// In: a run's requested mode and its targets (New), then each TCP
+// connection it dials (Source.Wrap), whose Reads go through the returned
+// Conn. Out: Conn.Last, the stamp of the bytes the last Read returned, in
+// clock.Mono ns (CLOCK_MONOTONIC, the run's clock; the caller subtracts
+// its run start), and Source.Meta, the run's trace.RunStamps: the mode
+// requested and used, a note on every fallback, the REALTIME-to-monotonic
+// offset with its width, re-measures and drift, and counts of the reads
+// stamped by the kernel, by the clock, split and observed.
+//
+// Modes (trace.StampGoroutine, trace.StampKernel, trace.StampKernelOffset):
+//
+//   - goroutine: no Conn; the caller stamps with clock.Mono when the read
+//     returned to its goroutine: the arrival plus the time the goroutine
+//     waited to run.
+//   - kernel: the kernel's software receive stamp of the last TCP segment
+//     the read returned (SO_TIMESTAMPING, read with recvmsg), converted to
+//     the run's clock (clock.RealToMono, measured again every second): the
+//     scheduling wait is gone, but several events that queued up before a
+//     late read share its stamp.
+//   - kernel-offset (DefaultMode): as kernel, and a read that brings more
+//     than one SSE event is handed out one event at a time (the rest kept
+//     for the next Reads, which need no syscall), so that every Read ends
+//     at an event's byte offset on the connection; an observer process
+//     records when each byte offset arrived, with the kernel's own receive
+//     stamp, and the event gets the earlier of the two times, late reader
+//     or not. The kernel alone cannot tell: TCP merges queued segments and
+//     keeps the newest stamp. It costs the observer's wake and one peek per
+//     arrival, in its own process (Source.ObserverCPU).
+//
+// The observer (observer_linux.go) is this same executable started again
+// with TRACEKIT_ARRIVAL_OBSERVER set to its parent's process id; it becomes
+// the observer in ObserverMain, which every program that can run a
+// kernel-offset replay calls first thing in main (a test binary, in
+// TestMain). A program that does not call it starts no observer at all.
+// Protocol: the table of arrivals is a memfd both processes map (fd 3 in
+// the child); on a SOCK_SEQPACKET pair (fd 4) the child first says what
+// scheduling priority it got, then the client sends add (a slot,
+// a generation, the socket by SCM_RIGHTS) and del (a slot) messages, and
+// the child acknowledges an add by storing its generation in the slot;
+// closing the pair ends the child.
+//
+// Fallbacks, each said in trace.RunStamps.Note: not Linux means goroutine
+// stamps; https targets get kernel stamps of the TCP reads under TLS (the
+// bytes are encrypted, so no event ends can be found in them); no observer
+// (the program does not call ObserverMain, the child did not say its
+// first word within 10 s or exited first, or it died, or too many
+// connections at once) means kernel stamps, for the run or for the
+// connections opened after, counted; a socket that refuses SO_TIMESTAMPING
+// is read as before (goroutine stamps), counted; a read that carries no
+// kernel stamp is stamped by the clock, counted in FallbackReads.
+package stamp

@@ -1,0 +1,159 @@
+package stamp
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/tracekit/tracekit/internal/clock"
+	"github.com/tracekit/tracekit/trace"
+)
+
+// DefaultMode is the mode of an empty requested mode where the kernel
+// supports it: kernel-offset is never later than kernel and the reader's
+// own cost is the same (one recvmsg per read).
+const DefaultMode = trace.StampKernelOffset
+
+// remeasure is how often the kernel stamps' REALTIME-to-monotonic offset
+// is measured again.
+const remeasure = time.Second
+
+// Source is a run's stamp mode and its counters, shared by its
+// connections (touched per read only through atomics).
+type Source struct {
+	requested string
+	mode      string // the mode connections are opened in
+	note      string
+	conv      *clock.RealToMono // kernel modes
+
+	obs *observer // kernel-offset: the arrival observer (observer_linux.go)
+
+	kernelReads, fallbackReads, splitReads, observedReads, observeErrs, plainFallback atomic.Int64
+	enableErr                                                                         atomic.Pointer[string]
+}
+
+// New settles the mode of a run that asked for requested (one of
+// trace.StampGoroutine, trace.StampKernel, trace.StampKernelOffset; ""
+// is DefaultMode) and reads from targets servers, tlsTargets of them
+// under TLS: the requested mode where this system supports it, else the
+// next best, with the reason in Meta's note. In kernel-offset mode it
+// starts the arrival observer; Close stops it.
+func New(requested string, targets, tlsTargets int) *Source {
+	s := &Source{requested: requested, mode: requested}
+	if s.mode == "" {
+		s.mode = DefaultMode
+	}
+	if s.mode != trace.StampGoroutine {
+		if why := kernelStampsUnsupported(); why != "" {
+			s.note = why + ": goroutine stamps"
+			s.mode = trace.StampGoroutine
+		}
+	}
+	if s.mode == trace.StampKernelOffset {
+		switch {
+		case tlsTargets == targets && tlsTargets > 0:
+			s.mode, s.note = trace.StampKernel, "https targets: kernel stamps of the TCP reads under TLS (event ends cannot be found in encrypted bytes)"
+		case tlsTargets > 0:
+			s.note = "https targets get kernel stamps of the TCP reads under TLS, without event offsets"
+		}
+	}
+	if s.mode != trace.StampGoroutine {
+		s.conv = clock.NewRealToMono(remeasure)
+	}
+	if s.mode == trace.StampKernelOffset {
+		o, err := startObserver()
+		if err != nil {
+			s.mode, s.note = trace.StampKernel, fmt.Sprintf("no arrival observer (%v): kernel stamps", err)
+		}
+		s.obs = o
+	}
+	return s
+}
+
+// Mode is the mode connections are read in.
+func (s *Source) Mode() string { return s.mode }
+
+// Wrap returns nc read with kernel receive stamps, or nil in goroutine
+// mode or when the socket refuses them (then nc is read as it is, and
+// Meta's note counts it). encrypted says TLS will run above it: its
+// reads are not cut at event ends.
+func (s *Source) Wrap(nc net.Conn, encrypted bool) *Conn {
+	if s.mode == trace.StampGoroutine {
+		return nil
+	}
+	c, err := newConn(nc, s.mode == trace.StampKernelOffset && !encrypted, s)
+	if err != nil {
+		msg := err.Error()
+		s.enableErr.CompareAndSwap(nil, &msg)
+		s.plainFallback.Add(1)
+		return nil
+	}
+	return c
+}
+
+// Close stops the arrival observer, if any. Connections still open keep
+// reading, with kernel stamps.
+func (s *Source) Close() {
+	if s.obs != nil {
+		s.obs.stop()
+		s.obs = nil
+	}
+}
+
+// ObserverCPU is the arrival observer's CPU time so far in ns, 0 without
+// one: a process of the client's own, whose CPU the client's is not
+// complete without.
+func (s *Source) ObserverCPU() int64 {
+	if s.obs == nil {
+		return 0
+	}
+	return s.obs.cpuNs()
+}
+
+// toMono converts a kernel stamp (CLOCK_REALTIME ns) to Mono.
+func (s *Source) toMono(realNs int64) int64 { return s.conv.Mono(realNs) }
+
+// Meta is the run's trace.RunStamps so far.
+func (s *Source) Meta() *trace.RunStamps {
+	m := &trace.RunStamps{Requested: s.requested, Mode: s.mode, Note: s.note,
+		KernelReads: s.kernelReads.Load(), FallbackReads: s.fallbackReads.Load(), SplitReads: s.splitReads.Load(),
+		ObservedReads: s.observedReads.Load()}
+	if s.obs != nil {
+		m.ObserverPriority = s.obs.priority
+	}
+	if n := s.observeErrs.Load(); n > 0 {
+		m.Note = strings.TrimPrefix(m.Note+"; ", "; ") + fmt.Sprintf("%d connections could not join the arrival observer: kernel stamps", n)
+	}
+	if e := s.enableErr.Load(); e != nil {
+		m.Note = strings.TrimPrefix(m.Note+"; ", "; ") + fmt.Sprintf("%d connections could not enable SO_TIMESTAMPING (%s) and used goroutine stamps", s.plainFallback.Load(), *e)
+	}
+	if s.conv != nil {
+		m.RealMinusMonoNs, m.OffsetWidthNs = s.conv.Offset()
+		m.RemeasureNs, m.Remeasures, m.OffsetDriftNs = int64(s.conv.Every()), s.conv.Remeasures(), s.conv.Drift()
+	}
+	return m
+}
+
+// eventEnd returns the length of the prefix of p that ends with its first
+// SSE event (a blank line: "\n\n" or "\r\n\r\n") and the "\r\n" that
+// closes its HTTP chunk when it follows, or len(p) when p holds none. The
+// chunk's end belongs with the event: the HTTP client reads it before it
+// hands the chunk's data on, and a read that waited for it would carry the
+// stamp of whatever came after. A cut that is not an event's end (the
+// response header's blank line) only costs a read.
+func eventEnd(p []byte) int {
+	for i := 1; i < len(p); i++ {
+		if p[i] != '\n' {
+			continue
+		}
+		if p[i-1] == '\n' || (i >= 3 && p[i-1] == '\r' && p[i-2] == '\n' && p[i-3] == '\r') {
+			if i+2 < len(p) && p[i+1] == '\r' && p[i+2] == '\n' {
+				return i + 3
+			}
+			return i + 1
+		}
+	}
+	return len(p)
+}
