@@ -120,7 +120,7 @@ func dispatchLag(ctx context.Context, e *env) ([]figure, error) {
 				f.Goal = "p50 <= 20 us, p99 <= 100 us, < 0.3 core"
 				v := []string{"p50 " + atMost(p50, 20, us), "p99 " + atMost(p99, 100, us), "CPU " + atMost(c, 0.3, cores)}
 				f.Verdict = strings.Join(v, "; ")
-				f.Note = "the default dispatcher. Tried: a locked OS thread blocking on an absolute CLOCK_MONOTONIC timerfd (p50 43-90 us: every wake-up handed the P to another thread); now the timerfd sits in Go's poller with raw syscalls and each waiter is released an adaptive margin early to spin the rest (the recent wake-up delay's p87.5, at most 100 us; where the wake rate times its p99 fits 0.05 core, the p99, up to 2 ms: at 20 req/s, 400 wake-ups) (precise, the default); precise-nospin and precise-spin20us are the same without and with a fixed 20 us spin, sleep is Go timers. The VM's own clock_nanosleep wakes ~35 us late at p50; on a loaded machine p99 is set by other processes"
+				f.Note = "the default dispatcher: an absolute CLOCK_MONOTONIC timerfd in Go's poller, read with raw syscalls, releases each waiter an adaptive margin early to spin the rest (the recent wake-up delay's p87.5, at most 100 us; where the wake rate times its p99 fits 0.05 core, the p99, up to 2 ms: at 20 req/s, 400 wake-ups); precise-nospin and precise-spin20us are the same without and with a fixed 20 us spin, sleep is Go timers. The VM's own clock_nanosleep wakes ~35 us late at p50; on a loaded machine p99 is set by other processes (docs/design/dispatcher.md)"
 			case impl == "precise":
 				f.Note = "the default dispatcher"
 			default:
@@ -177,7 +177,7 @@ func analyzeBench(ctx context.Context, e *env) ([]figure, error) {
 		if b.name != "BenchmarkReadColumns" {
 			f.Goal, f.Verdict = ">= 20M events/s", atLeast(v, 20e6, perS)
 			if strings.Contains(f.Verdict, "missed") {
-				f.Note += "; tried (per analyze's commit history and benchmark comments): column decoding instead of parquet-go's row reader, two-pass radix order statistics, presized per-event slices, parallel statistics; decode and compute are measured apart to show which dominates"
+				f.Note += "; decode and compute are measured apart (the rows below) to show which dominates"
 			}
 		}
 		figs = append(figs, f)
@@ -202,12 +202,12 @@ func mockBench(ctx context.Context, e *env) ([]figure, error) {
 		figs = append(figs, figure{Section: sec, Name: n + " streams: sustained events/s and own lateness",
 			Value: fmt.Sprintf("%s (%.0f%% of offered), lateness p50 %.2f ms, p99 %.2f ms (median of 250 ms slices' p99: %.2f ms) over a %.1f s steady window; server CPU %.1f us/event",
 				perS(ev), 100*ev/100000, r.Metrics["lateness-p50-ms"], r.Metrics["lateness-p99-ms"], r.Metrics["lateness-p99-slice-median-ms"], r.Metrics["window-s"], r.Metrics["server-cpu-us/event"]),
-			Command: cmd, Note: "the issue asks for 10,000 streams and >= 100,000 events/s while keeping the mock's own schedule; lateness is each event's write time minus its scheduled time, and the slice median is the p99 that one noisy stretch cannot spoil. The mock (shared scheduler, one write per event) and the client share the 2 cores"})
+			Command: cmd, Note: "the mock is to sustain 10,000 streams and >= 100,000 events/s while keeping its own schedule; lateness is each event's write time minus its scheduled time, and the slice median is the p99 that one noisy stretch cannot spoil. The mock (shared scheduler, one write per event) and the client share the 2 cores"})
 	}
 	return figs, nil
 }
 
-// calibrateBench runs `tracekit calibrate` over the issue's loads: event
+// calibrateBench runs `tracekit calibrate` over the goal's loads: event
 // timestamp error at 1,000 / 5,000 / 10,000 streams (4 events/s each),
 // peak RSS at 10,800 streams, end-to-end dispatch lag at 500 / 2,000 /
 // 5,000 req/s, and the recording's bytes per token event.
@@ -244,7 +244,7 @@ func calibrateBench(ctx context.Context, e *env) ([]figure, error) {
 			if r.Step.Streams == 10000 {
 				f.Goal, f.Verdict = "p99 <= 1 ms at 10,000 streams / 40,000 events/s", atMost(p99, 1, ms)
 				if strings.Contains(f.Verdict, "missed") {
-					f.Note = "tried: stamping before parsing on the read that completed the event (record.Stream); the mock in a separate process so its goroutines and GC are not the client's (calibrate --mock process; in-process cannot even open 10,000 streams under a 20,000-descriptor limit); GOGC=400 during a run (GC cycles marking ~25 MB of goroutine stacks delayed reads by tens of ms: p99 went from 28-183 ms to ~9 ms). What remains is the mock's own scheduling, the ramp of 10,000 connections in the first seconds, and two processes on two shared cores; split the load over client processes (replay --shard i/n) or put the mock on another machine (calibrate --target)"
+					f.Note = "the client stamps each read before parsing it and runs at GOGC=400 (a collection marking ~25 MB of goroutine stacks delays reads by tens of ms); the mock runs in a separate process so its goroutines and GC are not the client's (in one process, 10,000 streams do not fit a 20,000-descriptor limit). What sets the tail is the mock's own scheduling, the ramp of 10,000 connections in the first seconds, and two processes on two shared cores; split the load over client processes (replay --shard i/n) or put the mock on another machine (calibrate --target)"
 				}
 			}
 			if r.Step.Streams == 10800 {
@@ -272,7 +272,7 @@ func calibrateBench(ctx context.Context, e *env) ([]figure, error) {
 							bpe, st.Size(), r.EventsClient, r.Requests, float64(ns)/float64(r.EventsClient), float64(tk)/float64(r.EventsClient)),
 						Goal:    "<= 2 B",
 						Verdict: atMost(bpe, 2, func(v float64) string { return fmt.Sprintf("%.2f B", v) }), Command: cmd,
-						Note: "whole file over events, so per-request columns (ids, times, counts) and the footer count too; the event columns alone are shown next to it. The event_ns column keeps nanosecond stamps, and their read jitter survives delta encoding and zstd; the format (trace/) and its encoding were not changed here. BenchmarkRecordEncode (hot paths) shows the same for 200-event streams with 10-20 ms random gaps"})
+						Note: "whole file over events, so per-request columns (ids, times, counts) and the footer count too; the event columns alone are shown next to it. The event_ns column keeps nanosecond stamps, and their read jitter survives delta encoding and zstd. BenchmarkRecordEncode (hot paths) shows the same for 200-event streams with 10-20 ms random gaps"})
 				}
 			}
 		case calibrate.KindRate:
@@ -369,7 +369,7 @@ func pairedFigure(m map[string]float64, la string) figure {
 			m["tracekit-over-direct-event-p99-us"], m["tracekit-over-direct-ttft-p99-us"], m["nginx-over-direct-event-p99-us"], m["nginx-over-direct-ttft-p99-us"], la),
 		Goal:    fmt.Sprintf("added ITL and TTFT p99 <= %d us, or below nginx (median per-round p99 difference <= 0)", proxyAddedGoal),
 		Verdict: "ITL " + addedOrBelow(aEv, dEv) + "; TTFT " + addedOrBelow(aT, dT),
-		Note:    "both proxies run on one mock, and each round sends the same load through direct, tracekit and nginx, each path after the benchmark process collected its garbage and idled 200 ms, the rounds taking the paths in every order in turn, so that each follows each other equally often (a fixed order had put 13-18 ms between two copies of one build), so within a round the machine's state is as close as it gets for the two; a round's p99 swings by tens of milliseconds with that state (all three paths alike), which the separate runs above cannot tell from the proxy, and on a loaded machine the median of the per-round differences still moves by several milliseconds from one run to the next (one build run as two proxies came out up to 5 ms apart against nginx)"}
+		Note:    "both proxies run on one mock, and each round sends the same load through direct, tracekit and nginx, each path after the benchmark process collected its garbage and idled 200 ms, the rounds taking the paths in every order in turn, so that each follows each other equally often (with one fixed order, two copies of one build came out 13-18 ms apart), so within a round the machine's state is as close as it gets for the two; a round's p99 swings by tens of milliseconds with that state (all three paths alike), which the separate runs above cannot tell from the proxy, and on a loaded machine the median of the per-round differences still moves by several milliseconds from one run to the next (one build run as two proxies came out up to 5 ms apart against nginx)"}
 }
 
 // addedOrBelow is the proxy goal's verdict on one metric, from tracekit's

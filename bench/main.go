@@ -31,10 +31,10 @@ type figure struct {
 	Section string
 	Name    string
 	Value   string
-	Goal    string // "" when the issue sets none
+	Goal    string // "" when the figure has none
 	Verdict string // met / missed by ... / "" without a goal
 	Command string
-	Note    string // context; for a miss: what was tried
+	Note    string // context: what the figure measures and what sets it
 }
 
 // stage measures a group of figures.

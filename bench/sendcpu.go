@@ -58,7 +58,7 @@ func sendTrace(out int32) []trace.Turn {
 }
 
 func sendCPUBench(ctx context.Context, e *env) ([]figure, error) {
-	const sec = "Send CPU at 30-40-turn histories (issue 16 part 2: pre-encoded history, bodies prepared ahead)"
+	const sec = "Send CPU at 30-40-turn histories (pre-encoded history, bodies prepared ahead)"
 	var figs []figure
 	rows, cmd, err := goBench(ctx, e, "./internal/replay/", "Body40Turns", "-benchmem", "-benchtime", "200x", "-count", "5")
 	if err != nil {

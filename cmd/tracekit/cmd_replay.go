@@ -49,7 +49,7 @@ as they were, in-flight ones marked canceled with their partial events. A second
 Ctrl-C exits at once (tracekit recover then rebuilds the file from its journal).
 The API key is read from the environment (--api-key-env) and never written.
 
-Distributed runs (README: "Distributed runs on Kubernetes"): --shards N with
+Distributed runs (docs/distributed.md): --shards N with
 the index from $JOB_COMPLETION_INDEX, -o with {shard}, one --start-at instant
 for every shard, a shared --run-id; TRACE may be an http(s) URL (downloaded
 beside the output, verified, removed after).`,

@@ -65,7 +65,7 @@ func TestSynthFromVLLMShareGPT(t *testing.T) {
 	// Poisson at 78/s: 32,399 exponential gaps have a mean within 3% of
 	// 1/78 s (its standard error is 1/sqrt(32399) = 0.56%) and a
 	// coefficient of variation within 5% of 1 (its standard error is
-	// about 0.6% too): the whole command line, 32,400 prompts.
+	// about 0.6% too): the whole command line, 32,400 prompts.
 	mean, cv := gapStats(rows)
 	t.Logf("gaps: mean %.5fs (%+.2f%% of 1/78 s), cv %.3f", mean, 100*(mean*78-1), cv)
 	if math.Abs(mean*78-1) > 0.03 || math.Abs(cv-1) > 0.05 {

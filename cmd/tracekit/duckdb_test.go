@@ -30,7 +30,7 @@ console.log(JSON.stringify(r.getRowObjectsJson()));
 }
 
 // The files open in DuckDB with the documented column types, and the
-// README's queries give the numbers tracekit computes. Opt-in: it needs
+// queries of docs/formats.md give the numbers tracekit computes. Opt-in: it needs
 // Node.js and DuckDB's bindings (TRACEKIT_DUCKDB_NODE names the folder
 // holding node_modules/@duckdb/node-api; `make notebook-check` sets it up).
 func TestFilesOpenInDuckDB(t *testing.T) {
@@ -74,7 +74,7 @@ func TestFilesOpenInDuckDB(t *testing.T) {
 			}
 		}
 	}
-	// The README's per-event query sees every event of the recording.
+	// The per-event query of docs/formats.md sees every event of the recording.
 	var events int
 	for _, r := range readRecords(t, rec) {
 		events += len(r.EventNs)

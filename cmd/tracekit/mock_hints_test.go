@@ -8,7 +8,7 @@ import (
 	"github.com/tracekit/tracekit/internal/mock"
 )
 
-// The synthetic agent trace replayed against the mock: without
+// A synthetic agent trace replayed against the mock: without
 // --mock-hints the mock answers as tool_choice says and nearly every
 // tool-calling round mismatches its recorded calls; with it the mock
 // answers the recorded count and names and none does.

@@ -102,7 +102,7 @@ func startMock(t *testing.T, bin string, args ...string) (string, func()) {
 	}
 }
 
-// The README's pipeline from the command line: synth writes a multi-turn
+// The README's quick start from the command line: synth writes a multi-turn
 // trace, replay sends it to `tracekit mock`, analyze reads the recording,
 // and every event of the recording is found in the mock's ground truth, in
 // the same order with the same tokens, stamped after the mock wrote it.

@@ -64,7 +64,7 @@ type evloop struct {
 	// back together once it is served (dispatch): readying a goroutine
 	// can wake an idle thread to run it, and one wake-up per finished body
 	// in the middle of a batch gives the kernel a thread to run in the
-	// loop's place while the batch still waits (BENCHMARKS.md, session 10).
+	// loop's place while the batch still waits (docs/design/capture-proxy.md).
 	// Only the loop's goroutine touches it.
 	released []*loopJob
 

@@ -58,8 +58,8 @@ import (
 // in both variants; each proxy is a child process (tracekit: this test
 // binary re-executed as a capture proxy with its default settings). At
 // high event rates on a small machine the figures include CPU saturation,
-// other processes' included. The issue's goal (<= 200 us added TTFT and ITL
-// p99) is stated at 1,000 streams.
+// other processes' included. The goal (<= 200 us added TTFT and ITL p99, or
+// below nginx) is stated at 1,000 streams.
 func BenchmarkProxyOverhead(b *testing.B) {
 	for _, c := range []struct {
 		streams int
@@ -293,7 +293,7 @@ func (ld *overheadLoad) run(b *testing.B, base, prefix string) {
 // on one mock at 1,000 streams, in paired rounds: each iteration is one
 // round of the three paths (direct, tracekit, nginx). Within a round the
 // load and the machine's state are as close as they get for the two
-// proxies, so the question the issue asks (below nginx?) is answered per
+// proxies, so the question the goal asks (below nginx?) is answered per
 // round: for each, tracekit's p99 minus nginx's (ITL: every event after
 // the first; TTFT: the first, each against the mock's stamps as in
 // BenchmarkProxyOverhead). Reported: the median of those differences over

@@ -6,7 +6,7 @@ import "time"
 
 // Precise wakes goroutines at absolute instants of Mono. Without a timerfd
 // (macOS, the BSDs) it is timerPrecise: Go timers and a short spin, with a
-// larger lag than Linux's (README: "Platforms").
+// larger lag than Linux's (docs/design/dispatcher.md).
 type Precise = timerPrecise
 
 // NewPrecise returns a Precise. spin is how long before its deadline each

@@ -59,7 +59,7 @@ func content(m bodyMessage) string {
 	return *m.Content
 }
 
-// The proof: a 4-way fan-out and a join against the mock. The join
+// A 4-way fan-out and a join against the mock. The join
 // is sent only after all four answers, exactly its delay after the last
 // one's done time, with all four in its history; the root's tool call
 // (the mock answers tool_choice required) reaches the branches with the

@@ -238,7 +238,7 @@ func TestAgentDeterministic(t *testing.T) {
 	o.Count = 30
 	c := agentConvs(t, o)
 	if !reflect.DeepEqual(a[5], c[5]) {
-		t.Error("session 5 changed with Count")
+		t.Error("the sixth session changed with Count")
 	}
 	o.Seed = 4
 	if reflect.DeepEqual(agentConvs(t, o)[0], c[0]) {

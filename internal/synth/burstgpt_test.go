@@ -79,7 +79,7 @@ func TestBurstGPTFiltersAndFailed(t *testing.T) {
 func TestBurstGPTSessions(t *testing.T) {
 	convs, _ := burstImport(t, burstNew, BurstGPTOptions{Failed: FailedFlag})
 	if len(convs) != 3 {
-		t.Fatalf("%d conversations, want session 7, session 9 (flagged) and one unkeyed row", len(convs))
+		t.Fatalf("%d conversations, want sessions 7 and 9 (flagged) and one unkeyed row", len(convs))
 	}
 	s := convs[0]
 	if s[0].ConversationID != "burstgpt-s7" || len(s) != 3 || convs[1][0].ConversationID != "burstgpt-s9-failed" || convs[2][0].ConversationID != "burstgpt-l000000005" {

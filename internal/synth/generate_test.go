@@ -122,8 +122,8 @@ func TestSummarizeTraceStats(t *testing.T) {
 	}
 }
 
-// BenchmarkSynth2000x30to40 times the whole synthetic path the issue
-// targets (2,000 conversations of 30-40 turns, 200-400 input and 100-200
+// BenchmarkSynth2000x30to40 times the whole synthetic path at its target
+// size (2,000 conversations of 30-40 turns, 200-400 input and 100-200
 // output tokens, generated, scheduled, written) and reports trace bytes
 // per turn. Goal: <= 3 s per op.
 func BenchmarkSynth2000x30to40(b *testing.B) {

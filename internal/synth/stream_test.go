@@ -95,7 +95,7 @@ func TestStreamClosedConversationRefused(t *testing.T) {
 			t.Fatalf("window %v: %d conversations (%v)", c.window, len(convs), err)
 		}
 		if c.convs == 0 && (!errors.As(err, &re) || re.Line != 4 || re.Field != "Session ID") {
-			t.Fatalf("window %v: session 7 resumes after 20 s: %v", c.window, err)
+			t.Fatalf("window %v: the session with id 7 resumes after 20 s: %v", c.window, err)
 		}
 	}
 	jl := `{"chat_id": 1, "parent_chat_id": -1, "timestamp": 0, "input_length": 40, "output_length": 10}
