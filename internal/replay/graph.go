@@ -496,8 +496,7 @@ func setMockHints(req *fasthttp.Request, turn *trace.Turn) {
 
 // graphOpen runs conv open-loop as a graph: every node at its own arrival
 // offset, whatever its parents did, with their reference transcripts
-// (ReferenceAnswer and ReferenceToolCalls, a synthesized answer of
-// OutputTokens tokens where the trace has neither) as history.
+// (referenceAnswer) as history.
 func (r *runState) graphOpen(runCtx, stopCtx context.Context, conv []trace.Turn) {
 	nodes := buildGraph(conv)
 	order := make([]int, len(nodes))
@@ -514,13 +513,7 @@ func (r *runState) graphOpen(runCtx, stopCtx context.Context, conv []trace.Turn)
 		if !built[p] {
 			hist := mergeTranscripts(&r.bo, nodes, n.parents, transcriptOf)
 			msgs, tokens := r.messages(n.turn)
-			t := n.turn
-			answer := t.ReferenceAnswer
-			if answer == "" && len(t.ReferenceToolCalls) == 0 {
-				answer = fillerText(t.OutputTokens, r.cfg.Seed, fmt.Sprintf("%s/%d/answer", t.ConversationID, t.Turn))
-			}
-			a := trace.Message{Role: "assistant", Content: answer, ToolCalls: t.ReferenceToolCalls,
-				Tokens: int32(r.tok.Count(answer)) + r.callTokens(t.ReferenceToolCalls)}
+			a := r.referenceAnswer(n.turn)
 			tr := hist.clone(0, len(msgs)+1)
 			for k := range msgs {
 				tr.add(&r.bo, &msgs[k])
