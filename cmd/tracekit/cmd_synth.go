@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"strconv"
@@ -69,7 +70,7 @@ type synthOptions struct {
 	flags *pflag.FlagSet
 
 	source, input, tokenizer, textFile, output string
-	agent                                      bool
+	agent, force                               bool
 	conversations                              int
 	seed                                       int64
 	maxBytes                                   sizeValue
@@ -106,7 +107,8 @@ func declareSynthFlags(f *pflag.FlagSet, o *synthOptions) {
 	f.Int64Var(&o.seed, "seed", 0, "random seed; the same seed and inputs give the same trace")
 	f.StringVar(&o.tokenizer, "tokenizer", tokenizer.DefaultName, "token counting: o200k_base, cl100k_base, or a Hugging Face tokenizer.json path")
 	f.StringVar(&o.textFile, "text-file", "", "plain-text corpus for synthetic text (default: embedded generated prose)")
-	f.StringVarP(&o.output, "output", "o", "trace.parquet", "trace file to write")
+	f.StringVarP(&o.output, "output", "o", "trace.parquet", "trace file to write (never replaced unless --force)")
+	f.BoolVar(&o.force, "force", false, "replace an existing trace (once the new one is complete)")
 	f.Float64Var(&o.schedule.Rate, "rate", 0, "conversation starts per second; 0 or inf starts all at once")
 	f.Float64Var(&o.schedule.Burstiness, "burstiness", 1.0, "gamma shape of start gaps: 1 Poisson, <1 burstier, >1 more regular")
 	f.DurationVar(&o.schedule.TokenTime, "token-time", synth.DefaultTokenTime, "estimated time per output token for open-loop arrivals of later turns")
@@ -192,9 +194,9 @@ func (o *synthOptions) sourceName() (string, error) {
 }
 
 // runSynth checks the flags, builds the source they name, writes the
-// trace and reports it. Exit codes: 2 for bad flags or input, 1 when the
-// output cannot be written, 130 when a signal stopped it (the output is
-// left as it was).
+// trace and reports it. Exit codes: 2 for bad flags or input, or an
+// existing output without --force; 1 when the output cannot be written;
+// 130 when a signal stopped it (the output is left as it was).
 func runSynth(cmd *cobra.Command, o *synthOptions) error {
 	var vllm *vllmCommand
 	if o.fromVLLM != "" {
@@ -262,12 +264,14 @@ func runSynth(cmd *cobra.Command, o *synthOptions) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
-	res, err := synth.Generate(ctx, synth.Job{Source: source, Schedule: sched, Meta: meta, Output: o.output})
+	res, err := synth.Generate(ctx, synth.Job{Source: source, Schedule: sched, Meta: meta, Output: o.output, Replace: o.force})
 	progress.done()
 	var outErr *synth.OutputError
 	switch {
 	case errors.Is(err, context.Canceled):
 		return interrupted(fmt.Errorf("interrupted: %s left as it was", o.output))
+	case errors.As(err, &outErr) && errors.Is(err, fs.ErrExist):
+		return badInput(fmt.Errorf("%s exists: pass --force to replace it (the new trace replaces it only once complete)", o.output))
 	case errors.As(err, &outErr):
 		return err
 	case err != nil:

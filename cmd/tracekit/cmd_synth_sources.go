@@ -465,8 +465,9 @@ var (
 // the value it used (used overrides the flag's value: a distribution from
 // --config, a default the source resolved), defaults included, so that a
 // trace says how it was made. Flags given that the source does not read
-// are listed under "ignored". The output path is not recorded: the same
-// seed and inputs give the same file whatever it is called.
+// are listed under "ignored". The output path and --force are not
+// recorded: the same seed and inputs give the same file whatever it is
+// called and whether it replaced another.
 func flagOptions(f *pflag.FlagSet, src synthSource, used map[string]string) map[string]string {
 	m := map[string]string{}
 	reads := slices.Concat(commonFlags, src.flags)
@@ -484,7 +485,7 @@ func flagOptions(f *pflag.FlagSet, src synthSource, used map[string]string) map[
 	f.Visit(func(fl *pflag.Flag) {
 		if fl.Name == "from-vllm" {
 			m[fl.Name] = fl.Value.String()
-		} else if fl.Name != "output" && fl.Name != "agent" && !slices.Contains(reads, fl.Name) {
+		} else if !outputFlags[fl.Name] && fl.Name != "agent" && !slices.Contains(reads, fl.Name) {
 			ignored = append(ignored, fl.Name)
 		}
 	})
@@ -494,13 +495,17 @@ func flagOptions(f *pflag.FlagSet, src synthSource, used map[string]string) map[
 	return m
 }
 
+// outputFlags say where the trace goes, not what it holds: neither the
+// metadata's options nor its command line record them.
+var outputFlags = map[string]bool{"output": true, "force": true}
+
 // synthCommand is the command line as parsed: "tracekit synth" and every
-// flag given, in name order, without -o (the output's name does not change
-// the trace). Quoted where a shell would need it.
+// flag given, in name order, without -o and --force (where the trace goes
+// does not change it). Quoted where a shell would need it.
 func synthCommand(f *pflag.FlagSet) string {
 	args := []string{"tracekit", "synth"}
 	f.Visit(func(fl *pflag.Flag) {
-		if fl.Name != "output" {
+		if !outputFlags[fl.Name] {
 			args = append(args, "--"+fl.Name+"="+fl.Value.String())
 		}
 	})
