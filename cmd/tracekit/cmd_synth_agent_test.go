@@ -112,7 +112,7 @@ func TestSynthOTel(t *testing.T) {
 
 	bad := filepath.Join(dir, "bad.json")
 	os.WriteFile(bad, []byte(`{"spans":[{"span_id":"s7","start_time":"2026-01-01T00:00:00","end_time":"2026-01-01T00:00:01","attributes":{"gen_ai.input.messages":"not json"}}]}`), 0o644)
-	_, stderr, code = runCLI(t, "synth", "--source", "otel", "--input", bad, "-o", out)
+	_, stderr, code = runCLI(t, "synth", "--source", "otel", "--input", bad, "-o", out, "--force")
 	if code != 2 || !strings.Contains(stderr, bad) || !strings.Contains(stderr, "span s7") {
 		t.Errorf("bad span: exit %d, %q", code, stderr)
 	}

@@ -1,18 +1,16 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"testing"
-)
 
-var updateSynthGolden = flag.Bool("update-synth-golden", false, "rewrite testdata/synth/golden.txt from the current synth")
+	"github.com/tracekit/tracekit/internal/golden"
+	"github.com/tracekit/tracekit/trace"
+)
 
 // synthGoldenCases are command lines of every source and the options that
 // shape a trace. Inputs are relative paths: they are recorded in the
@@ -46,79 +44,94 @@ var synthGoldenCases = []struct {
 	{"otel", []string{"--source", "otel", "--input", "testdata/synth/otel_spans.json", "--model", "m1"}},
 }
 
-// wroteTime is the one part of synth's stdout that changes run to run.
-var wroteTime = regexp.MustCompile(`, [0-9]+\.[0-9]+s \(source`)
+// wroteLine is the part of synth's stdout that depends on the file's
+// bytes and the run, not on its rows: the size and the time.
+var wroteLine = regexp.MustCompile(`(?m)^(wrote \S+: \d+ conversations, \d+ turns), [^,]+, [0-9]+\.[0-9]+s \(source`)
 
-// The same command line gives a byte-identical trace file and report as
-// the synth that wrote testdata/synth/golden.txt (with SOURCE_DATE_EPOCH
-// fixing created_at; the recorded command line is the parsed flags, so it
-// does not depend on os.Args).
-// A change that means to alter traces regenerates the file with
-// -update-synth-golden and says why in its commit.
-func TestSynthGoldenByteIdentical(t *testing.T) {
+// synthOutput is what one golden case made: the trace decoded and what
+// synth printed.
+type synthOutput struct {
+	rows   []trace.Turn
+	meta   trace.TraceMeta
+	stdout string
+}
+
+// goldenMeta is a trace's metadata as the goldens hold it: without
+// tracekit_version, which changes with the release, not with the trace
+// (the field below hides the embedded one: encoding/json takes the
+// shallower field, and omits it when nil).
+type goldenMeta struct {
+	trace.TraceMeta
+	TracekitVersion *struct{} `json:"tracekit_version,omitempty"`
+}
+
+// The same command lines give the same trace as the synth that wrote the
+// goldens: every decoded row, field by field, and the metadata
+// (testdata/synth/golden/CASE.jsonl: the metadata on line 1, then one row
+// per line, in file order), and the same report on stdout
+// (testdata/synth/golden/stdout.txt). SOURCE_DATE_EPOCH fixes created_at;
+// the recorded command line is the parsed flags, so it does not depend on
+// os.Args. A change that means to alter traces regenerates the goldens
+// with -update and says why in its commit; a failure names the case, the
+// row and the field that differ.
+func TestSynthGolden(t *testing.T) {
 	t.Setenv("SOURCE_DATE_EPOCH", "1790000000")
-	golden := filepath.Join("testdata", "synth", "golden.txt")
-	want := map[string]string{}
-	if !*updateSynthGolden {
-		b, err := os.ReadFile(golden)
+	outputs := map[string]synthOutput{}
+	t.Run("generate", func(t *testing.T) {
+		// Inputs are relative paths (recorded in the metadata): the
+		// fixtures are copied into a temporary working directory.
+		dir := t.TempDir()
+		fixtures, err := os.ReadDir(filepath.Join("testdata", "synth"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-			name, sums, _ := strings.Cut(line, " ")
-			want[name] = sums
-		}
-	}
-	// Inputs are relative paths (recorded in the metadata): the fixtures are copied into a temporary working directory.
-	dir := t.TempDir()
-	fixtures, err := os.ReadDir(filepath.Join("testdata", "synth"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(dir, "testdata", "synth"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range fixtures {
-		b, err := os.ReadFile(filepath.Join("testdata", "synth", e.Name()))
-		if err != nil {
+		if err := os.MkdirAll(filepath.Join(dir, "testdata", "synth"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, "testdata", "synth", e.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
+		for _, e := range fixtures {
+			if e.IsDir() {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join("testdata", "synth", e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "testdata", "synth", e.Name()), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	golden, err = filepath.Abs(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Chdir(dir)
-	got := map[string]string{}
+		t.Chdir(dir)
+		for _, c := range synthGoldenCases {
+			out := c.name + ".parquet"
+			stdout, stderr, code := runCLI(t, append(append([]string{"synth"}, c.args...), "-o", out)...)
+			if code != 0 {
+				t.Errorf("%s: exit %d: %s", c.name, code, stderr)
+				continue
+			}
+			rows, meta, err := trace.ReadTurns(out)
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			outputs[c.name] = synthOutput{rows, meta, wroteLine.ReplaceAllString(stdout, "$1, SIZE, TIME (source")}
+		}
+	})
+	var stdouts strings.Builder
 	for _, c := range synthGoldenCases {
-		out := c.name + ".parquet"
-		stdout, stderr, code := runCLI(t, append(append([]string{"synth"}, c.args...), "-o", out)...)
-		if code != 0 {
-			t.Errorf("%s: exit %d: %s", c.name, code, stderr)
-			continue
+		o, ok := outputs[c.name]
+		if !ok {
+			continue // reported above
 		}
-		b, err := os.ReadFile(out)
-		if err != nil {
-			t.Fatal(err)
+		if o.meta.TracekitVersion != trace.Version {
+			t.Errorf("%s: tracekit_version %q, want %q", c.name, o.meta.TracekitVersion, trace.Version)
 		}
-		stdout = wroteTime.ReplaceAllString(stdout, ", T (source")
-		fs, ss := sha256.Sum256(b), sha256.Sum256([]byte(stdout))
-		got[c.name] = hex.EncodeToString(fs[:]) + " " + hex.EncodeToString(ss[:])
-		if !*updateSynthGolden && got[c.name] != want[c.name] {
-			t.Errorf("%s: file and stdout sha256 %s, golden %s; stdout:\n%s", c.name, got[c.name], want[c.name], stdout)
+		lines := []golden.Line{{Name: "metadata", Value: goldenMeta{TraceMeta: o.meta}}}
+		for i, r := range o.rows {
+			lines = append(lines, golden.Line{Name: fmt.Sprintf("row %d: conversation %s turn %d", i, r.ConversationID, r.Turn), Value: r})
 		}
+		golden.CheckJSONL(t, filepath.Join("synth", "golden", c.name+".jsonl"), lines)
+		fmt.Fprintf(&stdouts, "== %s\n%s", c.name, o.stdout)
 	}
-	if *updateSynthGolden {
-		var lines []string
-		for name, sums := range got {
-			lines = append(lines, name+" "+sums)
-		}
-		sort.Strings(lines)
-		if err := os.WriteFile(golden, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if len(outputs) == len(synthGoldenCases) {
+		golden.Check(t, filepath.Join("synth", "golden", "stdout.txt"), []byte(stdouts.String()))
 	}
 }

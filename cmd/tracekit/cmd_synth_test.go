@@ -73,11 +73,12 @@ func checkSynthRefuses(t *testing.T, out string, cases []synthRefusal) {
 func TestSynthDeterministicAndInspectable(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("SOURCE_DATE_EPOCH", "1790000000")
-	// The same command twice (the command line is part of the metadata).
+	// The same command twice (the command line is part of the metadata),
+	// the second replacing the first's file.
 	p := filepath.Join(dir, "t0.parquet")
 	var files [2][]byte
 	for i := range files {
-		if _, stderr, code := runCLI(t, "synth", "--conversations", "50", "--turns", "30-40", "--seed", "9", "-o", p); code != 0 {
+		if _, stderr, code := runCLI(t, "synth", "--conversations", "50", "--turns", "30-40", "--seed", "9", "-o", p, "--force"); code != 0 {
 			t.Fatalf("synth: %s", stderr)
 		}
 		files[i], _ = os.ReadFile(p)
@@ -137,7 +138,7 @@ not json
 	os.WriteFile(csv, []byte("Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"+
 		"5,ChatGPT,472,18,490,Conversation log\n45,ChatGPT,1087,0,1087,Conversation log\n118,GPT-4,417,217,634,API log\n"), 0o644)
 	_, stderr, code = runCLI(t, "synth", "--source", "burstgpt", "--input", csv, "--filter-model", "chatgpt",
-		"--log-type", "conversation", "--failed", "flag", "-o", out)
+		"--log-type", "conversation", "--failed", "flag", "-o", out, "--force")
 	if code != 0 {
 		t.Fatalf("burstgpt: exit %d: %s", code, stderr)
 	}
@@ -220,7 +221,8 @@ func TestSynthMaxTraceSize(t *testing.T) {
 }
 
 // A synth whose input turns out bad part-way through leaves the existing
-// trace byte for byte as it was, and no temporary file beside it.
+// trace byte for byte as it was, even with --force, and no temporary file
+// beside it.
 func TestSynthFailureKeepsExistingTrace(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "trace.parquet")
@@ -244,7 +246,7 @@ func TestSynthFailureKeepsExistingTrace(t *testing.T) {
 		{"--source", "sharegpt", "--input", bad},
 		{"--source", "mooncake", "--input", mc},
 	} {
-		_, stderr, code := runCLI(t, append(append([]string{"synth"}, args...), "-o", out)...)
+		_, stderr, code := runCLI(t, append(append([]string{"synth"}, args...), "-o", out, "--force")...)
 		if code != ExitUsage || !strings.Contains(stderr, "line 501") && !strings.Contains(stderr, "line 301") {
 			t.Errorf("synth %v: exit %d: %s", args, code, stderr)
 		}
@@ -257,9 +259,64 @@ func TestSynthFailureKeepsExistingTrace(t *testing.T) {
 	}
 }
 
+// synth never replaces an existing file without --force: the default
+// trace.parquet and an -o of a streamed import are refused with exit 2
+// naming the file and --force, left byte for byte as they were with
+// nothing beside them; with --force the trace replaces them, and its
+// metadata is the same as without (--force does not change the trace).
+func TestSynthNeverReplacesWithoutForce(t *testing.T) {
+	mooncake, err := filepath.Abs(filepath.Join("testdata", "synth", "mooncake.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	t.Chdir(dir)
+	old := []byte("an earlier result, not a trace")
+	for _, c := range []struct {
+		out  string
+		args []string
+	}{
+		{"trace.parquet", []string{"--conversations", "2", "--turns", "1", "--seed", "3"}},
+		{"imported.parquet", []string{"--source", "mooncake", "--input", mooncake, "-o", "imported.parquet"}},
+	} {
+		if err := os.WriteFile(c.out, old, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		stdout, stderr, code := runCLI(t, append([]string{"synth"}, c.args...)...)
+		if code != ExitUsage || !strings.Contains(stderr, c.out+" exists") || !strings.Contains(stderr, "--force") || stdout != "" {
+			t.Errorf("synth %v over an existing %s: exit %d, stdout %q, stderr %q; want exit 2 naming it and --force", c.args, c.out, code, stdout, stderr)
+		}
+		if now, err := os.ReadFile(c.out); err != nil || !bytes.Equal(now, old) {
+			t.Errorf("synth %v without --force changed %s (%d bytes now, %d before): %v", c.args, c.out, len(now), len(old), err)
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+			t.Errorf("synth %v left files behind: %v", c.args, ents)
+		}
+
+		stdout, stderr, code = runCLI(t, append([]string{"synth", "--force"}, c.args...)...)
+		if code != 0 || !strings.Contains(stdout, "wrote "+c.out) {
+			t.Fatalf("synth --force %v: exit %d: %s%s", c.args, code, stdout, stderr)
+		}
+		forced, meta, err := trace.ReadTurns(c.out)
+		if err != nil || len(forced) == 0 {
+			t.Fatalf("%s after --force: %d rows, %v", c.out, len(forced), err)
+		}
+		if strings.Contains(meta.Command, "force") || meta.Options["ignored"] != "" {
+			t.Errorf("--force reached the metadata: command %q, ignored %q", meta.Command, meta.Options["ignored"])
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+			t.Errorf("synth --force %v left files behind: %v", c.args, ents)
+		}
+		if err := os.Remove(c.out); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // SIGINT while synth reads its input (a FIFO the test writes) exits 130
-// and leaves the existing trace as it was. The signal goes to this test
-// process, so no test of this package may run in parallel with it.
+// and leaves the existing trace as it was, even with --force. The signal
+// goes to this test process, so no test of this package may run in
+// parallel with it.
 func TestSynthInterruptKeepsExistingTrace(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "trace.parquet")
@@ -277,7 +334,7 @@ func TestSynthInterruptKeepsExistingTrace(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		_, stderr, code := runCLI(t, "synth", "--source", "sharegpt", "--input", fifo, "-o", out)
+		_, stderr, code := runCLI(t, "synth", "--source", "sharegpt", "--input", fifo, "-o", out, "--force")
 		done <- result{stderr, code}
 	}()
 	// Opening for writing returns once synth has opened the FIFO, so its
@@ -352,7 +409,7 @@ func TestSynthReportsInvalidUTF8(t *testing.T) {
 		{[]string{"--conversations", "2", "--text-file", tf}, "text_invalid_utf8_bytes", "3"},
 		{[]string{"--source", "mooncake", "--input", mc, "--text-file", tf}, "text_invalid_utf8_bytes", "3"},
 	} {
-		stdout, stderr, code := runCLI(t, append(append([]string{"synth"}, c.args...), "-o", out)...)
+		stdout, stderr, code := runCLI(t, append(append([]string{"synth"}, c.args...), "-o", out, "--force")...)
 		if code != 0 {
 			t.Fatalf("synth %v: exit %d: %s", c.args, code, stderr)
 		}
@@ -464,7 +521,7 @@ func TestSynthConfigTurn0Tokens(t *testing.T) {
 		{[]string{"--prefix-layout", "system"}, "system,user", 170, 100},
 	} {
 		out := filepath.Join(dir, "t.parquet")
-		args := append([]string{"synth", "--config", cfg, "-o", out}, c.layout...)
+		args := append([]string{"synth", "--config", cfg, "-o", out, "--force"}, c.layout...)
 		if _, stderr, code := runCLI(t, args...); code != 0 {
 			t.Fatalf("%v: exit %d: %s", c.layout, code, stderr)
 		}

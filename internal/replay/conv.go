@@ -96,8 +96,8 @@ func (r *runState) answer(ex *exchange, turn *trace.Turn) (string, int32) {
 }
 
 // openLoop sends every turn of conv at its own arrival offset, whether or
-// not the previous turn has finished, with the reference history (a
-// synthesized answer of OutputTokens tokens where the trace has none).
+// not the previous turn has finished, with the reference history
+// (referenceAnswer).
 func (r *runState) openLoop(runCtx, stopCtx context.Context, conv []trace.Turn) {
 	if isGraph(conv) {
 		r.graphOpen(runCtx, stopCtx, conv)
@@ -139,20 +139,26 @@ func (r *runState) openLoop(runCtx, stopCtx context.Context, conv []trace.Turn) 
 		// Building the answer (and counting its tokens) costs milliseconds
 		// of CPU for long outputs: done after the send, and only when a
 		// later turn will carry it.
-		answer := turn.ReferenceAnswer
-		if answer == "" {
-			answer = fillerText(turn.OutputTokens, r.cfg.Seed, fmt.Sprintf("%s/%d/answer", turn.ConversationID, turn.Turn))
-		}
-		answerTokens := int32(r.tok.Count(answer))
-		if len(turn.ReferenceToolCalls) > 0 {
-			answerTokens += r.callTokens(turn.ReferenceToolCalls)
-		}
-		hist.add(&r.bo, &trace.Message{Role: "assistant", Content: answer, Tokens: answerTokens, ToolCalls: turn.ReferenceToolCalls})
-		histTokens += tokens + answerTokens
+		answer := r.referenceAnswer(turn)
+		hist.add(&r.bo, &answer)
+		histTokens += tokens + answer.Tokens
 	}
 	for range launched {
 		<-done
 	}
+}
+
+// referenceAnswer is the assistant message open loop carries for turn's
+// answer, in a chat as in a graph: the trace's text and tool calls, and a
+// synthesized text of OutputTokens tokens only where the trace has
+// neither (a tool call without text stays that).
+func (r *runState) referenceAnswer(turn *trace.Turn) trace.Message {
+	answer := turn.ReferenceAnswer
+	if answer == "" && len(turn.ReferenceToolCalls) == 0 {
+		answer = fillerText(turn.OutputTokens, r.cfg.Seed, fmt.Sprintf("%s/%d/answer", turn.ConversationID, turn.Turn))
+	}
+	return trace.Message{Role: "assistant", Content: answer, ToolCalls: turn.ReferenceToolCalls,
+		Tokens: int32(r.tok.Count(answer)) + r.callTokens(turn.ReferenceToolCalls)}
 }
 
 // do sends one request with the prepared body and records it. It returns

@@ -62,7 +62,8 @@
 //
 // Agentic graphs (graph.go): a node is sent ThinkTimeNs after its last
 // parent's done time, with the parents' transcripts merged (a shared
-// prefix once) as history; the answer carries its tool calls (the
+// prefix once; internal/history holds the rule, synth checks imported
+// graphs with the same) as history; the answer carries its tool calls (the
 // recorded message when they do not match the trace's: Record.
 // ToolCallMismatch); a failed parent's descendants are recorded as
 // trace.ErrParentFailed without traffic. Bodies carry Turn.Tools,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/tracekit/tracekit/internal/history"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -304,7 +305,7 @@ func (r *runState) prepareNode(nodes []gnode, i int) (*exchange, int32) {
 	if p := n.parents[0]; len(n.parents) == 1 && p != rootIdx && len(nodes[p].children) == 1 {
 		tr, nodes[p].tr = nodes[p].tr, transcript{}
 	} else {
-		hist := mergeTranscripts(&r.bo, nodes, n.parents, func(p int) *transcript { return &nodes[p].tr })
+		hist := mergeTranscripts(&r.bo, n.parents, func(p int) *transcript { return &nodes[p].tr })
 		tr = hist.clone(0, len(msgs)+1)
 	}
 	for _, p := range n.parents {
@@ -356,49 +357,37 @@ func (r *runState) runNode(runCtx, stopCtx context.Context, nodes []gnode, i int
 	n.state = nodeOK
 }
 
-// mergeTranscripts is the history of a node with the given parents: their
-// transcripts in the order listed, each one's prefix shared with what is
-// merged so far taken once (its encoding copied, not encoded again). tr
-// gives a parent's transcript. The result may share the first parent's
-// transcript: callers extend a clone.
-func mergeTranscripts(o *bodyOptions, nodes []gnode, parents []int, tr func(p int) *transcript) transcript {
-	var out transcript
-	have := false
-	for _, p := range parents {
-		if p == rootIdx {
-			continue
+// mergeTranscripts is the history of a node with the given parents, by
+// the trace's rule (history.Fold): their transcripts in the order listed,
+// each one's prefix shared with what is merged so far taken once (its
+// encoding copied, not encoded again). tr gives a parent's transcript.
+// The result may share the first parent's transcript: callers extend a
+// clone.
+func mergeTranscripts(o *bodyOptions, parents []int, tr func(p int) *transcript) transcript {
+	ts := func(yield func(transcript) bool) {
+		for _, p := range parents {
+			if p != rootIdx && !yield(*tr(p)) {
+				return
+			}
 		}
-		t := tr(p)
-		if !have {
-			out, have = *t, true // shared, not copied: callers never append in place
-			continue
-		}
-		k := 0
-		for k < len(out.msgs) && k < len(t.msgs) && sameMessage(&out.msgs[k], &t.msgs[k]) {
-			k++
-		}
-		if k == len(t.msgs) {
-			continue
-		}
-		merged := out.clone(len(t.enc.from(k))+len(o.sep()), len(t.msgs)-k)
-		merged.msgs = append(merged.msgs, t.msgs[k:]...)
-		merged.enc.extend(o, &t.enc, k)
-		for _, m := range t.msgs[k:] {
-			merged.tokens += m.Tokens
-		}
-		out = merged
 	}
+	out := history.Fold(ts, func(t *transcript) []trace.Message { return t.msgs },
+		func(h, t *transcript, k int) transcript {
+			if len(h.msgs) == 0 {
+				return *t // shared, not copied: callers never append in place
+			}
+			merged := h.clone(len(t.enc.from(k))+len(o.sep()), len(t.msgs)-k)
+			merged.msgs = append(merged.msgs, t.msgs[k:]...)
+			merged.enc.extend(o, &t.enc, k)
+			for _, m := range t.msgs[k:] {
+				merged.tokens += m.Tokens
+			}
+			return merged
+		})
 	out.msgs = out.msgs[:len(out.msgs):len(out.msgs)]
 	out.enc.b = out.enc.b[:len(out.enc.b):len(out.enc.b)]
 	out.enc.ends = out.enc.ends[:len(out.enc.ends):len(out.enc.ends)]
 	return out
-}
-
-// sameMessage compares two history messages (a prefix shared by two
-// branches holds the very same messages).
-func sameMessage(a, b *trace.Message) bool {
-	return a.Role == b.Role && a.Content == b.Content && a.ToolCallID == b.ToolCallID &&
-		slices.Equal(a.ToolCalls, b.ToolCalls)
 }
 
 // answerMessage is the assistant message later requests carry for turn's
@@ -496,8 +485,7 @@ func setMockHints(req *fasthttp.Request, turn *trace.Turn) {
 
 // graphOpen runs conv open-loop as a graph: every node at its own arrival
 // offset, whatever its parents did, with their reference transcripts
-// (ReferenceAnswer and ReferenceToolCalls, a synthesized answer of
-// OutputTokens tokens where the trace has neither) as history.
+// (referenceAnswer) as history.
 func (r *runState) graphOpen(runCtx, stopCtx context.Context, conv []trace.Turn) {
 	nodes := buildGraph(conv)
 	order := make([]int, len(nodes))
@@ -512,15 +500,9 @@ func (r *runState) graphOpen(runCtx, stopCtx context.Context, conv []trace.Turn)
 	transcriptOf = func(p int) *transcript {
 		n := &nodes[p]
 		if !built[p] {
-			hist := mergeTranscripts(&r.bo, nodes, n.parents, transcriptOf)
+			hist := mergeTranscripts(&r.bo, n.parents, transcriptOf)
 			msgs, tokens := r.messages(n.turn)
-			t := n.turn
-			answer := t.ReferenceAnswer
-			if answer == "" && len(t.ReferenceToolCalls) == 0 {
-				answer = fillerText(t.OutputTokens, r.cfg.Seed, fmt.Sprintf("%s/%d/answer", t.ConversationID, t.Turn))
-			}
-			a := trace.Message{Role: "assistant", Content: answer, ToolCalls: t.ReferenceToolCalls,
-				Tokens: int32(r.tok.Count(answer)) + r.callTokens(t.ReferenceToolCalls)}
+			a := r.referenceAnswer(n.turn)
 			tr := hist.clone(0, len(msgs)+1)
 			for k := range msgs {
 				tr.add(&r.bo, &msgs[k])
@@ -537,7 +519,7 @@ func (r *runState) graphOpen(runCtx, stopCtx context.Context, conv []trace.Turn)
 		n := &nodes[i]
 		at := r.start + r.scale(n.turn.ArrivalOffsetNs)
 		// Prepared before its arrival time, one body at a time.
-		hist := mergeTranscripts(&r.bo, nodes, n.parents, transcriptOf)
+		hist := mergeTranscripts(&r.bo, n.parents, transcriptOf)
 		msgs, tokens := r.messages(n.turn)
 		bp := r.bodies.Get().(*[]byte)
 		*bp = r.bo.appendBodyMsgs((*bp)[:0], r.model(n.turn), hist.enc.b, len(hist.msgs), msgs, n.turn)

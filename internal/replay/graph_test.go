@@ -393,3 +393,41 @@ func TestGraphMockHints(t *testing.T) {
 		}
 	}
 }
+
+// Open loop carries a reference answer that is a tool call without text
+// as that tool call, with no text invented for it, in a chat as in a
+// graph: the two build the same history for the turn after it.
+func TestTimingTraceToolCallAnswer(t *testing.T) {
+	srv := fastMock(t, nil)
+	conv := func(id string, parents []int32) []trace.Turn {
+		c := []trace.Turn{gturn(id, 0, nil, 0), gturn(id, 1, parents, 0,
+			trace.Message{Role: "tool", Content: "three results", ToolCallID: "call_s", Tokens: 2})}
+		c[0].Tools, c[0].ToolChoice = searchTool, `"auto"`
+		c[0].ReferenceToolCalls = []trace.ToolCall{{ID: "call_s", Name: "search", Arguments: `{"q":"x"}`}}
+		c[1].ArrivalOffsetNs = int64(2 * time.Millisecond)
+		return c
+	}
+	run(t, Config{Trace: writeTrace(t, conv("chat", nil), conv("graph", []int32{0})), Targets: []string{srv.URL()}, Timing: TimingTrace})
+	var histories []string
+	for _, id := range []string{"chat", "graph"} {
+		_, m := received(t, srv, id+"-1-0")
+		var got []string
+		for _, b := range m {
+			s := b.Role + ":" + content(b)
+			for _, c := range b.ToolCalls {
+				s += fmt.Sprintf(" call %s %s%s", c.ID, c.Function.Name, c.Function.Arguments)
+			}
+			if b.ToolCallID != "" {
+				s += " for " + b.ToolCallID
+			}
+			got = append(got, strings.ReplaceAll(s, id, "C"))
+		}
+		histories = append(histories, strings.Join(got, "|"))
+	}
+	want := `user:step 0 of C|assistant:<null> call call_s search{"q":"x"}|tool:three results for call_s`
+	for i, id := range []string{"chat", "graph"} {
+		if histories[i] != want {
+			t.Errorf("%s turn 1's messages\n got %s\nwant %s", id, histories[i], want)
+		}
+	}
+}

@@ -43,7 +43,7 @@ func zstdBytes(t *testing.T, b []byte) []byte {
 func traceBytes(t *testing.T, src Source, convs []Conversation) []byte {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "t.parquet")
-	if err := Write(context.Background(), p, trace.TraceMeta{Source: src.Name(), Tokenizer: "o200k_base"}, convs); err != nil {
+	if err := Write(context.Background(), p, false, trace.TraceMeta{Source: src.Name(), Tokenizer: "o200k_base"}, convs); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(p)

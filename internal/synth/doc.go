@@ -37,6 +37,10 @@
 //	    (VLLMShareGPTOptions) and Random (RandomOptions).
 //	  - Schedule (schedule.go) draws gamma start gaps (vLLM's --burstiness)
 //	    and open-loop arrival offsets of later turns.
-//	  - Generate (generate.go) runs a Job end to end; Write replaces the
-//	    output atomically.
+//	  - Generate (generate.go) runs a Job end to end; Write renames the
+//	    complete output into place atomically, over an existing file only
+//	    when asked (Job.Replace, synth --force).
+//	  - A graph node's history (Transcripts, HistoryOf; the OTel import
+//	    checks its inferred edges with it) merges its parents'
+//	    transcripts by internal/history, the rule replay sends by.
 package synth

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"time"
@@ -30,6 +31,11 @@ type Job struct {
 	Schedule *Schedule
 	Meta     trace.TraceMeta // Source is filled from Source.Name()
 	Output   string
+	// Replace lets the trace replace an existing Output (once it is
+	// complete). Without it Generate refuses an existing Output before any
+	// work, and never replaces one that appears while it writes: either is
+	// an *OutputError wrapping fs.ErrExist.
+	Replace bool
 }
 
 // Result summarises a written trace.
@@ -40,14 +46,20 @@ type Result struct {
 	Report        map[string]string // the source's Reporter output, if any
 }
 
-// Generate runs the source, schedules and writes the trace (replacing
-// Output atomically: a failed or interrupted Generate leaves it as it was).
+// Generate runs the source, schedules and writes the trace to a temporary
+// file renamed to Output when complete (over an existing Output only with
+// Replace): a failed or interrupted Generate leaves Output as it was.
 // The source's report, when it has one, is stored in Meta.Options under
 // "report.<key>". When ctx ends first the error is ctx's.
 func Generate(ctx context.Context, job Job) (Result, error) {
 	var res Result
+	if !job.Replace {
+		if _, err := os.Lstat(job.Output); err == nil {
+			return res, &OutputError{Err: fmt.Errorf("%s: %w", job.Output, fs.ErrExist)}
+		}
+	}
 	if st, ok := job.Source.(Streamer); ok && job.Schedule == nil {
-		if err := writeStream(ctx, job.Output, job.Meta, st, &res); err != nil {
+		if err := writeStream(ctx, job.Output, job.Replace, job.Meta, st, &res); err != nil {
 			return res, err
 		}
 		res.Bytes = fileSize(job.Output)
@@ -77,7 +89,7 @@ func Generate(ctx context.Context, job Job) (Result, error) {
 		job.Schedule.Apply(convs, job.Meta.Seed)
 	}
 	meta := withReport(job.Meta, job.Source.Name(), res.Report)
-	if err := Write(ctx, job.Output, meta, convs); err != nil {
+	if err := Write(ctx, job.Output, job.Replace, meta, convs); err != nil {
 		if ctx.Err() != nil {
 			return res, err
 		}

@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/tracekit/tracekit/internal/tokenizer"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tracekit/tracekit/internal/tokenizer"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -81,7 +82,7 @@ func TestGenerateReportsAndErrors(t *testing.T) {
 		t.Fatalf("summary %+v", sum)
 	}
 	s = &ShareGPT{Opts: ShareGPTOptions{Path: path, Tokenizer: s.Opts.Tokenizer, TurnsMin: 99}}
-	if _, err := Generate(context.Background(), Job{Source: s, Output: out}); !errors.Is(err, ErrNoConversations) {
+	if _, err := Generate(context.Background(), Job{Source: s, Output: out, Replace: true}); !errors.Is(err, ErrNoConversations) {
 		t.Fatalf("all filtered: %v", err)
 	}
 	var oe *OutputError
@@ -135,7 +136,7 @@ func BenchmarkSynth2000x30to40(b *testing.B) {
 			Turns: mustDist(b, "30-40", Count), InputTokens: mustDist(b, "200-400", Count),
 			OutputTokens: mustDist(b, "100-200", Count), ThinkTime: mustDist(b, "0s", Seconds),
 		}}
-		res, err := Generate(context.Background(), Job{Source: src, Schedule: &Schedule{Rate: 5, Burstiness: 1}, Output: filepath.Join(dir, "t.parquet")})
+		res, err := Generate(context.Background(), Job{Source: src, Schedule: &Schedule{Rate: 5, Burstiness: 1}, Output: filepath.Join(dir, "t.parquet"), Replace: true})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -158,7 +159,8 @@ func (s cancelingSource) Conversations(context.Context) ([]Conversation, error) 
 }
 
 // A Generate stopped while it writes leaves the existing trace byte for
-// byte as it was and no temporary file; an unstopped one replaces it.
+// byte as it was and no temporary file; an unstopped one replaces it
+// (Replace).
 func TestGenerateReplacesAtomically(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "trace.parquet")
@@ -176,7 +178,7 @@ func TestGenerateReplacesAtomically(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, err = Generate(ctx, Job{Source: cancelingSource{convs, cancel}, Schedule: &Schedule{}, Output: out})
+	_, err = Generate(ctx, Job{Source: cancelingSource{convs, cancel}, Schedule: &Schedule{}, Output: out, Replace: true})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted write: %v", err)
 	}
@@ -187,7 +189,7 @@ func TestGenerateReplacesAtomically(t *testing.T) {
 		t.Fatalf("left behind: %v", ents)
 	}
 	// Uninterrupted, the same conversations replace it.
-	if _, err := Generate(context.Background(), Job{Source: cancelingSource{convs, func() {}}, Schedule: &Schedule{}, Output: out}); err != nil {
+	if _, err := Generate(context.Background(), Job{Source: cancelingSource{convs, func() {}}, Schedule: &Schedule{}, Output: out, Replace: true}); err != nil {
 		t.Fatal(err)
 	}
 	if sum, err := trace.SummarizeTrace(out); err != nil || sum.Conversations != 50 {
@@ -196,6 +198,62 @@ func TestGenerateReplacesAtomically(t *testing.T) {
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Fatalf("left behind: %v", ents)
 	}
+}
+
+// Without Replace an existing output is never replaced: one there before
+// is refused before the source runs, one that appears while the trace is
+// written is kept (the rename refuses); both errors are OutputErrors
+// wrapping fs.ErrExist, and no temporary file is left.
+func TestGenerateNeverReplacesWithoutReplace(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "trace.parquet")
+	old := []byte("an earlier result")
+	if err := os.WriteFile(out, old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ran := false
+	src := appearingSource{run: func() { ran = true }}
+	_, err := Generate(context.Background(), Job{Source: src, Schedule: &Schedule{}, Output: out})
+	var outErr *OutputError
+	if !errors.As(err, &outErr) || !errors.Is(err, fs.ErrExist) || ran {
+		t.Fatalf("existing output: %v (source ran: %v); want an OutputError wrapping fs.ErrExist before the source runs", err, ran)
+	}
+	if err := os.Remove(out); err != nil {
+		t.Fatal(err)
+	}
+	c := defaultCorpus(t)
+	convs, err := testSynthetic(t, c, 3, 1).Conversations(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The output appears after the check, while the source runs.
+	src = appearingSource{convs: convs, run: func() {
+		if err := os.WriteFile(out, old, 0o644); err != nil {
+			t.Error(err)
+		}
+	}}
+	_, err = Generate(context.Background(), Job{Source: src, Schedule: &Schedule{}, Output: out})
+	if !errors.As(err, &outErr) || !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("output appearing while written: %v; want an OutputError wrapping fs.ErrExist", err)
+	}
+	if now, _ := os.ReadFile(out); !bytes.Equal(now, old) {
+		t.Fatalf("the output that appeared was replaced: %q", now)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("left behind: %v", ents)
+	}
+}
+
+// appearingSource calls run when asked for its conversations.
+type appearingSource struct {
+	convs []Conversation
+	run   func()
+}
+
+func (s appearingSource) Name() string { return "appearing" }
+func (s appearingSource) Conversations(context.Context) ([]Conversation, error) {
+	s.run()
+	return s.convs, nil
 }
 
 // BenchmarkSynthPG1184 is BenchmarkSynth2000x30to40 on vLLM's multi-turn
@@ -217,7 +275,7 @@ func BenchmarkSynthPG1184(b *testing.B) {
 			Turns: mustDist(b, "30-40", Count), InputTokens: mustDist(b, "200-400", Count),
 			OutputTokens: mustDist(b, "100-200", Count), ThinkTime: mustDist(b, "0s", Seconds),
 		}}
-		res, err := Generate(context.Background(), Job{Source: src, Schedule: &Schedule{Rate: 5, Burstiness: 1}, Output: filepath.Join(dir, "t.parquet")})
+		res, err := Generate(context.Background(), Job{Source: src, Schedule: &Schedule{Rate: 5, Burstiness: 1}, Output: filepath.Join(dir, "t.parquet"), Replace: true})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -28,7 +28,7 @@ func BenchmarkAzureImport(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		a := &Azure{Opts: ImportOptions{Path: in}}
-		if _, err := Generate(context.Background(), Job{Source: a, Output: filepath.Join(dir, "t.parquet")}); err != nil {
+		if _, err := Generate(context.Background(), Job{Source: a, Output: filepath.Join(dir, "t.parquet"), Replace: true}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -56,7 +56,7 @@ func BenchmarkBurstGPTImport(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		s := &BurstGPT{Opts: BurstGPTOptions{ImportOptions: ImportOptions{Path: in}}}
-		if _, err := Generate(context.Background(), Job{Source: s, Output: filepath.Join(dir, "t.parquet")}); err != nil {
+		if _, err := Generate(context.Background(), Job{Source: s, Output: filepath.Join(dir, "t.parquet"), Replace: true}); err != nil {
 			b.Fatal(err)
 		}
 	}

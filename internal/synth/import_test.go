@@ -19,7 +19,7 @@ func writeAndReadBack(t *testing.T, src Source, convs []Conversation, opts map[s
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "trace.parquet")
 	meta := trace.TraceMeta{Source: src.Name(), Tokenizer: "o200k_base", Options: opts}
-	if err := Write(context.Background(), p, meta, convs); err != nil {
+	if err := Write(context.Background(), p, false, meta, convs); err != nil {
 		t.Fatal(err)
 	}
 	r, err := trace.OpenTrace(p)

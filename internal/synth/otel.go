@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tracekit/tracekit/internal/history"
 	"github.com/tracekit/tracekit/internal/tokenizer"
 	"github.com/tracekit/tracekit/trace"
 )
@@ -45,7 +46,7 @@ import (
 //
 // Candidates implied by another (an ancestor of one) are dropped; the rest
 // are kept, in the order their answers appear in the input, as long as
-// their merged transcripts (MergeHistory) stay a prefix of the input, so
+// their merged transcripts (history.Merge) stay a prefix of the input, so
 // that replayed history plus Messages is exactly the span's input. A
 // candidate that would break that (an agent that rewrote its context
 // around an earlier answer), or a parentage ancestor without an answer,
@@ -346,7 +347,7 @@ func (s *OTel) graph(id string, spans []*otelSpan) (otelConv, error) {
 		for _, w := range waits {
 			lastEnd = max(lastEnd, nodes[w].sp.end)
 		}
-		merged = MergeHistory(ts...)
+		merged = history.Merge(ts...)
 		for _, kd := range kinds {
 			if kd == edgeHistory {
 				s.report.edgesHistory++
@@ -433,7 +434,7 @@ func (s *OTel) parents(nodes []otelNode, k int, byID map[string]*otelSpan, index
 		}
 		var same []int
 		for j := k - 1; j >= 0; j-- {
-			if nodes[j].hasAnswer && !seen[j] && SameMessage(nodes[j].answer, m) {
+			if nodes[j].hasAnswer && !seen[j] && history.Same(&nodes[j].answer, &m) {
 				same = append(same, j)
 			}
 		}
@@ -487,10 +488,7 @@ func (s *OTel) parents(nodes []otelNode, k int, byID map[string]*otelSpan, index
 	// others are waited for only
 	var merged []trace.Message
 	for _, c := range kept {
-		next := MergeHistory(merged, nodes[c.node].transcript)
-		if merged == nil {
-			next = slices.Clone(nodes[c.node].transcript)
-		}
+		next := history.Merge(merged, nodes[c.node].transcript)
 		if !hasPrefix(input, next) {
 			waits = append(waits, c.node)
 			continue

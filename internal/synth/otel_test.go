@@ -17,6 +17,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/tracekit/tracekit/internal/history"
 	"github.com/tracekit/tracekit/internal/tokenizer"
 	"github.com/tracekit/tracekit/trace"
 )
@@ -602,7 +603,7 @@ func TestOTelSharedDependenciesWaited(t *testing.T) {
 						continue
 					}
 					ans := trace.Message{Role: "assistant", Content: c[j].ReferenceAnswer, ToolCalls: c[j].ReferenceToolCalls}
-					if !slices.ContainsFunc(in, func(m trace.Message) bool { return SameMessage(m, ans) }) {
+					if !slices.ContainsFunc(in, func(m trace.Message) bool { return history.Same(&m, &ans) }) {
 						continue
 					}
 					links++

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/tracekit/tracekit/internal/record"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -33,10 +34,12 @@ type Reporter interface {
 
 // Write sorts convs into the trace's row order (start offset, then
 // conversation id) and writes them to path with meta, atomically: the rows
-// go to a temporary file in path's directory, which replaces path only
-// once it is complete and synced. On any failure, or when ctx ends first,
-// path is left as it was and the temporary file is removed.
-func Write(ctx context.Context, path string, meta trace.TraceMeta, convs []Conversation) error {
+// go to a temporary file in path's directory, which is renamed to path
+// only once it is complete and synced. An existing path is replaced only
+// with replace; without, the rename fails with an error wrapping
+// fs.ErrExist. On any failure, or when ctx ends first, path is left as it
+// was and the temporary file is removed.
+func Write(ctx context.Context, path string, replace bool, meta trace.TraceMeta, convs []Conversation) error {
 	sort.SliceStable(convs, func(i, j int) bool {
 		a, b := convs[i][0], convs[j][0]
 		if a.StartOffsetNs != b.StartOffsetNs {
@@ -44,7 +47,7 @@ func Write(ctx context.Context, path string, meta trace.TraceMeta, convs []Conve
 		}
 		return a.ConversationID < b.ConversationID
 	})
-	f, err := createTrace(path, meta, true)
+	f, err := createTrace(path, replace, meta, true)
 	if err != nil {
 		return err
 	}
@@ -64,6 +67,7 @@ func Write(ctx context.Context, path string, meta trace.TraceMeta, convs []Conve
 // traceFile is a trace being written to a temporary file beside its path.
 type traceFile struct {
 	path, dir, tmp string
+	replace        bool // commit may replace an existing path
 	w              *trace.TraceWriter
 }
 
@@ -71,7 +75,7 @@ type traceFile struct {
 // level (trace.TraceWriterOptions), for the in-memory sources, whose
 // traces are mostly stored text. The streamed imports keep the default:
 // their rows are numbers and hashes, which that level compresses worse.
-func createTrace(path string, meta trace.TraceMeta, fast bool) (*traceFile, error) {
+func createTrace(path string, replace bool, meta trace.TraceMeta, fast bool) (*traceFile, error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -82,7 +86,7 @@ func createTrace(path string, meta trace.TraceMeta, fast bool) (*traceFile, erro
 	if err != nil {
 		return nil, fmt.Errorf("writing trace %s: %w", path, err)
 	}
-	return &traceFile{path: path, dir: dir, tmp: tmp, w: w}, nil
+	return &traceFile{path: path, dir: dir, tmp: tmp, replace: replace, w: w}, nil
 }
 
 func (f *traceFile) write(c Conversation) error {
@@ -98,7 +102,10 @@ func (f *traceFile) abort() {
 	os.Remove(f.tmp)
 }
 
-// commit stores meta, finishes the file and renames it onto path.
+// commit stores meta, finishes the file and renames it to path: over an
+// existing one only when f.replace, else never (record.RenameNoReplace,
+// atomic: a file that appeared at path while the trace was written is
+// kept, and the error wraps fs.ErrExist).
 func (f *traceFile) commit(meta trace.TraceMeta) error {
 	if err := f.w.SetMeta(meta); err != nil {
 		f.abort()
@@ -108,9 +115,14 @@ func (f *traceFile) commit(meta trace.TraceMeta) error {
 		os.Remove(f.tmp)
 		return fmt.Errorf("writing trace %s: %w", f.path, err)
 	}
-	if err := os.Rename(f.tmp, f.path); err != nil {
+	if f.replace {
+		if err := os.Rename(f.tmp, f.path); err != nil {
+			os.Remove(f.tmp)
+			return fmt.Errorf("replacing %s: %w", f.path, err)
+		}
+	} else if err := record.RenameNoReplace(f.tmp, f.path); err != nil {
 		os.Remove(f.tmp)
-		return fmt.Errorf("replacing %s: %w", f.path, err)
+		return fmt.Errorf("writing trace %s: %w", f.path, err)
 	}
 	trace.SyncDir(f.dir)
 	return nil

@@ -451,9 +451,10 @@ func (h *rowHeap) Pop() any {
 var _ heap.Interface = (*rowHeap)(nil)
 
 // writeStream is Generate's path for a Streamer: conversations are written
-// as they come into a temporary file that replaces path at the end.
-func writeStream(ctx context.Context, path string, meta trace.TraceMeta, s Streamer, res *Result) error {
-	f, err := createTrace(path, meta, false)
+// as they come into a temporary file renamed to path at the end (over an
+// existing one only with replace).
+func writeStream(ctx context.Context, path string, replace bool, meta trace.TraceMeta, s Streamer, res *Result) error {
+	f, err := createTrace(path, replace, meta, false)
 	if err != nil {
 		return &OutputError{Err: err}
 	}

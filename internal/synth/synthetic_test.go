@@ -220,7 +220,7 @@ func TestSyntheticWriteReadBack(t *testing.T) {
 		want += len(conv)
 	}
 	path := filepath.Join(t.TempDir(), "t.parquet")
-	if err := Write(context.Background(), path, trace.TraceMeta{Seed: 5, Source: "synthetic"}, convs); err != nil {
+	if err := Write(context.Background(), path, false, trace.TraceMeta{Seed: 5, Source: "synthetic"}, convs); err != nil {
 		t.Fatal(err)
 	}
 	r, err := trace.OpenTrace(path)

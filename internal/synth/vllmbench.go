@@ -22,6 +22,10 @@ const (
 	vllmMaxTotal  = 2048
 )
 
+// VLLMDefaultPrompts is vLLM bench serve's --num-prompts default: the
+// requests of its datasets when no count is given.
+const VLLMDefaultPrompts = 1000
+
 // VLLMShareGPTOptions configure a VLLMShareGPT source.
 type VLLMShareGPTOptions struct {
 	Path      string
