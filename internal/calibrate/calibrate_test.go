@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -375,7 +376,7 @@ func TestTargetWaitsForTheLog(t *testing.T) {
 	mc.Latency = mock.Latency{PrefillBase: mock.Duration(10 * time.Millisecond), DecodeBase: mock.Duration(10 * time.Millisecond),
 		TokensPerEvent: 1, MaxNumSeqs: 256, OutputMean: 1, MaxModelLen: 1 << 20}
 	mc.LogPath = filepath.Join(dir, "truth.parquet")
-	srv := mock.StartT(t, mc)
+	srv := mocktest.StartConfig(t, mc)
 	cfg := Config{Streams: []int{8}, Duration: 300 * time.Millisecond, MaxError: time.Second,
 		Target: srv.URL(), MockLog: mc.LogPath, TargetITL: 10 * time.Millisecond, LogWait: 30 * time.Second, Dir: dir,
 		Logf: func(f string, a ...any) {
