@@ -58,7 +58,7 @@ func ParseStampMode(s string) (string, error) {
 	case "", StampGoroutine, StampKernel, StampKernelOffset:
 		return s, nil
 	}
-	return "", &FieldError{Field: "StampMode", Value: s, Allowed: []string{StampGoroutine, StampKernel, StampKernelOffset}}
+	return parseEnum("StampMode", s, StampGoroutine, StampKernel, StampKernelOffset)
 }
 
 // stamper is a run's stamp mode and its counters, shared by its
