@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -18,11 +19,7 @@ import (
 // only its sub-task (a fresh context) and a join's holds the round's tool
 // results but none of the branches' answers.
 func TestAgentOwnContextReplay(t *testing.T) {
-	cfg := mock.DefaultConfig()
-	cfg.Latency.PrefillBase, cfg.Latency.DecodeBase = mock.Duration(time.Millisecond), mock.Duration(200*time.Microsecond)
-	cfg.Latency.PrefillPerToken, cfg.Latency.DecodePerSeq, cfg.Latency.JitterCV = 0, 0, 0
-	cfg.KeepLog, cfg.KeepBodies = true, true
-	srv := mock.StartT(t, cfg)
+	srv := mocktest.Start(t, func(c *mock.Config) { c.Latency.DecodeBase = mock.Duration(200 * time.Microsecond) }) // agent traces: many tokens
 	dir := t.TempDir()
 	tr, rec := filepath.Join(dir, "agents.parquet"), filepath.Join(dir, "rec.parquet")
 	stdout, stderr, code := runCLI(t, "synth", "--agent", "--conversations", "8", "--rounds", "2", "--fan-out", "1-2",

@@ -2,8 +2,17 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/tracekit/tracekit/internal/analyze"
+	"github.com/tracekit/tracekit/internal/calibrate"
+	"github.com/tracekit/tracekit/internal/fielderr"
+	"github.com/tracekit/tracekit/internal/replay"
+	"github.com/tracekit/tracekit/internal/synth"
 )
 
 // runCLI runs one tracekit command line in this process, as main would,
@@ -43,5 +52,50 @@ func TestVersionExits0(t *testing.T) {
 	out, _, code := runCLI(t, "version")
 	if code != ExitOK || !strings.HasPrefix(out, "tracekit ") {
 		t.Fatalf("version: exit %d, %q", code, out)
+	}
+}
+
+// Libraries name their options fields; the command line names the flags
+// that set them: the same mistake made through the Go API and on the
+// command line, each message in its own terms (exit.go's errorText, the
+// fieldFlags table).
+func TestLibraryFieldsCommandFlags(t *testing.T) {
+	_, replayErr := replay.New(replay.Config{Trace: "t.parquet", Targets: []string{"http://127.0.0.1:1"}, RequestTimeout: -time.Second}, nil)
+	_, itlErr := analyze.ParseITLMode("mean")
+	for _, c := range []struct {
+		libErr  error
+		lib     string // in the library's message
+		args    []string
+		cli     string // in the command's
+		goNames []string
+	}{
+		{replayErr, "RequestTimeout -1s: expected 0 (the default) or a positive duration",
+			[]string{"replay", "x.parquet", "--target", "http://127.0.0.1:1", "--request-timeout", "-1s"},
+			"--request-timeout -1s: expected 0 (the default) or a positive duration", []string{"RequestTimeout"}},
+		{calibrate.Validate(calibrate.Config{Target: "http://127.0.0.1:1"}), "Target needs MockLog: the ground-truth log",
+			[]string{"calibrate", "--target", "http://127.0.0.1:1"}, "--target needs --mock-log: the ground-truth log", []string{"Target", "MockLog"}},
+		{calibrate.Validate(calibrate.Config{Stamps: []string{"sundial"}, Mode: calibrate.ModeInProcess}), `Stamps value "sundial" (#1): StampMode "sundial": expected one of`,
+			[]string{"calibrate", "--mock", "inprocess", "--stamp", "sundial"}, `--stamp value "sundial" (#1): --stamp "sundial": expected one of`, []string{"Stamps", "StampMode"}},
+		{itlErr, `ITL "mean": expected per-event`, []string{"analyze", "x.parquet", "--itl", "mean"}, `--itl "mean": expected per-event`, []string{"ITL"}},
+		// a message about its field alone: the library puts the field
+		// first, the command the flag and its value
+		{synth.Schedule{Rate: -1}.Validate(), "Rate: rate -1 must be >= 0", []string{"synth", "--rate", "-1", "-o", filepath.Join(t.TempDir(), "t.parquet")},
+			"--rate -1: rate -1 must be >= 0", []string{"Rate:"}},
+	} {
+		// (calibrate's advice names the flag of the mock it runs, not its own)
+		var fe *fielderr.Error
+		if c.libErr == nil || !errors.As(c.libErr, &fe) || !strings.Contains(c.libErr.Error(), c.lib) ||
+			strings.Contains(strings.ReplaceAll(c.libErr.Error(), "--emit-log", ""), "--") {
+			t.Errorf("library: %v, want a field error saying %q and no flag", c.libErr, c.lib)
+		}
+		_, stderr, code := runCLI(t, c.args...)
+		if code != ExitUsage || !strings.Contains(stderr, c.cli) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d saying %q", c.args, code, stderr, ExitUsage, c.cli)
+		}
+		for _, n := range c.goNames {
+			if strings.Contains(stderr, n) {
+				t.Errorf("%v: stderr %q names the Go field %s", c.args, stderr, n)
+			}
+		}
 	}
 }

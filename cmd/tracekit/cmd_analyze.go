@@ -124,6 +124,9 @@ tokens, a per-turn table and vLLM multi-turn's statistics.`,
 			}
 			if perReq != "" {
 				if err := s.WritePerRequest(perReq); err != nil {
+					if errors.Is(err, analyze.ErrBadInput) { // the file name: say which flag gave it
+						err = fmt.Errorf("--per-request %w", err)
+					}
 					return analyzeErr(err)
 				}
 			}

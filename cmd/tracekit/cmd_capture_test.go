@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 )
 
 // TestCaptureExitCodes: bad flags exit 2, an upstream nobody listens on
@@ -49,12 +50,7 @@ func TestCaptureExitCodes(t *testing.T) {
 // after SIGTERM 0, each time with its trace and recording complete (read
 // back) and no journal or partial file left.
 func TestCaptureSignals(t *testing.T) {
-	cfg := mock.DefaultConfig()
-	cfg.Latency.PrefillBase = mock.Duration(3 * time.Millisecond)
-	cfg.Latency.PrefillPerToken = 0
-	cfg.Latency.DecodeBase = mock.Duration(2 * time.Millisecond)
-	cfg.Latency.OutputMean = 5
-	up := mock.StartT(t, cfg)
+	up := mocktest.Start(t, func(c *mock.Config) { c.Latency.OutputMean = 5 }) // the clients ask for no length
 	bin := tracekitBinary(t)
 	for _, c := range []struct {
 		sig  syscall.Signal

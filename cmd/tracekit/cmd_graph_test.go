@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -15,12 +16,7 @@ import (
 // analyzed: the run names the parent_failed and mismatch counts, and
 // analyze prints the session section.
 func TestReplayGraphCLI(t *testing.T) {
-	cfg := mock.DefaultConfig()
-	cfg.Latency.PrefillBase = mock.Duration(time.Millisecond)
-	cfg.Latency.DecodeBase = mock.Duration(time.Millisecond)
-	cfg.Latency.PrefillPerToken, cfg.Latency.DecodePerSeq, cfg.Latency.JitterCV = 0, 0, 0
-	cfg.StrictModel = true
-	srv := mock.StartT(t, cfg)
+	srv := mocktest.Start(t, func(c *mock.Config) { c.StrictModel = true })
 	user := func(s string) []trace.Message { return []trace.Message{{Role: "user", Content: s, Tokens: 3}} }
 	turns := []trace.Turn{{ConversationID: "s", Turn: 0, Messages: user("plan"), OutputTokens: 4,
 		Tools: `[{"type":"function","function":{"name":"search"}}]`, ToolChoice: `"required"`,
@@ -52,10 +48,11 @@ func TestReplayGraphCLI(t *testing.T) {
 }
 
 // A trace whose wait-only edge names no earlier turn is refused before
-// anything is sent: exit 2, the message naming the row, conversation and
-// turn.
+// any of its requests is sent: exit 2, the message naming the row,
+// conversation and turn. (--no-probe: the probe, sent before the trace is
+// read, is not the trace's traffic.)
 func TestReplayBadAfterExit2(t *testing.T) {
-	srv := mock.StartT(t, mock.DefaultConfig())
+	srv := mocktest.Start(t, nil)
 	user := []trace.Message{{Role: "user", Content: "x", Tokens: 1}}
 	turns := []trace.Turn{{ConversationID: "s", Turn: 0, Messages: user, OutputTokens: 2},
 		{ConversationID: "s", Turn: 1, Parents: []int32{trace.RootParent}, After: []int32{1}, Messages: user, OutputTokens: 2}}
@@ -64,7 +61,7 @@ func TestReplayBadAfterExit2(t *testing.T) {
 	if err := trace.WriteTrace(tr, trace.TraceMeta{Tokenizer: "o200k_base", Source: "test"}, turns); err != nil {
 		t.Fatal(err)
 	}
-	_, stderr, code := runCLI(t, "replay", tr, "--target", srv.URL(), "--model", "tracekit-mock", "--progress", "none", "-o", filepath.Join(dir, "rec.parquet"), "--no-analyze")
+	_, stderr, code := runCLI(t, "replay", tr, "--target", srv.URL(), "--model", "tracekit-mock", "--progress", "none", "-o", filepath.Join(dir, "rec.parquet"), "--no-analyze", "--no-probe")
 	if code != ExitUsage || !strings.Contains(stderr, `trace row 1: conversation "s" turn 1: after 1: expected an earlier turn (0..0)`) {
 		t.Fatalf("exit %d, want %d naming the turn\n%s", code, ExitUsage, stderr)
 	}

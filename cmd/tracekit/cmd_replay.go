@@ -99,7 +99,7 @@ beside the output, verified, removed after).`,
 				return badInput(err)
 			}
 			if _, err := replay.ParseStampMode(c.StampMode); err != nil {
-				return badInput(fieldFlagError("--stamp", err))
+				return badInput(err)
 			}
 			scrape.insecure, o.scrape = c.Insecure, &scrape
 			return runReplay(cmd, c, o)
@@ -354,26 +354,17 @@ type replayEnums struct{ policy, endpoint, timing, history string }
 // named by its flag.
 func (e replayEnums) parse(c *replay.Config) error {
 	var err error
-	set := func(flag, v string, parse func(string) error) {
+	set := func(v string, parse func(string) error) {
 		if err == nil && v != "" {
 			if perr := parse(v); perr != nil {
-				err = badInput(fieldFlagError(flag, perr))
+				err = badInput(perr) // names the Config field: exit.go names its flag
 			}
 		}
 	}
-	set("--target-policy", e.policy, func(v string) (err error) { c.Policy, err = replay.ParsePolicy(v); return })
-	set("--endpoint", e.endpoint, func(v string) (err error) { c.Endpoint, err = replay.ParseEndpoint(v); return })
-	set("--timing", e.timing, func(v string) (err error) { c.Timing, err = replay.ParseTiming(v); return })
-	set("--history", e.history, func(v string) (err error) { c.History, err = replay.ParseHistory(v); return })
-	return err
-}
-
-// fieldFlagError names a replay.FieldError after the flag that set the field.
-func fieldFlagError(flag string, err error) error {
-	var fe *replay.FieldError
-	if errors.As(err, &fe) {
-		return fmt.Errorf("%s %q: expected one of %s", flag, fe.Value, strings.Join(fe.Allowed, ", "))
-	}
+	set(e.policy, func(v string) (err error) { c.Policy, err = replay.ParsePolicy(v); return })
+	set(e.endpoint, func(v string) (err error) { c.Endpoint, err = replay.ParseEndpoint(v); return })
+	set(e.timing, func(v string) (err error) { c.Timing, err = replay.ParseTiming(v); return })
+	set(e.history, func(v string) (err error) { c.History, err = replay.ParseHistory(v); return })
 	return err
 }
 

@@ -6,21 +6,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/trace"
 )
 
 // replayFixture is a small trace and an in-process mock.
 func replayFixture(t *testing.T) (tracePath, target string) {
 	t.Helper()
-	cfg := mock.DefaultConfig()
-	cfg.Latency.PrefillBase = mock.Duration(time.Millisecond)
-	cfg.Latency.DecodeBase = mock.Duration(time.Millisecond)
-	cfg.Latency.PrefillPerToken, cfg.Latency.DecodePerSeq, cfg.Latency.JitterCV = 0, 0, 0
-	cfg.StrictModel = true
-	srv := mock.StartT(t, cfg)
+	srv := mocktest.Start(t, func(c *mock.Config) { c.StrictModel = true })
 	tracePath = filepath.Join(t.TempDir(), "trace.parquet")
 	var turns []trace.Turn
 	for _, id := range []string{"a", "b"} {

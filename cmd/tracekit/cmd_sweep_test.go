@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/internal/sweep"
 	"github.com/tracekit/tracekit/trace"
 )
@@ -24,7 +25,7 @@ func sweepMock(t *testing.T) *mock.Server {
 	c := mock.DefaultConfig()
 	c.Latency = mock.Latency{PrefillBase: mock.Duration(2 * time.Millisecond), DecodeBase: mock.Duration(2 * time.Millisecond),
 		TokensPerEvent: 1, MaxNumSeqs: 4, OutputMean: 10, MaxModelLen: 1 << 16}
-	srv := mock.StartT(t, c)
+	srv := mocktest.StartConfig(t, c)
 	return srv
 }
 

@@ -232,7 +232,7 @@ func runSynth(cmd *cobra.Command, o *synthOptions) error {
 	if !src.timed {
 		s := o.schedule
 		if err := s.Validate(); err != nil {
-			return badInput(o.flagError(err))
+			return synthInputErr(err)
 		}
 		sched = &s
 	}
@@ -247,7 +247,7 @@ func runSynth(cmd *cobra.Command, o *synthOptions) error {
 	}
 	source, err := src.build(o, in)
 	if err != nil {
-		return badInput(o.flagError(err))
+		return synthInputErr(err)
 	}
 	created, err := synth.CreatedAt()
 	if err != nil {
@@ -275,7 +275,7 @@ func runSynth(cmd *cobra.Command, o *synthOptions) error {
 	case errors.As(err, &outErr):
 		return err
 	case err != nil:
-		return badInput(o.flagError(err))
+		return synthInputErr(err)
 	}
 	w := cmd.OutOrStdout()
 	fmt.Fprintf(w, "wrote %s: %d conversations, %d turns, %s, %.2fs (source %s, tokenizer %s, seed %d)\n",

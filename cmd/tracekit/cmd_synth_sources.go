@@ -335,87 +335,14 @@ func loadCorpus(path string, tok tokenizer.Tokenizer) (*synth.Corpus, error) {
 	return c, nil
 }
 
-// optionFlags names the flag of each options field, for messages.
-var optionFlags = map[string]string{
-	"SyntheticOptions.Corpus":             "text-file",
-	"SyntheticOptions.Count":              "conversations",
-	"SyntheticOptions.Turns":              "turns",
-	"SyntheticOptions.InputTokens":        "input-tokens",
-	"SyntheticOptions.OutputTokens":       "output-tokens",
-	"SyntheticOptions.PrefixTokens":       "prefix-tokens",
-	"SyntheticOptions.CommonPrefixTokens": "common-prefix-tokens",
-	"SyntheticOptions.ThinkTime":          "think-time",
-	"SyntheticOptions.Layout":             "prefix-layout",
-	"SyntheticOptions.MaxBytes":           "max-trace-size",
-	"ShareGPTOptions.Path":                "input",
-	"ShareGPTOptions.Tokenizer":           "tokenizer",
-	"ShareGPTOptions.Count":               "conversations",
-	"ShareGPTOptions.TurnsMin":            "turns",
-	"ShareGPTOptions.TurnsMax":            "turns",
-	"ShareGPTOptions.InputMin":            "input-tokens",
-	"ShareGPTOptions.InputMax":            "input-tokens",
-	"ShareGPTOptions.OutputMin":           "output-tokens",
-	"ShareGPTOptions.OutputMax":           "output-tokens",
-	"ShareGPTOptions.ThinkTime":           "think-time",
-	"ShareGPTOptions.MaxBytes":            "max-trace-size",
-	"AgentOptions.Corpus":                 "text-file",
-	"AgentOptions.Count":                  "conversations",
-	"AgentOptions.Rounds":                 "rounds",
-	"AgentOptions.Width":                  "fan-out",
-	"AgentOptions.SubAgents":              "sub-agents",
-	"AgentOptions.SubAgentContext":        "sub-agent-context",
-	"AgentOptions.ResultTokens":           "tool-result-tokens",
-	"AgentOptions.ToolLatency":            "tool-latency",
-	"AgentOptions.InputTokens":            "input-tokens",
-	"AgentOptions.OutputTokens":           "output-tokens",
-	"AgentOptions.SystemTokens":           "system-tokens",
-	"AgentOptions.Tools":                  "tools",
-	"AgentOptions.MaxBytes":               "max-trace-size",
-	"OTelOptions.Path":                    "input",
-	"OTelOptions.Limit":                   "limit",
-	"OTelOptions.MaxIdle":                 "max-idle",
-	"OTelOptions.MaxBytes":                "max-trace-size",
-	"ImportOptions.Path":                  "input",
-	"ImportOptions.Start":                 "start",
-	"ImportOptions.Duration":              "duration",
-	"ImportOptions.Speed":                 "speed",
-	"ImportOptions.MaxInputTokens":        "max-input-tokens",
-	"ImportOptions.Limit":                 "limit",
-	"ImportOptions.BlockSize":             "block-size",
-	"ImportOptions.MaxBytes":              "max-trace-size",
-	"ImportOptions.GroupWindow":           "group-window",
-	"BurstGPTOptions.Failed":              "failed",
-	"VLLMShareGPTOptions.Path":            "input",
-	"VLLMShareGPTOptions.Count":           "conversations",
-	"VLLMShareGPTOptions.OutputLen":       "sharegpt-output-len",
-	"RandomOptions.Count":                 "conversations",
-	"RandomOptions.InputLen":              "random-input-len",
-	"RandomOptions.OutputLen":             "random-output-len",
-	"RandomOptions.RangeRatio":            "random-range-ratio",
-	"RandomOptions.MaxBytes":              "max-trace-size",
-	"VLLMShareGPTOptions.MaxBytes":        "max-trace-size",
-	"Schedule.Rate":                       "rate",
-	"Schedule.Burstiness":                 "burstiness",
-	"Schedule.TokenTime":                  "token-time",
-}
-
-// flagError rewrites a library error about an options field into one
-// about its flag and the flag's value; other errors come back as they are.
-func (o *synthOptions) flagError(err error) error {
-	f := o.flags
-	var fe *synth.FieldError
-	if !errors.As(err, &fe) {
-		return err
+// synthInputErr marks err, about an options field or the input, as bad
+// input (exit.go names the field's flag); a trace too large for
+// --max-trace-size also says how to make it smaller.
+func synthInputErr(err error) error {
+	if errors.Is(err, synth.ErrTooLarge) {
+		err = fmt.Errorf("%w (lower --conversations, --turns, --input-tokens, --output-tokens or the prefixes, narrow an import's window, or raise --max-trace-size)", err)
 	}
-	name, ok := optionFlags[fe.Struct+"."+fe.Field]
-	if !ok {
-		return err
-	}
-	if errors.Is(fe.Err, synth.ErrTooLarge) {
-		return fmt.Errorf("--%s %s: %w (lower --conversations, --turns, --input-tokens, --output-tokens or the prefixes, narrow an import's window, or raise --max-trace-size)",
-			name, f.Lookup(name).Value, fe.Err)
-	}
-	return fmt.Errorf("--%s %s: %w", name, f.Lookup(name).Value, fe.Err)
+	return badInput(err)
 }
 
 // sizeValue is a byte count flag: a plain number of bytes or one with a

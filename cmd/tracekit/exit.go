@@ -3,6 +3,10 @@ package main
 import (
 	"errors"
 	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tracekit/tracekit/internal/fielderr"
 )
 
 // Exit codes, the same for every command (README: "Exit codes").
@@ -63,4 +67,42 @@ func exitCode(err error) int {
 		return ExitUsage
 	}
 	return ExitFailed
+}
+
+// errorText is err's message for the user of cmd: each library options
+// field a *fielderr.Error names is written as the flag of cmd that sets it
+// (fieldFlags). A message about its field alone (no field named in it) is
+// written after the flag and the value it was given, as the user typed it.
+func errorText(cmd *cobra.Command, err error) string {
+	msg := err.Error()
+	if cmd == nil {
+		return msg
+	}
+	flags := fieldFlags[strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")]
+	flagOf := func(st, field string) (string, bool) {
+		name, ok := flags[st+"."+field]
+		if !ok || cmd.Flags().Lookup(name) == nil {
+			return "", false
+		}
+		return name, true
+	}
+	// Outermost first: an outer message holds an inner one's text, which is
+	// then rewritten in turn.
+	for _, fe := range fielderr.All(err) {
+		text := fe.Text(func(field string) string {
+			if name, ok := flagOf(fe.Struct, field); ok {
+				return "--" + name
+			}
+			return field
+		})
+		if !fe.NamesFields() {
+			name, ok := flagOf(fe.Struct, fe.Field)
+			if !ok {
+				continue // Error's own "Field: ..." stands
+			}
+			text = "--" + name + " " + cmd.Flags().Lookup(name).Value.String() + ": " + text
+		}
+		msg = strings.Replace(msg, fe.Error(), text, 1)
+	}
+	return msg
 }

@@ -52,17 +52,18 @@ func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 }
 
 // run executes one command line (without the program name) and returns the
-// exit code; errors are printed to stderr, prefixed "tracekit:".
+// exit code; errors are printed to stderr, prefixed "tracekit:", in the
+// command's terms (errorText).
 func run(args []string, stdout, stderr io.Writer) int {
 	root := newRoot()
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.Execute()
+	cmd, err := root.ExecuteC()
 	if err == nil {
 		return ExitOK
 	}
-	if msg := err.Error(); msg != "" {
+	if msg := errorText(cmd, err); msg != "" {
 		fmt.Fprintln(stderr, "tracekit:", msg)
 	}
 	return exitCode(err)

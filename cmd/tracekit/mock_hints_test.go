@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 )
 
 // A synthetic agent trace replayed against the mock: without
@@ -13,10 +14,7 @@ import (
 // tool-calling round mismatches its recorded calls; with it the mock
 // answers the recorded count and names and none does.
 func TestMockHintsAgentTrace(t *testing.T) {
-	cfg := mock.DefaultConfig()
-	cfg.Latency.PrefillBase, cfg.Latency.DecodeBase = mock.Duration(time.Millisecond), mock.Duration(200*time.Microsecond)
-	cfg.Latency.PrefillPerToken, cfg.Latency.DecodePerSeq, cfg.Latency.JitterCV = 0, 0, 0
-	srv := mock.StartT(t, cfg)
+	srv := mocktest.Start(t, func(c *mock.Config) { c.Latency.DecodeBase = mock.Duration(200 * time.Microsecond) }) // agent traces: many tokens
 	dir := t.TempDir()
 	tr := filepath.Join(dir, "agents.parquet")
 	if _, stderr, code := runCLI(t, "synth", "--agent", "--conversations", "20", "--rounds", "2-3", "--fan-out", "1-3", "--sub-agents", "0-2",

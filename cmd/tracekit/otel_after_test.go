@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -23,10 +24,7 @@ func TestOTelAfterReplayWaits(t *testing.T) {
 	if _, err := os.Stat(src); err != nil {
 		t.Skipf("shared data absent: %v", err)
 	}
-	cfg := mock.DefaultConfig()
-	cfg.Latency.PrefillBase, cfg.Latency.DecodeBase = mock.Duration(time.Millisecond), mock.Duration(200*time.Microsecond)
-	cfg.Latency.PrefillPerToken, cfg.Latency.DecodePerSeq, cfg.Latency.JitterCV = 0, 0, 0
-	srv := mock.StartT(t, cfg)
+	srv := mocktest.Start(t, func(c *mock.Config) { c.Latency.DecodeBase = mock.Duration(200 * time.Microsecond) }) // agent traces: many tokens
 	dir := t.TempDir()
 	tr, rec := filepath.Join(dir, "otel.parquet"), filepath.Join(dir, "rec.parquet")
 	stdout, stderr, code := runCLI(t, "synth", "--source", "otel", "--input", src, "--max-idle", "1s", "-o", tr)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -23,12 +24,7 @@ import (
 // as given) that keeps its log.
 func processMock(t *testing.T, decode time.Duration) *mock.Server {
 	t.Helper()
-	cfg := mock.DefaultConfig()
-	cfg.Latency.PrefillBase = mock.Duration(2 * time.Millisecond)
-	cfg.Latency.DecodeBase = mock.Duration(decode)
-	cfg.Latency.PrefillPerToken, cfg.Latency.DecodePerSeq, cfg.Latency.JitterCV = 0, 0, 0
-	cfg.KeepLog = true
-	return mock.StartT(t, cfg)
+	return mocktest.Start(t, func(c *mock.Config) { c.Latency.DecodeBase = mock.Duration(decode) })
 }
 
 // processTrace writes conversations id0..id<n-1> of turns turns each, the

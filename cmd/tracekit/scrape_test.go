@@ -16,6 +16,7 @@ import (
 	"github.com/tracekit/tracekit/internal/analyze"
 	"github.com/tracekit/tracekit/internal/capture"
 	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/internal/sweep"
 	"github.com/tracekit/tracekit/internal/telemetry"
 	"github.com/tracekit/tracekit/trace"
@@ -26,17 +27,11 @@ import (
 // with its log in memory, and a trace of 8 conversations of 2 turns.
 func scrapeFixture(t *testing.T) (*mock.Server, string) {
 	t.Helper()
-	cfg := mock.DefaultConfig()
-	cfg.Latency.PrefillBase = mock.Duration(40 * time.Millisecond)
-	cfg.Latency.DecodeBase = mock.Duration(12 * time.Millisecond)
-	cfg.Latency.PrefillPerToken, cfg.Latency.DecodePerSeq, cfg.Latency.JitterCV = 0, 0, 0
-	cfg.Latency.MaxNumSeqs = 3
-	cfg.KeepLog = true
-	srv, err := mock.Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := mocktest.Start(t, func(c *mock.Config) {
+		c.Latency.PrefillBase = mock.Duration(40 * time.Millisecond)
+		c.Latency.DecodeBase = mock.Duration(12 * time.Millisecond)
+		c.Latency.MaxNumSeqs = 3
+	})
 	tracePath := filepath.Join(t.TempDir(), "trace.parquet")
 	var turns []trace.Turn
 	for c := range 8 {

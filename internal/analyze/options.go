@@ -7,8 +7,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tracekit/tracekit/internal/fielderr"
 	"github.com/tracekit/tracekit/trace"
 )
+
+// fieldErr is a *fielderr.Error about the Options field field: the
+// command line names the flag that set it instead.
+func fieldErr(field, format string, args ...any) error {
+	return fielderr.Errorf("analyze.Options", field, format, args...)
+}
 
 // ITLMode selects the definition of inter-token latency used for the
 // headline ITL figures.
@@ -50,7 +57,7 @@ func ParseITLMode(s string) (ITLMode, error) {
 			return ITLMode(i), nil
 		}
 	}
-	return 0, fmt.Errorf("--itl %q: expected per-event, per-token, request-mean or first-content", s)
+	return 0, fieldErr("ITL", "%s %q: expected per-event, per-token, request-mean or first-content", fielderr.Name("ITL"), s)
 }
 
 // SuccessRule decides which requests count as completed.
@@ -81,7 +88,7 @@ func ParseSuccessRule(s string) (SuccessRule, error) {
 			return SuccessRule(i), nil
 		}
 	}
-	return 0, fmt.Errorf("--success %q: expected vllm or strict", s)
+	return 0, fieldErr("Success", "%s %q: expected vllm or strict", fielderr.Name("Success"), s)
 }
 
 // StartMode is the start a request's latencies are measured from.
@@ -122,7 +129,7 @@ func ParseStartMode(s string) (StartMode, error) {
 			return StartMode(i), nil
 		}
 	}
-	return 0, fmt.Errorf("--start %q: expected sent or slot", s)
+	return 0, fieldErr("Start", "%s %q: expected sent or slot", fielderr.Name("Start"), s)
 }
 
 // Metric names accepted by Options.Metrics, in vLLM's print order.
@@ -160,25 +167,25 @@ func ParseWindow(s string) (Window, error) {
 	}
 	from, to, ok := strings.Cut(s, "-")
 	if !ok {
-		return Window{}, fmt.Errorf("--window %q: expected FROM-TO, e.g. 60s-300s", s)
+		return Window{}, fieldErr("Window", "%s %q: expected FROM-TO, e.g. 60s-300s", fielderr.Name("Window"), s)
 	}
 	f, err := time.ParseDuration(from)
 	if err != nil {
-		return Window{}, fmt.Errorf("--window %q: start: %w", s, err)
+		return Window{}, fieldErr("Window", "%s %q: start: %w", fielderr.Name("Window"), s, err)
 	}
 	w := Window{FromNs: int64(f)}
 	if to != "" {
 		t, err := time.ParseDuration(to)
 		if err != nil {
-			return Window{}, fmt.Errorf("--window %q: end: %w", s, err)
+			return Window{}, fieldErr("Window", "%s %q: end: %w", fielderr.Name("Window"), s, err)
 		}
 		if t <= f {
-			return Window{}, fmt.Errorf("--window %q: end must be after start", s)
+			return Window{}, fieldErr("Window", "%s %q: end must be after start", fielderr.Name("Window"), s)
 		}
 		w.ToNs = int64(t)
 	}
 	if w.FromNs < 0 {
-		return Window{}, fmt.Errorf("--window %q: start must not be negative", s)
+		return Window{}, fieldErr("Window", "%s %q: start must not be negative", fielderr.Name("Window"), s)
 	}
 	return w, nil
 }
@@ -206,11 +213,11 @@ func ParseGoodput(items []string) (SLO, error) {
 		for _, kv := range strings.FieldsFunc(item, func(r rune) bool { return r == ' ' || r == ',' }) {
 			k, v, ok := strings.Cut(kv, ":")
 			if !ok {
-				return SLO{}, fmt.Errorf("--goodput %q: expected KEY:MS (ttft, tpot or e2el)", kv)
+				return SLO{}, fieldErr("Goodput", "%s %q: expected KEY:MS (ttft, tpot or e2el)", fielderr.Name("Goodput"), kv)
 			}
 			ms, err := strconv.ParseFloat(v, 64)
 			if err != nil || ms < 0 || math.IsInf(ms, 0) || math.IsNaN(ms) {
-				return SLO{}, fmt.Errorf("--goodput %q: %q is not a non-negative number of milliseconds", kv, v)
+				return SLO{}, fieldErr("Goodput", "%s %q: %q is not a non-negative number of milliseconds", fielderr.Name("Goodput"), kv, v)
 			}
 			switch k {
 			case "ttft":
@@ -220,7 +227,7 @@ func ParseGoodput(items []string) (SLO, error) {
 			case "e2el":
 				slo.E2ELms = Limit(ms)
 			default:
-				return SLO{}, fmt.Errorf("--goodput %q: unknown metric %q, expected ttft, tpot or e2el", kv, k)
+				return SLO{}, fieldErr("Goodput", "%s %q: unknown metric %q, expected ttft, tpot or e2el", fielderr.Name("Goodput"), kv, k)
 			}
 		}
 	}
@@ -237,12 +244,12 @@ func ParsePercentiles(s string) ([]float64, error) {
 		}
 		p, err := strconv.ParseFloat(f, 64)
 		if err != nil || p < 0 || p > 100 {
-			return nil, fmt.Errorf("--percentiles %q: %q is not a number in [0, 100]", s, f)
+			return nil, fieldErr("Percentiles", "%s %q: %q is not a number in [0, 100]", fielderr.Name("Percentiles"), s, f)
 		}
 		ps = append(ps, p)
 	}
 	if len(ps) == 0 {
-		return nil, fmt.Errorf("--percentiles %q: no percentile given", s)
+		return nil, fieldErr("Percentiles", "%s %q: no percentile given", fielderr.Name("Percentiles"), s)
 	}
 	return ps, nil
 }
@@ -260,7 +267,7 @@ func ParseMetrics(s string) ([]string, error) {
 			ok = ok || m == f
 		}
 		if !ok {
-			return nil, fmt.Errorf("--metrics %q: unknown metric %q, expected ttft, tpot, itl or e2el", s, f)
+			return nil, fieldErr("Metrics", "%s %q: unknown metric %q, expected ttft, tpot, itl or e2el", fielderr.Name("Metrics"), s, f)
 		}
 		ms = append(ms, f)
 	}

@@ -72,7 +72,7 @@ func (s *Summary) WritePerRequest(path string) error {
 	case ".csv":
 		return s.writePerRequestCSV(path)
 	}
-	return fmt.Errorf("--per-request %s: expected a .parquet or .csv file name: %w", path, ErrBadInput)
+	return fmt.Errorf("%s: expected a .parquet or .csv file name: %w", path, ErrBadInput)
 }
 
 // RequestsFormat is the per-request Parquet file's format name and schema

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/internal/record"
 	"github.com/tracekit/tracekit/internal/replay"
 	"github.com/tracekit/tracekit/trace"
@@ -22,16 +23,13 @@ import (
 // recording's path.
 func faultyRecording(t *testing.T) string {
 	t.Helper()
-	cfg := mock.DefaultConfig()
-	cfg.Seed = 11
-	cfg.Latency.PrefillBase = mock.Duration(3 * time.Millisecond)
-	cfg.Latency.PrefillPerToken = 0
-	cfg.Latency.DecodeBase = mock.Duration(2 * time.Millisecond)
-	cfg.Latency.OutputMean = 12
-	cfg.Faults = mock.FaultRates{Status429: 0.04, Status500: 0.04, Status503: 0.05, Reset: 0.04, Disconnect: 0.06,
-		Stall: 0.04, Malformed: 0.05, NoDone: 0.07, SlowHeaders: 0.04,
-		StallFor: mock.Duration(400 * time.Millisecond), SlowHeadersFor: mock.Duration(30 * time.Millisecond)}
-	srv := mock.StartT(t, cfg)
+	srv := mocktest.Start(t, func(cfg *mock.Config) {
+		cfg.Seed = 11
+		cfg.Latency.OutputMean = 12
+		cfg.Faults = mock.FaultRates{Status429: 0.04, Status500: 0.04, Status503: 0.05, Reset: 0.04, Disconnect: 0.06,
+			Stall: 0.04, Malformed: 0.05, NoDone: 0.07, SlowHeaders: 0.04,
+			StallFor: mock.Duration(400 * time.Millisecond), SlowHeadersFor: mock.Duration(30 * time.Millisecond)}
+	})
 	dir := t.TempDir()
 	var turns []trace.Turn
 	for c := range 120 {

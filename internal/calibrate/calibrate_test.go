@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/internal/stamp"
 	"github.com/tracekit/tracekit/trace"
 )
@@ -377,7 +378,7 @@ func TestTargetWaitsForTheLog(t *testing.T) {
 	mc.Latency = mock.Latency{PrefillBase: mock.Duration(10 * time.Millisecond), DecodeBase: mock.Duration(10 * time.Millisecond),
 		TokensPerEvent: 1, MaxNumSeqs: 256, OutputMean: 1, MaxModelLen: 1 << 20}
 	mc.LogPath = filepath.Join(dir, "truth.parquet")
-	srv := mock.StartT(t, mc)
+	srv := mocktest.StartConfig(t, mc)
 	cfg := Config{Streams: []int{8}, Duration: 300 * time.Millisecond, MaxError: time.Second,
 		Target: srv.URL(), MockLog: mc.LogPath, TargetITL: 10 * time.Millisecond, LogWait: 30 * time.Second, Dir: dir,
 		Logf: func(f string, a ...any) {
@@ -409,16 +410,20 @@ func TestConfigErrors(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{Streams: []int{}, Mode: ModeInProcess}, "no step"},
-		{Config{Streams: []int{0}, Mode: ModeInProcess}, "--streams value 0"},
-		{Config{Streams: []int{10, 20}, EventsPerS: []float64{1, 2, 3}, Mode: ModeInProcess}, "--events-per-s has 3 values"},
-		{Config{Rates: []float64{-1}, Streams: []int{}, Mode: ModeInProcess}, "--rates value -1"},
-		{Config{Mode: "thread"}, "--mock \"thread\""},
+		{Config{Streams: []int{}, Mode: ModeInProcess}, "no step: give Streams, Rates, Bursts, Burn or ScrapePairs"},
+		{Config{Streams: []int{0}, Mode: ModeInProcess}, "Streams value 0"},
+		{Config{Streams: []int{10, 20}, EventsPerS: []float64{1, 2, 3}, Mode: ModeInProcess}, "EventsPerS has 3 values for 2 Streams"},
+		{Config{Rates: []float64{-1}, Streams: []int{}, Mode: ModeInProcess}, "Rates value -1"},
+		{Config{Mode: "thread"}, "Mode \"thread\""},
 		{Config{Mode: ModeProcess}, "needs the tracekit executable"},
-		{Config{Target: "http://127.0.0.1:1"}, "--target needs --mock-log"},
-		{Config{Duration: time.Millisecond, Mode: ModeInProcess}, "--duration 1ms"},
+		{Config{Target: "http://127.0.0.1:1"}, "Target needs MockLog"},
+		{Config{Duration: time.Millisecond, Mode: ModeInProcess}, "Duration 1ms"},
+		{Config{Stamps: []string{"sundial"}, Mode: ModeInProcess}, `Stamps value "sundial" (#1): StampMode "sundial": expected one of`},
 	} {
-		if err := Validate(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+		// the library names Config's fields, never calibrate's flags (the
+		// mock's own --emit-log says how to start one)
+		if err := Validate(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) ||
+			strings.Contains(strings.ReplaceAll(err.Error(), "--emit-log", ""), "--") {
 			t.Errorf("%+v: error %v, want %q", tc.cfg, err, tc.want)
 		}
 	}

@@ -1,12 +1,12 @@
 package calibrate
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"runtime"
 	"time"
 
+	"github.com/tracekit/tracekit/internal/fielderr"
 	"github.com/tracekit/tracekit/internal/replay"
 )
 
@@ -192,52 +192,60 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	switch {
 	case c.Duration < 100*time.Millisecond:
-		return c, fmt.Errorf("--duration %v: expected at least 100ms per step", c.Duration)
+		return c, fieldErr("Duration", "%s %v: expected at least 100ms per step", fielderr.Name("Duration"), c.Duration)
 	case c.MaxError < 0:
-		return c, fmt.Errorf("--max-error %v: expected a positive duration", c.MaxError)
+		return c, fieldErr("MaxError", "%s %v: expected a positive duration", fielderr.Name("MaxError"), c.MaxError)
 	case len(c.Streams) == 0 && len(c.Rates) == 0 && len(c.Bursts) == 0 && len(c.Burn) == 0 && len(c.ScrapePairs) == 0:
-		return c, errors.New("no step: give --streams, --rates, --bursts, --burn or --scrape-pair")
+		return c, fieldErr("Streams", "no step: give %s, %s, %s, %s or %s", fielderr.Name("Streams"), fielderr.Name("Rates"),
+			fielderr.Name("Bursts"), fielderr.Name("Burn"), fielderr.Name("ScrapePairs"))
 	case c.BurstITL < time.Millisecond:
-		return c, fmt.Errorf("--burst-itl %v: expected at least 1ms", c.BurstITL)
+		return c, fieldErr("BurstITL", "%s %v: expected at least 1ms", fielderr.Name("BurstITL"), c.BurstITL)
 	case c.Burners < 0:
-		return c, fmt.Errorf("--burners %d: expected a positive count", c.Burners)
+		return c, fieldErr("Burners", "%s %d: expected a positive count", fielderr.Name("Burners"), c.Burners)
 	case c.ScrapeInterval < 0:
-		return c, fmt.Errorf("--scrape-interval %v: expected a positive duration", c.ScrapeInterval)
+		return c, fieldErr("ScrapeInterval", "%s %v: expected a positive duration", fielderr.Name("ScrapeInterval"), c.ScrapeInterval)
 	case len(c.EventsPerS) > 1 && len(c.EventsPerS) != len(c.Streams):
-		return c, fmt.Errorf("--events-per-s has %d values for %d --streams: expected one per step or a single value", len(c.EventsPerS), len(c.Streams))
+		return c, fieldErr("EventsPerS", "%s has %d values for %d %s: expected one per step or a single value",
+			fielderr.Name("EventsPerS"), len(c.EventsPerS), len(c.Streams), fielderr.Name("Streams"))
 	case c.Mode != ModeProcess && c.Mode != ModeInProcess:
-		return c, fmt.Errorf("--mock %q: expected %s or %s", c.Mode, ModeProcess, ModeInProcess)
+		return c, fieldErr("Mode", "%s %q: expected %s or %s", fielderr.Name("Mode"), c.Mode, ModeProcess, ModeInProcess)
 	case c.Target == "" && c.Mode == ModeProcess && len(c.MockCommand) == 0:
-		return c, errors.New("mock mode process needs the tracekit executable (MockCommand)")
+		return c, fieldErr("MockCommand", "%s %s needs the tracekit executable (%s)", fielderr.Name("Mode"), ModeProcess, fielderr.Name("MockCommand"))
 	case c.Target != "" && c.MockLog == "":
-		return c, errors.New("--target needs --mock-log: the ground-truth log that mock writes (start it with --emit-log FILE)")
+		return c, fieldErr("MockLog", "%s needs %s: the ground-truth log that mock writes (start it with --emit-log FILE)", fielderr.Name("Target"), fielderr.Name("MockLog"))
 	}
 	for _, l := range []struct {
-		flag string
-		ns   []int
-	}{{"--streams", c.Streams}, {"--bursts", c.Bursts}, {"--burn", c.Burn}, {"--scrape-pair", c.ScrapePairs}} {
+		field string
+		ns    []int
+	}{{"Streams", c.Streams}, {"Bursts", c.Bursts}, {"Burn", c.Burn}, {"ScrapePairs", c.ScrapePairs}} {
 		for i, n := range l.ns {
 			if n < 1 {
-				return c, fmt.Errorf("%s value %d (#%d): expected a positive count", l.flag, n, i+1)
+				return c, fieldErr(l.field, "%s value %d (#%d): expected a positive count", fielderr.Name(l.field), n, i+1)
 			}
 		}
 	}
 	for i, m := range c.Stamps {
 		if _, err := replay.ParseStampMode(m); err != nil {
-			return c, fmt.Errorf("--stamp value %q (#%d): %w", m, i+1, err)
+			return c, fieldErr("Stamps", "%s value %q (#%d): %w", fielderr.Name("Stamps"), m, i+1, err)
 		}
 	}
 	for i, v := range c.EventsPerS {
 		if !(v > 0) || math.IsInf(v, 0) {
-			return c, fmt.Errorf("--events-per-s value %g (#%d): expected a positive rate", v, i+1)
+			return c, fieldErr("EventsPerS", "%s value %g (#%d): expected a positive rate", fielderr.Name("EventsPerS"), v, i+1)
 		}
 	}
 	for i, r := range c.Rates {
 		if !(r > 0) || math.IsInf(r, 0) {
-			return c, fmt.Errorf("--rates value %g (#%d): expected a positive request rate", r, i+1)
+			return c, fieldErr("Rates", "%s value %g (#%d): expected a positive request rate", fielderr.Name("Rates"), r, i+1)
 		}
 	}
 	return c, nil
+}
+
+// fieldErr is a *fielderr.Error about the Config field field: the command
+// line names the flag that set it instead.
+func fieldErr(field, format string, args ...any) error {
+	return fielderr.Errorf("calibrate.Config", field, format, args...)
 }
 
 // Ladder returns the steps of c in run order: the probe, the rate steps,

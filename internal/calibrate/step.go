@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tracekit/tracekit/internal/fielderr"
 	"github.com/tracekit/tracekit/internal/mock"
 	"github.com/tracekit/tracekit/internal/record"
 	"github.com/tracekit/tracekit/internal/replay"
@@ -359,7 +360,8 @@ func checkFDs(cfg Config, p plan) error {
 	}
 	need, per := fdNeed(cfg, p)
 	if need > lim.Cur {
-		return fmt.Errorf("%d concurrent streams need about %d file descriptors (%s), the limit is %d: raise it (ulimit -n) or use --mock process", min(p.requests, p.seqs), need, per, lim.Cur)
+		return fieldErr("Mode", "%d concurrent streams need about %d file descriptors (%s), the limit is %d: raise it (ulimit -n) or use %s %s",
+			min(p.requests, p.seqs), need, per, lim.Cur, fielderr.Name("Mode"), ModeProcess)
 	}
 	return nil
 }

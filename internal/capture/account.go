@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tracekit/tracekit/internal/fnv1a"
+	"github.com/tracekit/tracekit/internal/record"
 
 	"github.com/tracekit/tracekit/trace"
 )
@@ -119,38 +120,10 @@ func (p *Proxy) account(seg *segment, ex *exchange, call *llmCall, r *http.Reque
 		defer seg.inflight.Done()
 		defer p.streams.Put(ex.stream)
 		ex.stream.Fill(rec)
-		rec.ErrorKind, rec.ErrorMessage = ex.stream.Verdict()
 		for i := range rec.EventNs {
 			rec.EventNs[i] -= seg.origin
 		}
-		switch {
-		case res.sendErr != nil && res.clientGone:
-			rec.ErrorKind, rec.ErrorMessage = trace.ErrCanceled, "the client went away before the upstream answered"
-		case res.sendErr != nil:
-			rec.ErrorKind, rec.ErrorMessage = trace.ErrConnect, "upstream: "+res.sendErr.Error()
-		case res.status/100 != 2:
-			msg := rec.ErrorMessage
-			rec.ErrorKind, rec.ErrorMessage = trace.ErrHTTPStatus, fmt.Sprintf("HTTP %d", res.status)
-			if msg != "" {
-				rec.ErrorMessage += ": " + msg
-			}
-		case res.undecoded != "":
-			rec.ErrorKind = trace.ErrMalformed
-			rec.ErrorMessage = fmt.Sprintf("the response is %q-encoded, which capture does not decode (gzip and deflate it does): its events are not recorded", res.undecoded)
-			if p.encWarned.CompareAndSwap(false, true) {
-				p.cfg.Logf("capture: %s; forwarded untouched (warned once)", rec.ErrorMessage)
-			}
-		case res.decodeErr != nil && res.readErr == nil && !res.clientGone:
-			rec.ErrorKind, rec.ErrorMessage = trace.ErrMalformed, "decoding the compressed body: "+res.decodeErr.Error()
-		case ex.stream.Done():
-			// Complete: a client that stops reading after [DONE] (the
-			// OpenAI SDK does) cuts the body's last bytes, nothing more.
-		case res.clientGone:
-			rec.ErrorKind, rec.ErrorMessage = trace.ErrCanceled, fmt.Sprintf("the client went away after %d events", len(rec.EventNs))
-		case res.readErr != nil:
-			rec.ErrorKind = trace.ErrStreamTruncated
-			rec.ErrorMessage = fmt.Sprintf("the upstream broke off after %d events: %v", len(rec.EventNs), res.readErr)
-		}
+		p.settle(rec, res, ex.stream)
 		var all int32
 		for i := range call.messages {
 			m := &call.messages[i]
@@ -192,6 +165,50 @@ func (p *Proxy) account(seg *segment, ex *exchange, call *llmCall, r *http.Reque
 		}
 		p.acct <- job
 	}
+}
+
+// settle writes rec's error kind and message from how the exchange went
+// (res) and the parser's verdict on the upstream's body: the one place a
+// captured record's error kind is set. record.Outcome, the classifier
+// replay shares, decides the kind. The client going away is capture's
+// cancellation; capture has no deadlines of its own, so every upstream
+// failure is a transport one.
+func (p *Proxy) settle(rec *trace.Record, res *fwdResult, st *record.Stream) {
+	o := record.Outcome{Stage: record.StageBody, Done: st.Done()}
+	var parsedMsg, msg string
+	o.Parsed, parsedMsg = st.Verdict()
+	switch {
+	case res.sendErr != nil:
+		o.Stage, o.Failure, o.Canceled = record.StageSend, record.FailTransport, res.clientGone
+		msg = "upstream: " + res.sendErr.Error()
+		if res.clientGone {
+			msg = "the client went away before the upstream answered"
+		}
+	case res.status/100 != 2:
+		o.Stage, msg = record.StageStatus, fmt.Sprintf("HTTP %d", res.status)
+		if parsedMsg != "" {
+			msg += ": " + parsedMsg
+		}
+	case res.undecoded != "":
+		o.Failure = record.FailDecode
+		msg = fmt.Sprintf("the response is %q-encoded, which capture does not decode (gzip and deflate it does): its events are not recorded", res.undecoded)
+		if p.encWarned.CompareAndSwap(false, true) {
+			p.cfg.Logf("capture: %s; forwarded untouched (warned once)", msg)
+		}
+	case res.clientGone:
+		o.Failure, o.Canceled = record.FailTransport, true
+		msg = fmt.Sprintf("the client went away after %d events", len(rec.EventNs))
+	case res.readErr != nil:
+		o.Failure = record.FailTransport
+		msg = fmt.Sprintf("the upstream broke off after %d events: %v", len(rec.EventNs), res.readErr)
+	case res.decodeErr != nil: // the body arrived whole: the decoder's own finding
+		o.Failure, msg = record.FailDecode, "decoding the compressed body: "+res.decodeErr.Error()
+	}
+	kind, parsed := o.Kind()
+	if parsed {
+		msg = parsedMsg
+	}
+	rec.ErrorKind, rec.ErrorMessage = kind, msg
 }
 
 // accountWorker runs the accounting jobs in order until Close closes the

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tracekit/tracekit/internal/clock"
+	"github.com/tracekit/tracekit/internal/fielderr"
 	"github.com/tracekit/tracekit/internal/record"
 	"github.com/tracekit/tracekit/internal/tokenizer"
 )
@@ -159,15 +160,19 @@ func (p *Proxy) loop() *evloop {
 	return p.loops[int(p.loopNext.Add(1))%len(p.loops)]
 }
 
+// proxyConfigType names ProxyConfig in the *fielderr.Error of a bad
+// field: the command line names the flag that set it instead.
+const proxyConfigType = "capture.ProxyConfig"
+
 // NewProxy validates cfg, creates OutDir and returns the proxy. Files are
 // created when the first LLM request arrives.
 func NewProxy(cfg ProxyConfig) (*Proxy, error) {
 	u, err := url.Parse(cfg.Upstream)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("upstream %q: expected an http:// or https:// URL with a host", cfg.Upstream)
+		return nil, fielderr.Errorf(proxyConfigType, "Upstream", "%s %q: expected an http:// or https:// URL with a host", fielderr.Name("Upstream"), cfg.Upstream)
 	}
 	if cfg.OutDir == "" {
-		return nil, errors.New("capture: an output directory is required")
+		return nil, fielderr.Errorf(proxyConfigType, "OutDir", "capture: no %s given", fielderr.Name("OutDir"))
 	}
 	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating output directory: %w", err)

@@ -16,6 +16,7 @@ import (
 	"github.com/tracekit/tracekit/internal/capture"
 	"github.com/tracekit/tracekit/internal/clock"
 	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/internal/record"
 	"github.com/tracekit/tracekit/trace"
 )
@@ -231,7 +232,7 @@ func overheadMock(b *testing.B, streams int, gap time.Duration) *mock.Server {
 	cfg.Latency.JitterCV = 0.3 // desynchronise the streams, as real ones are
 	cfg.Latency.MaxNumSeqs = streams
 	cfg.KeepLog = true
-	return mock.StartT(b, cfg)
+	return mocktest.StartConfig(b, cfg)
 }
 
 // settle runs before each path of a round, off the clock: the benchmark

@@ -25,6 +25,7 @@ import (
 
 	"github.com/tracekit/tracekit/internal/clock"
 	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/internal/record"
 	"github.com/tracekit/tracekit/internal/tokenizer"
 	"github.com/tracekit/tracekit/trace"
@@ -37,15 +38,11 @@ var (
 	clockMono = clock.Mono
 )
 
+// fastMock is the test mock with short answers: the proxy's clients ask
+// for no length, so the mock draws one.
 func fastMock(t *testing.T) *mock.Server {
 	t.Helper()
-	cfg := mock.DefaultConfig()
-	cfg.Latency.PrefillBase = mock.Duration(4 * time.Millisecond)
-	cfg.Latency.PrefillPerToken = 0
-	cfg.Latency.DecodeBase = mock.Duration(2 * time.Millisecond)
-	cfg.Latency.OutputMean = 6
-	srv := mock.StartT(t, cfg)
-	return srv
+	return mocktest.Start(t, func(c *mock.Config) { c.Latency.OutputMean = 6 })
 }
 
 func startProxy(t *testing.T, upstream string, mod func(*ProxyConfig)) (*ProxyServer, string) {

@@ -15,21 +15,18 @@ import (
 
 	"github.com/tracekit/tracekit/internal/capture"
 	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/internal/record"
 	"github.com/tracekit/tracekit/internal/replay"
 	"github.com/tracekit/tracekit/internal/tokenizer"
 	"github.com/tracekit/tracekit/trace"
 )
 
+// quickMock is the test mock with short answers: the proxy's clients ask
+// for no length, so the mock draws one.
 func quickMock(t *testing.T) *mock.Server {
 	t.Helper()
-	cfg := mock.DefaultConfig()
-	cfg.Latency.PrefillBase = mock.Duration(3 * time.Millisecond)
-	cfg.Latency.PrefillPerToken = 0
-	cfg.Latency.DecodeBase = mock.Duration(2 * time.Millisecond)
-	cfg.Latency.OutputMean = 5
-	srv := mock.StartT(t, cfg)
-	return srv
+	return mocktest.Start(t, func(c *mock.Config) { c.Latency.OutputMean = 5 })
 }
 
 // chatTurn sends one streaming chat request and returns the answer text.

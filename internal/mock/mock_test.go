@@ -12,6 +12,9 @@ import (
 )
 
 // fastConfig is a quick model: 5 ms prefill, 2 ms per token, no jitter.
+// The mock's own tests keep it (mocktest, which imports this package,
+// cannot be imported here): unlike mocktest.Fast it charges per prompt
+// token, which these tests look at.
 func fastConfig() Config {
 	cfg := DefaultConfig()
 	cfg.KeepLog = true
@@ -29,7 +32,15 @@ func startMock(t *testing.T, edit func(*Config)) *Server {
 	if edit != nil {
 		edit(&cfg)
 	}
-	srv := StartT(t, cfg)
+	srv, err := Start(cfg)
+	if err != nil {
+		t.Fatalf("starting the mock: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Errorf("closing the mock: %v", err)
+		}
+	})
 	return srv
 }
 

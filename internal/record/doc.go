@@ -7,7 +7,8 @@
 //	network read ──> Stream.Feed / Stream.ReadBody    stamp first, then parse
 //	                      │ events, text, usage
 //	                 Stream.Fill(rec)                  one trace.Record per request
-//	                 Stream.Verdict()                  the parser's finding (the caller sets ErrorKind)
+//	                 Stream.Verdict()                  the parser's finding
+//	                 Outcome.Kind()                    the record's ErrorKind, from the verdict and the transport
 //	                      │
 //	                 Sink.Submit(rec)                  copies, never waits on disk
 //	                      │
@@ -28,6 +29,12 @@
 // sends continuous usage stats (vLLM's continuous_usage_stats), otherwise
 // counted from the event's text with a TokenCounter at Fill time, off the
 // read path.
+//
+// Outcome is the one classifier of a request's error kind: replay and
+// capture note what their exchange saw (how far it got, what failed,
+// whether the requester had gone, the parser's verdict and [DONE]) and
+// Kind decides, in a fixed precedence, so a client and a proxy record the
+// same kind for the same event on the wire.
 //
 // Recorder is the crash-safe Sink: it owns one output file. A SIGKILL loses
 // at most SyncEvery (1 s by default) of records: the journal next to the

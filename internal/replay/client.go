@@ -16,6 +16,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/tracekit/tracekit/internal/clock"
+	"github.com/tracekit/tracekit/internal/fielderr"
 	"github.com/tracekit/tracekit/internal/record"
 	"github.com/tracekit/tracekit/trace"
 )
@@ -40,7 +41,7 @@ type target struct {
 func newTarget(base string, c *Config, conns *connSet, maxConns int, bo *bodyOptions) (*target, error) {
 	u, err := url.Parse(base)
 	if err != nil {
-		return nil, fmt.Errorf("parsing --target %q: %w", base, err)
+		return nil, fieldErr("Targets", "parsing %s %q: %w", fielderr.Name("Targets"), base, err)
 	}
 	host := u.Host
 	if u.Port() == "" {
@@ -217,10 +218,10 @@ func (t *target) waitReady(ctx context.Context, timeout time.Duration) error {
 func (t *target) firstModel() (string, error) {
 	status, body, err := t.simple("GET", "/v1/models", nil, 10*time.Second)
 	if err != nil {
-		return "", fmt.Errorf("discovering the model (give --model to skip): %w", err)
+		return "", fieldErr("Model", "discovering the model (give %s to skip): %w", fielderr.Name("Model"), err)
 	}
 	if status/100 != 2 {
-		return "", fmt.Errorf("discovering the model (give --model to skip): GET %s/v1/models: HTTP %d", t.base, status)
+		return "", fieldErr("Model", "discovering the model (give %s to skip): GET %s/v1/models: HTTP %d", fielderr.Name("Model"), t.base, status)
 	}
 	var list struct {
 		Data []struct {
@@ -228,7 +229,7 @@ func (t *target) firstModel() (string, error) {
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &list); err != nil || len(list.Data) == 0 || list.Data[0].ID == "" {
-		return "", fmt.Errorf("discovering the model (give --model to skip): GET %s/v1/models: expected {\"data\":[{\"id\":...}]}, got %s", t.base, snippetOf(body))
+		return "", fieldErr("Model", "discovering the model (give %s to skip): GET %s/v1/models: expected {\"data\":[{\"id\":...}]}, got %s", fielderr.Name("Model"), t.base, snippetOf(body))
 	}
 	return list.Data[0].ID, nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -16,7 +17,7 @@ import (
 // idle ones for MaxIdleConnDuration (60 s), so back-to-back runs in one
 // process (calibrate's ladder) used to run out of file descriptors.
 func TestCloseReleasesConnections(t *testing.T) {
-	srv := fastMock(t, nil)
+	srv := mocktest.Start(t, nil)
 	var convs [][]trace.Turn
 	for i := range 40 {
 		convs = append(convs, conv(fmt.Sprintf("c%d", i), 1, 10*time.Millisecond, 0, 3))

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/tracekit/tracekit/internal/fielderr"
 )
 
 // Timing is how a conversation's turns are scheduled.
@@ -37,19 +39,16 @@ const (
 	PolicyConversation Policy = "conversation" // a conversation sticks to one target
 )
 
-// A FieldError says a Config field holds a value it does not take; the
-// command line maps Field to its flag.
-type FieldError struct {
-	Field   string   // the Config field, e.g. "Timing"
-	Value   string   // what it held
-	Allowed []string // what it takes
+// configType names Config in the *fielderr.Error of a bad field: the
+// command line names the flag that set it instead.
+const configType = "replay.Config"
+
+// fieldErr is a *fielderr.Error about the Config field field.
+func fieldErr(field, format string, args ...any) error {
+	return fielderr.Errorf(configType, field, format, args...)
 }
 
-func (e *FieldError) Error() string {
-	return fmt.Sprintf("%s %q: expected one of %s", e.Field, e.Value, strings.Join(e.Allowed, ", "))
-}
-
-// parseEnum returns s as one of allowed, or a *FieldError naming field.
+// parseEnum returns s as one of allowed, or a *fielderr.Error naming field.
 func parseEnum[T ~string](field, s string, allowed ...T) (T, error) {
 	names := make([]string, len(allowed))
 	for i, a := range allowed {
@@ -58,7 +57,7 @@ func parseEnum[T ~string](field, s string, allowed ...T) (T, error) {
 		}
 		names[i] = string(a)
 	}
-	return "", &FieldError{Field: field, Value: s, Allowed: names}
+	return "", fieldErr(field, "%s %q: expected one of %s", fielderr.Name(field), s, strings.Join(names, ", "))
 }
 
 // ParseTiming parses a Timing ("closed" or "trace").
@@ -181,12 +180,12 @@ func (c Config) withDefaults(haveSource bool) (Config, error) {
 		return c, fmt.Errorf("no trace file given")
 	}
 	if len(c.Targets) == 0 {
-		return c, fmt.Errorf("no --target given")
+		return c, fieldErr("Targets", "no %s given", fielderr.Name("Targets"))
 	}
 	for i, t := range c.Targets {
 		u, err := url.Parse(t)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return c, fmt.Errorf("--target %q: expected an http:// or https:// base URL such as http://127.0.0.1:8000", t)
+			return c, fieldErr("Targets", "%s %q: expected an http:// or https:// base URL such as http://127.0.0.1:8000", fielderr.Name("Targets"), t)
 		}
 		c.Targets[i] = strings.TrimSuffix(strings.TrimSuffix(t, "/"), "/v1")
 	}
@@ -208,30 +207,30 @@ func (c Config) withDefaults(haveSource bool) (Config, error) {
 		c.ContinuousUsage = "auto"
 	case "auto", "on", "off":
 	default:
-		return c, fmt.Errorf("--continuous-usage %q: expected one of auto, on, off", c.ContinuousUsage)
+		return c, fieldErr("ContinuousUsage", "%s %q: expected one of auto, on, off", fielderr.Name("ContinuousUsage"), c.ContinuousUsage)
 	}
 	if c.Speed == 0 {
 		c.Speed = 1
 	}
 	if c.Speed < 0 || math.IsNaN(c.Speed) || math.IsInf(c.Speed, 0) {
-		return c, fmt.Errorf("--speed %g: expected a positive factor", c.Speed)
+		return c, fieldErr("Speed", "%s %g: expected a positive factor", fielderr.Name("Speed"), c.Speed)
 	}
 	if c.Shards == 0 {
 		c.Shards = 1
 	}
 	if c.Shard < 0 || c.Shard >= c.Shards {
-		return c, fmt.Errorf("--shard %d/%d: expected 0 <= index < count", c.Shard, c.Shards)
+		return c, fieldErr("Shard", "%s %d/%d: expected 0 <= index < count", fielderr.Name("Shard"), c.Shard, c.Shards)
 	}
-	for name, v := range map[string]int{"--max-concurrency": c.MaxConcurrency, "--max-active-conversations": c.MaxActiveConversations, "--max-requests": c.MaxRequests, "--warmup": c.Warmup} {
+	for name, v := range map[string]int{"MaxConcurrency": c.MaxConcurrency, "MaxActiveConversations": c.MaxActiveConversations, "MaxRequests": c.MaxRequests, "Warmup": c.Warmup} {
 		if v < 0 {
-			return c, fmt.Errorf("%s %d: expected 0 (no limit) or more", name, v)
+			return c, fieldErr(name, "%s %d: expected 0 (no limit) or more", fielderr.Name(name), v)
 		}
 	}
-	for name, d := range map[string]time.Duration{"--duration": c.Duration, "--request-timeout": c.RequestTimeout,
-		"--idle-timeout": c.IdleTimeout, "--benchmark-timeout": c.BenchmarkTimeout, "--ready-timeout": c.ReadyTimeout,
-		"--dial-timeout": c.DialTimeout, "--idle-conn-timeout": c.IdleConnTimeout} {
+	for name, d := range map[string]time.Duration{"Duration": c.Duration, "RequestTimeout": c.RequestTimeout,
+		"IdleTimeout": c.IdleTimeout, "BenchmarkTimeout": c.BenchmarkTimeout, "ReadyTimeout": c.ReadyTimeout,
+		"DialTimeout": c.DialTimeout, "IdleConnTimeout": c.IdleConnTimeout} {
 		if d < 0 {
-			return c, fmt.Errorf("%s %v: expected 0 (the default) or a positive duration", name, d)
+			return c, fieldErr(name, "%s %v: expected 0 (the default) or a positive duration", fielderr.Name(name), d)
 		}
 	}
 	if c.DialTimeout == 0 {
@@ -246,17 +245,17 @@ func (c Config) withDefaults(haveSource bool) (Config, error) {
 	if c.ExtraBody != "" {
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal([]byte(c.ExtraBody), &m); err != nil {
-			return c, fmt.Errorf("--extra-body: expected a JSON object: %w", err)
+			return c, fieldErr("ExtraBody", "%s: expected a JSON object: %w", fielderr.Name("ExtraBody"), err)
 		}
 	}
 	if c.RunID != "" {
 		if err := CheckRunID(c.RunID); err != nil {
-			return c, fmt.Errorf("RunID: %w", err)
+			return c, fieldErr("RunID", "%w", err)
 		}
 	}
 	for k := range c.Headers {
 		if k == "" || strings.ContainsAny(k, " :\r\n") {
-			return c, fmt.Errorf("--header %q: expected a header name without spaces or colons", k)
+			return c, fieldErr("Headers", "%s %q: expected a header name without spaces or colons", fielderr.Name("Headers"), k)
 		}
 	}
 	return c, nil
@@ -361,8 +360,8 @@ func checkFileLimit(maxConcurrency int) error {
 		return nil
 	}
 	if need := uint64(maxConcurrency) + fdMargin; need > soft {
-		return fmt.Errorf("--max-concurrency %d needs about %d file descriptors (a socket per stream and %d more), the limit is %d (hard limit %d): raise it with ulimit -n or lower --max-concurrency",
-			maxConcurrency, need, fdMargin, soft, hard)
+		return fieldErr("MaxConcurrency", "%s %d needs about %d file descriptors (a socket per stream and %d more), the limit is %d (hard limit %d): raise it with ulimit -n or lower %s",
+			fielderr.Name("MaxConcurrency"), maxConcurrency, need, fdMargin, soft, hard, fielderr.Name("MaxConcurrency"))
 	}
 	return nil
 }

@@ -3,10 +3,12 @@ package replay
 import (
 	"errors"
 	"testing"
+
+	"github.com/tracekit/tracekit/internal/fielderr"
 )
 
-// Each enum parses its own values, refuses others with a FieldError naming
-// the Config field, and New refuses a bad value the same way.
+// Each enum parses its own values, refuses others with a fielderr.Error
+// naming the Config field, and New refuses a bad value the same way.
 func TestParseEnums(t *testing.T) {
 	if v, err := ParseTiming("trace"); v != TimingTrace || err != nil {
 		t.Errorf("ParseTiming(trace) = %q, %v", v, err)
@@ -30,13 +32,13 @@ func TestParseEnums(t *testing.T) {
 		{func(s string) error { _, err := ParsePolicy(s); return err }, "Policy", `Policy "x": expected one of round-robin, conversation`},
 		{func(s string) error { _, err := ParseEndpoint(s); return err }, "Endpoint", `Endpoint "x": expected one of chat, completions`},
 	} {
-		var fe *FieldError
-		if err := c.parse("x"); !errors.As(err, &fe) || fe.Field != c.field || fe.Value != "x" || err.Error() != c.msg {
+		var fe *fielderr.Error
+		if err := c.parse("x"); !errors.As(err, &fe) || fe.Struct != "replay.Config" || fe.Field != c.field || err.Error() != c.msg {
 			t.Errorf("%s: %v", c.field, err)
 		}
 	}
 	_, err := New(Config{Trace: "t.parquet", Targets: []string{"http://127.0.0.1:1"}, Timing: "sometimes"}, nil)
-	var fe *FieldError
+	var fe *fielderr.Error
 	if !errors.As(err, &fe) || fe.Field != "Timing" {
 		t.Errorf("New with a bad Timing: %v", err)
 	}

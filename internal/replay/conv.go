@@ -12,6 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/tracekit/tracekit/internal/clock"
+	"github.com/tracekit/tracekit/internal/record"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -273,7 +274,7 @@ func (r *runState) exchangeOnce(runCtx context.Context, t *target, req *fasthttp
 		}
 	}
 	if err != nil {
-		o.failed(stageSend, err, runCtx.Err() != nil, c, "sending: "+err.Error())
+		o.failed(record.StageSend, err, runCtx.Err() != nil, c, "sending: "+err.Error())
 		return
 	}
 	rec.HeadersNs = headers
@@ -284,42 +285,44 @@ func (r *runState) exchangeOnce(runCtx context.Context, t *target, req *fasthttp
 	}
 	if rec.Status/100 != 2 {
 		b, _ := io.ReadAll(io.LimitReader(body, 4<<10))
-		o.stage, o.msg = stageStatus, fmt.Sprintf("HTTP %d: %s", rec.Status, bytes.TrimSpace(b))
+		o.Stage, o.msg = record.StageStatus, fmt.Sprintf("HTTP %d: %s", rec.Status, bytes.TrimSpace(b))
 		closeBody(resp, errors.New("discarding an error body"))
 		return
 	}
-	now := r.bodyClock(c) // stamp.go: the run clock, or c's kernel receive stamps
+	now := r.bodyClock(c)  // stamp.go: the run clock, or c's kernel receive stamps
+	var decoding *decoders // the body's decoder, nil for identity
 	if enc := resp.Header.ContentEncoding(); len(enc) > 0 && !bytes.EqualFold(enc, []byte("identity")) {
-		dec, err := ex.dec.decode(enc, body, now)
+		decoding = &ex.dec
+		dec, err := decoding.decode(enc, body, now)
 		if err != nil {
-			o.failed(stageDecode, err, runCtx.Err() != nil, c, err.Error())
+			o.bodyFailed(decoding, err, runCtx.Err() != nil, c, err.Error())
 			closeBody(resp, err)
 			return
 		}
-		body, now = dec, ex.dec.net.stamp
+		body, now = dec, decoding.net.stamp
 	}
 	if rec.NonStreaming {
 		rerr := r.readWhole(ex, body, now)
-		o.stage = stageBody
-		o.parsed, o.parsedMsg = ex.stream.Verdict()
+		o.Stage = record.StageBody
+		o.verdict(ex.stream)
 		if rerr != nil {
-			o.failed(stageBody, rerr, runCtx.Err() != nil, c, fmt.Sprintf("reading the response body after %d bytes: %v", len(ex.resp), rerr))
+			o.bodyFailed(decoding, rerr, runCtx.Err() != nil, c, fmt.Sprintf("reading the response body after %d bytes: %v", len(ex.resp), rerr))
 		}
 		closeBody(resp, rerr)
 		return
 	}
 	if ct := resp.Header.ContentType(); bytes.HasPrefix(ct, []byte("application/json")) {
 		b, err := io.ReadAll(io.LimitReader(body, 4<<10))
-		o.stage, o.msg = stageNotStreaming, fmt.Sprintf("server answered without streaming (Content-Type: %s): %s", ct, snippetOf(bytes.TrimSpace(b)))
+		o.Stage, o.msg = record.StageNotStreaming, fmt.Sprintf("server answered without streaming (Content-Type: %s): %s", ct, snippetOf(bytes.TrimSpace(b)))
 		closeBody(resp, errors.Join(errors.New("discarding a JSON body"), err))
 		return
 	}
 	rerr := ex.stream.ReadBody(body, ex.buf, now)
 	ex.stream.Fill(rec)
-	o.stage = stageBody
-	o.parsed, o.parsedMsg = ex.stream.Verdict()
+	o.Stage = record.StageBody
+	o.verdict(ex.stream)
 	if rerr != nil {
-		o.failed(stageBody, rerr, runCtx.Err() != nil, c, fmt.Sprintf("reading the stream after %d events: %v", len(rec.EventNs), rerr))
+		o.bodyFailed(decoding, rerr, runCtx.Err() != nil, c, fmt.Sprintf("reading the stream after %d events: %v", len(rec.EventNs), rerr))
 	}
 	closeBody(resp, rerr)
 }

@@ -19,16 +19,21 @@ import (
 // that brought them (stampReader), not the time the decoder returned.
 
 // stampReader passes reads through and keeps the time the last one
-// returned.
+// returned, and the error one returned (io.EOF at the body's end): a
+// decoder's failure is told from the network's by it.
 type stampReader struct {
 	r    io.Reader
 	now  func() int64
 	last int64
+	err  error
 }
 
 func (s *stampReader) Read(p []byte) (int, error) {
 	n, err := s.r.Read(p)
 	s.last = s.now()
+	if err != nil {
+		s.err = err
+	}
 	return n, err
 }
 

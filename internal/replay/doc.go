@@ -79,9 +79,10 @@
 // refuses the request (wrong model), and settles continuous usage by
 // looking at the events it got (RunMeta.Usage).
 //
-// Error kinds: errorKind (outcome.go) alone classifies a request from what
-// its exchange saw (transport error, status, the parser's verdict, the
-// run's cancellation), in a documented precedence.
+// Error kinds: an exchange notes what it saw (outcome.go: the stage it
+// reached, a transport, deadline or decoding failure, the run's
+// cancellation, the parser's verdict) and record.Outcome.Kind, the
+// classifier capture shares, decides the kind in its documented precedence.
 //
 // Run lifetime: Run returns when every conversation has finished or the run
 // context ends; in the latter case every in-flight request is recorded as

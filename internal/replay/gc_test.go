@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -28,7 +29,7 @@ func TestRunSetsAndRestoresGC(t *testing.T) {
 	if os.Getenv("GOGC") != "" {
 		t.Skip("GOGC is set: the run leaves it alone by design")
 	}
-	srv := fastMock(t, nil)
+	srv := mocktest.Start(t, nil)
 	path := writeTrace(t, conv("c", 1, 0, 0, 2))
 	for _, c := range []struct{ cfg, want int }{{0, DefaultGCPercent}, {250, 250}, {-1, 77}} {
 		old := debug.SetGCPercent(77)

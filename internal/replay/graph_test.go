@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -70,7 +71,7 @@ func content(m bodyMessage) string {
 // recorded message in the child's history.
 func TestGraphFanOutJoin(t *testing.T) {
 	var seed int64
-	srv := fastMock(t, func(c *mock.Config) { c.StrictModel = true; seed = c.Seed })
+	srv := mocktest.Start(t, func(c *mock.Config) { c.StrictModel = true; seed = c.Seed })
 	const think = 3 * time.Millisecond
 	root := gturn("g", 0, nil, 0,
 		trace.Message{Role: "system", Content: "You are an agent.", Tokens: 4},
@@ -190,7 +191,7 @@ func TestGraphFanOutJoin(t *testing.T) {
 // Open loop: every node at its own arrival offset, with its parents'
 // reference transcripts merged as history.
 func TestGraphOpenLoop(t *testing.T) {
-	srv := fastMock(t, nil)
+	srv := mocktest.Start(t, nil)
 	g := []trace.Turn{gturn("o", 0, nil, 0), gturn("o", 1, []int32{0}, 0), gturn("o", 2, []int32{0}, 0), gturn("o", 3, []int32{2, 1}, 0)}
 	for k := range g {
 		g[k].ArrivalOffsetNs = int64(k) * int64(2*time.Millisecond)
@@ -219,7 +220,7 @@ func TestGraphOpenLoop(t *testing.T) {
 // node is recorded as parent_failed because the run stopped, and every
 // sent request is recorded once.
 func TestGraphLimits(t *testing.T) {
-	srv := fastMock(t, nil)
+	srv := mocktest.Start(t, nil)
 	var convs [][]trace.Turn
 	for c := range 6 {
 		id := fmt.Sprintf("L%d", c)
@@ -258,7 +259,7 @@ func TestGraphLimits(t *testing.T) {
 	// slow mock, canceled once the six roots are done); they are recorded
 	// canceled, their joins are not sent. Each answer takes 0.6 s, so the
 	// cancel lands while the branches stream even on a loaded machine.
-	slow := fastMock(t, func(c *mock.Config) { c.Latency.DecodeBase = mock.Duration(200 * time.Millisecond) })
+	slow := mocktest.Start(t, func(c *mock.Config) { c.Latency.DecodeBase = mock.Duration(200 * time.Millisecond) })
 	r, err := New(Config{Trace: path, Targets: []string{slow.URL()}}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -297,7 +298,7 @@ func TestGraphLimits(t *testing.T) {
 // or one recorded parent_failed does not stop it; the records carry the
 // edge. Open loop keeps the arrival offsets.
 func TestGraphAfter(t *testing.T) {
-	srv := fastMock(t, func(c *mock.Config) { c.StrictModel = true })
+	srv := mocktest.Start(t, func(c *mock.Config) { c.StrictModel = true })
 	const think = 3 * time.Millisecond
 	after := func(tu trace.Turn, a ...int32) trace.Turn { tu.After = a; return tu }
 	// w: 0; 1 <- 0; 2 is a root that waits for 1 (an agent that rewrote
@@ -358,7 +359,7 @@ func TestGraphAfter(t *testing.T) {
 // trace mismatches on both turns. A turn without a reference answer gets
 // no hint.
 func TestGraphMockHints(t *testing.T) {
-	srv := fastMock(t, nil)
+	srv := mocktest.Start(t, nil)
 	conv := func(id string) []trace.Turn {
 		c := []trace.Turn{gturn(id, 0, nil, 0), gturn(id, 1, []int32{0}, 0), gturn(id, 2, []int32{1}, 0), gturn(id, 3, []int32{2}, 0)}
 		c[0].Tools, c[0].ToolChoice = searchTool, `"auto"`

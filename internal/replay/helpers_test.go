@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracekit/tracekit/internal/mock"
 	"github.com/tracekit/tracekit/internal/record"
 	"github.com/tracekit/tracekit/trace"
 )
@@ -72,24 +71,6 @@ func writeTrace(t testing.TB, convs ...[]trace.Turn) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-// fastMock starts a mock with millisecond latencies that keeps its log and
-// the request bodies.
-func fastMock(t testing.TB, edit func(*mock.Config)) *mock.Server {
-	t.Helper()
-	cfg := mock.DefaultConfig()
-	cfg.Latency.PrefillBase = mock.Duration(2 * time.Millisecond)
-	cfg.Latency.PrefillPerToken = 0
-	cfg.Latency.DecodeBase = mock.Duration(time.Millisecond)
-	cfg.Latency.DecodePerSeq = 0
-	cfg.Latency.JitterCV = 0
-	cfg.KeepLog, cfg.KeepBodies = true, true
-	if edit != nil {
-		edit(&cfg)
-	}
-	srv := mock.StartT(t, cfg)
-	return srv
 }
 
 // run replays cfg into a memSink with a bounded context.

@@ -18,6 +18,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -174,7 +175,7 @@ func TestJSONWhereStreamAsked(t *testing.T) {
 // run before its clock starts, with the real cause, and nothing is
 // recorded.
 func TestBadModelAndDeadTargetFailBeforeTheClock(t *testing.T) {
-	srv := fastMock(t, func(c *mock.Config) { c.StrictModel = true })
+	srv := mocktest.Start(t, func(c *mock.Config) { c.StrictModel = true })
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +224,7 @@ func TestContinuousUsageAutoVerifies(t *testing.T) {
 		}
 	}
 
-	m := fastMock(t, nil)
+	m := mocktest.Start(t, nil)
 	sink, _ = run(t, Config{Trace: path, Targets: []string{m.URL()}, IgnoreEOS: true})
 	if u := sink.RunMeta().Usage; u == nil || !u.Requested || !u.Verified {
 		t.Errorf("against the mock: usage probe %+v", u)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/internal/synth"
 	"github.com/tracekit/tracekit/trace"
 )
@@ -47,7 +48,7 @@ func TestMooncakeWindowReplaysOnSourceTimestamps(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	srv := fastMock(t, nil)
+	srv := mocktest.Start(t, nil)
 	r, err := New(Config{Trace: path, Targets: []string{srv.URL()}, Timing: TimingTrace, IgnoreEOS: true, ContinuousUsage: "off"}, nil)
 	if err != nil {
 		t.Fatal(err)

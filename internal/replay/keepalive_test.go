@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -115,7 +116,7 @@ func TestMockIdleCloseAcceptance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("2 s think times")
 	}
-	srv := fastMock(t, func(c *mock.Config) { c.IdleClose = mock.Duration(time.Second) })
+	srv := mocktest.Start(t, func(c *mock.Config) { c.IdleClose = mock.Duration(time.Second) })
 	var convs [][]trace.Turn
 	for i := range 4 {
 		convs = append(convs, conv(fmt.Sprintf("k%d", i), 3, time.Duration(i)*50*time.Millisecond, 2*time.Second, 4))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -15,7 +16,7 @@ import (
 // of a 2x2 trace: every request must be sent (the conversations go on) and
 // recorded with the fault's error kind.
 func TestFaultsRecordedAndRunContinues(t *testing.T) {
-	srv := fastMock(t, nil)
+	srv := mocktest.Start(t, nil)
 	path := writeTrace(t, conv("a", 2, 0, 0, 6), conv("b", 2, 5*time.Millisecond, 0, 6))
 	for _, tc := range []struct {
 		fault          string
@@ -66,7 +67,7 @@ type interval struct{ from, to int64 }
 // once through one slot: requests never overlap, and the time spent
 // waiting for the slot is recorded as queue time (slot - intended).
 func TestMaxConcurrencyQueueTime(t *testing.T) {
-	srv := fastMock(t, nil)
+	srv := mocktest.Start(t, nil)
 	var convs [][]trace.Turn
 	for i := range 4 {
 		convs = append(convs, conv(fmt.Sprintf("q%d", i), 2, 0, 0, 5))
@@ -99,7 +100,7 @@ func TestMaxConcurrencyQueueTime(t *testing.T) {
 // TestMaxActiveConversations runs conversations one at a time: each one's
 // first request waits until the previous conversation is over.
 func TestMaxActiveConversations(t *testing.T) {
-	srv := fastMock(t, nil)
+	srv := mocktest.Start(t, nil)
 	path := writeTrace(t, conv("x", 2, 0, 0, 4), conv("y", 2, 0, 0, 4), conv("z", 2, 0, 0, 4))
 	sink, res := run(t, Config{Trace: path, Targets: []string{srv.URL()}, MaxActiveConversations: 1, IgnoreEOS: true})
 	if res.Sent != 6 {
@@ -117,7 +118,7 @@ func TestMaxActiveConversations(t *testing.T) {
 // TestMaxRequestsAndWarmup: --warmup 2 marks the first two requests, and
 // --max-requests 3 then allows exactly three measured ones.
 func TestMaxRequestsAndWarmup(t *testing.T) {
-	srv := fastMock(t, nil)
+	srv := mocktest.Start(t, nil)
 	path := writeTrace(t, conv("a", 3, 0, 0, 3), conv("b", 3, 50*time.Millisecond, 0, 3), conv("c", 3, 100*time.Millisecond, 0, 3))
 	sink, res := run(t, Config{Trace: path, Targets: []string{srv.URL()}, Warmup: 2, MaxRequests: 3})
 	recs := sink.byID()
@@ -147,7 +148,7 @@ func TestMaxRequestsAndWarmup(t *testing.T) {
 // --benchmark-timeout are recorded as canceled with their partial events,
 // and the run returns promptly.
 func TestBenchmarkTimeoutCancelsInFlight(t *testing.T) {
-	srv := fastMock(t, func(c *mock.Config) { c.Latency.DecodeBase = mock.Duration(50 * time.Millisecond) })
+	srv := mocktest.Start(t, func(c *mock.Config) { c.Latency.DecodeBase = mock.Duration(50 * time.Millisecond) })
 	path := writeTrace(t, conv("s", 2, 0, 0, 100), conv("t", 2, 0, 0, 100))
 	began := time.Now()
 	sink, res := run(t, Config{Trace: path, Targets: []string{srv.URL()}, IgnoreEOS: true, BenchmarkTimeout: 500 * time.Millisecond})
@@ -174,7 +175,7 @@ func TestBenchmarkTimeoutCancelsInFlight(t *testing.T) {
 // TestContextCancelStopsWaiting: canceling during a long think time ends
 // the run at once, without sending the next turn.
 func TestContextCancelStopsWaiting(t *testing.T) {
-	srv := fastMock(t, nil)
+	srv := mocktest.Start(t, nil)
 	r, err := New(Config{Trace: writeTrace(t, conv("w", 2, 0, time.Hour, 2)), Targets: []string{srv.URL()}}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +197,7 @@ func TestContextCancelStopsWaiting(t *testing.T) {
 // the conversation policy keeps each conversation on one, and two shards
 // together replay every conversation exactly once.
 func TestTargetsAndShards(t *testing.T) {
-	a, b := fastMock(t, nil), fastMock(t, nil)
+	a, b := mocktest.Start(t, nil), mocktest.Start(t, nil)
 	var convs [][]trace.Turn
 	for i := range 6 {
 		convs = append(convs, conv(fmt.Sprintf("m%d", i), 2, 0, 0, 2))

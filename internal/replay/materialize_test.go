@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/internal/synth"
 	"github.com/tracekit/tracekit/trace"
 )
@@ -39,7 +40,7 @@ func importBoth(t *testing.T, make func(o synth.ImportOptions) synth.Source, pat
 // body by request id.
 func bodiesOf(t *testing.T, path string) map[string]string {
 	t.Helper()
-	srv := fastMock(t, nil)
+	srv := mocktest.Start(t, nil)
 	_, res := run(t, Config{Trace: path, Targets: []string{srv.URL()}, IgnoreEOS: true, ContinuousUsage: "off", Speed: 50})
 	if res.Errors != 0 {
 		t.Fatalf("%s: %d errors", path, res.Errors)
@@ -121,7 +122,7 @@ func TestUnknownPromptGeneratorRefused(t *testing.T) {
 // over the shards of one trace, each virtual message is made once, by the
 // shard that sends it, and every shard sends what it owns.
 func TestPrefetchSkipsOtherShards(t *testing.T) {
-	srv := fastMock(t, nil)
+	srv := mocktest.Start(t, nil)
 	const shards, n = 3, 60
 	var turns []trace.Turn
 	own := make([]int64, shards)
@@ -233,7 +234,7 @@ func (s *countedSource) Next() ([]trace.Turn, error) { s.n.Add(1); return s.Sour
 // all made before the run's clock starts: none is made while requests are
 // dispatched.
 func TestPrefetchDoneBeforeClock(t *testing.T) {
-	srv := fastMock(t, nil)
+	srv := mocktest.Start(t, nil)
 	var turns []trace.Turn
 	const n = 3 * primeRows // more than prime reads before the clock
 	for i := range n {

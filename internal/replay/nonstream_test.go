@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
+
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +13,7 @@ import (
 // carrying the completion tokens (exact, from usage); the mock's log has
 // the same request, answered unary.
 func TestNonStreamingTurns(t *testing.T) {
-	srv := fastMock(t, nil)
+	srv := mocktest.Start(t, nil)
 	c := conv("u", 3, 0, 10*time.Millisecond, 5)
 	c[1].NonStreaming = true
 	sink, res := run(t, Config{Trace: writeTrace(t, c), Targets: []string{srv.URL()}, IgnoreEOS: true})

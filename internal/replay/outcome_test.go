@@ -2,49 +2,62 @@ package replay
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/valyala/fasthttp"
 
+	"github.com/tracekit/tracekit/internal/record"
 	"github.com/tracekit/tracekit/trace"
 )
 
-// errorKind's precedence, case by case: a status the server sent outranks
-// cancellation, cancellation outranks deadlines, deadlines outrank the
-// stage's own kind, and any failure outranks the parser's verdict.
-func TestErrorKindPrecedence(t *testing.T) {
+// What replay makes of its transport's errors: the facts record.Outcome
+// classifies (its precedence is tested there) and the kind that results.
+func TestOutcomeFacts(t *testing.T) {
 	reset := errors.New("connection reset by peer")
-	deadline := os.ErrDeadlineExceeded
+	gzipErr := errors.New("gzip: invalid header")
+	idleConn := &conn{set: &connSet{idle: time.Second}} // an idle deadline armed, the request's own not passed
 	for _, c := range []struct {
-		name string
-		o    outcome
-		want trace.ErrorKind
+		name     string
+		fail     func(o *outcome)
+		failure  record.Failure
+		canceled bool
+		want     trace.ErrorKind
 	}{
-		{"a clean stream", outcome{stage: stageBody}, trace.ErrNone},
-		{"the parser's verdict when the body ended", outcome{stage: stageBody, parsed: trace.ErrMalformed}, trace.ErrMalformed},
-		{"no [DONE]", outcome{stage: stageBody, parsed: trace.ErrStreamTruncated}, trace.ErrStreamTruncated},
-		{"a read failure outranks the parser", outcome{stage: stageBody, err: reset, parsed: trace.ErrMalformed}, trace.ErrStreamTruncated},
-		{"the idle deadline mid-stream", outcome{stage: stageBody, err: deadline, idle: true, parsed: trace.ErrMalformed}, trace.ErrIdleTimeout},
-		{"the request deadline mid-stream", outcome{stage: stageBody, err: deadline}, trace.ErrTimeout},
-		{"cancellation outranks a deadline", outcome{stage: stageBody, err: deadline, idle: true, canceled: true}, trace.ErrCanceled},
-		{"the run's own interruption", outcome{stage: stageBody, err: errRunCanceled}, trace.ErrCanceled},
-		{"a dial failure", outcome{stage: stageSend, err: reset}, trace.ErrConnect},
-		{"no headers within the idle timeout", outcome{stage: stageSend, err: fasthttp.ErrTimeout, idle: true}, trace.ErrHeadersTimeout},
-		{"no headers within the request timeout", outcome{stage: stageSend, err: fasthttp.ErrTimeout}, trace.ErrTimeout},
-		{"canceled before the headers", outcome{stage: stageSend, err: reset, canceled: true}, trace.ErrCanceled},
-		{"an unreadable encoding", outcome{stage: stageDecode, err: errors.New("bad gzip header")}, trace.ErrMalformed},
-		{"canceled while setting up the encoding", outcome{stage: stageDecode, err: errRunCanceled}, trace.ErrCanceled},
-		{"a status outranks cancellation", outcome{stage: stageStatus, canceled: true, parsed: trace.ErrMalformed}, trace.ErrHTTPStatus},
-		{"a JSON answer to a stream request", outcome{stage: stageNotStreaming, canceled: true}, trace.ErrNotStreaming},
+		{"a dial failure", func(o *outcome) { o.failed(record.StageSend, reset, false, nil, "") }, record.FailTransport, false, trace.ErrConnect},
+		{"fasthttp's timeout without an idle deadline", func(o *outcome) { o.failed(record.StageSend, fasthttp.ErrTimeout, false, nil, "") }, record.FailRequestDeadline, false, trace.ErrTimeout},
+		{"fasthttp's timeout with an idle deadline armed", func(o *outcome) { o.failed(record.StageSend, fasthttp.ErrTimeout, false, idleConn, "") }, record.FailIdleDeadline, false, trace.ErrHeadersTimeout},
+		{"a read deadline mid-stream", func(o *outcome) { o.failed(record.StageBody, os.ErrDeadlineExceeded, false, idleConn, "") }, record.FailIdleDeadline, false, trace.ErrIdleTimeout},
+		{"the run's own interruption", func(o *outcome) { o.failed(record.StageBody, errRunCanceled, false, nil, "") }, record.FailTransport, true, trace.ErrCanceled},
+		{"a failure once the run was canceled", func(o *outcome) { o.failed(record.StageBody, os.ErrDeadlineExceeded, true, idleConn, "") }, record.FailIdleDeadline, true, trace.ErrCanceled},
+		{"the decoder's own failure", func(o *outcome) {
+			d := &decoders{net: stampReader{err: io.EOF}}
+			o.bodyFailed(d, gzipErr, false, nil, "")
+		}, record.FailDecode, false, trace.ErrMalformed},
+		{"an encoding the decoder does not know", func(o *outcome) { o.bodyFailed(&decoders{}, gzipErr, false, nil, "") }, record.FailDecode, false, trace.ErrMalformed},
+		{"the network's failure under a decoder", func(o *outcome) {
+			d := &decoders{net: stampReader{err: reset}}
+			o.bodyFailed(d, io.ErrUnexpectedEOF, false, nil, "")
+		}, record.FailTransport, false, trace.ErrStreamTruncated},
+		{"the run's interruption under a decoder", func(o *outcome) {
+			d := &decoders{net: stampReader{err: errRunCanceled}}
+			o.bodyFailed(d, gzipErr, false, nil, "")
+		}, record.FailTransport, true, trace.ErrCanceled},
+		{"a read failure without a decoder", func(o *outcome) { o.bodyFailed(nil, reset, false, nil, "") }, record.FailTransport, false, trace.ErrStreamTruncated},
 	} {
-		if got := errorKind(&c.o); got != c.want {
-			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		o := outcome{Outcome: record.Outcome{Parsed: trace.ErrStreamTruncated}}
+		c.fail(&o)
+		kind, _ := o.Kind()
+		if o.Failure != c.failure || o.Canceled != c.canceled || kind != c.want {
+			t.Errorf("%s: failure %d canceled %v kind %q, want %d %v %q", c.name, o.Failure, o.Canceled, kind, c.failure, c.canceled, c.want)
 		}
 	}
 }
@@ -90,6 +103,24 @@ func TestErrorKindPrecedenceOnTheWire(t *testing.T) {
 			b := `{"error":{"message":"bad"}}`
 			fmt.Fprintf(w, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(b), b)
 		}, 0, trace.ErrNotStreaming, "server answered without streaming"},
+		{"[DONE], then the connection is cut before the body's end: complete", func(w *bufio.Writer, _ *http.Request, _ []byte) {
+			fmt.Fprint(w, head)
+			chunk(w, good)
+			chunk(w, "data: [DONE]\n\n")
+		}, 0, trace.ErrNone, ""},
+		{"a gzip body whose compressed data is broken, its framing whole: malformed", func(w *bufio.Writer, _ *http.Request, _ []byte) {
+			fmt.Fprint(w, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n")
+			chunk(w, "\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xffthis is no deflate data at all")
+			fmt.Fprint(w, "0\r\n\r\n")
+		}, 0, trace.ErrMalformed, "reading the stream after 0 events"},
+		{"a gzip body cut mid-stream: the transport", func(w *bufio.Writer, _ *http.Request, _ []byte) {
+			fmt.Fprint(w, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n")
+			var z bytes.Buffer
+			zw := gzip.NewWriter(&z)
+			fmt.Fprint(zw, good)
+			zw.Flush()
+			chunk(w, z.String())
+		}, 0, trace.ErrStreamTruncated, "reading the stream after 1 events"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			silence = make(chan struct{}) // before the server's goroutines start
@@ -97,7 +128,7 @@ func TestErrorKindPrecedenceOnTheWire(t *testing.T) {
 			hold := silence
 			t.Cleanup(func() { close(hold) }) // runs before the server's cleanup, which waits for its handlers
 			sink, res, err := runBounded(t, Config{Trace: path, Targets: []string{srv.url()}, Model: "m", NoProbe: true, IdleTimeout: c.idle})
-			if err != nil || res.Errors != 1 {
+			if want := min(1, len(c.kind)); err != nil || res.Errors != int64(want) {
 				t.Fatalf("run: %v %+v", err, res)
 			}
 			r := sink.Records()[0]

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tracekit/tracekit/internal/clock"
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -69,7 +70,7 @@ func runSource(t *testing.T, cfg Config, src Source) (*memSink, *Result, error) 
 // redacted message of a primed turn is sent with the same filler text as
 // ever, and the caller's turns are not written to.
 func TestFirstBatchReadBeforeClock(t *testing.T) {
-	srv := fastMock(t, nil)
+	srv := mocktest.Start(t, nil)
 	var turns []trace.Turn
 	for i := range 4 {
 		turns = append(turns, conv(fmt.Sprintf("a%d", i), 1, 0, 0, 2)...)
@@ -129,7 +130,7 @@ func TestFirstBatchReadBeforeClock(t *testing.T) {
 // to its end before the barrier's instant, and the shard replays exactly
 // its own conversations.
 func TestShardPrimesBeforeBarrier(t *testing.T) {
-	srv := fastMock(t, nil)
+	srv := mocktest.Start(t, nil)
 	var convs [][]trace.Turn
 	own := map[string]bool{}
 	for i := range 300 {
@@ -182,7 +183,7 @@ func TestShardPrimesBeforeBarrier(t *testing.T) {
 // conversations read before it were replayed, as it was when the first
 // read came after the clock.
 func TestPrimeReadError(t *testing.T) {
-	srv := fastMock(t, nil)
+	srv := mocktest.Start(t, nil)
 	turns := append(conv("a", 1, 0, 0, 2), conv("b", 1, 0, 0, 2)...)
 	turns = append(turns, conv("c", 1, 0, 0, 2)...)
 	src := &stampedSource{Source: NewMemorySource(trace.TraceMeta{Tokenizer: "o200k_base"}, turns), failAfter: 2}
@@ -199,7 +200,7 @@ func TestPrimeReadError(t *testing.T) {
 // skipping them before its clock after 4 batches a shard, and reads its
 // own conversations on the schedule.
 func TestPrimeSkipsBounded(t *testing.T) {
-	srv := fastMock(t, nil)
+	srv := mocktest.Start(t, nil)
 	var turns []trace.Turn
 	other := 0
 	for i := 0; other < 2*4*primeRows+10; i++ {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -21,7 +22,7 @@ import (
 // turn k-1 ended), the order of every record's stamps, and every event
 // time against the mock's ground-truth log.
 func TestScheduleAndEventsAgainstMock(t *testing.T) {
-	srv := fastMock(t, nil)
+	srv := mocktest.Start(t, nil)
 	think := 20 * time.Millisecond
 	var convs [][]trace.Turn
 	for i := range 4 {
@@ -211,7 +212,7 @@ func (d lateDispatcher) WaitUntil(ctx context.Context, at int64) (int64, error) 
 // comes 30 ms late, past the lookahead) leaves late, and that lateness is
 // in the run's dispatch lag instead of being skipped as "no wait".
 func TestTimingTraceRecordsLateSends(t *testing.T) {
-	srv := fastMock(t, nil)
+	srv := mocktest.Start(t, nil)
 	var convs [][]trace.Turn
 	for i := range 4 {
 		convs = append(convs, conv(fmt.Sprintf("c%d", i), 1, time.Duration(i)*10*time.Millisecond, 0, 2))
@@ -238,7 +239,7 @@ func TestTimingTraceRecordsLateSends(t *testing.T) {
 // arrival offset, before the previous turn's answer is over, carrying the
 // reference history.
 func TestTimingTrace(t *testing.T) {
-	srv := fastMock(t, func(c *mock.Config) { c.Latency.DecodeBase = mock.Duration(40 * time.Millisecond) })
+	srv := mocktest.Start(t, func(c *mock.Config) { c.Latency.DecodeBase = mock.Duration(40 * time.Millisecond) })
 	c := conv("o", 3, 10*time.Millisecond, 0, 20) // arrivals 20 ms apart, answers take 800 ms
 	sink, res := run(t, Config{Trace: writeTrace(t, c), Targets: []string{srv.URL()}, Timing: TimingTrace, IgnoreEOS: true})
 	if res.Errors != 0 || res.Sent != 3 {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -44,7 +45,7 @@ func TestLongConversationsNoDeadlock(t *testing.T) {
 	path := writeTrace(t, longConversations(30, 7)...)
 	for _, conc := range []int{2, 100} {
 		t.Run(fmt.Sprintf("concurrency=%d", conc), func(t *testing.T) {
-			srv := fastMock(t, func(c *mock.Config) {
+			srv := mocktest.Start(t, func(c *mock.Config) {
 				c.Latency.PrefillBase = mock.Duration(100 * time.Microsecond)
 				c.Latency.DecodeBase = mock.Duration(200 * time.Microsecond)
 				c.KeepBodies = false
@@ -86,7 +87,7 @@ func TestLongConversationsNoDeadlock(t *testing.T) {
 // TestDeadServer: a server that dies mid-run makes the remaining requests
 // fail as connect errors; the run still ends, with every request recorded.
 func TestDeadServer(t *testing.T) {
-	srv := fastMock(t, nil)
+	srv := mocktest.Start(t, nil)
 	path := writeTrace(t, conv("a", 4, 0, 30*time.Millisecond, 3), conv("b", 4, 0, 30*time.Millisecond, 3))
 	r, err := New(Config{Trace: path, Targets: []string{srv.URL()}, Model: "m", ContinuousUsage: "off"}, nil)
 	if err != nil {

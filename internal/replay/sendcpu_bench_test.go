@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -36,7 +37,7 @@ func BenchmarkReplayCPU(b *testing.B) {
 		all = append(all, conv)
 	}
 	path := writeTrace(b, all...)
-	srv := fastMock(b, nil)
+	srv := mocktest.Start(b, nil)
 	for _, timing := range []Timing{TimingClosed, TimingTrace} {
 		b.Run(string(timing), func(b *testing.B) {
 			var cpu time.Duration

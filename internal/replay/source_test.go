@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/internal/record"
 	"github.com/tracekit/tracekit/trace"
 )
@@ -71,7 +72,7 @@ func TestSourcesYieldConversations(t *testing.T) {
 // only once the targets passed Prepare; a target that refuses the probe is
 // a PrepareError and nothing is opened, a bad config a ConfigError.
 func TestRecordFromMemory(t *testing.T) {
-	srv := fastMock(t, nil)
+	srv := mocktest.Start(t, nil)
 	turns := append(conv("a", 2, 0, 0, 3), conv("b", 2, 0, 0, 3)...)
 	sink := &record.Memory{}
 	var opened *Runner

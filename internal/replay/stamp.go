@@ -26,7 +26,7 @@ func ParseStampMode(s string) (string, error) {
 	case "", StampGoroutine, StampKernel, StampKernelOffset:
 		return s, nil
 	}
-	return "", &FieldError{Field: "StampMode", Value: s, Allowed: []string{StampGoroutine, StampKernel, StampKernelOffset}}
+	return parseEnum("StampMode", s, StampGoroutine, StampKernel, StampKernelOffset)
 }
 
 // newStampSource settles the stamp mode of a run of cfg: the https://

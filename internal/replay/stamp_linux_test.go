@@ -14,6 +14,7 @@ import (
 
 	"github.com/tracekit/tracekit/internal/clock"
 	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/internal/record"
 	"github.com/tracekit/tracekit/trace"
 )
@@ -27,7 +28,7 @@ import (
 func TestStampModesAgainstTheMock(t *testing.T) {
 	for _, mode := range []string{StampGoroutine, StampKernel, StampKernelOffset} {
 		t.Run(mode, func(t *testing.T) {
-			srv := fastMock(t, func(c *mock.Config) { c.Latency.DecodeBase = mock.Duration(3 * time.Millisecond) })
+			srv := mocktest.Start(t, func(c *mock.Config) { c.Latency.DecodeBase = mock.Duration(3 * time.Millisecond) })
 			sink, res := run(t, Config{Trace: writeTrace(t, conv("s", 3, 0, 0, 8)), Targets: []string{srv.URL()}, IgnoreEOS: true, StampMode: mode})
 			if res.Errors != 0 || res.Sent != 3 {
 				t.Fatalf("result %+v", res)

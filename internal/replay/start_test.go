@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tracekit/tracekit/internal/clock"
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -17,7 +18,7 @@ import (
 // own stamps), the recorded start is the instant itself in both clocks,
 // and the clock metadata says how it was set.
 func TestStartAtAnchorsTheClock(t *testing.T) {
-	srv := fastMock(t, nil)
+	srv := mocktest.Start(t, nil)
 	path := writeTrace(t, conv("a", 2, 0, 5*time.Millisecond, 3), conv("b", 1, 10*time.Millisecond, 0, 3))
 	r, err := New(Config{Trace: path, Targets: []string{srv.URL()}, IgnoreEOS: true}, nil)
 	if err != nil {
@@ -76,7 +77,7 @@ func TestStartAtAnchorsTheClock(t *testing.T) {
 // A start instant that has passed by the time the targets are ready fails
 // the run before anything is sent, with how late it was.
 func TestStartAtPassed(t *testing.T) {
-	srv := fastMock(t, nil)
+	srv := mocktest.Start(t, nil)
 	path := writeTrace(t, conv("a", 1, 0, 0, 3))
 	at := time.Now().Add(-1500 * time.Millisecond)
 	r, err := New(Config{Trace: path, Targets: []string{srv.URL()}, StartAt: at}, nil)
@@ -108,7 +109,7 @@ func TestStartAtPassed(t *testing.T) {
 // A canceled wait for the start instant ends the run before the clock,
 // promptly, with the cause.
 func TestStartAtWaitCanceled(t *testing.T) {
-	srv := fastMock(t, nil)
+	srv := mocktest.Start(t, nil)
 	r, err := New(Config{Trace: writeTrace(t, conv("a", 1, 0, 0, 3)), Targets: []string{srv.URL()}, StartAt: time.Now().Add(time.Hour)}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +141,7 @@ func TestStartAtWaitCanceled(t *testing.T) {
 // Shards of one StartAt derive the same run id from the trace's content
 // (not its path) and the instant; another instant or trace gives another.
 func TestDerivedRunID(t *testing.T) {
-	srv := fastMock(t, nil)
+	srv := mocktest.Start(t, nil)
 	a := writeTrace(t, conv("a", 1, 0, 0, 3), conv("b", 1, 0, 0, 3))
 	b := writeTrace(t, conv("a", 1, 0, 0, 3), conv("b", 1, 0, 0, 3)) // same bytes, other file
 	other := writeTrace(t, conv("c", 1, 0, 0, 3))
@@ -207,7 +208,7 @@ func TestDerivedRunID(t *testing.T) {
 
 // The clock metadata's conversion is consistent with the clocks.
 func TestClockMetaWithoutBarrier(t *testing.T) {
-	srv := fastMock(t, nil)
+	srv := mocktest.Start(t, nil)
 	before := clock.Wall()
 	sink, _ := run(t, Config{Trace: writeTrace(t, conv("a", 1, 0, 0, 3)), Targets: []string{srv.URL()}})
 	m := sink.RunMeta()

@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
+
 	"io"
 	"log"
 	"net/http"
@@ -17,7 +19,7 @@ import (
 // without it the run fails before its clock starts, naming the certificate
 // problem.
 func TestHTTPSTarget(t *testing.T) {
-	srv := fastMock(t, nil)
+	srv := mocktest.Start(t, nil)
 	up, _ := url.Parse(srv.URL())
 	proxy := httputil.NewSingleHostReverseProxy(up)
 	proxy.FlushInterval = -1 // forward each event as it comes

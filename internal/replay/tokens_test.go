@@ -7,6 +7,7 @@ import (
 
 	tk "github.com/tiktoken-go/tokenizer"
 
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -40,7 +41,7 @@ func TestHistoryTokensAsTheLibrary(t *testing.T) {
 			Messages:        []trace.Message{{Role: "user", Content: fmt.Sprintf("question %d", k), Tokens: 3}},
 			ReferenceAnswer: a, OutputTokens: 5})
 	}
-	srv := fastMock(t, nil)
+	srv := mocktest.Start(t, nil)
 	for _, timing := range []Timing{TimingClosed, TimingTrace} {
 		t.Run(string(timing), func(t *testing.T) {
 			cfg := Config{Trace: writeTrace(t, turns), Targets: []string{srv.URL()}, Timing: timing, History: HistoryReference, Seed: 3}

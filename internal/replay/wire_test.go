@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -101,7 +102,7 @@ func wireScenarios(url string, trace string) map[string]Config {
 // of before pre-encoded history produced (testdata/wire_bodies.golden;
 // -update-wire rewrites it).
 func TestWireBodiesUnchanged(t *testing.T) {
-	srv := fastMock(t, func(c *mock.Config) { c.Latency.DecodeBase = mock.Duration(200 * time.Microsecond) })
+	srv := mocktest.Start(t, func(c *mock.Config) { c.Latency.DecodeBase = mock.Duration(200 * time.Microsecond) })
 	path := writeTrace(t, wireConv("c1", 34), wireConv("c2", 31), wireGraph("g1"))
 	var lines []string
 	names := []string{"chat", "completions", "completions-open", "open", "reference"}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/internal/replay"
 	"github.com/tracekit/tracekit/trace"
 )
@@ -49,7 +50,7 @@ func (m capacityMock) start(t *testing.T) *mock.Server {
 		TokensPerEvent: 1, MaxNumSeqs: m.seqs, OutputMean: m.outTokens, MaxModelLen: 1 << 16,
 	}
 	c.KeepLog = true
-	srv := mock.StartT(t, c)
+	srv := mocktest.StartConfig(t, c)
 	return srv
 }
 

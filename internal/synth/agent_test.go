@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracekit/tracekit/internal/fielderr"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -259,7 +260,7 @@ func TestAgentBadOptions(t *testing.T) {
 		o := agentOptions(t)
 		mut(&o)
 		_, err := NewAgent(o)
-		var fe *FieldError
+		var fe *fielderr.Error
 		if !errors.As(err, &fe) || fe.Field != field {
 			t.Errorf("%s: %v", field, err)
 		}

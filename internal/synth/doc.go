@@ -14,7 +14,7 @@
 //	  - Every source is one type with an options struct and a constructor
 //	    that checks it: Synthetic (SyntheticOptions), ShareGPT
 //	    (ShareGPTOptions), Mooncake, Azure and Bailian (ImportOptions),
-//	    BurstGPT (BurstGPTOptions). An option out of range is a *FieldError
+//	    BurstGPT (BurstGPTOptions). An option out of range is a *fielderr.Error
 //	    naming the struct and field, so the command can name its flag.
 //	  - Corpus and Blocks are internal/blocktext's (text.go names them), shared
 //	    with replay; Corpus encodes a text once and cuts token-exact pieces at

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracekit/tracekit/internal/fielderr"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -173,7 +174,7 @@ func TestRowErrorNamesFileLineField(t *testing.T) {
 }
 
 // An import whose prompts would exceed MaxBytes is refused after reading
-// the rows and before making their text; a shared FieldError names MaxBytes.
+// the rows and before making their text; a shared field error names MaxBytes.
 func TestImportMaxBytes(t *testing.T) {
 	p := writeFile(t, "w.jsonl", windowFile)
 	o := ImportOptions{Path: p, Corpus: importCorpus(t), PromptText: true, BlockSize: 32}
@@ -195,7 +196,7 @@ func TestImportMaxBytes(t *testing.T) {
 	}{{int64(text) / 2, false}, {int64(text) * 2, true}} {
 		o.MaxBytes = c.limit
 		_, err := (&Mooncake{Opts: o}).Conversations(context.Background())
-		var fe *FieldError
+		var fe *fielderr.Error
 		if c.ok != (err == nil) || (!c.ok && (!errors.As(err, &fe) || fe.Field != "MaxBytes" || !errors.Is(err, ErrTooLarge))) {
 			t.Errorf("limit %d for %d bytes of prompts: %v", c.limit, text, err)
 		}

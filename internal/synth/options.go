@@ -4,26 +4,20 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/tracekit/tracekit/internal/fielderr"
 )
 
-// FieldError is an option out of range: Struct and Field are the Go names
-// of the options struct and its field ("ImportOptions", "Start"), so a
-// front end can say which of its own settings (a flag, a config key) was
-// wrong. Err says what the value was and what was expected.
-type FieldError struct {
-	Struct, Field string
-	Err           error
-}
-
-func (e *FieldError) Error() string { return e.Struct + "." + e.Field + ": " + e.Err.Error() }
-func (e *FieldError) Unwrap() error { return e.Err }
-
-// fieldErr builds a *FieldError with a formatted message.
+// fieldErr is a *fielderr.Error about the field field of the options type
+// st ("ImportOptions", "Start"), so that a front end can say which of its
+// own settings (a flag, a config key) was wrong. The message says what the
+// value was and what was expected; it names no field itself (Error puts
+// the field's name first, the command line its flag and value).
 func fieldErr(st, field, format string, args ...any) error {
-	return &FieldError{Struct: st, Field: field, Err: fmt.Errorf(format, args...)}
+	return fielderr.Errorf("synth."+st, field, format, args...)
 }
 
-// ErrTooLarge is wrapped by the FieldError (field MaxBytes) of a source
+// ErrTooLarge is wrapped by the field error (field MaxBytes) of a source
 // asked for a trace whose text would not fit the limit.
 var ErrTooLarge = errors.New("trace too large")
 
@@ -42,8 +36,8 @@ func checkSize(st string, est float64, limit int64, what string) error {
 	if limit <= 0 || est <= float64(limit) {
 		return nil
 	}
-	return &FieldError{Struct: st, Field: "MaxBytes", Err: fmt.Errorf("%w: %s would hold about %s of text, above the limit of %s",
-		ErrTooLarge, what, formatBytes(est), formatBytes(float64(limit)))}
+	return fieldErr(st, "MaxBytes", "%w: %s would hold about %s of text, above the limit of %s",
+		ErrTooLarge, what, formatBytes(est), formatBytes(float64(limit)))
 }
 
 // formatBytes writes n bytes with a binary unit.

@@ -166,7 +166,7 @@ func (s *OTel) Conversations(ctx context.Context) ([]Conversation, error) {
 		}
 		total += int64(len(b))
 		if s.Opts.MaxBytes > 0 && total > s.Opts.MaxBytes {
-			return nil, &FieldError{Struct: "OTelOptions", Field: "MaxBytes", Err: fmt.Errorf("%w: the inputs hold more than %s", ErrTooLarge, formatBytes(float64(s.Opts.MaxBytes)))}
+			return nil, fieldErr("OTelOptions", "MaxBytes", "%w: the inputs hold more than %s", ErrTooLarge, formatBytes(float64(s.Opts.MaxBytes)))
 		}
 		spans, err := parseOTelFile(path, b)
 		if err != nil {

@@ -34,7 +34,7 @@ type Schedule struct {
 // tokens/s, a typical single-stream decode speed).
 const DefaultTokenTime = 20 * time.Millisecond
 
-// Validate reports a bad rate, burstiness or token time as a *FieldError.
+// Validate reports a bad rate, burstiness or token time as a *fielderr.Error.
 func (s Schedule) Validate() error {
 	if s.Rate < 0 || math.IsNaN(s.Rate) {
 		return fieldErr("Schedule", "Rate", "rate %g must be >= 0 (0 or inf: all conversations at once)", s.Rate)

@@ -187,9 +187,9 @@ func (s *rowStream) add(r importRow) error {
 	}
 	s.spanLo, s.spanHi = min(s.spanLo, r.at), max(s.spanHi, r.at)
 	if s.released && r.at < s.lastAt {
-		return &FieldError{Struct: "ImportOptions", Field: "GroupWindow", Err: &RowError{File: s.o.Path, Line: r.line, Field: "timestamp",
+		return fieldErr("ImportOptions", "GroupWindow", "%w", &RowError{File: s.o.Path, Line: r.line, Field: "timestamp",
 			Err: fmt.Errorf("%v on the source's timeline is before line %d's %v, which was already placed: rows may be out of time order by at most the grouping window (%v); widen it",
-				time.Duration(r.at), s.lastLine, time.Duration(s.lastAt), time.Duration(s.window))}}
+				time.Duration(r.at), s.lastLine, time.Duration(s.lastAt), time.Duration(s.window))})
 	}
 	s.pending.push(r)
 	s.latest = max(s.latest, r.at)
@@ -362,9 +362,9 @@ func (s *rowStream) build(c *openConv) (Conversation, error) {
 
 // closedError refuses a row that would join a conversation already closed.
 func (s *rowStream) closedError(r importRow, field, what string, _ *openConv) error {
-	return &FieldError{Struct: "ImportOptions", Field: "GroupWindow", Err: &RowError{File: s.o.Path, Line: r.line, Field: field,
+	return fieldErr("ImportOptions", "GroupWindow", "%w", &RowError{File: s.o.Path, Line: r.line, Field: field,
 		Err: fmt.Errorf("%s continues a conversation whose last turn was more than the grouping window (%v) earlier, so it was already written; widen the window",
-			what, time.Duration(s.window))}}
+			what, time.Duration(s.window))})
 }
 
 // checkSize refuses prompt text past MaxBytes; virtual prompts hold none.

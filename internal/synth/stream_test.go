@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tracekit/tracekit/internal/blocktext"
+	"github.com/tracekit/tracekit/internal/fielderr"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -69,7 +70,7 @@ func TestStreamOutOfOrder(t *testing.T) {
 	}
 	m, _ = NewMooncake(ImportOptions{Path: p, Corpus: importCorpus(t), BlockSize: 16, GroupWindow: time.Second})
 	_, err = m.Conversations(context.Background())
-	var fe *FieldError
+	var fe *fielderr.Error
 	var re *RowError
 	if !errors.As(err, &fe) || fe.Field != "GroupWindow" || !errors.As(err, &re) || re.Line != 5 || !strings.Contains(err.Error(), "widen") {
 		t.Fatalf("row 5 out of order by 8 s with a 1 s window: %v", err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracekit/tracekit/internal/fielderr"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -279,7 +280,7 @@ func TestSyntheticEstimatedBytes(t *testing.T) {
 	}
 	s.Opts.MaxBytes = int64(est) - 1
 	_, err = NewSynthetic(s.Opts)
-	var fe *FieldError
+	var fe *fielderr.Error
 	if !errors.As(err, &fe) || fe.Field != "MaxBytes" || !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("limit below the estimate: %v", err)
 	}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/tracekit/tracekit/internal/clock"
-	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -87,7 +87,7 @@ func completion(t *testing.T, base string) {
 }
 
 func TestScrapeMock(t *testing.T) {
-	srv := mock.StartT(t, mock.DefaultConfig())
+	srv := mocktest.Start(t, nil)
 	start := clock.Mono()
 	runClock := func() int64 { return clock.Mono() - start }
 	dir := t.TempDir()

@@ -9,17 +9,13 @@ import (
 	"time"
 
 	"github.com/tracekit/tracekit/internal/clock"
-	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/internal/record"
 	"github.com/tracekit/tracekit/trace"
 )
 
 func TestSidecarWritesAndReplaces(t *testing.T) {
-	srv, err := mock.Start(mock.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := mocktest.Start(t, nil)
 	dir := t.TempDir()
 	recPath := filepath.Join(dir, "run.parquet")
 	o := SidecarOptions{Recording: recPath, Endpoints: []string{MetricsURL(srv.URL())}, Interval: 20 * time.Millisecond, Timeout: hangGuard}
