@@ -399,7 +399,7 @@ func TestGraphMockHints(t *testing.T) {
 // as that tool call, with no text invented for it, in a chat as in a
 // graph: the two build the same history for the turn after it.
 func TestTimingTraceToolCallAnswer(t *testing.T) {
-	srv := fastMock(t, nil)
+	srv := mocktest.Start(t, nil)
 	conv := func(id string, parents []int32) []trace.Turn {
 		c := []trace.Turn{gturn(id, 0, nil, 0), gturn(id, 1, parents, 0,
 			trace.Message{Role: "tool", Content: "three results", ToolCallID: "call_s", Tokens: 2})}
