@@ -13,6 +13,8 @@ import (
 	"github.com/tracekit/tracekit/internal/api"
 	"github.com/tracekit/tracekit/internal/api/chat"
 	"github.com/tracekit/tracekit/internal/api/completions"
+	"github.com/tracekit/tracekit/internal/api/messages"
+	"github.com/tracekit/tracekit/internal/api/responses"
 )
 
 // Spec is one API's entry.
@@ -35,6 +37,10 @@ var table = []Spec{
 		NewDecoder: func() api.Decoder { return chat.NewDecoder() }, NewEncoder: func() api.Encoder { return chat.NewEncoder() }},
 	{Name: api.Completions, Paths: []string{"/v1/completions", "/completions"}, Streams: true,
 		NewDecoder: completions.NewDecoder, NewEncoder: func() api.Encoder { return completions.NewEncoder() }},
+	{Name: api.Responses, Paths: []string{"/v1/responses", "/responses"}, Streams: true,
+		NewDecoder: func() api.Decoder { return responses.NewDecoder() }, NewEncoder: func() api.Encoder { return responses.NewEncoder() }},
+	{Name: api.Messages, Paths: []string{"/v1/messages", "/messages"}, Streams: true,
+		NewDecoder: func() api.Decoder { return messages.NewDecoder() }, NewEncoder: func() api.Encoder { return messages.NewEncoder() }},
 }
 
 // Lookup returns the Spec of the API named name.
