@@ -102,7 +102,8 @@ func FuzzDecoders(f *testing.F) {
 	}
 	f.Add([]byte("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":99999,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"x\"}}\n\n"), uint16(7), uint8(1))
 	f.Add([]byte("data: {\"type\":\"response.function_call_arguments.delta\",\"item_id\":\"a\",\"delta\":\"\\u12\"}\n\ndata: {\"type\":\"error\",\"error\":\"x\"}\n\n"), uint16(3), uint8(2))
-	names := []api.Name{api.Chat, api.Responses, api.Messages}
+	f.Add([]byte(`{"results":[1,2],"usage":{"total_tokens":3}}`), uint16(5), uint8(3))
+	names := []api.Name{api.Chat, api.Responses, api.Messages, api.Embeddings, api.Rerank, api.Score}
 	f.Fuzz(func(t *testing.T, data []byte, split uint16, which uint8) {
 		name := names[int(which)%len(names)]
 		whole, parts := NewStream(wordCounter{}), NewStream(wordCounter{})

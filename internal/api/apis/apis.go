@@ -13,7 +13,9 @@ import (
 	"github.com/tracekit/tracekit/internal/api"
 	"github.com/tracekit/tracekit/internal/api/chat"
 	"github.com/tracekit/tracekit/internal/api/completions"
+	"github.com/tracekit/tracekit/internal/api/embeddings"
 	"github.com/tracekit/tracekit/internal/api/messages"
+	"github.com/tracekit/tracekit/internal/api/rerank"
 	"github.com/tracekit/tracekit/internal/api/responses"
 )
 
@@ -41,6 +43,12 @@ var table = []Spec{
 		NewDecoder: func() api.Decoder { return responses.NewDecoder() }, NewEncoder: func() api.Encoder { return responses.NewEncoder() }},
 	{Name: api.Messages, Paths: []string{"/v1/messages", "/messages"}, Streams: true,
 		NewDecoder: func() api.Decoder { return messages.NewDecoder() }, NewEncoder: func() api.Encoder { return messages.NewEncoder() }},
+	{Name: api.Embeddings, Paths: []string{"/v1/embeddings", "/embeddings"},
+		NewDecoder: func() api.Decoder { return embeddings.NewDecoder() }},
+	{Name: api.Rerank, Paths: []string{"/v1/rerank", "/v2/rerank", "/rerank"},
+		NewDecoder: func() api.Decoder { return rerank.NewDecoder() }},
+	{Name: api.Score, Paths: []string{"/v1/score", "/score"},
+		NewDecoder: func() api.Decoder { return rerank.NewScoreDecoder() }},
 }
 
 // Lookup returns the Spec of the API named name.
