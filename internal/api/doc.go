@@ -10,7 +10,8 @@
 //	api/responses    /v1/responses (OpenAI Responses)
 //	api/messages     /v1/messages (Anthropic Messages)
 //	api/embeddings   /v1/embeddings (not streamed)
-//	api/rerank       /v1/rerank, /rerank, /v2/rerank and /v1/score (not streamed)
+//	api/rerank       /v1/rerank, /rerank, /v2/rerank, and /v1/score (not streamed)
+//	api/apitest      the tests' driver: encoder, then record.Stream, then checks
 //	api/apis         the table of them: by name, by request path
 //	api/jsonscan     the allocation-free JSON scanner every decoder uses
 //
@@ -28,6 +29,11 @@
 // and for the mock the other way: Encoder.Begin, then Text, Reasoning,
 // ToolCall, ToolArgs per event, End and Done, or Body for a whole answer,
 // all appending to the caller's buffer.
+//
+// The non-generating APIs (embeddings, rerank, score) share one body
+// parser, ListDecoder, told by each package which member holds its items.
+// Redact masks what looks like a credential in a server's error message
+// before it goes into a record.
 //
 // A decoder allocates nothing per event once the buffers it writes into
 // have grown: it walks the event's bytes with jsonscan and appends decoded

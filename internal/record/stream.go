@@ -322,8 +322,12 @@ func (s *Stream) decoded(data []byte, stamp int64, body bool) {
 	s.evCum = append(s.evCum, clamp32(ev.Usage.Completion))
 }
 
-// clamp32 narrows a count for the per-event lists (-1 stays -1).
+// clamp32 narrows a count for a record's int32 columns; below zero (not
+// reported) is -1.
 func clamp32(v int64) int32 {
+	if v < 0 {
+		return -1
+	}
 	return int32(min(v, 1<<31-1))
 }
 
