@@ -21,10 +21,13 @@
 // stamp of the network read that completed it, taken when Read returned and
 // before any parsing, so parsing cost never shifts a time. The stamp is
 // whatever the caller's clock says then: replay's kernel stamp modes pass a
-// clock that returns the kernel's receive time of the read instead. It reads only
-// the JSON keys a recording needs (choices[].delta.content, .text,
-// reasoning_content, usage, error, and tool calls: toolcalls.go) with a
-// small allocation-free scanner.
+// clock that returns the kernel's receive time of the read instead. The
+// Stream owns the framing (SSE lines and events, size bounds), the stamps
+// and the buffers; what an event means is the request's API's: SetAPI
+// picks its decoder (internal/api: chat and completions by default,
+// Responses, Messages, embeddings, rerank, score), which reads only the
+// JSON keys a recording needs with an allocation-free scanner and appends
+// the text to the Stream's buffers.
 // Tokens per event are exact deltas of cumulative usage when the server
 // sends continuous usage stats (vLLM's continuous_usage_stats), otherwise
 // counted from the event's text with a TokenCounter at Fill time, off the

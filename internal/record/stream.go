@@ -6,6 +6,9 @@ import (
 	"io"
 	"unsafe"
 
+	"github.com/tracekit/tracekit/internal/api"
+	"github.com/tracekit/tracekit/internal/api/apis"
+	"github.com/tracekit/tracekit/internal/api/jsonscan"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -19,62 +22,103 @@ const maxEvent = 8 << 20
 
 // Stream is one response's parse state: it splits a Server-Sent Events body
 // into events, stamps each event with the time of the network read that
-// completed it, and keeps the event times, the text and the usage. Reuse it
-// across requests (Reset) so the hot path allocates nothing once its
+// completed it, hands each event to the decoder of the request's API
+// (internal/api), and keeps the event times, the text and the usage. Reuse
+// it across requests (Reset) so the hot path allocates nothing once its
 // buffers have grown.
 //
 // A Stream is not safe for concurrent use; each request goroutine owns one.
 type Stream struct {
 	counter TokenCounter
 
+	// The request's API and its decoder; decs keeps each decoder made so
+	// far, so switching APIs between requests allocates once per API.
+	api  api.Name
+	dec  api.Decoder
+	decs []namedDecoder
+
 	// SSE line state.
 	line      []byte // an incomplete line carried over to the next Feed
 	data      []byte // data lines of the event being assembled
+	name      []byte // the "event:" field of the event being assembled
 	hasData   bool
-	errEvent  bool // "event: error" preceded the data
 	crPending bool // the last byte was '\r': a following '\n' ends nothing
 	skipping  bool // discarding the rest of an oversized line
 
 	// Parsed outcome.
-	content   []byte // assistant content, concatenated
-	reasoning []byte // reasoning_content, concatenated
+	out       api.Out   // text, reasoning, tool calls: the decoder appends
+	ev        api.Event // the event being decoded
 	evNs      []int64
-	evContent []int32 // end offset of each event's text in content
-	evReason  []int32 // end offset of each event's text in reasoning
+	evContent []int32 // end offset of each event's text in out.Text
+	evReason  []int32 // end offset of each event's text in out.Reasoning
 	evCum     []int32 // cumulative usage.completion_tokens carried by the event, -1 if none
-	prompt    int32
-	complete  int32
-	cached    int32
+	usage     api.Usage
 	done      bool
 	events    int // data events parsed, of any kind
+	unknown   int // events of a type the decoder does not know
 	errKind   trace.ErrorKind
 	errMsg    string
 	lastStamp int64
-
-	chunk chunk
-	tools toolCalls // toolcalls.go
 }
 
-// NewStream returns a Stream counting tokens with counter when the server
+type namedDecoder struct {
+	name api.Name
+	dec  api.Decoder
+}
+
+// NewStream returns a Stream for chat and completions responses (SetAPI
+// picks another API), counting tokens with counter when the server
 // reports no continuous usage. counter may be nil: each event with text
 // then counts as one token (the usual one-token-per-event stream).
 func NewStream(counter TokenCounter) *Stream {
 	s := &Stream{counter: counter}
-	s.Reset()
+	if err := s.SetAPI(api.Chat); err != nil {
+		panic(err) // the table always has chat
+	}
 	return s
 }
 
+// SetAPI makes the Stream read responses of API name from now on; call it
+// before the response's first Feed. It resets the Stream. An API the table
+// (internal/api/apis) does not know is an error, and the Stream keeps its
+// API.
+func (s *Stream) SetAPI(name api.Name) error {
+	if name == s.api && s.dec != nil {
+		s.Reset()
+		return nil
+	}
+	for _, d := range s.decs {
+		if d.name == name {
+			s.api, s.dec = name, d.dec
+			s.Reset()
+			return nil
+		}
+	}
+	spec, ok := apis.Lookup(name)
+	if !ok {
+		return fmt.Errorf("record: no decoder for API %q", name)
+	}
+	d := spec.NewDecoder()
+	s.decs = append(s.decs, namedDecoder{name, d})
+	s.api, s.dec = name, d
+	s.Reset()
+	return nil
+}
+
+// API is the API whose responses the Stream reads.
+func (s *Stream) API() api.Name { return s.api }
+
 // Reset clears the state for the next response, keeping the buffers.
 func (s *Stream) Reset() {
-	s.line, s.data = s.line[:0], s.data[:0]
-	s.hasData, s.errEvent, s.crPending, s.skipping = false, false, false, false
-	s.content, s.reasoning = s.content[:0], s.reasoning[:0]
+	s.line, s.data, s.name = s.line[:0], s.data[:0], s.name[:0]
+	s.hasData, s.crPending, s.skipping = false, false, false
+	s.out.Reset()
 	s.evNs, s.evContent, s.evReason, s.evCum = s.evNs[:0], s.evContent[:0], s.evReason[:0], s.evCum[:0]
-	s.prompt, s.complete, s.cached = -1, -1, -1
-	s.done, s.events = false, 0
+	s.usage = api.NoUsage
+	s.done, s.events, s.unknown = false, 0, 0
 	s.errKind, s.errMsg = "", ""
 	s.lastStamp = 0
-	s.tools.reset()
+	s.dec.Reset()
 }
 
 // ReadBody reads body until EOF or an error, stamping each read with now()
@@ -181,7 +225,7 @@ func (s *Stream) processLine(line []byte, stamp int64) {
 		if s.hasData {
 			s.dispatch(s.data, stamp)
 		}
-		s.data, s.hasData, s.errEvent = s.data[:0], false, false
+		s.data, s.hasData, s.name = s.data[:0], false, s.name[:0]
 		return
 	}
 	if line[0] == ':' {
@@ -208,7 +252,7 @@ func (s *Stream) processLine(line []byte, stamp int64) {
 		}
 		s.data, s.hasData = append(s.data, value...), true
 	case "event":
-		s.errEvent = string(value) == "error"
+		s.name = append(s.name[:0], value...)
 	default:
 		if line[0] == '{' {
 			s.dispatch(line, stamp)
@@ -216,51 +260,75 @@ func (s *Stream) processLine(line []byte, stamp int64) {
 	}
 }
 
-// dispatch handles one complete event's data.
+// dispatch hands one complete event's data to the decoder and keeps what
+// it found.
 func (s *Stream) dispatch(data []byte, stamp int64) {
 	data = bytes.TrimSpace(data)
-	if string(data) == "[DONE]" {
-		s.done = true
+	ev := &s.ev
+	ev.Reset()
+	if string(data) == "[DONE]" { // not a numbered event: only its meaning is the API's
+		s.dec.Event(s.name, data, &s.out, ev)
+		s.done = s.done || ev.End
 		return
 	}
 	s.events++
-	c := &s.chunk
-	c.reset(s)
-	content, reason := len(s.content), len(s.reasoning)
-	if !parseChunk(c, data) {
-		s.content, s.reasoning = s.content[:content], s.reasoning[:reason]
+	s.decoded(data, stamp, false)
+}
+
+// decoded runs the decoder on one event's data (or a whole body) and keeps
+// what it found: the first error, the usage, the event's stamp and text
+// offsets when it is an output event.
+func (s *Stream) decoded(data []byte, stamp int64, body bool) {
+	ev, out := &s.ev, &s.out
+	out.Event = len(s.evNs)
+	content, reason := len(out.Text), len(out.Reasoning)
+	if body {
+		s.dec.Body(data, out, ev)
+	} else {
+		s.dec.Event(s.name, data, out, ev)
+	}
+	if ev.Fault != "" {
+		s.fail(trace.ErrMalformed, ev.Fault)
+	}
+	if ev.Invalid {
+		out.Text, out.Reasoning = out.Text[:content], out.Reasoning[:reason]
 		s.fail(trace.ErrMalformed, fmt.Sprintf("event %d: not a valid JSON object: %s", s.events, snippet(data)))
 		return
 	}
-	if c.isError || s.errEvent {
-		msg := string(c.errMsg)
+	switch {
+	case ev.ServerError:
+		msg := api.Redact(string(ev.ErrMsg))
 		if msg == "" {
 			msg = snippet(data)
 		}
+		if len(ev.ErrType) > 0 {
+			msg = "(" + string(ev.ErrType) + ") " + msg
+		}
 		s.fail(trace.ErrMalformed, fmt.Sprintf("event %d: server error: %s", s.events, msg))
+	case ev.WrongAPI != "":
+		s.fail(api.ErrWrongAPI, fmt.Sprintf("event %d: a %s answer where %s was asked for: %s", s.events, ev.WrongAPI, s.api, snippet(data)))
 	}
-	if c.usage {
-		if c.prompt >= 0 {
-			s.prompt = int32(c.prompt)
-		}
-		if c.completion >= 0 {
-			s.complete = int32(c.completion)
-		}
-		if c.cached >= 0 {
-			s.cached = int32(c.cached)
-		}
+	if ev.Unknown {
+		s.unknown++
 	}
-	if c.choices == 0 {
+	ev.Usage.Merge(&s.usage)
+	s.done = s.done || ev.End
+	if !ev.Output {
 		return
 	}
-	cum := int32(-1)
-	if c.usage && c.completion >= 0 {
-		cum = int32(c.completion)
-	}
 	s.evNs = append(s.evNs, stamp)
-	s.evContent = append(s.evContent, int32(len(s.content)))
-	s.evReason = append(s.evReason, int32(len(s.reasoning)))
-	s.evCum = append(s.evCum, cum)
+	s.evContent = append(s.evContent, int32(len(out.Text)))
+	s.evReason = append(s.evReason, int32(len(out.Reasoning)))
+	s.evCum = append(s.evCum, clamp32(ev.Usage.Completion))
+}
+
+// clamp32 narrows a count for a record's int32 columns; below zero (not
+// reported) is -1.
+func clamp32(v int64) int32 {
+	if v < 0 {
+		return -1
+	}
+	return int32(min(v, 1<<31-1))
 }
 
 // fail records the first error of the stream; later ones are consequences.
@@ -287,7 +355,7 @@ func (s *Stream) finish() {
 		line := s.line
 		s.line = s.line[:0]
 		if bytes.HasPrefix(line, []byte("data:")) || line[0] == '{' {
-			if line[0] == '{' && !validJSON(line) {
+			if line[0] == '{' && !jsonscan.Valid(line) {
 				return
 			}
 			s.processLine(line, s.lastStamp)
@@ -295,30 +363,28 @@ func (s *Stream) finish() {
 	}
 	s.line, s.skipping = s.line[:0], false
 	if s.hasData {
-		if d := bytes.TrimSpace(s.data); string(d) == "[DONE]" || validJSON(d) {
+		if d := bytes.TrimSpace(s.data); string(d) == "[DONE]" || jsonscan.Valid(d) {
 			s.dispatch(s.data, s.lastStamp)
 		}
 		s.data, s.hasData = s.data[:0], false
 	}
 }
 
-func validJSON(b []byte) bool {
-	i := skipValue(b, 0, 0)
-	return i >= 0 && skipWS(b, i) == len(b)
-}
-
 // FeedJSON handles a non-streaming response: one JSON body, one event at
 // stampNs carrying all the text. Its usage makes the token count exact.
 func (s *Stream) FeedJSON(body []byte, stampNs int64) {
 	s.lastStamp = stampNs
-	s.dispatch(body, stampNs)
+	s.ev.Reset()
+	s.events++
+	s.decoded(bytes.TrimSpace(body), stampNs, true)
 	if s.errKind == "" {
 		s.done = true
 	}
 }
 
-// Done reports whether the stream ended with data: [DONE] (or a
-// non-streaming body parsed cleanly).
+// Done reports whether the stream ended with its API's terminal event
+// (chat: data: [DONE]; Messages: message_stop; Responses: a terminal
+// response event), or a non-streaming body parsed cleanly.
 func (s *Stream) Done() bool { return s.done }
 
 // Events is the number of events listed so far (those with non-empty
@@ -327,7 +393,24 @@ func (s *Stream) Events() int { return len(s.evNs) }
 
 // Text is the assistant content received (reasoning excluded), which replay
 // carries into the next turn's history.
-func (s *Stream) Text() string { return string(s.content) }
+func (s *Stream) Text() string { return string(s.out.Text) }
+
+// Reasoning is the reasoning text received.
+func (s *Stream) Reasoning() string { return string(s.out.Reasoning) }
+
+// Usage is what the server reported of the request's tokens so far, each
+// field -1 when not reported: the reasoning tokens too, which a record has
+// no column for.
+func (s *Stream) Usage() api.Usage { return s.usage }
+
+// Items is the number of embeddings, rerank results or scores a
+// non-generating API returned, -1 when none were counted.
+func (s *Stream) Items() int64 { return s.out.Items }
+
+// Unknown is the number of events of a type the API's decoder does not
+// know: tolerated (the APIs ask clients to), counted so a report can say a
+// server sends them.
+func (s *Stream) Unknown() int { return s.unknown }
 
 // Fill copies the parsed outcome into rec, reusing rec's slices:
 // EventNs/EventTokens, PromptTokens/CompletionTokens/CachedTokens (-1 when
@@ -346,30 +429,33 @@ func (s *Stream) Fill(rec *trace.Record) {
 		if rec.TokensExact {
 			n, prevCum = s.evCum[i]-prevCum, s.evCum[i]
 		} else {
-			n = int32(s.count(s.content[prevContent:s.evContent[i]]) + s.count(s.reasoning[prevReason:s.evReason[i]]))
+			n = int32(s.count(s.out.Text[prevContent:s.evContent[i]]) + s.count(s.out.Reasoning[prevReason:s.evReason[i]]))
 		}
 		prevContent, prevReason = s.evContent[i], s.evReason[i]
 		rec.EventTokens = append(rec.EventTokens, n)
 	}
 	if !rec.TokensExact {
-		s.tools.addTokens(s, rec.EventTokens)
+		s.addToolTokens(rec.EventTokens)
 	}
-	rec.ToolCalls = int32(s.tools.n)
-	rec.PromptTokens, rec.CompletionTokens, rec.CachedTokens = s.prompt, s.complete, s.cached
+	rec.ToolCalls = int32(s.out.Tools.Len())
+	rec.PromptTokens, rec.CompletionTokens, rec.CachedTokens = clamp32(s.usage.Prompt), clamp32(s.usage.Completion), clamp32(s.usage.Cached)
 }
 
 // Verdict reports what the parser saw of the body, for the caller's
 // classification: trace.ErrMalformed with the first bad event or error
-// object, trace.ErrStreamTruncated when the body ended without data:
-// [DONE] (or, non-streaming, without a body that parsed), and
-// trace.ErrNone with an empty message for a complete answer.
+// object (an error the server reported in the stream included: its words
+// are kept, credentials redacted), api.ErrWrongAPI for an answer in
+// another API's shape, trace.ErrStreamTruncated when the body ended
+// without its API's terminal event (data: [DONE], message_stop, ...; or,
+// non-streaming, without a body that parsed), and trace.ErrNone with an
+// empty message for a complete answer.
 func (s *Stream) Verdict() (kind trace.ErrorKind, msg string) {
 	s.finish()
 	if s.errKind != "" {
 		return s.errKind, s.errMsg
 	}
 	if !s.done {
-		return trace.ErrStreamTruncated, fmt.Sprintf("the body ended after %d events without data: [DONE]", len(s.evNs))
+		return trace.ErrStreamTruncated, fmt.Sprintf("the body ended after %d events without %s", len(s.evNs), s.dec.Terminal())
 	}
 	return trace.ErrNone, ""
 }
@@ -402,5 +488,5 @@ func (s *Stream) continuousUsage() bool {
 		}
 		prev = cum
 	}
-	return prev > 0 && (s.complete < 0 || s.complete >= prev)
+	return prev > 0 && (s.usage.Completion < 0 || s.usage.Completion >= int64(prev))
 }

@@ -1,4 +1,4 @@
-package record
+package jsonscan
 
 import (
 	"encoding/json"
@@ -8,7 +8,7 @@ import (
 )
 
 // The scanner's verdict on a document must be encoding/json's. Numbers
-// are left out of the mutated documents: skipNumber is lax on purpose
+// are left out of the mutated documents: SkipNumber is lax on purpose
 // (it accepts "1-2"), which the hot path never needs to reject.
 func TestScanValidMatchesEncodingJSON(t *testing.T) {
 	docs := []string{
@@ -29,12 +29,12 @@ func TestScanValidMatchesEncodingJSON(t *testing.T) {
 	docs = append(docs, spaced...)
 	check := func(doc string) {
 		t.Helper()
-		got, want := validJSON([]byte(doc)), json.Valid([]byte(doc))
+		got, want := Valid([]byte(doc)), json.Valid([]byte(doc))
 		if got && !want && badEscape(doc) {
-			return // skipString does not check escapes (appendString does)
+			return // SkipString does not check escapes (AppendString does)
 		}
 		if got != want {
-			t.Fatalf("validJSON(%q) = %v, encoding/json says %v", doc, got, want)
+			t.Fatalf("Valid(%q) = %v, encoding/json says %v", doc, got, want)
 		}
 	}
 	const alphabet = "{}[]\":,\\ \t\nabtrufnl/u\x00\x1f\x7f\xc3"
@@ -113,7 +113,7 @@ func sprinkleWS(r *rand.Rand, d string) string {
 	return b.String()
 }
 
-// skipString and appendString find a string's end and decode it as
+// SkipString and AppendString find a string's end and decode it as
 // encoding/json does, for lengths and escape positions on either side of
 // every word boundary (they test eight bytes at a time).
 func TestScanStrings(t *testing.T) {
@@ -133,41 +133,41 @@ func TestScanStrings(t *testing.T) {
 		lit.WriteByte('"')
 		var want string
 		if err := json.Unmarshal([]byte(lit.String()), &want); err != nil {
-			t.Fatalf("test literal %s: %v", lit.String(), err)
+			t.Fatalf("test Literal %s: %v", lit.String(), err)
 		}
 		for _, tail := range []string{"", ",", `,"next":"value that is long enough"}`} {
 			b := []byte(lit.String() + tail)
-			if end := skipString(b, 0); end != lit.Len() {
-				t.Fatalf("skipString(%q) = %d, want %d", b, end, lit.Len())
+			if end := SkipString(b, 0); end != lit.Len() {
+				t.Fatalf("SkipString(%q) = %d, want %d", b, end, lit.Len())
 			}
-			end, got := appendString(b, 0, []byte("prefix"))
+			end, got := AppendString(b, 0, []byte("prefix"))
 			if end != lit.Len() || string(got) != "prefix"+want {
-				t.Fatalf("appendString(%q) = %d %q, want %d %q", b, end, got, lit.Len(), "prefix"+want)
+				t.Fatalf("AppendString(%q) = %d %q, want %d %q", b, end, got, lit.Len(), "prefix"+want)
 			}
 		}
 	}
 	// Unterminated strings and raw control bytes are rejected wherever
-	// they fall; appendString, which decodes, also rejects a bad escape
-	// (skipString leaves escapes to whoever decodes the string).
+	// they fall; AppendString, which decodes, also rejects a bad escape
+	// (SkipString leaves escapes to whoever decodes the string).
 	for n := range 40 {
 		s := `"` + strings.Repeat("x", n)
 		for _, bad := range []string{s, s + `\`, s + "\x00\"", s + "\n\"", s + "\x1f\"", s + `\q"`, s + `\u12"`} {
-			if end := skipString([]byte(bad), 0); end >= 0 && !strings.Contains(bad, `\`) {
-				t.Fatalf("skipString(%q) = %d, want -1", bad, end)
+			if end := SkipString([]byte(bad), 0); end >= 0 && !strings.Contains(bad, `\`) {
+				t.Fatalf("SkipString(%q) = %d, want -1", bad, end)
 			}
-			if end, _ := appendString([]byte(bad), 0, nil); end >= 0 {
-				t.Fatalf("appendString(%q) = %d, want -1", bad, end)
+			if end, _ := AppendString([]byte(bad), 0, nil); end >= 0 {
+				t.Fatalf("AppendString(%q) = %d, want -1", bad, end)
 			}
 		}
 	}
 }
 
-// readInt gives what the two-pass form it replaced gave (the end of the
-// number as skipNumber's old loop found it, the value of the leading
-// digits), and skipNumber ends numbers where that loop did, for numbers
+// ReadInt gives what the two-pass form it replaced gave (the end of the
+// number as SkipNumber's old loop found it, the value of the leading
+// digits), and SkipNumber ends numbers where that loop did, for numbers
 // of every shape the lax grammar takes, null, and bytes that start none.
 func TestReadInt(t *testing.T) {
-	// skipNumber as it was, a byte loop over the number's bytes.
+	// SkipNumber as it was, a byte loop over the number's bytes.
 	refSkip := func(b []byte, i int) int {
 		start := i
 		if b[i] == '-' {
@@ -191,9 +191,9 @@ func TestReadInt(t *testing.T) {
 		return i
 	}
 	ref := func(b []byte, i int) (int, int64) {
-		i = skipWS(b, i)
+		i = SkipWS(b, i)
 		if i < len(b) && b[i] == 'n' {
-			return literal(b, i, "null"), -1
+			return Literal(b, i, "null"), -1
 		}
 		if i >= len(b) || !(b[i] == '-' || (b[i] >= '0' && b[i] <= '9')) {
 			return -1, 0
@@ -222,14 +222,14 @@ func TestReadInt(t *testing.T) {
 	for _, n := range nums {
 		for _, tail := range []string{"", ",", "}", " ,", "x", "9"} {
 			b := []byte(n + tail)
-			gotEnd, gotV := readInt(b, 0)
+			gotEnd, gotV := ReadInt(b, 0)
 			wantEnd, wantV := ref(b, 0)
 			if gotEnd != wantEnd || (gotEnd >= 0 && gotV != wantV) {
-				t.Fatalf("readInt(%q) = %d %d, want %d %d", b, gotEnd, gotV, wantEnd, wantV)
+				t.Fatalf("ReadInt(%q) = %d %d, want %d %d", b, gotEnd, gotV, wantEnd, wantV)
 			}
-			if k := skipWS(b, 0); k < len(b) && (b[k] == '-' || b[k]-'0' <= 9) {
-				if got, want := skipNumber(b, k), refSkip(b, k); got != want {
-					t.Fatalf("skipNumber(%q) = %d, want %d", b[k:], got, want)
+			if k := SkipWS(b, 0); k < len(b) && (b[k] == '-' || b[k]-'0' <= 9) {
+				if got, want := SkipNumber(b, k), refSkip(b, k); got != want {
+					t.Fatalf("SkipNumber(%q) = %d, want %d", b[k:], got, want)
 				}
 			}
 		}

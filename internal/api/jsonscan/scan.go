@@ -1,4 +1,17 @@
-package record
+// Package jsonscan is a tiny allocation-free JSON scanner for the handful
+// of keys a response event carries. Every API decoder (internal/api/...)
+// walks its events with it: encoding/json would allocate and reflect per
+// event; these functions walk the bytes once, validate the structure as
+// they go (so malformed events are detected), decode only the strings
+// that are needed, and allocate nothing. Every function takes the input
+// and a position and returns the position after what it consumed, or -1
+// when the input is not valid JSON there.
+//
+// In: one event's bytes. Out: positions, integers, decoded strings
+// appended to the caller's buffers, and calls to the caller's Field and
+// Element functions for the members it asks about. AppendQuoted goes the
+// other way, for the encoders: text to a JSON string.
+package jsonscan
 
 import (
 	"encoding/binary"
@@ -7,18 +20,12 @@ import (
 	"unicode/utf8"
 )
 
-// A tiny JSON scanner for the handful of keys a streamed chunk carries.
-// encoding/json would allocate and reflect per event; these functions walk
-// the bytes once, validate the structure as they go (so malformed events
-// are detected), decode only the strings that are needed, and allocate
-// nothing. Every function takes the input and a position and returns the
-// position after what it consumed, or -1 when the input is not valid JSON
-// there.
+// MaxDepth bounds nesting so hostile input cannot exhaust the stack.
+const MaxDepth = 64
 
-// maxDepth bounds nesting so hostile input cannot exhaust the stack.
-const maxDepth = 64
-
-func skipWS(b []byte, i int) int {
+// SkipWS returns the position of the first byte at or after b[i] that
+// is not JSON whitespace.
+func SkipWS(b []byte, i int) int {
 	// JSON whitespace is at most ' ': one compare settles compact JSON.
 	for i < len(b) && b[i] <= ' ' {
 		switch b[i] {
@@ -31,39 +38,42 @@ func skipWS(b []byte, i int) int {
 	return i
 }
 
-// skipValue skips one JSON value starting at b[i] (whitespace allowed).
-func skipValue(b []byte, i, depth int) int {
-	i = skipWS(b, i)
-	if i >= len(b) || depth > maxDepth {
+// SkipValue skips one JSON value starting at b[i] (whitespace allowed).
+func SkipValue(b []byte, i, depth int) int {
+	i = SkipWS(b, i)
+	if i >= len(b) || depth > MaxDepth {
 		return -1
 	}
 	switch c := b[i]; {
 	case c == '"':
-		return skipString(b, i)
+		return SkipString(b, i)
 	case c == '{':
-		return walkObject(b, i, depth+1, nil, nil)
+		return WalkObject[none](b, i, depth+1, nil, nil)
 	case c == '[':
-		return walkArray(b, i, depth+1, nil, nil)
+		return WalkArray[none](b, i, depth+1, nil, nil)
 	case c == 't':
-		return literal(b, i, "true")
+		return Literal(b, i, "true")
 	case c == 'f':
-		return literal(b, i, "false")
+		return Literal(b, i, "false")
 	case c == 'n':
-		return literal(b, i, "null")
+		return Literal(b, i, "null")
 	case c == '-' || (c >= '0' && c <= '9'):
-		return skipNumber(b, i)
+		return SkipNumber(b, i)
 	}
 	return -1
 }
 
-func literal(b []byte, i int, lit string) int {
+// Literal consumes lit (true, false, null) at b[i].
+func Literal(b []byte, i int, lit string) int {
 	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
 		return -1
 	}
 	return i + len(lit)
 }
 
-func skipNumber(b []byte, i int) int {
+// SkipNumber skips the number at b[i]. It is lax on purpose (it accepts
+// "1-2"): the events it reads never need a bad number rejected.
+func SkipNumber(b []byte, i int) int {
 	start := i
 	if b[i] == '-' {
 		i++
@@ -87,10 +97,10 @@ func numberByte(c byte) bool {
 	return c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-'
 }
 
-// skipString skips the string starting at the quote b[i]. It rejects raw
-// control bytes and leaves escapes unchecked (appendString checks those it
+// SkipString skips the string starting at the quote b[i]. It rejects raw
+// control bytes and leaves escapes unchecked (AppendString checks those it
 // decodes).
-func skipString(b []byte, i int) int {
+func SkipString(b []byte, i int) int {
 	for i++; ; {
 		// plainRun's loops, here to save a call per string.
 		for ; i+8 <= len(b); i += 8 {
@@ -144,14 +154,14 @@ func stopBytes(w uint64) uint64 {
 
 func isStop(c byte) bool { return c == '"' || c == '\\' || c < 0x20 }
 
-// readInt parses an integer value (a float is truncated); null gives -1.
+// ReadInt parses an integer value (a float is truncated); null gives -1.
 // It reads the digits as it scans them; only a number that goes on past
-// them (fraction, exponent) or has none is handed to skipNumber, from its
+// them (fraction, exponent) or has none is handed to SkipNumber, from its
 // start, for its end.
-func readInt(b []byte, i int) (int, int64) {
-	i = skipWS(b, i)
+func ReadInt(b []byte, i int) (int, int64) {
+	i = SkipWS(b, i)
 	if i < len(b) && b[i] == 'n' {
-		return literal(b, i, "null"), -1
+		return Literal(b, i, "null"), -1
 	}
 	if i >= len(b) || !(b[i] == '-' || b[i]-'0' <= 9) {
 		return -1, 0
@@ -169,7 +179,7 @@ func readInt(b []byte, i int) (int, int64) {
 		}
 	}
 	if i == digits || (i < len(b) && numberByte(b[i])) {
-		if i = skipNumber(b, start); i < 0 {
+		if i = SkipNumber(b, start); i < 0 {
 			return -1, 0
 		}
 	}
@@ -179,12 +189,12 @@ func readInt(b []byte, i int) (int, int64) {
 	return i, v
 }
 
-// appendString decodes the string value at b[i] (or null, which appends
+// AppendString decodes the string value at b[i] (or null, which appends
 // nothing) onto dst.
-func appendString(b []byte, i int, dst []byte) (int, []byte) {
-	i = skipWS(b, i)
+func AppendString(b []byte, i int, dst []byte) (int, []byte) {
+	i = SkipWS(b, i)
 	if i < len(b) && b[i] == 'n' {
-		return literal(b, i, "null"), dst
+		return Literal(b, i, "null"), dst
 	}
 	if i >= len(b) || b[i] != '"' {
 		return -1, dst
@@ -275,19 +285,23 @@ func hex4(b []byte, i int) (rune, bool) {
 	return r, true
 }
 
-// field is called for each member of an object with the raw key bytes (not
-// unescaped; the keys tracekit needs have no escapes) and the position of
-// the value; it returns the position after the value, or -1. Plain
-// functions (not closures) keep the walk allocation-free.
-type field func(c *chunk, key []byte, b []byte, i, depth int) int
+// none is the state type of a walk that only skips.
+type none struct{}
 
-// walkObject walks the object at b[i], calling f for each member (or
-// skipping every value when f is nil).
-func walkObject(b []byte, i, depth int, c *chunk, f field) int {
-	if depth > maxDepth || i >= len(b) || b[i] != '{' {
+// Field is called for each member of an object with the raw key bytes
+// (not unescaped; the keys the decoders need have no escapes) and the
+// position of the value; it returns the position after the value, or -1.
+// c is the caller's walk state. Plain functions (not closures) keep the
+// walk allocation-free.
+type Field[T any] func(c *T, key []byte, b []byte, i, depth int) int
+
+// WalkObject walks the object at b[i], calling f for each member (or
+// skipping every value when f is nil). depth is the object's nesting.
+func WalkObject[T any](b []byte, i, depth int, c *T, f Field[T]) int {
+	if depth > MaxDepth || i >= len(b) || b[i] != '{' {
 		return -1
 	}
-	i = skipWS(b, i+1)
+	i = SkipWS(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return i + 1
 	}
@@ -295,31 +309,31 @@ func walkObject(b []byte, i, depth int, c *chunk, f field) int {
 		if i >= len(b) || b[i] != '"' {
 			return -1
 		}
-		end := skipString(b, i)
+		end := SkipString(b, i)
 		if end < 0 {
 			return -1
 		}
 		key := b[i+1 : end-1]
-		i = skipWS(b, end)
+		i = SkipWS(b, end)
 		if i >= len(b) || b[i] != ':' {
 			return -1
 		}
 		if f != nil {
 			i = f(c, key, b, i+1, depth)
 		} else {
-			i = skipValue(b, i+1, depth)
+			i = SkipValue(b, i+1, depth)
 		}
 		// What follows the member, inline: this runs after every member
 		// of every event (a helper here costs a call, too big to inline).
 		if i < 0 {
 			return -1
 		}
-		if i = skipWS(b, i); i >= len(b) {
+		if i = SkipWS(b, i); i >= len(b) {
 			return -1
 		}
 		switch b[i] {
 		case ',':
-			i = skipWS(b, i+1)
+			i = SkipWS(b, i+1)
 		case '}':
 			return i + 1
 		default:
@@ -328,16 +342,16 @@ func walkObject(b []byte, i, depth int, c *chunk, f field) int {
 	}
 }
 
-// element is called for each element of an array at position i.
-type element func(c *chunk, b []byte, i, depth int) int
+// Element is called for each element of an array at position i.
+type Element[T any] func(c *T, b []byte, i, depth int) int
 
-// walkArray walks the array at b[i], calling f for each element (or
+// WalkArray walks the array at b[i], calling f for each element (or
 // skipping them when f is nil).
-func walkArray(b []byte, i, depth int, c *chunk, f element) int {
-	if depth > maxDepth || i >= len(b) || b[i] != '[' {
+func WalkArray[T any](b []byte, i, depth int, c *T, f Element[T]) int {
+	if depth > MaxDepth || i >= len(b) || b[i] != '[' {
 		return -1
 	}
-	i = skipWS(b, i+1)
+	i = SkipWS(b, i+1)
 	if i < len(b) && b[i] == ']' {
 		return i + 1
 	}
@@ -345,21 +359,62 @@ func walkArray(b []byte, i, depth int, c *chunk, f element) int {
 		if f != nil {
 			i = f(c, b, i, depth)
 		} else {
-			i = skipValue(b, i, depth)
+			i = SkipValue(b, i, depth)
 		}
 		if i < 0 {
 			return -1
 		}
-		if i = skipWS(b, i); i >= len(b) {
+		if i = SkipWS(b, i); i >= len(b) {
 			return -1
 		}
 		switch b[i] {
 		case ',':
-			i = skipWS(b, i+1)
+			i = SkipWS(b, i+1)
 		case ']':
 			return i + 1
 		default:
 			return -1
 		}
 	}
+}
+
+// Valid reports whether b is one JSON value, whitespace around it
+// allowed.
+func Valid(b []byte) bool {
+	i := SkipValue(b, 0, 0)
+	return i >= 0 && SkipWS(b, i) == len(b)
+}
+
+// Object reports whether b is one JSON object (whitespace around it
+// allowed), the only shape an event's data may have.
+func Object(b []byte) bool {
+	i := SkipWS(b, 0)
+	return i < len(b) && b[i] == '{' && Valid(b)
+}
+
+// String returns the value of the string at b[i] without its quotes,
+// undecoded (escapes left as they are): for comparing a "type" value
+// with a name that has no escapes. ok is false when b[i] is no string.
+func String(b []byte, i, depth int) (end int, raw []byte, ok bool) {
+	i = SkipWS(b, i)
+	if i >= len(b) || b[i] != '"' {
+		return SkipValue(b, i, depth), nil, false
+	}
+	end = SkipString(b, i)
+	if end < 0 {
+		return -1, nil, false
+	}
+	return end, b[i+1 : end-1], true
+}
+
+// Span returns the position after the value at b[i] and the value's
+// bytes, for a member whose meaning depends on one read later (the
+// "type" that some servers put last).
+func Span(b []byte, i, depth int) (end int, v []byte) {
+	i = SkipWS(b, i)
+	end = SkipValue(b, i, depth)
+	if end < 0 {
+		return -1, nil
+	}
+	return end, b[i:end]
 }
