@@ -161,8 +161,8 @@ func (w *ParquetWriter[T]) stampVersion(v int) {
 // TraceSchemaVersion), so a trace without wait-only edges stays readable
 // by a version-2 tracekit.
 type TraceWriter struct {
-	w     *ParquetWriter[Turn]
-	after bool // a row with After was written: stamped TraceSchemaVersion
+	w       *ParquetWriter[Turn]
+	version int // the version stamped so far: the newest its rows need
 }
 
 // NewTraceWriter creates path and writes meta into its footer on Close.
@@ -194,18 +194,24 @@ func NewTraceWriterWith(path string, meta TraceMeta, o TraceWriterOptions) (*Tra
 		w.f.Close()
 		return nil, err
 	}
-	return &TraceWriter{w: w}, nil
+	return &TraceWriter{w: w, version: traceVersionBase}, nil
 }
 
 // Write appends rows.
 func (t *TraceWriter) Write(rows ...Turn) error {
-	if !t.after {
-		for i := range rows {
-			if len(rows[i].After) > 0 {
-				t.after = true
-				t.w.stampVersion(TraceSchemaVersion)
-				break
-			}
+	for i := range rows {
+		if t.version == TraceSchemaVersion {
+			break
+		}
+		v := traceVersionBase
+		if rows[i].needsV4() {
+			v = TraceSchemaVersion
+		} else if len(rows[i].After) > 0 {
+			v = traceVersionAfter
+		}
+		if v > t.version {
+			t.version = v
+			t.w.stampVersion(v)
 		}
 	}
 	return t.w.write(rows)
@@ -225,8 +231,8 @@ func (t *TraceWriter) SetMeta(meta TraceMeta) error { return t.w.setJSON(MetaTra
 // the oldest schema version that holds its rows (see
 // RecordingSchemaVersion).
 type RecordWriter struct {
-	w     *ParquetWriter[Record]
-	after bool // a row with After was written: stamped RecordingSchemaVersion
+	w       *ParquetWriter[Record]
+	version int // the version stamped so far: the newest its rows need
 }
 
 // NewRecordWriter creates path. meta is written on Close, so fields known
@@ -236,7 +242,7 @@ func NewRecordWriter(path string, meta RunMeta) (*RecordWriter, error) {
 	if err != nil {
 		return nil, err
 	}
-	rw := &RecordWriter{w: w}
+	rw := &RecordWriter{w: w, version: recordingVersionBase}
 	if err := rw.SetRunMeta(meta); err != nil {
 		w.f.Close()
 		return nil, err
@@ -249,13 +255,19 @@ func (r *RecordWriter) SetRunMeta(meta RunMeta) error { return r.w.setJSON(MetaR
 
 // Write appends rows.
 func (r *RecordWriter) Write(rows ...Record) error {
-	if !r.after {
-		for i := range rows {
-			if len(rows[i].After) > 0 {
-				r.after = true
-				r.w.stampVersion(RecordingSchemaVersion)
-				break
-			}
+	for i := range rows {
+		if r.version == RecordingSchemaVersion {
+			break
+		}
+		v := recordingVersionBase
+		if rows[i].needsV4() {
+			v = RecordingSchemaVersion
+		} else if len(rows[i].After) > 0 {
+			v = recordingVersionAfter
+		}
+		if v > r.version {
+			r.version = v
+			r.w.stampVersion(v)
 		}
 	}
 	return r.w.write(rows)

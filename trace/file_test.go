@@ -269,7 +269,9 @@ func TestTraceReaderChecksRows(t *testing.T) {
 // A trace or recording is stamped with the oldest schema version that
 // holds its rows: 2 without wait-only edges (a version-2 tracekit replays
 // it exactly), 3 with one (a version-2 tracekit refuses it rather than
-// send without waiting), and both read back here with After intact.
+// send without waiting), 4 with an API beyond chat and completions (a
+// version-3 tracekit would send it as a chat), and all read back here
+// with After and Endpoint intact.
 func TestVersionStampFollowsAfter(t *testing.T) {
 	dir := t.TempDir()
 	version := func(p string) string {
@@ -289,11 +291,15 @@ func TestVersionStampFollowsAfter(t *testing.T) {
 	chat := []Turn{{ConversationID: "a", Turn: 0}, {ConversationID: "a", Turn: 1, Parents: []int32{RootParent}}}
 	wait := slices.Clone(chat)
 	wait[1].After = []int32{0}
+	chatNamed := slices.Clone(chat)
+	chatNamed[1].Endpoint = EndpointChat
+	messages := slices.Clone(wait)
+	messages[1].Endpoint = EndpointMessages
 	for _, c := range []struct {
 		name  string
 		turns []Turn
 		want  string
-	}{{"chat", chat, "2"}, {"after", wait, "3"}} {
+	}{{"chat", chat, "2"}, {"after", wait, "3"}, {"chat-named", chatNamed, "2"}, {"messages", messages, "4"}} {
 		p := filepath.Join(dir, c.name+".trace.parquet")
 		w, err := NewTraceWriter(p, TraceMeta{})
 		if err != nil {
@@ -314,8 +320,8 @@ func TestVersionStampFollowsAfter(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(got[1].After, c.turns[1].After) {
-			t.Errorf("%s trace: After read back %v, wrote %v", c.name, got[1].After, c.turns[1].After)
+		if !slices.Equal(got[1].After, c.turns[1].After) || got[1].Endpoint != c.turns[1].Endpoint {
+			t.Errorf("%s trace: After, Endpoint read back %v %q, wrote %v %q", c.name, got[1].After, got[1].Endpoint, c.turns[1].After, c.turns[1].Endpoint)
 		}
 
 		p = filepath.Join(dir, c.name+".rec.parquet")
@@ -324,7 +330,7 @@ func TestVersionStampFollowsAfter(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, tu := range c.turns {
-			if err := rw.Write(Record{RequestID: fmt.Sprint(tu.Turn), Turn: tu.Turn, Parents: tu.Parents, After: tu.After}); err != nil {
+			if err := rw.Write(Record{RequestID: fmt.Sprint(tu.Turn), Turn: tu.Turn, Parents: tu.Parents, After: tu.After, Endpoint: tu.Endpoint}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -338,7 +344,7 @@ func TestVersionStampFollowsAfter(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(recs[1].After, c.turns[1].After) {
+		if !slices.Equal(recs[1].After, c.turns[1].After) || recs[1].Endpoint != c.turns[1].Endpoint {
 			t.Errorf("%s recording: After read back %v, wrote %v", c.name, recs[1].After, c.turns[1].After)
 		}
 	}

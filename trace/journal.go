@@ -20,7 +20,12 @@ import (
 //
 // A frame cut short or failing its CRC ends the journal: a crash can only
 // tear the tail.
-const JournalMagic = "tracekit.journal.v4\n"
+const JournalMagic = "tracekit.journal.v5\n"
+
+// journalMagicV4 is the journal of a build before Record.Endpoint,
+// ReasoningTokens, FirstAnswerEvent and Items: its record payloads end
+// after After. Recover still reads it.
+const journalMagicV4 = "tracekit.journal.v4\n"
 
 // journalMagicV3 is the journal of a build before Record.After: its record
 // payloads end after ToolCallMismatch. Recover still reads it.
@@ -93,7 +98,13 @@ func AppendRecordPayload(dst []byte, r *Record) []byte {
 	dst = appendInt32s(dst, r.Parents)
 	dst = binary.AppendVarint(dst, int64(r.ToolCalls))
 	dst = binary.AppendVarint(dst, b2i(r.ToolCallMismatch))
-	return appendInt32s(dst, r.After)
+	dst = appendInt32s(dst, r.After)
+	dst = binary.AppendUvarint(dst, uint64(len(r.Endpoint)))
+	dst = append(dst, r.Endpoint...)
+	for _, v := range [...]int32{r.ReasoningTokens, r.FirstAnswerEvent, r.Items} {
+		dst = binary.AppendVarint(dst, int64(v))
+	}
+	return dst
 }
 
 // appendInt32s appends a length-prefixed list of varints (the decoder's
@@ -173,7 +184,8 @@ const (
 	journalV1 = 1 // before Record.NonStreaming
 	journalV2 = 2 // before Record.Parents, ToolCalls, ToolCallMismatch
 	journalV3 = 3 // before Record.After
-	journalV4 = 4
+	journalV4 = 4 // before Record.Endpoint, ReasoningTokens, FirstAnswerEvent, Items
+	journalV5 = 5
 )
 
 func decodeRecord(body []byte, r *Record, ver int) error {
@@ -220,6 +232,11 @@ func decodeRecord(body []byte, r *Record, ver int) error {
 			return err
 		}
 	}
+	r.Endpoint, r.ReasoningTokens, r.FirstAnswerEvent, r.Items = "", 0, 0, 0
+	if ver >= journalV5 {
+		r.Endpoint = d.str()
+		r.ReasoningTokens, r.FirstAnswerEvent, r.Items = int32(d.varint()), int32(d.varint()), int32(d.varint())
+	}
 	if d.err == nil && len(d.b) != 0 {
 		return fmt.Errorf("%d unexpected bytes after the record", len(d.b))
 	}
@@ -242,7 +259,7 @@ type JournalReader struct {
 
 // SniffJournal returns the magic line r starts with, if it is one of ours.
 func SniffJournal(r *bufio.Reader) string {
-	for _, m := range []string{JournalMagic, journalMagicV3, journalMagicV2, journalMagicV1, TraceJournalMagic} {
+	for _, m := range []string{JournalMagic, journalMagicV4, journalMagicV3, journalMagicV2, journalMagicV1, TraceJournalMagic} {
 		if b, err := r.Peek(len(m)); err == nil && string(b) == m {
 			return m
 		}
@@ -253,9 +270,11 @@ func SniffJournal(r *bufio.Reader) string {
 func NewJournalReader(r io.Reader, name, magic string) (*JournalReader, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	got := SniffJournal(br)
-	ver := journalV4
+	ver := journalV5
 	if magic == JournalMagic {
 		switch got {
+		case journalMagicV4:
+			ver = journalV4
 		case journalMagicV1:
 			ver = journalV1
 		case journalMagicV2:
@@ -264,7 +283,7 @@ func NewJournalReader(r io.Reader, name, magic string) (*JournalReader, error) {
 			ver = journalV3
 		}
 	}
-	if got != magic && ver == journalV4 {
+	if got != magic && ver == journalV5 {
 		return nil, fmt.Errorf("%s: %w (expected it to start with %q)", name, ErrNotJournal, magic[:len(magic)-1])
 	}
 	br.Discard(len(got))

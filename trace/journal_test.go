@@ -11,7 +11,10 @@ import (
 // after TokensExact) still decodes, and a v2 journal keeps the field.
 func TestJournalV1StillReads(t *testing.T) {
 	rec := Record{RequestID: "r1", ConversationID: "c", Turn: 2, SentNs: 5, EventNs: []int64{7, 9}, EventTokens: []int32{0, 3}, TokensExact: true}
-	v4 := AppendRecordPayload(nil, &rec)
+	v5 := AppendRecordPayload(nil, &rec)
+	// v4's payload: v5's without the empty Endpoint and three zero
+	// varints (a byte each).
+	v4 := v5[:len(v5)-4]
 	// v3's payload: v4's without the empty After list's byte; v2's: v3's
 	// without the graph fields' three trailing bytes (no parents, 0 tool
 	// calls, no mismatch).
@@ -29,7 +32,7 @@ func TestJournalV1StillReads(t *testing.T) {
 		magic   string
 		payload []byte
 		nonStr  bool
-	}{{journalMagicV1, v1, false}, {journalMagicV2, v2, false}, {journalMagicV3, v3, false}, {JournalMagic, v4, false}} {
+	}{{journalMagicV1, v1, false}, {journalMagicV2, v2, false}, {journalMagicV3, v3, false}, {journalMagicV4, v4, false}, {JournalMagic, v5, false}} {
 		j := AppendJournalFrame([]byte(c.magic), c.payload)
 		jr, err := NewJournalReader(bytes.NewReader(j), "test", JournalMagic)
 		if err != nil {
@@ -63,7 +66,7 @@ func TestJournalGraphFields(t *testing.T) {
 		t.Fatalf("v3 graph fields lost: %v %+v", err, got)
 	}
 	p := AppendRecordPayload(nil, &Record{RequestID: "r2"})
-	jr, _ = NewJournalReader(bytes.NewReader(AppendJournalFrame([]byte(journalMagicV2), p[:len(p)-4])), "test", JournalMagic)
+	jr, _ = NewJournalReader(bytes.NewReader(AppendJournalFrame([]byte(journalMagicV2), p[:len(p)-8])), "test", JournalMagic)
 	got = Record{Parents: []int32{9}, ToolCalls: 9}
 	if err := jr.Next(&got); err != nil || got.Parents != nil || got.ToolCalls != 0 || got.RequestID != "r2" {
 		t.Fatalf("v2 journal: %v %+v", err, got)
@@ -81,9 +84,26 @@ func TestJournalAfter(t *testing.T) {
 		t.Fatalf("v4 After lost: %v %+v", err, got)
 	}
 	noAfter := AppendRecordPayload(nil, &Record{RequestID: "r2", Parents: []int32{RootParent}, ToolCalls: 1})
-	jr, _ = NewJournalReader(bytes.NewReader(AppendJournalFrame([]byte(journalMagicV3), noAfter[:len(noAfter)-1])), "test", JournalMagic)
+	jr, _ = NewJournalReader(bytes.NewReader(AppendJournalFrame([]byte(journalMagicV3), noAfter[:len(noAfter)-5])), "test", JournalMagic)
 	got = Record{After: []int32{9}}
 	if err := jr.Next(&got); err != nil || got.After != nil || got.RequestID != "r2" || len(got.Parents) != 1 || got.ToolCalls != 1 {
 		t.Fatalf("v3 journal: %v %+v", err, got)
+	}
+}
+
+// A v5 journal carries what APIs beyond chat report; a v4 one (a build
+// before them) reads them empty and still decodes After.
+func TestJournalEndpointFields(t *testing.T) {
+	rec := Record{RequestID: "r1", After: []int32{2}, Endpoint: EndpointMessages, ReasoningTokens: 7, FirstAnswerEvent: 3, Items: 0}
+	jr, _ := NewJournalReader(bytes.NewReader(AppendJournalFrame([]byte(JournalMagic), AppendRecordPayload(nil, &rec))), "test", JournalMagic)
+	var got Record
+	if err := jr.Next(&got); err != nil || got.Endpoint != EndpointMessages || got.ReasoningTokens != 7 || got.FirstAnswerEvent != 3 || len(got.After) != 1 {
+		t.Fatalf("v5 fields lost: %v %+v", err, got)
+	}
+	p := AppendRecordPayload(nil, &Record{RequestID: "r2", After: []int32{1}})
+	jr, _ = NewJournalReader(bytes.NewReader(AppendJournalFrame([]byte(journalMagicV4), p[:len(p)-4])), "test", JournalMagic)
+	got = Record{Endpoint: "x", Items: 9}
+	if err := jr.Next(&got); err != nil || got.Endpoint != "" || got.Items != 0 || len(got.After) != 1 || got.RequestID != "r2" {
+		t.Fatalf("v4 journal: %v %+v", err, got)
 	}
 }

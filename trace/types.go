@@ -12,21 +12,68 @@ const (
 	// wait-only edges (Turn.After): a reader that ignored them would send
 	// a node without waiting, so a trace is stamped 3 only when a row
 	// holds one (traceVersionAfter) and 2 otherwise, which every version-2
-	// reader replays exactly.
-	TraceSchemaVersion = 3
+	// reader replays exactly. Version 4 adds Turn.Endpoint, stamped only
+	// on a trace with a turn for an API other than chat or completions (a
+	// version-3 reader would send it as a chat).
+	TraceSchemaVersion = 4
 	// RecordingSchemaVersion 2 adds each request's graph parents and its
 	// answer's tool calls (parents, tool_calls, tool_call_mismatch);
 	// version 1 recordings read with them empty: chats. Version 3 adds
 	// Record.After, stamped only on a recording that holds one (a
 	// version-2 reader would build session graphs without those edges).
-	RecordingSchemaVersion = 3
+	// Version 4 adds each request's API and what APIs beyond chat report
+	// (endpoint, reasoning_tokens, first_answer_event, items), stamped only
+	// on a recording that needs them (see Record.needsV4).
+	RecordingSchemaVersion = 4
 )
 
-// The versions a file is stamped with when no row needs the newest: the
-// trace and recording formats before Turn.After / Record.After.
+// The versions a file is stamped with when no row needs a newer one: the
+// trace and recording formats before Turn.After / Record.After, and the
+// versions that added them.
 const (
-	traceVersionBase     = 2
-	recordingVersionBase = 2
+	traceVersionBase      = 2
+	recordingVersionBase  = 2
+	traceVersionAfter     = 3
+	recordingVersionAfter = 3
+)
+
+// Endpoints: the APIs a turn can be sent on (Turn.Endpoint, Record.Endpoint).
+const (
+	EndpointChat        = "chat"        // OpenAI /v1/chat/completions
+	EndpointCompletions = "completions" // OpenAI /v1/completions
+	EndpointResponses   = "responses"   // OpenAI /v1/responses
+	EndpointMessages    = "messages"    // Anthropic /v1/messages
+	EndpointEmbeddings  = "embeddings"  // OpenAI /v1/embeddings
+	EndpointRerank      = "rerank"      // /v1/rerank (Jina/Cohere shape, vLLM, llama.cpp, TEI)
+	EndpointScore       = "score"       // vLLM /v1/score
+)
+
+// Endpoints lists every endpoint name, in the order documents list them.
+var Endpoints = []string{EndpointChat, EndpointCompletions, EndpointResponses, EndpointMessages,
+	EndpointEmbeddings, EndpointRerank, EndpointScore}
+
+// KnownEndpoint reports whether e names an endpoint ("" does not).
+func KnownEndpoint(e string) bool {
+	for _, k := range Endpoints {
+		if e == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Generates reports whether requests to endpoint e generate tokens
+// (chat, completions, responses, messages; "" is chat or completions):
+// embeddings, rerank and score answer one body of scores or vectors.
+func Generates(e string) bool {
+	return e != EndpointEmbeddings && e != EndpointRerank && e != EndpointScore
+}
+
+// Message roles of the non-generating endpoints' items (Turn.Messages).
+const (
+	RoleInput    = "input"    // embeddings: one input of the batch
+	RoleQuery    = "query"    // rerank, score: the query (text_1)
+	RoleDocument = "document" // rerank, score: one document (text_2)
 )
 
 // Keys of the Parquet file-level key-value metadata.
@@ -143,6 +190,19 @@ type Turn struct {
 	// carries with --history reference, and what a live answer is compared
 	// with.
 	ReferenceToolCalls []ToolCall `parquet:"reference_tool_calls,list" json:"reference_tool_calls,omitempty"`
+	// Endpoint is the API the request is sent on (one of Endpoints), or ""
+	// for replay's --endpoint (chat or completions): what every trace before
+	// schema version 4 means. The generating APIs carry a conversation in
+	// Messages as chat does. Embeddings carry one Message of role RoleInput
+	// per input of the batch; rerank and score one RoleQuery message and a
+	// RoleDocument message per document, each with its Tokens (and Virtual
+	// text like any message).
+	Endpoint string `parquet:"endpoint" json:"endpoint,omitempty"`
+}
+
+// needsV4 reports whether t holds what a version-3 reader would lose.
+func (t *Turn) needsV4() bool {
+	return t.Endpoint != "" && t.Endpoint != EndpointChat && t.Endpoint != EndpointCompletions
 }
 
 // TraceMeta is the file-level description of a trace.
@@ -259,6 +319,31 @@ type Record struct {
 	// from the trace's ReferenceToolCalls in count or names; replay then
 	// carried the recorded assistant message into the descendants.
 	ToolCallMismatch bool `parquet:"tool_call_mismatch" json:"tool_call_mismatch,omitempty"`
+
+	// Endpoint is the API the request was sent on (one of Endpoints).
+	// Recordings before schema version 4 read "": chat or completions, as
+	// the run's metadata says.
+	Endpoint string `parquet:"endpoint" json:"endpoint,omitempty"`
+	// ReasoningTokens is the usage's reasoning (thinking) token count
+	// (completion_tokens_details.reasoning_tokens, Responses'
+	// output_tokens_details.reasoning_tokens), -1 if not reported. It is part
+	// of CompletionTokens. Recordings before version 4 read 0.
+	ReasoningTokens int32 `parquet:"reasoning_tokens" json:"reasoning_tokens,omitempty"`
+	// FirstAnswerEvent is the index in EventNs of the first event that
+	// carried answer text or a tool call rather than reasoning: the time to
+	// the first answer token is EventNs[FirstAnswerEvent]. len(EventNs)
+	// when no event did (a stream of reasoning only). Recordings before
+	// version 4 read 0: every event counted as answer.
+	FirstAnswerEvent int32 `parquet:"first_answer_event" json:"first_answer_event,omitempty"`
+	// Items counts what a non-generating endpoint answered: embeddings
+	// returned, rerank or score results. 0 for the generating APIs.
+	Items int32 `parquet:"items" json:"items,omitempty"`
+}
+
+// needsV4 reports whether r holds what a version-3 reader would lose.
+func (r *Record) needsV4() bool {
+	return (r.Endpoint != "" && r.Endpoint != EndpointChat && r.Endpoint != EndpointCompletions) ||
+		r.ReasoningTokens > 0 || r.FirstAnswerEvent > 0 || r.Items > 0
 }
 
 // RunMeta is the file-level description of a recording. Health is filled
