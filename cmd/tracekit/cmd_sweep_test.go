@@ -135,6 +135,23 @@ func TestSweepLadderFiles(t *testing.T) {
 			t.Errorf("missing %s: %v", f, err)
 		}
 	}
+	// Every file gets the mode a plain create gives (0644 under umask 022),
+	// the summary as well as the recordings.
+	plain := filepath.Join(t.TempDir(), "plain")
+	if f, err := os.Create(plain); err != nil {
+		t.Fatal(err)
+	} else {
+		f.Close()
+	}
+	pfi, _ := os.Stat(plain)
+	files, _ := os.ReadDir(out)
+	for _, e := range files {
+		if fi, err := e.Info(); err != nil {
+			t.Error(err)
+		} else if fi.Mode() != pfi.Mode() {
+			t.Errorf("%s: mode %v, want %v as os.Create gives", e.Name(), fi.Mode(), pfi.Mode())
+		}
+	}
 	// Each step is a normal recording: analyze reads it.
 	if o, e, code := runCLI(t, "analyze", filepath.Join(out, "step-02-speed-2.parquet")); code != ExitOK || !strings.Contains(o, "Successful requests:") {
 		t.Errorf("analyze of a step: exit %d\n%s%s", code, o, e)
@@ -183,6 +200,11 @@ func TestSweepLadderFiles(t *testing.T) {
 	}
 	if page, err := os.ReadFile(htmlPath); err != nil || !bytes.Contains(page, []byte("B throughput")) || !bytes.Contains(page, []byte(sweep.SummaryHTML)) {
 		t.Errorf("compare html: %v", err)
+	}
+	if fi, err := os.Stat(htmlPath); err != nil {
+		t.Error(err)
+	} else if fi.Mode() != pfi.Mode() {
+		t.Errorf("compare html: mode %v, want %v", fi.Mode(), pfi.Mode())
 	}
 	// tracekit compare takes the two sweep directories too.
 	if top, e, code := runCLI(t, "compare", out, out2); code != ExitOK || top != cmp {
