@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -31,6 +33,9 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"replay", "x.parquet", "--target", "http://127.0.0.1:1", "--timing", "often"}, `--timing "often": expected one of closed, trace`},
 		{[]string{"replay", "x.parquet", "--target", "http://127.0.0.1:1", "--target-policy", "random"}, `--target-policy "random": expected one of round-robin, conversation`},
 		{[]string{"sweep", "x.parquet", "--target", "http://127.0.0.1:1", "--out", "d", "--history", "mine"}, `--history "mine": expected one of actual, reference`},
+		{[]string{"replay", "x.parquet"}, `required flag(s) "target" not set`},
+		{[]string{"sweep", "x.parquet", "--out", "d", "--speed", "1"}, `required flag(s) "target" not set`},
+		{[]string{"completion", "tcsh"}, `completion "tcsh": unknown shell, expected bash, fish, powershell or zsh`},
 	} {
 		_, stderr, code := runCLI(t, c.args...)
 		if code != ExitUsage || !strings.Contains(stderr, c.want) {
@@ -43,5 +48,26 @@ func TestVersionExits0(t *testing.T) {
 	out, _, code := runCLI(t, "version")
 	if code != ExitOK || !strings.HasPrefix(out, "tracekit ") {
 		t.Fatalf("version: exit %d, %q", code, out)
+	}
+}
+
+// A target URL whose port cannot exist is bad input (exit 2), named,
+// before anything is sent or written.
+func TestBadTargetPortExit2(t *testing.T) {
+	tr := sweepTrace(t, 5, 10)
+	dir := t.TempDir()
+	for _, target := range []string{"http://127.0.0.1:99999", "http://127.0.0.1:0", "http://127.0.0.1:http"} {
+		for _, args := range [][]string{
+			{"replay", tr, "--target", target, "--progress", "none", "-o", filepath.Join(dir, "r.parquet")},
+			{"sweep", tr, "--target", target, "--out", filepath.Join(dir, "s"), "--speed", "1"},
+		} {
+			_, stderr, code := runCLI(t, args...)
+			if code != ExitUsage || !strings.Contains(stderr, "--target "+strconv.Quote(target)) || !strings.Contains(stderr, "port") {
+				t.Errorf("%s --target %s: exit %d, stderr %q; want exit 2 naming the target's port", args[0], target, code, stderr)
+			}
+		}
+	}
+	if names := listDir(t, dir); len(names) != 0 {
+		t.Errorf("files left: %v", names)
 	}
 }

@@ -59,7 +59,7 @@ func exitCode(err error) int {
 	}
 	// cobra's own usage errors carry no type.
 	if msg := err.Error(); strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "unknown flag") ||
-		strings.HasPrefix(msg, "unknown shorthand flag") {
+		strings.HasPrefix(msg, "unknown shorthand flag") || strings.HasPrefix(msg, "required flag(s)") {
 		return ExitUsage
 	}
 	return ExitFailed

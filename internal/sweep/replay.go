@@ -101,6 +101,11 @@ func NewReplayStepper(o ReplayOptions) (*ReplayStepper, error) {
 	if o.Speed > 0 && o.Rate > 0 {
 		return nil, errors.New("a fixed speed and a fixed rate at once")
 	}
+	for _, t := range o.Base.Targets {
+		if err := replay.CheckTarget(t); err != nil {
+			return nil, fmt.Errorf("--target %w", err)
+		}
+	}
 	ts, err := trace.SummarizeTrace(o.Base.Trace)
 	if err != nil {
 		return nil, fmt.Errorf("reading the trace %s: %w", o.Base.Trace, err)
