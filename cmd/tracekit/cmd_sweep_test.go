@@ -213,13 +213,13 @@ func TestSweepLadderFiles(t *testing.T) {
 }
 
 // With a client-lag limit no run can meet, every step is marked distorted,
-// none is the answer, and the sweep exits 1.
+// none is the answer, and the sweep exits 3: the client could not measure.
 func TestSweepDistortedStepsAreMarked(t *testing.T) {
 	srv := sweepMock(t)
 	out := filepath.Join(t.TempDir(), "sweep")
 	stdout, stderr, code := runCLI(t, "sweep", sweepTrace(t, 30, 20), "--target", srv.URL(), "--out", out, "--speed", "1,2",
 		"--step-requests", "10", "--slo", "ttft:p99:5s", "--max-client-lag", "1ns", "--retry-distorted", "0")
-	if code != ExitFailed || !strings.Contains(stderr, "no step succeeded") {
+	if code != 3 || !strings.Contains(stderr, "could not measure faithfully") {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	s, err := sweep.ReadSummary(out)
@@ -233,6 +233,51 @@ func TestSweepDistortedStepsAreMarked(t *testing.T) {
 	}
 	if len(s.Steps) != 2 || s.Answer == nil || s.Answer.Found || !strings.Contains(stdout, "DISTORTED") {
 		t.Errorf("steps %d, answer %+v\n%s", len(s.Steps), s.Answer, stdout)
+	}
+}
+
+// A search whose every request met the SLO on a client whose own health
+// check failed (forced through the real path: a client-lag limit no run
+// can meet) has no answer: the client could not measure faithfully, exit
+// 3, and the answer names the health figure, once; it is not "no load met
+// the SLO".
+func TestSweepSearchUnmeasuredExit3(t *testing.T) {
+	srv := sweepMock(t)
+	out := filepath.Join(t.TempDir(), "sweep")
+	stdout, stderr, code := runCLI(t, "sweep", sweepTrace(t, 30, 20), "--target", srv.URL(), "--out", out, "--search", "speed:1-4",
+		"--step-requests", "10", "--slo", "ttft:p99:5s", "--max-client-lag", "1ns", "--retry-distorted", "0", "--progress-every", "1m")
+	if code != 3 {
+		t.Errorf("exit %d, want 3\n%s\n%s", code, stdout, stderr)
+	}
+	s, err := sweep.ReadSummary(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Steps) == 0 {
+		t.Fatal("no step")
+	}
+	for _, r := range s.Steps {
+		met := true
+		for _, k := range r.Checks {
+			met = met && k.Met
+		}
+		if !r.Distorted || len(r.Distortions) == 0 || r.Errors != 0 || r.Completed != r.Requests || r.Requests == 0 || !met {
+			t.Fatalf("step %d: distorted %v %q, %d errors, %d of %d completed, objectives met %v: want every request to meet the SLO on a distorted client",
+				r.Index, r.Distorted, r.Distortions, r.Errors, r.Completed, r.Requests, met)
+		}
+	}
+	a := s.Answer
+	figure := s.Steps[0].Distortions[0] // e.g. "send delay p99 0.94 ms > 0.00 ms"
+	if a == nil || a.Found || !strings.Contains(a.Reason, "the client could not measure faithfully") || !strings.Contains(a.Reason, figure) {
+		t.Fatalf("answer %+v; want none, the client could not measure, naming %q", a, figure)
+	}
+	both := stdout + stderr
+	if n := strings.Count(both, a.Reason); n != 1 {
+		t.Errorf("the answer's reason is printed %d times, want once:\n%s\n%s", n, stdout, stderr)
+	}
+	if strings.Contains(both, "no load met the SLO") || !strings.Contains(stdout, "answer:   none: the client could not measure faithfully") ||
+		!strings.Contains(stderr, "could not measure faithfully") {
+		t.Errorf("output:\n%s\n%s", stdout, stderr)
 	}
 }
 

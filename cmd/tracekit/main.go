@@ -29,7 +29,9 @@ timestamp of every streamed token event, and computes serving metrics offline.
   tracekit analyze  compute TTFT, ITL, TPOT, throughput from a recording
   tracekit mock     run an OpenAI-compatible mock server with a latency model
 
-Exit codes: 0 success, 1 the run failed, 2 bad usage or input, 130 interrupted.`,
+Exit codes: 0 success, 1 the run failed, 2 bad usage or input, 3 the client
+could not measure faithfully (its own health check failed where that decided
+the result), 130 interrupted.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -336,10 +337,11 @@ func (s *Summary) AnswerLine() string {
 		return "no SLO given"
 	}
 	if !a.Found {
-		if up := s.step(a.Upper); up != nil {
-			return fmt.Sprintf("no load met the SLO; the lowest run, step %d (%s), failed: %s", up.Index, up.Load, up.result())
+		reason := cmp.Or(a.Reason, "no load met the SLO") // summaries written before Reason
+		if up := s.step(a.Upper); up != nil && !a.Unmeasured {
+			return fmt.Sprintf("%s; the lowest run, step %d (%s), failed: %s", reason, up.Index, up.Load, up.result())
 		}
-		return "no load met the SLO"
+		return "none: " + reason
 	}
 	var b strings.Builder
 	lo := s.step(a.Lower)
