@@ -281,6 +281,72 @@ func TestSweepSearchUnmeasuredExit3(t *testing.T) {
 	}
 }
 
+// A target that dies mid-sweep (a real mock on loopback, stopped a few
+// requests into step 2, after step 1 passed): the step it broke is not a
+// load failure, so it bounds nothing. The sweep stops, exit 1, and
+// sweep.json holds no answer (found false, with the reason), not step 1 as
+// the highest passing load.
+func TestSweepTargetDiesMidSweep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs sweep steps of seconds")
+	}
+	srv := sweepMock(t)
+	out := filepath.Join(t.TempDir(), "sweep")
+	done := make(chan struct{})
+	killed := make(chan bool, 1)
+	go func() { // stops the mock 5 requests into step 2; gives up when the sweep ends
+		base := int64(-1)
+		for {
+			select {
+			case <-done:
+				killed <- false
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+			if base < 0 {
+				if s, err := sweep.ReadSummary(out); err == nil && len(s.Steps) == 1 {
+					base = srv.Stats().Requests
+				}
+				continue
+			}
+			if srv.Stats().Requests >= base+5 {
+				srv.Close()
+				killed <- true
+				return
+			}
+		}
+	}()
+	stdout, stderr, code := runCLI(t, "sweep", sweepTrace(t, 400, 20), "--target", srv.URL(), "--out", out, "--search", "speed:1-8",
+		"--slo", "ttft:p99:5s", "--step-requests", "60", "--max-client-lag", "1s", "--progress-every", "1m",
+		"--idle-timeout", "5s", "--drain-timeout", "5s")
+	close(done)
+	if !<-killed {
+		t.Fatalf("the sweep ended before the mock was stopped in step 2:\n%s\n%s", stdout, stderr)
+	}
+	if code != ExitFailed {
+		t.Errorf("exit %d, want 1\n%s\n%s", code, stdout, stderr)
+	}
+	s, err := sweep.ReadSummary(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Steps) == 0 || !s.Steps[0].Pass {
+		t.Fatalf("step 1 did not pass: %+v", s.Steps)
+	}
+	for _, r := range s.Steps[1:] {
+		if r.Verdict == sweep.VerdictFail {
+			t.Errorf("step %d, broken by the dead target, is judged a load failure: %q", r.Index, r.Reasons)
+		}
+	}
+	a := s.Answer
+	if a == nil || a.Found || !strings.Contains(a.Reason, "unreachable") || s.Error == "" {
+		t.Errorf("answer %+v, error %q; want none, the reason naming the unreachable target", a, s.Error)
+	}
+	if strings.Contains(stdout, "[answer]") || !strings.Contains(stdout, "answer:   unresolved") {
+		t.Errorf("stdout:\n%s", stdout)
+	}
+}
+
 // SIGINT to a real `tracekit sweep` process mid-sweep: exit 130, every
 // finished step kept and valid, the summary written with the steps so far.
 func TestSweepInterruptKeepsFinishedSteps(t *testing.T) {

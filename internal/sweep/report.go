@@ -314,7 +314,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 	if s.Interrupted {
 		fmt.Fprintln(b, "the sweep was interrupted: the steps above are the ones that finished")
 	}
-	if s.Error != "" {
+	if s.Error != "" && s.Answer == nil { // else the answer says it
 		fmt.Fprintf(b, "the sweep stopped: %s\n", s.Error)
 	}
 	return b.Flush()
@@ -338,6 +338,9 @@ func (s *Summary) AnswerLine() string {
 	}
 	if !a.Found {
 		reason := cmp.Or(a.Reason, "no load met the SLO") // summaries written before Reason
+		if s.Error != "" {
+			return "unresolved: " + reason
+		}
 		if up := s.step(a.Upper); up != nil && !a.Unmeasured {
 			return fmt.Sprintf("%s; the lowest run, step %d (%s), failed: %s", reason, up.Index, up.Load, up.result())
 		}

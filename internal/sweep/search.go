@@ -105,8 +105,9 @@ const KneeShare = 0.95
 // is at least Load). Without an answer (Found false) Reason says why.
 type Answer struct {
 	Found bool `json:"found"`
-	// Reason, when Found is false: no load met the SLO, or the client
-	// could not measure faithfully (Unmeasured).
+	// Reason, when Found is false: no load met the SLO, the client could
+	// not measure faithfully (Unmeasured), or the sweep stopped before it
+	// could answer (Summary.Error: a step could not run).
 	Reason string `json:"reason,omitempty"`
 	// Unmeasured: no load passed and the lowest load run met every
 	// objective but was distorted by the client (its own health check
@@ -281,12 +282,23 @@ func bisectSteps(lo, hi, res float64, integer bool) int {
 	return n
 }
 
-// finish computes the knee and the answer from the steps so far.
+// finish computes the knee and the answer from the steps so far. A sweep
+// stopped by a step that could not run (Error) has no answer: the loads
+// it did not get to might have passed, and a dead target's failures are no
+// verdict on a load.
 func (s *Summary) finish() {
 	s.Knee = knee(s.Steps)
 	s.Answer = nil
-	if len(s.Criteria.SLO) > 0 {
-		s.Answer = answer(s.Steps, s.Plan)
+	if len(s.Criteria.SLO) == 0 {
+		return
+	}
+	s.Answer = answer(s.Steps, s.Plan)
+	if s.Error != "" {
+		u := &Answer{Reason: "the sweep stopped: " + s.Error}
+		if a := s.Answer; a.Found {
+			u.Notes = append(u.Notes, fmt.Sprintf("before it stopped, the highest load that met the SLO was step %d (%s)", a.Lower, Load{s.Plan.Axis, a.Load}))
+		}
+		s.Answer = u
 	}
 }
 

@@ -172,6 +172,27 @@ func TestNoPassingLoadUnmeasuredOrFailed(t *testing.T) {
 	}
 }
 
+// A step that could not run (its target gone) stops the sweep with no
+// answer, even though earlier loads passed: the reason names the error.
+func TestStoppedSweepHasNoAnswer(t *testing.T) {
+	f := &fake{capacity: 10, perLoad: 10}
+	st := StepFunc(func(ctx context.Context, spec StepSpec) (StepResult, error) {
+		if spec.Index == 3 {
+			return StepResult{}, ErrUnreachable
+		}
+		return f.Step(ctx, spec)
+	})
+	sum, err := Run(context.Background(), st, searchCfg(1, 0.25, 64))
+	if !errors.Is(err, ErrUnreachable) || len(sum.Steps) != 2 || !sum.Steps[1].Pass {
+		t.Fatalf("err %v, steps %+v", err, sum.Steps)
+	}
+	a := sum.Answer
+	if a.Found || a.Lower != 0 || !strings.Contains(a.Reason, "step 3") || !strings.Contains(a.Reason, ErrUnreachable.Error()) ||
+		!strings.HasPrefix(sum.AnswerLine(), "unresolved: ") || !strings.Contains(strings.Join(a.Notes, " "), "step 2") {
+		t.Errorf("answer %+v, line %q", a, sum.AnswerLine())
+	}
+}
+
 // A load whose step the client distorted is run again; when the retry is
 // clean its verdict stands and the search goes on as if nothing happened.
 func TestRetryDistorted(t *testing.T) {
