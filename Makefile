@@ -3,7 +3,8 @@ GO      ?= go
 BIN     := bin/tracekit
 DEMO    := .demo
 PKGS    := ./...
-DEMO_PORT ?= 18080
+# 0: the demo's mock takes a free port and names it in its --ready-file.
+DEMO_PORT ?= 0
 
 .PHONY: build test demo screenshot bench soak notebook-check clean
 
@@ -15,17 +16,26 @@ test:
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 
-# The main job on the embedded default: start the mock server, synthesize a
-# small multi-turn trace, replay it, analyze the recording, stop the mock.
+# The main job on the embedded default: synthesize a small multi-turn
+# trace, start the mock server, replay the trace against it, analyze the
+# recording, stop the mock. The replay goes to the address the mock itself
+# reports once serving (its ready file), so it never measures another
+# server that holds the port; a mock that cannot start ends the demo.
 demo: build
 	@rm -rf $(DEMO) && mkdir -p $(DEMO)
 	$(BIN) synth --conversations 40 --turns 3-6 --input-tokens 100-300 --output-tokens 50-150 \
 		--rate 8 --think-time exponential:mean=500ms --seed 1 -o $(DEMO)/trace.parquet
 	$(BIN) inspect $(DEMO)/trace.parquet
-	@set -e; \
-	$(BIN) mock --listen 127.0.0.1:$(DEMO_PORT) --seed 1 --emit-log $(DEMO)/mock-log.parquet & mock=$$!; \
+	@set -e; ready=$(DEMO)/mock.ready.json; \
+	$(BIN) mock --listen 127.0.0.1:$(DEMO_PORT) --seed 1 --emit-log $(DEMO)/mock-log.parquet --ready-file $$ready & mock=$$!; \
 	trap 'kill -INT $$mock 2>/dev/null; wait $$mock 2>/dev/null || true' EXIT; \
-	$(BIN) replay $(DEMO)/trace.parquet --target http://127.0.0.1:$(DEMO_PORT) --ready-timeout 10s \
+	i=0; while [ ! -s $$ready ]; do \
+		kill -0 $$mock 2>/dev/null || { echo "demo: the mock did not start (see its error above)" >&2; exit 1; }; \
+		i=$$((i + 1)); [ $$i -le 300 ] || { echo "demo: the mock was not serving within 30 s" >&2; exit 1; }; \
+		sleep 0.1; \
+	done; \
+	url=$$(sed -n 's/.*"url":"\([^"]*\)".*/\1/p' $$ready); \
+	$(BIN) replay $(DEMO)/trace.parquet --target $$url --ready-timeout 10s \
 		--no-analyze -o $(DEMO)/recording.parquet; \
 	$(BIN) analyze $(DEMO)/recording.parquet --html $(DEMO)/report.html --json $(DEMO)/result.json
 	@echo "demo files in $(DEMO): trace.parquet recording.parquet mock-log.parquet report.html result.json"

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,14 +27,27 @@ import (
 // against a mock in a child process that injects 1% faults and closes
 // keep-alive connections idle for 5 s, as uvicorn does. It proves two
 // things: the client does not grow (RSS, goroutines and open descriptors,
-// sampled every soakSample, are flat after the warm-up), and it invents no
+// sampled every soakSample right after a forced garbage collection, are
+// flat after the warm-up), and it invents no
 // error (every recorded error is a fault the mock's log says it injected,
 // and every request the mock saw is in the recording exactly once).
 const (
 	soakSample = 10 * time.Second
-	// soakFlat: the mean of the last third of the samples after the warm-up
-	// may exceed the mean of the first third by at most this fraction.
-	soakFlat = 0.10
+	// soakWarm is the share of the samples, from the start, left out as
+	// warm-up, and soakWarmMin the least time: the conversations in
+	// progress, their histories (the heap), the connection pool and the
+	// goroutines climb to their working level there, which is no leak. The
+	// soak's conversations (4-12 turns, 4 s think times) last about a
+	// minute, so the number in progress and their histories' lengths level
+	// off within two.
+	soakWarm    = 0.25
+	soakWarmMin = 2 * time.Minute
+	// soakSlope: after the warm-up, the least-squares slope of a quantity
+	// may be at most this fraction of its mean per hour; it counts as a
+	// climb only once it exceeds that by twice its standard error (widened
+	// for noise that lasts from one sample to the next, as the requests in
+	// flight do), so the noise of a short soak is not taken for a leak.
+	soakSlope = 0.10
 	// soakFaults are the mock's drawn faults, 1% in all.
 	soakFaults = "--fault-503 0.0025 --fault-disconnect 0.0025 --fault-reset 0.0025 --fault-nodone 0.0025"
 )
@@ -156,6 +170,11 @@ func soak(ctx context.Context, e *env, d time.Duration) ([]figure, error) {
 				case <-stop:
 					return
 				case <-t.C:
+					// Without it RSS follows the collector's pacing, not
+					// what is live: the heap grows to twice the live set
+					// between collections (the runtime forces one only
+					// every 2 minutes), a climb of minutes that is no leak.
+					runtime.GC()
 					s := readSample(time.Since(began), runner.Stats())
 					samples = append(samples, s)
 					e.logf("soak %v: rss %d MiB, %d goroutines, %d fds, %d in flight, %d done",
@@ -193,11 +212,7 @@ func soak(ctx context.Context, e *env, d time.Duration) ([]figure, error) {
 		verdict = fmt.Sprintf("**missed**: %d false errors, %d requests seen twice by the mock, %d in the mock's log but not recorded", j.falseErrors, j.duplicates, j.missing)
 	}
 	add("errors not caused by an injected fault", strconv.Itoa(j.falseErrors), "0, and every request the mock saw recorded exactly once", verdict, strings.Join(j.examples, "; "))
-	warm := len(samples) / 5
-	if warm < 1 {
-		warm = 1
-	}
-	after := samples[min(warm, len(samples)):]
+	warm := warmUp(samples)
 	for _, q := range []struct {
 		name string
 		v    func(sample) float64
@@ -207,38 +222,85 @@ func soak(ctx context.Context, e *env, d time.Duration) ([]figure, error) {
 		{"goroutines", func(s sample) float64 { return float64(s.Goroutines) }, ""},
 		{"open file descriptors", func(s sample) float64 { return float64(s.FDs) }, ""},
 	} {
-		value, verdict := flatness(after, q.v, q.unit)
-		add(q.name+" after the warm-up", value, fmt.Sprintf("flat within %.0f%% (mean of the last third vs the first)", soakFlat*100), verdict,
-			fmt.Sprintf("%d samples every %v, the first %d (warm-up) left out; in flight is a random process, so goroutines and descriptors follow it", len(samples), soakSample, warm))
+		value, verdict := flatness(samples, q.v, q.unit)
+		add(q.name+" after the warm-up", value, fmt.Sprintf("flat: least-squares slope at most %.0f%% of the mean per hour (beyond twice its standard error)", soakSlope*100), verdict,
+			fmt.Sprintf("%d samples every %v, each right after a forced garbage collection (so RSS follows the live heap, not the collector's pacing), the first %d (warm-up) left out; in flight is a random process, so goroutines and descriptors follow it", len(samples), soakSample, warm))
 	}
 	_ = res
 	return figs, nil
 }
 
-// flatness compares the mean of the last third of xs with the first.
-func flatness(xs []sample, v func(sample) float64, unit string) (string, string) {
+// warmUp is how many of the samples are warm-up: soakWarm of them, and at
+// least those of the first soakWarmMin, and one.
+func warmUp(xs []sample) int {
+	n := max(1, int(math.Ceil(soakWarm*float64(len(xs)))))
+	for n < len(xs) && xs[n].At <= soakWarmMin {
+		n++
+	}
+	return min(n, len(xs))
+}
+
+// flatness judges whether v stays flat over the samples after the
+// warm-up by its least-squares slope: a leak is a climb that goes on, while
+// a climb that stops (the warm-up) or noise around a level is not one.
+func flatness(samples []sample, v func(sample) float64, unit string) (string, string) {
+	xs := samples[warmUp(samples):]
 	if len(xs) < 3 {
-		return fmt.Sprintf("%d samples: too few", len(xs)), "**missed**: too few samples"
+		return fmt.Sprintf("%d samples after the warm-up: too few", len(xs)), "**missed**: too few samples"
 	}
-	n := len(xs) / 3
-	mean := func(s []sample) float64 {
-		t := 0.0
-		for _, x := range s {
-			t += v(x)
-		}
-		return t / float64(len(s))
-	}
-	first, last := mean(xs[:n]), mean(xs[len(xs)-n:])
+	slope, se, mean := fitSlope(xs, v)
 	lo, hi := v(xs[0]), v(xs[0])
 	for _, x := range xs {
 		lo, hi = min(lo, v(x)), max(hi, v(x))
 	}
-	growth := (last - first) / first
-	value := fmt.Sprintf("first third %.0f%s, last third %.0f%s (%+.1f%%), range %.0f-%.0f", first, unit, last, unit, growth*100, lo, hi)
-	if growth > soakFlat {
-		return value, fmt.Sprintf("**missed** by %.1f points", (growth-soakFlat)*100)
+	limit := soakSlope * mean
+	value := fmt.Sprintf("slope %+.1f%s/h ± %.1f (%+.1f%% of the mean %.0f%s per hour) over %v, range %.0f-%.0f",
+		slope, unit, se, 100*slope/mean, mean, unit, (xs[len(xs)-1].At - xs[0].At).Round(time.Second), lo, hi)
+	if slope-2*se > limit {
+		return value, fmt.Sprintf("**missed**: climbs %.1f%s/h, above %.1f%s/h", slope, unit, limit, unit)
 	}
 	return value, "met"
+}
+
+// fitSlope fits v = a + b t by least squares over xs (t in hours) and
+// returns b, its standard error and the mean of v.
+func fitSlope(xs []sample, v func(sample) float64) (slope, se, mean float64) {
+	n := float64(len(xs))
+	var tm float64
+	for _, x := range xs {
+		tm += x.At.Hours()
+		mean += v(x)
+	}
+	tm, mean = tm/n, mean/n
+	var stt, sty float64
+	for _, x := range xs {
+		dt := x.At.Hours() - tm
+		stt += dt * dt
+		sty += dt * (v(x) - mean)
+	}
+	if stt == 0 {
+		return 0, math.Inf(1), mean
+	}
+	slope = sty / stt
+	res := make([]float64, len(xs))
+	var rss, lag float64 // residual sum of squares; of products with the previous residual
+	for i, x := range xs {
+		res[i] = v(x) - mean - slope*(x.At.Hours()-tm)
+		rss += res[i] * res[i]
+		if i > 0 {
+			lag += res[i] * res[i-1]
+		}
+	}
+	se = math.Sqrt(rss / (n - 2) / stt)
+	// Residuals that persist from sample to sample (lag-1 correlation rho)
+	// carry fewer independent readings than samples: widen the error by
+	// sqrt((1 + rho) / (1 - rho)), rho at most 0.9.
+	if rss > 0 {
+		if rho := min(lag/rss, 0.9); rho > 0 {
+			se *= math.Sqrt((1 + rho) / (1 - rho))
+		}
+	}
+	return slope, se, mean
 }
 
 // soakJoin is the recording matched against the mock's ground truth.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +41,9 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"replay", "x.parquet", "--target", "http://127.0.0.1:1", "--timing", "often"}, `--timing "often": expected one of closed, trace`},
 		{[]string{"replay", "x.parquet", "--target", "http://127.0.0.1:1", "--target-policy", "random"}, `--target-policy "random": expected one of round-robin, conversation`},
 		{[]string{"sweep", "x.parquet", "--target", "http://127.0.0.1:1", "--out", "d", "--history", "mine"}, `--history "mine": expected one of actual, reference`},
+		{[]string{"replay", "x.parquet"}, `required flag(s) "target" not set`},
+		{[]string{"sweep", "x.parquet", "--out", "d", "--speed", "1"}, `required flag(s) "target" not set`},
+		{[]string{"completion", "tcsh"}, `completion "tcsh": unknown shell, expected bash, fish, powershell or zsh`},
 	} {
 		_, stderr, code := runCLI(t, c.args...)
 		if code != ExitUsage || !strings.Contains(stderr, c.want) {
@@ -97,5 +101,26 @@ func TestLibraryFieldsCommandFlags(t *testing.T) {
 				t.Errorf("%v: stderr %q names the Go field %s", c.args, stderr, n)
 			}
 		}
+	}
+}
+
+// A target URL whose port cannot exist is bad input (exit 2), named,
+// before anything is sent or written.
+func TestBadTargetPortExit2(t *testing.T) {
+	tr := sweepTrace(t, 5, 10)
+	dir := t.TempDir()
+	for _, target := range []string{"http://127.0.0.1:99999", "http://127.0.0.1:0", "http://127.0.0.1:http"} {
+		for _, args := range [][]string{
+			{"replay", tr, "--target", target, "--progress", "none", "-o", filepath.Join(dir, "r.parquet")},
+			{"sweep", tr, "--target", target, "--out", filepath.Join(dir, "s"), "--speed", "1"},
+		} {
+			_, stderr, code := runCLI(t, args...)
+			if code != ExitUsage || !strings.Contains(stderr, "--target "+strconv.Quote(target)) || !strings.Contains(stderr, "port") {
+				t.Errorf("%s --target %s: exit %d, stderr %q; want exit 2 naming the target's port", args[0], target, code, stderr)
+			}
+		}
+	}
+	if names := listDir(t, dir); len(names) != 0 {
+		t.Errorf("files left: %v", names)
 	}
 }

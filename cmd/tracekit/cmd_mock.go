@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/signal"
@@ -57,7 +56,8 @@ Once serving it prints "tracekit mock: serving MODEL on URL" on stdout;
 --ready-file PATH also writes {"url":"http://127.0.0.1:PORT",
 "addr":"127.0.0.1:PORT","pid":N} to PATH (temp file + rename, so a reader
 sees all of it or nothing) for programs that wait for it, and removes it at
-exit.`,
+exit. SIGINT or SIGTERM completes the log and stops it: exit 130 after
+SIGINT, 0 after SIGTERM (a service manager's normal stop).`,
 		Example: `  tracekit mock --listen 127.0.0.1:8000
   curl -N localhost:8000/v1/chat/completions -d '{"messages":[{"role":"user","content":"hi"}],"stream":true,"max_tokens":8}'
   tracekit mock --decode-base 25ms --max-num-seqs 64 --emit-log truth.parquet
@@ -176,10 +176,12 @@ func applyChangedMockFlags(c *cobra.Command, dst *mock.Config, src mock.Config) 
 }
 
 // runMock serves until SIGINT or SIGTERM, then cuts in-flight streams and
-// completes the log.
+// completes the log: exit 130 after SIGINT, 0 after SIGTERM (a service
+// manager's stop), as capture.
 func runMock(c *cobra.Command, cfg mock.Config, readyFile string) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 	srv, err := mock.Start(cfg)
 	if err != nil {
 		return err
@@ -192,8 +194,8 @@ func runMock(c *cobra.Command, cfg mock.Config, readyFile string) error {
 		defer os.Remove(readyFile) // a stale file would claim a mock that is gone
 	}
 	fmt.Fprintf(c.OutOrStdout(), "tracekit mock: serving %s on %s\n", cfg.Model, srv.URL())
-	<-ctx.Done()
-	stop()
+	sig := <-sigs
+	signal.Stop(sigs) // a second signal kills at once
 	err = srv.Close()
 	st := srv.Stats()
 	fmt.Fprintf(c.ErrOrStderr(), "tracekit mock: stopped after %d requests, %d events, event lateness p50 %v p99 %v max %v\n",
@@ -203,6 +205,9 @@ func runMock(c *cobra.Command, cfg mock.Config, readyFile string) error {
 	}
 	if cfg.LogPath != "" {
 		fmt.Fprintf(c.ErrOrStderr(), "tracekit mock: ground-truth log complete: %s\n", cfg.LogPath)
+	}
+	if sig == os.Interrupt {
+		return interrupted(nil)
 	}
 	return nil
 }

@@ -67,7 +67,10 @@ its metrics is within its threshold, as vLLM's --goodput) is reported, and requi
 --resolution and reports the highest passing load with the two steps that bound it.
 
 Ctrl-C keeps every finished step and writes the summary so far (exit 130).
-Exit codes: 0 done, 1 target unreachable or no step passed, 2 bad flags, 130 interrupted.`,
+Exit codes: 0 done, 1 target unreachable or no step passed, 2 bad flags, 3 no step
+passed and the lowest load met every objective but the client distorted it (its
+dispatch lag, scheduler latency, send delay or CPU over --max-client-lag or
+--max-client-cpu: it could not measure faithfully), 130 interrupted.`,
 		Example: `  tracekit sweep trace.parquet --target http://127.0.0.1:8000 --out sweep1 --speed 0.5,1,2,4
   tracekit sweep trace.parquet --target http://gpu1:8000 --out sweep2 --search speed:0.5-16 \
       --slo "ttft:p99:500ms tpot:p90:50ms" --goodput-target 0.95 --step-requests 300 --warmup 20
@@ -398,13 +401,17 @@ func runSweep(cmd *cobra.Command, f sweepFlags, c replay.Config) error {
 	for _, r := range sum.Steps {
 		passed = passed || r.Pass
 	}
-	if !passed {
-		if sum.Answer != nil {
-			return runFailed(errors.New("no step succeeded: " + sum.AnswerLine()))
-		}
-		return runFailed(errors.New("no step succeeded"))
+	// The answer above says why in full; the error only points at it.
+	txt := filepath.Join(f.out, sweep.SummaryText)
+	switch {
+	case passed:
+		return nil
+	case sum.Unmeasured() != nil:
+		return unmeasured(fmt.Errorf("no answer: the client could not measure faithfully (the answer in %s names the figures)", txt))
+	case sum.Answer != nil:
+		return runFailed(fmt.Errorf("no load met the SLO (see the answer in %s)", txt))
 	}
-	return nil
+	return runFailed(fmt.Errorf("no step passed (see %s)", txt))
 }
 
 // checkOut refuses an output directory that already holds a sweep: a

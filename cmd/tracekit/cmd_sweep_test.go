@@ -136,6 +136,23 @@ func TestSweepLadderFiles(t *testing.T) {
 			t.Errorf("missing %s: %v", f, err)
 		}
 	}
+	// Every file gets the mode a plain create gives (0644 under umask 022),
+	// the summary as well as the recordings.
+	plain := filepath.Join(t.TempDir(), "plain")
+	if f, err := os.Create(plain); err != nil {
+		t.Fatal(err)
+	} else {
+		f.Close()
+	}
+	pfi, _ := os.Stat(plain)
+	files, _ := os.ReadDir(out)
+	for _, e := range files {
+		if fi, err := e.Info(); err != nil {
+			t.Error(err)
+		} else if fi.Mode() != pfi.Mode() {
+			t.Errorf("%s: mode %v, want %v as os.Create gives", e.Name(), fi.Mode(), pfi.Mode())
+		}
+	}
 	// Each step is a normal recording: analyze reads it.
 	if o, e, code := runCLI(t, "analyze", filepath.Join(out, "step-02-speed-2.parquet")); code != ExitOK || !strings.Contains(o, "Successful requests:") {
 		t.Errorf("analyze of a step: exit %d\n%s%s", code, o, e)
@@ -185,6 +202,11 @@ func TestSweepLadderFiles(t *testing.T) {
 	if page, err := os.ReadFile(htmlPath); err != nil || !bytes.Contains(page, []byte("B throughput")) || !bytes.Contains(page, []byte(sweep.SummaryHTML)) {
 		t.Errorf("compare html: %v", err)
 	}
+	if fi, err := os.Stat(htmlPath); err != nil {
+		t.Error(err)
+	} else if fi.Mode() != pfi.Mode() {
+		t.Errorf("compare html: mode %v, want %v", fi.Mode(), pfi.Mode())
+	}
 	// tracekit compare takes the two sweep directories too.
 	if top, e, code := runCLI(t, "compare", out, out2); code != ExitOK || top != cmp {
 		t.Errorf("tracekit compare of two sweep directories: exit %d, %s\n%s\nwant the output of sweep compare:\n%s", code, e, top, cmp)
@@ -192,13 +214,13 @@ func TestSweepLadderFiles(t *testing.T) {
 }
 
 // With a client-lag limit no run can meet, every step is marked distorted,
-// none is the answer, and the sweep exits 1.
+// none is the answer, and the sweep exits 3: the client could not measure.
 func TestSweepDistortedStepsAreMarked(t *testing.T) {
 	srv := sweepMock(t)
 	out := filepath.Join(t.TempDir(), "sweep")
 	stdout, stderr, code := runCLI(t, "sweep", sweepTrace(t, 30, 20), "--target", srv.URL(), "--out", out, "--speed", "1,2",
 		"--step-requests", "10", "--slo", "ttft:p99:5s", "--max-client-lag", "1ns", "--retry-distorted", "0")
-	if code != ExitFailed || !strings.Contains(stderr, "no step succeeded") {
+	if code != 3 || !strings.Contains(stderr, "could not measure faithfully") {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	s, err := sweep.ReadSummary(out)
@@ -212,6 +234,117 @@ func TestSweepDistortedStepsAreMarked(t *testing.T) {
 	}
 	if len(s.Steps) != 2 || s.Answer == nil || s.Answer.Found || !strings.Contains(stdout, "DISTORTED") {
 		t.Errorf("steps %d, answer %+v\n%s", len(s.Steps), s.Answer, stdout)
+	}
+}
+
+// A search whose every request met the SLO on a client whose own health
+// check failed (forced through the real path: a client-lag limit no run
+// can meet) has no answer: the client could not measure faithfully, exit
+// 3, and the answer names the health figure, once; it is not "no load met
+// the SLO".
+func TestSweepSearchUnmeasuredExit3(t *testing.T) {
+	srv := sweepMock(t)
+	out := filepath.Join(t.TempDir(), "sweep")
+	stdout, stderr, code := runCLI(t, "sweep", sweepTrace(t, 30, 20), "--target", srv.URL(), "--out", out, "--search", "speed:1-4",
+		"--step-requests", "10", "--slo", "ttft:p99:5s", "--max-client-lag", "1ns", "--retry-distorted", "0", "--progress-every", "1m")
+	if code != 3 {
+		t.Errorf("exit %d, want 3\n%s\n%s", code, stdout, stderr)
+	}
+	s, err := sweep.ReadSummary(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Steps) == 0 {
+		t.Fatal("no step")
+	}
+	for _, r := range s.Steps {
+		met := true
+		for _, k := range r.Checks {
+			met = met && k.Met
+		}
+		if !r.Distorted || len(r.Distortions) == 0 || r.Errors != 0 || r.Completed != r.Requests || r.Requests == 0 || !met {
+			t.Fatalf("step %d: distorted %v %q, %d errors, %d of %d completed, objectives met %v: want every request to meet the SLO on a distorted client",
+				r.Index, r.Distorted, r.Distortions, r.Errors, r.Completed, r.Requests, met)
+		}
+	}
+	a := s.Answer
+	figure := s.Steps[0].Distortions[0] // e.g. "send delay p99 0.94 ms > 0.00 ms"
+	if a == nil || a.Found || !strings.Contains(a.Reason, "the client could not measure faithfully") || !strings.Contains(a.Reason, figure) {
+		t.Fatalf("answer %+v; want none, the client could not measure, naming %q", a, figure)
+	}
+	both := stdout + stderr
+	if n := strings.Count(both, a.Reason); n != 1 {
+		t.Errorf("the answer's reason is printed %d times, want once:\n%s\n%s", n, stdout, stderr)
+	}
+	if strings.Contains(both, "no load met the SLO") || !strings.Contains(stdout, "answer:   none: the client could not measure faithfully") ||
+		!strings.Contains(stderr, "could not measure faithfully") {
+		t.Errorf("output:\n%s\n%s", stdout, stderr)
+	}
+}
+
+// A target that dies mid-sweep (a real mock on loopback, stopped a few
+// requests into step 2, after step 1 passed): the step it broke is not a
+// load failure, so it bounds nothing. The sweep stops, exit 1, and
+// sweep.json holds no answer (found false, with the reason), not step 1 as
+// the highest passing load.
+func TestSweepTargetDiesMidSweep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs sweep steps of seconds")
+	}
+	srv := sweepMock(t)
+	out := filepath.Join(t.TempDir(), "sweep")
+	done := make(chan struct{})
+	killed := make(chan bool, 1)
+	go func() { // stops the mock 5 requests into step 2; gives up when the sweep ends
+		base := int64(-1)
+		for {
+			select {
+			case <-done:
+				killed <- false
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+			if base < 0 {
+				if s, err := sweep.ReadSummary(out); err == nil && len(s.Steps) == 1 {
+					base = srv.Stats().Requests
+				}
+				continue
+			}
+			if srv.Stats().Requests >= base+5 {
+				srv.Close()
+				killed <- true
+				return
+			}
+		}
+	}()
+	stdout, stderr, code := runCLI(t, "sweep", sweepTrace(t, 400, 20), "--target", srv.URL(), "--out", out, "--search", "speed:1-8",
+		"--slo", "ttft:p99:5s", "--step-requests", "60", "--max-client-lag", "1s", "--progress-every", "1m",
+		"--idle-timeout", "5s", "--drain-timeout", "5s")
+	close(done)
+	if !<-killed {
+		t.Fatalf("the sweep ended before the mock was stopped in step 2:\n%s\n%s", stdout, stderr)
+	}
+	if code != ExitFailed {
+		t.Errorf("exit %d, want 1\n%s\n%s", code, stdout, stderr)
+	}
+	s, err := sweep.ReadSummary(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Steps) == 0 || !s.Steps[0].Pass {
+		t.Fatalf("step 1 did not pass: %+v", s.Steps)
+	}
+	for _, r := range s.Steps[1:] {
+		if r.Verdict == sweep.VerdictFail {
+			t.Errorf("step %d, broken by the dead target, is judged a load failure: %q", r.Index, r.Reasons)
+		}
+	}
+	a := s.Answer
+	if a == nil || a.Found || !strings.Contains(a.Reason, "unreachable") || s.Error == "" {
+		t.Errorf("answer %+v, error %q; want none, the reason naming the unreachable target", a, s.Error)
+	}
+	if strings.Contains(stdout, "[answer]") || !strings.Contains(stdout, "answer:   unresolved") {
+		t.Errorf("stdout:\n%s", stdout)
 	}
 }
 

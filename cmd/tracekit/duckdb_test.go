@@ -5,7 +5,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/tracekit/tracekit/internal/analyze"
+	"github.com/tracekit/tracekit/trace"
 )
 
 // duckQuery runs SQL in DuckDB through its Node.js bindings installed under
@@ -27,6 +34,63 @@ console.log(JSON.stringify(r.getRowObjectsJson()));
 		t.Fatalf("duckdb output: %v\n%s", err, out)
 	}
 	return rows
+}
+
+// duckColumns returns the DuckDB type of every column of the Parquet
+// schema of row (a file's Go row type), names unquoted.
+func duckColumns(t *testing.T, row any) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	for _, f := range parquet.SchemaOf(row).Fields() {
+		m[f.Name()] = duckType(t, f)
+	}
+	return m
+}
+
+// duckType is the DuckDB type DuckDB reads a Parquet node as: a LIST (or
+// a repeated field) as T[], a group as STRUCT(name T, ...).
+func duckType(t *testing.T, n parquet.Node) string {
+	t.Helper()
+	var logical format.LogicalTypeValue
+	if lt := n.Type().LogicalType(); lt != nil {
+		logical = lt.Value
+	}
+	_, isList := logical.(*format.ListType)
+	_, isString := logical.(*format.StringType)
+	var ty string
+	switch {
+	case !n.Leaf() && isList: // LIST -> repeated group -> element
+		return duckType(t, n.Fields()[0].Fields()[0]) + "[]"
+	case !n.Leaf():
+		var fs []string
+		for _, f := range n.Fields() {
+			fs = append(fs, f.Name()+" "+duckType(t, f))
+		}
+		ty = "STRUCT(" + strings.Join(fs, ", ") + ")"
+	case isString:
+		ty = "VARCHAR"
+	default:
+		switch n.Type().Kind() {
+		case parquet.Boolean:
+			ty = "BOOLEAN"
+		case parquet.Int32:
+			ty = "INTEGER"
+		case parquet.Int64:
+			ty = "BIGINT"
+		case parquet.Float:
+			ty = "FLOAT"
+		case parquet.Double:
+			ty = "DOUBLE"
+		case parquet.ByteArray:
+			ty = "BLOB"
+		default:
+			t.Fatalf("no DuckDB type known for the Parquet type %v", n.Type())
+		}
+	}
+	if n.Repeated() {
+		ty += "[]"
+	}
+	return ty
 }
 
 // The files open in DuckDB with the documented column types, and the
@@ -60,17 +124,28 @@ func TestFilesOpenInDuckDB(t *testing.T) {
 		}
 		return m
 	}
-	want := map[string]map[string]string{
-		tr: {"conversation_id": "VARCHAR", "turn": "INTEGER", "start_offset_ns": "BIGINT", "think_time_ns": "BIGINT",
-			"messages": `STRUCT("role" VARCHAR, "content" VARCHAR, tokens INTEGER)[]`, "prefix_hashes": "BIGINT[]", "output_tokens": "INTEGER"},
-		rec: {"request_id": "VARCHAR", "sent_ns": "BIGINT", "event_ns": "BIGINT[]", "event_tokens": "INTEGER[]", "error_kind": "VARCHAR", "warmup": "BOOLEAN"},
-		req: {"ttft_ms": "DOUBLE", "success": "BOOLEAN", "turn": "INTEGER"},
-	}
+	// The expected types come from the Go row types the files are written
+	// from, so a new field is checked without touching this test.
+	want := map[string]map[string]string{tr: duckColumns(t, trace.Turn{}), rec: duckColumns(t, trace.Record{}),
+		req: duckColumns(t, analyze.RequestRow{})}
 	for path, cols := range want {
 		got := types(path)
 		for c, ty := range cols {
-			if got[c] != ty {
+			// DuckDB quotes the names that are SQL keywords ("role", "name").
+			if g := strings.ReplaceAll(got[c], `"`, ""); g != ty {
 				t.Errorf("%s: column %s is %q, want %q", filepath.Base(path), c, got[c], ty)
+			}
+		}
+	}
+	// A few types pinned outright, so a wrong derivation cannot pass.
+	for path, cols := range map[string]map[string]string{
+		tr:  {"conversation_id": "VARCHAR", "turn": "INTEGER", "start_offset_ns": "BIGINT", "prefix_hashes": "BIGINT[]", "output_tokens": "INTEGER"},
+		rec: {"request_id": "VARCHAR", "sent_ns": "BIGINT", "event_ns": "BIGINT[]", "event_tokens": "INTEGER[]", "error_kind": "VARCHAR"},
+		req: {"ttft_ms": "DOUBLE", "success": "BOOLEAN", "turn": "INTEGER"},
+	} {
+		for c, ty := range cols {
+			if want[path][c] != ty {
+				t.Errorf("%s: column %s: the schema gives %q, want %q", filepath.Base(path), c, want[path][c], ty)
 			}
 		}
 	}

@@ -14,6 +14,7 @@ const (
 	ExitOK          = 0   // the command did what it was asked
 	ExitFailed      = 1   // the run failed: target unreachable, no request succeeded, too many errors
 	ExitUsage       = 2   // bad usage or input: unknown flag, wrong arguments, bad file, value out of range
+	ExitUnmeasured  = 3   // the client could not measure faithfully: its own health check failed where that decided the result (sweep)
 	ExitInterrupted = 130 // stopped by SIGINT (128 + 2); outputs are still complete and valid
 )
 
@@ -48,6 +49,10 @@ func runFailed(err error) error {
 	return exitError{ExitFailed, err}
 }
 
+// unmeasured marks err as a result the client could not measure
+// faithfully (exit 3).
+func unmeasured(err error) error { return exitError{ExitUnmeasured, err} }
+
 // interrupted is returned by a command stopped by SIGINT once its outputs
 // are complete (exit 130); err may add what was kept, or be nil.
 func interrupted(err error) error { return exitError{ExitInterrupted, err} }
@@ -63,7 +68,7 @@ func exitCode(err error) int {
 	}
 	// cobra's own usage errors carry no type.
 	if msg := err.Error(); strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "unknown flag") ||
-		strings.HasPrefix(msg, "unknown shorthand flag") {
+		strings.HasPrefix(msg, "unknown shorthand flag") || strings.HasPrefix(msg, "required flag(s)") {
 		return ExitUsage
 	}
 	return ExitFailed

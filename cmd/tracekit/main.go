@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -30,7 +31,9 @@ timestamp of every streamed token event, and computes serving metrics offline.
   tracekit analyze  compute TTFT, ITL, TPOT, throughput from a recording
   tracekit mock     run an OpenAI-compatible mock server with a latency model
 
-Exit codes: 0 success, 1 the run failed, 2 bad usage or input, 130 interrupted.`,
+Exit codes: 0 success, 1 the run failed, 2 bad usage or input, 3 the client
+could not measure faithfully (its own health check failed where that decided
+the result), 130 interrupted.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -43,7 +46,39 @@ Exit codes: 0 success, 1 the run failed, 2 bad usage or input, 130 interrupted.`
 			c.Args = usageArgs(c.Args)
 		}
 	}
+	strictCompletion(root)
 	return root
+}
+
+// strictCompletion makes `tracekit completion SHELL` with a shell cobra
+// has no script for bad usage (exit 2): cobra's own completion command has
+// no Run, so it would print its help and exit 0.
+func strictCompletion(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" {
+			continue
+		}
+		var shells []string
+		for _, s := range c.Commands() {
+			shells = append(shells, s.Name())
+		}
+		c.Args = func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return badInput(fmt.Errorf("completion %q: unknown shell, expected %s", args[0], orList(shells)))
+			}
+			return nil
+		}
+		c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	}
+}
+
+// orList joins "a, b, c or d".
+func orList(s []string) string {
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
 }
 
 // usageArgs makes an argument-count error bad usage (exit 2).

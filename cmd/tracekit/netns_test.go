@@ -193,7 +193,7 @@ func startLabMock(tb testing.TB, l *lab, args ...string) string {
 	p := start(tb, l.mockNS, nil, append([]string{"mock", "--listen", "0.0.0.0:0", "--ready-file", ready}, args...)...)
 	tb.Cleanup(func() { // stopped before the namespaces go
 		p.cmd.Process.Signal(syscall.SIGINT)
-		if code := p.wait(tb, 20*time.Second); code != 0 {
+		if code := p.wait(tb, 20*time.Second); code != ExitInterrupted {
 			tb.Errorf("mock exited %d after SIGINT:\n%s", code, p.out.String())
 		}
 	})

@@ -58,9 +58,9 @@ func startMock(t *testing.T, bin string, args ...string) (string, func()) {
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
 		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("mock exited with %v after SIGINT", err)
+		case <-done:
+			if code := cmd.ProcessState.ExitCode(); code != ExitInterrupted {
+				t.Errorf("mock exited %d after SIGINT, want %d", code, ExitInterrupted)
 			}
 			if _, err := os.Stat(ready); !os.IsNotExist(err) {
 				t.Errorf("the mock left its ready file behind: %v", err)

@@ -40,7 +40,7 @@ type distOpts struct {
 func (d *distOpts) register(f *pflag.FlagSet) {
 	f.IntVar(&d.shards, "shards", 0, "shard count; without --shard the index is read from $"+indexEnv+" (Kubernetes Indexed Jobs)")
 	f.StringVar(&d.runID, "run-id", "", "id shared by every shard of one run (default: from the trace's content and the start instant)")
-	f.StringVar(&d.startAt, "start-at", "", "start the clock at this instant, once the targets are ready: RFC 3339 (2026-12-01T12:00:00Z, the same for every shard) or +DURATION from now; fails if it has passed")
+	f.StringVar(&d.startAt, "start-at", "", "start the clock at this instant, once the targets are ready: RFC 3339 (2026-12-01T12:00:00Z, the same for every shard) or +DURATION from now, at most 24h away; fails if it has passed")
 	f.Int64Var(&d.maxTraceBytes, "max-trace-bytes", 4<<30, "largest trace downloaded when TRACE is an http(s) URL")
 }
 
@@ -119,17 +119,35 @@ func shardOutput(out string, i, n int, fromEnv bool) string {
 	return strings.TrimSuffix(out, ext) + ".shard-" + idx + ext
 }
 
-// parseStartAt reads --start-at: an RFC 3339 instant, or +DURATION from now.
+// parseStartAt reads --start-at: an RFC 3339 instant, or +DURATION from
+// now; at most replay.MaxStartAhead ahead, and (so that how long ago it
+// passed can be said exactly) at most that long ago.
 func parseStartAt(s string, now time.Time) (time.Time, error) {
 	if rest, ok := strings.CutPrefix(s, "+"); ok {
 		d, err := time.ParseDuration(rest)
 		if err == nil && d > 0 {
+			if d > replay.MaxStartAhead {
+				return time.Time{}, startAtFar(s, "ahead")
+			}
 			return now.Add(d), nil
 		}
 	} else if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		// Compared, not subtracted: t - now overflows (saturates) for
+		// instants centuries away.
+		switch {
+		case t.After(now.Add(replay.MaxStartAhead)):
+			return time.Time{}, startAtFar(s, "ahead")
+		case t.Before(now.Add(-replay.MaxStartAhead)):
+			return time.Time{}, startAtFar(s, "in the past")
+		}
 		return t, nil
 	}
 	return time.Time{}, fmt.Errorf("--start-at %q: expected an RFC 3339 instant such as 2026-12-01T12:00:00Z (date -u -d '+3 min' +%%Y-%%m-%%dT%%H:%%M:%%SZ) or +DURATION from now such as +30s", s)
+}
+
+func startAtFar(s, where string) error {
+	return fmt.Errorf("--start-at %s is more than %v %s: expected an instant within %v of now, the same for every shard, such as +3m or date -u -d '+3 min' +%%Y-%%m-%%dT%%H:%%M:%%SZ",
+		s, replay.MaxStartAhead, where, replay.MaxStartAhead)
 }
 
 // startAtErr names --start-at in a replay.StartError.

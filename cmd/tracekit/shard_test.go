@@ -50,6 +50,16 @@ func TestParseStartAt(t *testing.T) {
 			t.Errorf("parseStartAt(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
+	// Beyond a day ahead is refused, and said so without overflowing.
+	for _, far := range []string{"9999-12-31T23:59:59Z", "2026-12-02T11:00:01Z", "+24h0m1s", "+2562047h"} {
+		_, err := parseStartAt(far, now)
+		if err == nil || !strings.Contains(err.Error(), "--start-at "+far+" is more than 24h0m0s ahead") {
+			t.Errorf("parseStartAt(%q): %v, want an error saying it is more than 24h ahead", far, err)
+		}
+	}
+	if _, err := parseStartAt("2026-12-02T11:00:00Z", now); err != nil {
+		t.Errorf("exactly a day ahead: %v", err)
+	}
 	for _, bad := range []string{"", "tomorrow", "+-5s", "+0s", "2026-12-01 12:00:00", "30s"} {
 		if _, err := parseStartAt(bad, now); err == nil || !strings.Contains(err.Error(), "--start-at") {
 			t.Errorf("parseStartAt(%q): %v, want an error naming --start-at", bad, err)
@@ -77,6 +87,7 @@ func TestReplayDistributedUsage(t *testing.T) {
 		{"start-at syntax", "-", []string{"--start-at", "noon"}, `--start-at "noon": expected an RFC 3339 instant`},
 		{"start-at passed", "-", []string{"--start-at", time.Now().Add(-90 * time.Second).UTC().Format(time.RFC3339)}, "passed 1m3"},
 		{"run id", "-", []string{"--run-id", "a/b"}, `--run-id: run id "a/b"`},
+		{"start-at absurd", "-", []string{"--start-at", "9999-12-31T23:59:59Z"}, "--start-at 9999-12-31T23:59:59Z is more than 24h0m0s ahead"},
 	} {
 		if c.env == "-" {
 			os.Unsetenv(indexEnv)

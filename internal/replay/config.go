@@ -3,9 +3,11 @@ package replay
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -183,11 +185,13 @@ func (c Config) withDefaults(haveSource bool) (Config, error) {
 		return c, fieldErr("Targets", "no %s given", fielderr.Name("Targets"))
 	}
 	for i, t := range c.Targets {
-		u, err := url.Parse(t)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return c, fieldErr("Targets", "%s %q: expected an http:// or https:// base URL such as http://127.0.0.1:8000", fielderr.Name("Targets"), t)
+		if err := CheckTarget(t); err != nil {
+			return c, fieldErr("Targets", "%s %w", fielderr.Name("Targets"), err)
 		}
 		c.Targets[i] = strings.TrimSuffix(strings.TrimSuffix(t, "/"), "/v1")
+	}
+	if !c.StartAt.IsZero() && time.Until(c.StartAt) > MaxStartAhead {
+		return c, fmt.Errorf("StartAt %s: more than %v ahead", c.StartAt.UTC().Format(time.RFC3339Nano), MaxStartAhead)
 	}
 	var err error
 	if c.Policy, err = enumOrDefault(c.Policy, PolicyRoundRobin, ParsePolicy); err != nil {
@@ -259,6 +263,30 @@ func (c Config) withDefaults(haveSource bool) (Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// CheckTarget checks a target's base URL: http:// or https://, a host,
+// and a port, when given, from 1 to 65535 (a bad one would only show as a
+// failed dial, a failed run instead of bad input).
+func CheckTarget(target string) error {
+	const want = "expected an http:// or https:// base URL such as http://127.0.0.1:8000"
+	u, err := url.Parse(target)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // without url.Parse's repeat of the URL
+		}
+		return fmt.Errorf("%q: %v: %s", target, err, want)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q: %s", target, want)
+	}
+	if p := u.Port(); p != "" || strings.HasSuffix(u.Host, ":") {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("%q: port %q: expected a port from 1 to 65535", target, p)
+		}
+	}
+	return nil
 }
 
 // enumOrDefault checks v with parse; the zero value means def.

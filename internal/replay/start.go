@@ -29,6 +29,11 @@ import (
 //   - the host clock's sync state (adjtimex) in RunMeta.Clock, so analyze
 //     can say how well the shards' timelines line up.
 
+// MaxStartAhead is the furthest ahead a start instant may be: a shard
+// waits for it, and an instant further off is a mistake (a wrong date, a
+// unit slip), not a plan.
+const MaxStartAhead = 24 * time.Hour
+
 // StartError is returned by Run when the start instant (Config.StartAt) had
 // already passed once the targets were ready and probed: the run did not
 // start, rather than start late.

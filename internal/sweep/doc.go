@@ -79,7 +79,13 @@
 // whose step the client distorted but which would otherwise have passed is
 // run again up to RetryDistorted times; a distorted step counts as not
 // passing. The answer is lo, reported with the
-// steps at lo and hi. With the answer A between Start x 2^(k-1) and Start x
+// steps at lo and hi. Without a passing load there is no answer, and
+// Answer.Reason says why: no load met the SLO, or (Unmeasured) the lowest
+// load met every objective and only the client's own health check failed,
+// so the client could not measure faithfully. A step whose requests failed
+// while its target stopped answering is no verdict: the stepper returns an
+// error, the sweep stops, and a stopped sweep has no answer either. With
+// the answer A between Start x 2^(k-1) and Start x
 // 2^k the bracket takes k + 1 steps, and the bisection
 // ceil(log2(ln 2 / ln(1 + Resolution))) more: 4 at 5%.
 //

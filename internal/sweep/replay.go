@@ -101,6 +101,11 @@ func NewReplayStepper(o ReplayOptions) (*ReplayStepper, error) {
 	if o.Speed > 0 && o.Rate > 0 {
 		return nil, errors.New("a fixed speed and a fixed rate at once")
 	}
+	for _, t := range o.Base.Targets {
+		if err := replay.CheckTarget(t); err != nil {
+			return nil, fmt.Errorf("--target %w", err)
+		}
+	}
 	ts, err := trace.SummarizeTrace(o.Base.Trace)
 	if err != nil {
 		return nil, fmt.Errorf("reading the trace %s: %w", o.Base.Trace, err)
@@ -138,13 +143,20 @@ func (s *ReplayStepper) TraceRate() float64 { return s.traceRate }
 // Preflight checks that every target answers HTTP and, when no model was
 // given, settles it from the first target's /v1/models once for all steps.
 func (s *ReplayStepper) Preflight(ctx context.Context) error {
+	return s.reach(ctx, s.o.Base.Model == "")
+}
+
+// reach GETs every target's /v1/models: an error wrapping ErrUnreachable
+// when one does not answer HTTP at all. settleModel takes the model from
+// the first target's list.
+func (s *ReplayStepper) reach(ctx context.Context, settleModel bool) error {
 	for i, base := range s.o.Base.Targets {
 		base = strings.TrimSuffix(strings.TrimSuffix(base, "/"), "/v1")
 		status, body, err := s.get(ctx, base+"/v1/models")
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrUnreachable, err)
 		}
-		if i == 0 && s.o.Base.Model == "" && status/100 == 2 {
+		if i == 0 && settleModel && status/100 == 2 {
 			var list struct {
 				Data []struct {
 					ID string `json:"id"`
@@ -304,6 +316,14 @@ func (s *ReplayStepper) Step(ctx context.Context, spec StepSpec) (StepResult, er
 		res.Stopped = watch.Reason()
 	}
 	res.Interrupted = ctx.Err() != nil
+	// Failures from a target that has gone say nothing about the load: the
+	// step could not run, and the sweep stops rather than judge it.
+	if out.Errors > 0 && !res.Interrupted {
+		if err := s.reach(ctx, false); err != nil && ctx.Err() == nil {
+			return res, fmt.Errorf("%d of %d requests failed and the target stopped answering (the recording %s is kept, not judged): %w",
+				out.Errors, out.Sent, res.Recording, err)
+		}
+	}
 	if out.Canceled != "" && res.Stopped == "" && !res.Interrupted {
 		res.Notes = append(res.Notes, "cut short: "+out.Canceled)
 	}

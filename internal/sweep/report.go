@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -313,7 +314,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 	if s.Interrupted {
 		fmt.Fprintln(b, "the sweep was interrupted: the steps above are the ones that finished")
 	}
-	if s.Error != "" {
+	if s.Error != "" && s.Answer == nil { // else the answer says it
 		fmt.Fprintf(b, "the sweep stopped: %s\n", s.Error)
 	}
 	return b.Flush()
@@ -336,10 +337,14 @@ func (s *Summary) AnswerLine() string {
 		return "no SLO given"
 	}
 	if !a.Found {
-		if up := s.step(a.Upper); up != nil {
-			return fmt.Sprintf("no load met the SLO; the lowest run, step %d (%s), failed: %s", up.Index, up.Load, up.result())
+		reason := cmp.Or(a.Reason, "no load met the SLO") // summaries written before Reason
+		if s.Error != "" {
+			return "unresolved: " + reason
 		}
-		return "no load met the SLO"
+		if up := s.step(a.Upper); up != nil && !a.Unmeasured {
+			return fmt.Sprintf("%s; the lowest run, step %d (%s), failed: %s", reason, up.Index, up.Load, up.result())
+		}
+		return "none: " + reason
 	}
 	var b strings.Builder
 	lo := s.step(a.Lower)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/tracekit/tracekit/trace"
 )
@@ -101,9 +102,17 @@ const KneeShare = 0.95
 // Answer is the highest load that met the SLO, with the two steps that
 // bound it: Lower passed, Upper (the lowest non-passing load above it)
 // did not. Lower 0: no load passed; Upper 0: every load passed (the answer
-// is at least Load).
+// is at least Load). Without an answer (Found false) Reason says why.
 type Answer struct {
-	Found           bool    `json:"found"`
+	Found bool `json:"found"`
+	// Reason, when Found is false: no load met the SLO, the client could
+	// not measure faithfully (Unmeasured), or the sweep stopped before it
+	// could answer (Summary.Error: a step could not run).
+	Reason string `json:"reason,omitempty"`
+	// Unmeasured: no load passed and the lowest load run met every
+	// objective but was distorted by the client (its own health check
+	// failed), so the client, not the deployment, decided the sweep.
+	Unmeasured      bool    `json:"unmeasured,omitempty"`
 	Load            float64 `json:"load"`
 	OfferedConvRate float64 `json:"offered_conv_rate"`
 	Throughput      float64 `json:"throughput"`
@@ -273,12 +282,23 @@ func bisectSteps(lo, hi, res float64, integer bool) int {
 	return n
 }
 
-// finish computes the knee and the answer from the steps so far.
+// finish computes the knee and the answer from the steps so far. A sweep
+// stopped by a step that could not run (Error) has no answer: the loads
+// it did not get to might have passed, and a dead target's failures are no
+// verdict on a load.
 func (s *Summary) finish() {
 	s.Knee = knee(s.Steps)
 	s.Answer = nil
-	if len(s.Criteria.SLO) > 0 {
-		s.Answer = answer(s.Steps, s.Plan)
+	if len(s.Criteria.SLO) == 0 {
+		return
+	}
+	s.Answer = answer(s.Steps, s.Plan)
+	if s.Error != "" {
+		u := &Answer{Reason: "the sweep stopped: " + s.Error}
+		if a := s.Answer; a.Found {
+			u.Notes = append(u.Notes, fmt.Sprintf("before it stopped, the highest load that met the SLO was step %d (%s)", a.Lower, Load{s.Plan.Axis, a.Load}))
+		}
+		s.Answer = u
 	}
 }
 
@@ -327,6 +347,34 @@ func knee(steps []StepResult) *Knee {
 	return nil
 }
 
+// clientBound says r did not pass only because the client distorted it:
+// by every other criterion it passed.
+func clientBound(r *StepResult) bool {
+	return r.Distorted && len(r.Reasons) == 0 && !r.Interrupted
+}
+
+// Unmeasured returns the step showing that the client could not measure
+// the sweep faithfully: no step passed, and the lowest load run (its last
+// verdict) failed only because the client distorted it. Nil otherwise.
+func (s *Summary) Unmeasured() *StepResult {
+	var lowest *StepResult
+	for _, r := range byLoad(s.Steps) {
+		if r.Pass {
+			return nil
+		}
+		if r.Interrupted {
+			continue
+		}
+		if lowest == nil || r.Load.Value == lowest.Load.Value {
+			lowest = r // of several runs at one load, the last stands
+		}
+	}
+	if lowest == nil || !clientBound(lowest) {
+		return nil
+	}
+	return lowest
+}
+
 // answer walks the steps by load: Upper is the first that did not pass
 // (interrupted steps are not verdicts; of several steps at one load, the
 // last run stands), Lower the highest passing step below it.
@@ -355,15 +403,20 @@ func answer(steps []StepResult, p Plan) *Answer {
 			upper = r
 		}
 	}
-	if lower != nil {
+	switch {
+	case lower != nil:
 		a.Found, a.Load, a.Lower = true, lower.Load.Value, lower.Index
 		a.OfferedConvRate, a.Throughput = lower.OfferedConvRate, lower.Throughput
-	} else {
-		a.Notes = append(a.Notes, "no load met the SLO")
+	case upper != nil && clientBound(upper):
+		a.Unmeasured = true
+		a.Reason = fmt.Sprintf("the client could not measure faithfully: step %d (%s) met every objective, but the client's own health check failed: %s",
+			upper.Index, upper.Load, strings.Join(upper.Distortions, "; "))
+	default:
+		a.Reason = "no load met the SLO"
 	}
 	if upper != nil {
 		a.Upper, a.UpperLoad = upper.Index, upper.Load.Value
-		if upper.Distorted {
+		if upper.Distorted && !a.Unmeasured {
 			a.Notes = append(a.Notes, fmt.Sprintf("the upper bound, step %d, was distorted by the client: the deployment may take more than the client could offer", upper.Index))
 		}
 	} else if lower != nil {

@@ -145,6 +145,54 @@ func TestDistortedStepIsNeverTheAnswer(t *testing.T) {
 	}
 }
 
+// When no load passes, the lowest load decides what the sweep says: met
+// every objective but distorted, the client could not measure (no answer,
+// Unmeasured, the figure named); failed an objective as well, no load met
+// the SLO.
+func TestNoPassingLoadUnmeasuredOrFailed(t *testing.T) {
+	always := func(float64) bool { return true }
+	sum, err := Run(context.Background(), &fake{capacity: 100, perLoad: 10, distorted: always}, searchCfg(1, 0.25, 64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := sum.Answer
+	if a.Found || !a.Unmeasured || sum.Unmeasured() == nil || !strings.Contains(a.Reason, "could not measure faithfully") ||
+		!strings.Contains(a.Reason, "dispatch lag p99 50.00 ms") || strings.Contains(sum.AnswerLine(), "no load met") {
+		t.Errorf("distorted, every objective met: answer %+v, line %q", a, sum.AnswerLine())
+	}
+	sum, _ = Run(context.Background(), &fake{capacity: 0.01, perLoad: 10, distorted: always}, searchCfg(1, 0.25, 64))
+	if a := sum.Answer; a.Found || a.Unmeasured || sum.Unmeasured() != nil || a.Reason != "no load met the SLO" {
+		t.Errorf("distorted and failing: answer %+v", a)
+	}
+	// A ladder without an SLO: the same verdict from the steps alone.
+	cfg := Config{Plan: Plan{Axis: AxisSpeed, Ladder: []float64{1, 2}}, Criteria: Criteria{MaxErrorRate: 0.01}}
+	sum, _ = Run(context.Background(), &fake{capacity: 100, perLoad: 10, distorted: always}, cfg)
+	if r := sum.Unmeasured(); sum.Answer != nil || r == nil || r.Load.Value != 1 {
+		t.Errorf("ladder without an SLO: unmeasured %+v", r)
+	}
+}
+
+// A step that could not run (its target gone) stops the sweep with no
+// answer, even though earlier loads passed: the reason names the error.
+func TestStoppedSweepHasNoAnswer(t *testing.T) {
+	f := &fake{capacity: 10, perLoad: 10}
+	st := StepFunc(func(ctx context.Context, spec StepSpec) (StepResult, error) {
+		if spec.Index == 3 {
+			return StepResult{}, ErrUnreachable
+		}
+		return f.Step(ctx, spec)
+	})
+	sum, err := Run(context.Background(), st, searchCfg(1, 0.25, 64))
+	if !errors.Is(err, ErrUnreachable) || len(sum.Steps) != 2 || !sum.Steps[1].Pass {
+		t.Fatalf("err %v, steps %+v", err, sum.Steps)
+	}
+	a := sum.Answer
+	if a.Found || a.Lower != 0 || !strings.Contains(a.Reason, "step 3") || !strings.Contains(a.Reason, ErrUnreachable.Error()) ||
+		!strings.HasPrefix(sum.AnswerLine(), "unresolved: ") || !strings.Contains(strings.Join(a.Notes, " "), "step 2") {
+		t.Errorf("answer %+v, line %q", a, sum.AnswerLine())
+	}
+}
+
 // A load whose step the client distorted is run again; when the retry is
 // clean its verdict stands and the search goes on as if nothing happened.
 func TestRetryDistorted(t *testing.T) {
