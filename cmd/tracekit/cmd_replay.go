@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -171,6 +172,13 @@ func runReplay(cmd *cobra.Command, c replay.Config, o replayOpts) error {
 	if o.maxErrorRate > 1 || math.IsNaN(o.maxErrorRate) {
 		return badInput(fmt.Errorf("--max-error-rate %g: expected a fraction from 0 to 1", o.maxErrorRate))
 	}
+	// Held until the command ends: a second run on the same -o refuses
+	// before it reads, checks or writes anything of this one's.
+	lock, err := lockOutput(o.out)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
 	if _, err := os.Stat(o.out); err == nil && !o.force {
 		return badInput(fmt.Errorf("%s exists: pass --force to replace it (the new recording replaces it only once complete)", o.out))
 	}
@@ -205,7 +213,7 @@ func runReplay(cmd *cobra.Command, c replay.Config, o replayOpts) error {
 	open := func(r *replay.Runner) (record.Sink, error) {
 		var err error
 		rec, err = record.NewRecorder(o.out, trace.RunMeta{TracekitVersion: trace.Version, Targets: c.Targets, Command: c.Command},
-			record.RecorderOptions{Queue: max(1024, 2*c.MaxConcurrency)})
+			record.RecorderOptions{Queue: max(1024, 2*c.MaxConcurrency), Lock: lock})
 		if err != nil {
 			return nil, err
 		}
@@ -279,6 +287,21 @@ func runReplay(cmd *cobra.Command, c replay.Config, o replayOpts) error {
 		return runFailed(fmt.Errorf("no request succeeded: all %d failed (see error_kind in %s)", res.Sent, o.out))
 	}
 	return nil
+}
+
+// lockOutput creates the directory of out and takes the lock of out for
+// this process (record.LockOutput); another live run writing it is bad
+// input naming that process.
+func lockOutput(out string) (*record.OutputLock, error) {
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return nil, badInput(fmt.Errorf("-o %s: creating its directory: %w", out, err))
+	}
+	lock, err := record.LockOutput(out)
+	var le *record.LockedError
+	if errors.As(err, &le) {
+		return nil, badInput(fmt.Errorf("-o %w", err))
+	}
+	return lock, err
 }
 
 // startProgress prints progress until the returned function is called.

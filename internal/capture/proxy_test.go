@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -575,6 +576,12 @@ func TestProxySIGKILLRecover(t *testing.T) {
 	// Kill once the journals hold the three turns: what a journal holds
 	// survives SIGKILL, and a loaded machine may take longer than any fixed
 	// number of sync periods to write it.
+	waitJournals(t, dir, 3, 3)
+	// While capture lives, recover leaves its journals alone.
+	var le *record.LockedError
+	if res, err := record.RecoverAll(dir, ""); !errors.As(err, &le) || le.PID != cmd.Process.Pid || len(res) != 0 {
+		t.Fatalf("recovering a live capture's directory: %+v, %v; want both journals refused naming pid %d", res, err, cmd.Process.Pid)
+	}
 	waitJournals(t, dir, 3, 3)
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()

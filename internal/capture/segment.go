@@ -39,8 +39,9 @@ type segment struct {
 	requests    int
 
 	traceMeta  trace.TraceMeta
-	tj         *os.File      // trace journal, under mu
-	tjw        *bufio.Writer // under mu
+	traceLock  *record.OutputLock // held from openTraceJournal until the trace is in place or given up
+	tj         *os.File           // trace journal, under mu
+	tjw        *bufio.Writer      // under mu
 	tjErr      error
 	tjReported bool
 	payload    []byte
@@ -88,12 +89,23 @@ func (s *segment) recorder() (*record.Recorder, error) {
 }
 
 // openTraceJournal reserves the segment's names and starts the crash-safe
-// copy of its trace. The journal is created exclusively, after checking
-// that no other file of the pair exists: it is the reservation, so two
-// processes writing into one directory never share a name. An error
-// wrapping fs.ErrExist means the name is taken.
-func (s *segment) openTraceJournal() error {
+// copy of its trace. The trace's path is locked (record.LockOutput, as the
+// recording's is by its Recorder) and the journal created exclusively,
+// after checking that no other file of the pair exists: it is the
+// reservation, so two processes writing into one directory never share a
+// name, and recover leaves the journal alone while this process lives. An
+// error wrapping fs.ErrExist means the name is taken.
+func (s *segment) openTraceJournal() (err error) {
 	path := record.JournalPath(s.tracePath)
+	lock, err := record.LockOutput(s.tracePath)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			lock.Release()
+		}
+	}()
 	for _, p := range []string{s.tracePath, s.tracePath + partialSuffix, s.recPath, record.JournalPath(s.recPath), s.recPath + partialSuffix} {
 		if _, err := os.Lstat(p); err == nil {
 			return fmt.Errorf("%s exists: %w", p, fs.ErrExist)
@@ -117,6 +129,7 @@ func (s *segment) openTraceJournal() error {
 	}
 	s.mu.Lock()
 	s.tj, s.tjw = f, bufio.NewWriterSize(f, 1<<16)
+	s.traceLock = lock
 	s.mu.Unlock()
 	return nil
 }
@@ -130,6 +143,8 @@ func (s *segment) dropTraceJournal() {
 		os.Remove(s.tj.Name())
 		s.tj, s.tjw = nil, nil
 	}
+	s.traceLock.Release()
+	s.traceLock = nil
 }
 
 // partialSuffix names a file being written until it is complete and renamed.
@@ -197,6 +212,7 @@ func (s *segment) close() error {
 	if err != nil {
 		return err // nothing was recorded in this segment
 	}
+	defer s.traceLock.Release() // the journal, when kept, is recover's from here on
 	recErr := rec.Close()
 	if err := s.syncTrace(); err != nil {
 		s.logf("capture: segment %d: trace journal: %v", s.n, err)

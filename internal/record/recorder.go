@@ -32,6 +32,12 @@ type RecorderOptions struct {
 	// meanwhile (the finished recording then stays at its partial path and
 	// Close says where). Without it an existing file at path is replaced.
 	NoReplace bool
+	// Lock is the lock on path (LockOutput) when the caller took it
+	// itself, to hold it longer than the Recorder (a command that checks
+	// and writes other files beside the recording); the Recorder then
+	// neither takes nor releases one. Without it NewRecorder takes the
+	// lock and Close releases it.
+	Lock *OutputLock
 }
 
 // JournalPath is where a Recorder writing path keeps its journal.
@@ -59,6 +65,7 @@ type Recorder struct {
 	path, journal string
 	opts          RecorderOptions
 	recovered     *RecoverResult
+	lock          *OutputLock // taken by NewRecorder, released when the writer ends; nil when the caller holds it
 
 	ch   chan *trace.Record
 	pool sync.Pool // *trace.Record copies, recycled by the writer
@@ -87,9 +94,10 @@ type Recorder struct {
 	batch   []trace.Record
 }
 
-// NewRecorder creates the journal and the partial Parquet file for path and
-// starts the writer goroutine.
-func NewRecorder(path string, meta trace.RunMeta, opts RecorderOptions) (*Recorder, error) {
+// NewRecorder locks path (LockOutput: a path another live process writes
+// fails with a *LockedError), creates the journal and the partial Parquet
+// file for path and starts the writer goroutine.
+func NewRecorder(path string, meta trace.RunMeta, opts RecorderOptions) (r *Recorder, err error) {
 	if opts.Queue <= 0 {
 		opts.Queue = 1024
 	}
@@ -99,8 +107,19 @@ func NewRecorder(path string, meta trace.RunMeta, opts RecorderOptions) (*Record
 	if opts.Journal == "" {
 		opts.Journal = JournalPath(path)
 	}
-	r := &Recorder{
-		path: path, journal: opts.Journal, opts: opts, meta: meta,
+	var lock *OutputLock
+	if opts.Lock == nil {
+		if lock, err = LockOutput(path); err != nil {
+			return nil, fmt.Errorf("creating recording: %w", err)
+		}
+		defer func() {
+			if err != nil {
+				lock.Release()
+			}
+		}()
+	}
+	r = &Recorder{
+		path: path, journal: opts.Journal, opts: opts, meta: meta, lock: lock,
 		ch:   make(chan *trace.Record, opts.Queue),
 		done: make(chan struct{}),
 	}
@@ -255,6 +274,7 @@ func (r *Recorder) Close() error {
 // run is the writer goroutine: the only one touching the files.
 func (r *Recorder) run() {
 	defer close(r.done)
+	defer r.lock.Release()
 	tick := time.NewTicker(r.opts.SyncEvery)
 	defer tick.Stop()
 	for {
