@@ -67,6 +67,9 @@ type ProxyConfig struct {
 	// a negative value leaves the process's setting alone, and so does a
 	// GOGC environment variable.
 	GCPercent int
+	// syncFile makes a trace journal durable (default (*os.File).Sync);
+	// tests slow it down to play a slow disk.
+	syncFile func(*os.File) error
 }
 
 // DefaultGCPercent is the GOGC a proxy runs with unless told otherwise.

@@ -45,6 +45,7 @@ func (p *Proxy) segmentFor(now int64) (*segment, error) {
 		}
 		meta.Metrics = p.cfg.Metrics
 		s.meta, s.recOpts = meta, record.RecorderOptions{Queue: p.cfg.Queue, SyncEvery: p.cfg.SyncEvery}
+		s.syncFile = p.cfg.syncFile
 		s.traceMeta = *meta.Trace
 		p.seg = s
 	}
