@@ -18,6 +18,7 @@ import (
 
 	"github.com/tracekit/tracekit/internal/analyze"
 	"github.com/tracekit/tracekit/internal/record"
+	"github.com/tracekit/tracekit/internal/redact"
 	"github.com/tracekit/tracekit/internal/replay"
 	"github.com/tracekit/tracekit/trace"
 )
@@ -88,6 +89,7 @@ beside the output, verified, removed after).`,
 			stderr := cmd.ErrOrStderr()
 			c.Logf = func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) }
 			c.Command = replay.RedactCommand(os.Args)
+			c.AddSecrets(redact.FromContext(cmd.Context()))
 			if c.Speed <= 0 {
 				return badInput(fmt.Errorf("--speed %g: expected a positive factor", c.Speed))
 			}
@@ -213,7 +215,8 @@ func runReplay(cmd *cobra.Command, c replay.Config, o replayOpts) error {
 	open := func(r *replay.Runner) (record.Sink, error) {
 		var err error
 		rec, err = record.NewRecorder(o.out, trace.RunMeta{TracekitVersion: trace.Version, Targets: c.Targets, Command: c.Command},
-			record.RecorderOptions{Queue: max(1024, 2*c.MaxConcurrency), Lock: lock})
+			record.RecorderOptions{Queue: max(1024, 2*c.MaxConcurrency), Lock: lock,
+				Scrub: redact.FromContext(cmd.Context())})
 		if err != nil {
 			return nil, err
 		}
@@ -308,7 +311,7 @@ func lockOutput(out string) (*record.OutputLock, error) {
 func startProgress(w io.Writer, r *replay.Runner, mode string) func() {
 	if mode == "auto" {
 		mode = "plain"
-		if f, ok := w.(*os.File); ok && isTerminal(f) {
+		if isTerminal(w) {
 			mode = "bar"
 		}
 	}
@@ -362,9 +365,13 @@ func progressLine(s replay.Stats, width int) string {
 	return b.String()
 }
 
-// isTerminal reports whether f is a character device (a terminal; also
-// /dev/null, where a progress bar is harmless). Portable, unlike TCGETS.
-func isTerminal(f *os.File) bool {
+// isTerminal reports whether w writes to a character device (a terminal;
+// also /dev/null, where a progress bar is harmless). Portable, unlike TCGETS.
+func isTerminal(w io.Writer) bool {
+	f, ok := redact.Unwrap(w).(*os.File)
+	if !ok {
+		return false
+	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tracekit/tracekit/internal/redact"
 	"github.com/tracekit/tracekit/internal/replay"
 	"github.com/tracekit/tracekit/internal/sweep"
 )
@@ -87,6 +88,7 @@ Exit codes: 0 done, 1 target unreachable or no step passed, 2 bad flags, 130 int
 				return err
 			}
 			c.Command = replay.RedactCommand(os.Args)
+			c.AddSecrets(redact.FromContext(cmd.Context()))
 			return runSweep(cmd, f, c)
 		},
 	}

@@ -794,14 +794,7 @@ type progress struct {
 }
 
 func newProgress(w io.Writer, label string) *progress {
-	p := &progress{w: w, label: label}
-	if f, ok := w.(*os.File); ok {
-		// A character device: a terminal (or /dev/null, where the line
-		// is harmless); portable, unlike a termios ioctl.
-		st, err := f.Stat()
-		p.tty = err == nil && st.Mode()&os.ModeCharDevice != 0
-	}
-	return p
+	return &progress{w: w, label: label, tty: isTerminal(w)}
 }
 
 func (p *progress) report(done, total int64) {

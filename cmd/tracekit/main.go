@@ -7,11 +7,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tracekit/tracekit/internal/redact"
 )
 
 // newRoot builds the top-level command with every subcommand.
@@ -50,13 +53,17 @@ func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 }
 
 // run executes one command line (without the program name) and returns the
-// exit code; errors are printed to stderr, prefixed "tracekit:".
+// exit code; errors are printed to stderr, prefixed "tracekit:". Whatever
+// the command prints goes through the run's redact.Scrubber, to which the
+// command adds the credentials it knows (redact.FromContext).
 func run(args []string, stdout, stderr io.Writer) int {
+	sc := redact.New()
+	stdout, stderr = sc.Writer(stdout), sc.Writer(stderr)
 	root := newRoot()
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.Execute()
+	err := root.ExecuteContext(redact.NewContext(context.Background(), sc))
 	if err == nil {
 		return ExitOK
 	}

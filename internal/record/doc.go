@@ -9,7 +9,7 @@
 //	                 Stream.Fill(rec)                  one trace.Record per request
 //	                 Stream.Verdict()                  the parser's finding (the caller sets ErrorKind)
 //	                      │
-//	                 Sink.Submit(rec)                  copies, never waits on disk
+//	                 Sink.Submit(rec)                  copies (error message scrubbed of secrets), never waits on disk
 //	                      │
 //	   Recorder:     bounded channel ──> writer goroutine ──> journal (fsync'd every SyncEvery)
 //	                                                      ──> Parquet (row groups of trace.RowGroupRows)

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tracekit/tracekit/internal/redact"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -38,6 +39,10 @@ type RecorderOptions struct {
 	// neither takes nor releases one. Without it NewRecorder takes the
 	// lock and Close releases it.
 	Lock *OutputLock
+	// Scrub cleans each record's error message of the run's secrets (a
+	// server may echo the key it was sent) before it is written; nil still
+	// removes Bearer tokens.
+	Scrub *redact.Scrubber
 }
 
 // JournalPath is where a Recorder writing path keeps its journal.
@@ -210,6 +215,7 @@ func (r *Recorder) Submit(rec *trace.Record) {
 	*c = *rec
 	c.EventNs = append(ev[:0], rec.EventNs...)
 	c.EventTokens = append(tok[:0], rec.EventTokens...)
+	c.ErrorMessage = r.opts.Scrub.Scrub(c.ErrorMessage)
 	r.submitted.Add(1)
 	select {
 	case r.ch <- c:
