@@ -248,10 +248,11 @@ func runReplay(cmd *cobra.Command, c replay.Config, o replayOpts) error {
 	if res == nil && runErr != nil {
 		return notStarted(rec, ctx, o.dist, runErr)
 	}
-	closeErr := rec.Close()
-	if errors.Is(runErr, trace.ErrInvalidTurn) { // a row replay cannot send as written
-		return badInput(fmt.Errorf("replaying %s: %w", c.Trace, runErr))
+	var traceErr *replay.TraceError
+	if errors.As(runErr, &traceErr) || errors.Is(runErr, trace.ErrInvalidTurn) {
+		return badTraceMidway(rec, res, c.Trace, o.out, runErr)
 	}
+	closeErr := rec.Close()
 	if runErr != nil {
 		return fmt.Errorf("replaying %s: %w", c.Trace, runErr)
 	}
@@ -290,6 +291,23 @@ func runReplay(cmd *cobra.Command, c replay.Config, o replayOpts) error {
 		return runFailed(fmt.Errorf("no request succeeded: all %d failed (see error_kind in %s)", res.Sent, o.out))
 	}
 	return nil
+}
+
+// badTraceMidway ends a run whose trace turned out unreadable after it
+// started (a damaged page, an invalid row): bad input. What was sent is
+// kept as a complete recording, or, when nothing was, no recording is
+// left to block the next run; the message says which.
+func badTraceMidway(rec *record.Recorder, res *replay.Result, tracePath, out string, runErr error) error {
+	if res.Sent == 0 {
+		if err := rec.Discard(); err != nil {
+			return badInput(fmt.Errorf("replaying %s: %w (and discarding the empty recording: %v)", tracePath, runErr, err))
+		}
+		return badInput(fmt.Errorf("replaying %s: %w; nothing was sent, so no recording was written", tracePath, runErr))
+	}
+	if err := rec.Close(); err != nil {
+		return badInput(fmt.Errorf("replaying %s: %w (and writing %s: %v)", tracePath, runErr, out, err))
+	}
+	return badInput(fmt.Errorf("replaying %s: %w; %s holds the %d requests sent before it, complete and valid", tracePath, runErr, out, res.Sent))
 }
 
 // lockOutput creates the directory of out and takes the lock of out for
