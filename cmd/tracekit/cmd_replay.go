@@ -260,14 +260,17 @@ func runReplay(cmd *cobra.Command, c replay.Config, o replayOpts) error {
 		return fmt.Errorf("writing %s: %w", o.out, closeErr)
 	}
 
+	analyzed := false // the analysis prints the health warnings itself
 	if !o.noAnalyze {
 		if s, err := analyze.Files([]string{o.out}, analyze.Options{}); err != nil {
 			fmt.Fprintf(stderr, "analyze: %v\n", err)
 		} else if err := s.WriteText(cmd.OutOrStdout()); err != nil {
 			return err
+		} else {
+			analyzed = true
 		}
 	}
-	if h := res.Meta.Health; h != nil {
+	if h := res.Meta.Health; h != nil && !analyzed {
 		for _, w := range h.Warnings {
 			fmt.Fprintln(stderr, "warning:", w)
 		}
