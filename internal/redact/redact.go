@@ -190,12 +190,59 @@ func (s *Scrubber) Scrub(msg string) string {
 			}
 		}
 	}
+	return Patterns(msg)
+}
+
+// Patterns returns msg with what looks like a credential, whoever it
+// belongs to, replaced by Redacted: a Bearer token, the value of a quoted
+// Authorization header, and a token with an API key prefix (sk-, sk-ant-,
+// sk-proj- ...), which servers quote when they refuse a key ("Incorrect
+// API key provided: sk-..."). It is what a Scrubber that knows no value
+// does; the stream parser applies it to a server's in-stream error words.
+func Patterns(msg string) string {
 	for _, re := range [...]*regexp.Regexp{bearerToken, authValue} {
 		if re.MatchString(msg) {
 			msg = re.ReplaceAllString(msg, "${1}"+Redacted)
 		}
 	}
-	return msg
+	return keyTokens(msg)
+}
+
+// keyTokens masks every token that starts with "sk-" at a word's start and
+// is at least 12 bytes long.
+func keyTokens(msg string) string {
+	if !strings.Contains(msg, "sk-") {
+		return msg
+	}
+	var b strings.Builder
+	for i := 0; i < len(msg); {
+		if strings.HasPrefix(msg[i:], "sk-") && (i == 0 || !keyByte(msg[i-1])) && skipKey(msg, i)-i >= 12 {
+			b.WriteString(Redacted)
+			i = skipKey(msg, i)
+			continue
+		}
+		b.WriteByte(msg[i])
+		i++
+	}
+	return b.String()
+}
+
+// keyByte reports whether c may be part of a key or token.
+func keyByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == '*'
+}
+
+// skipKey returns the end of the key at s[i]; a '.' ending it is the
+// sentence's, not the key's.
+func skipKey(s string, i int) int {
+	start := i
+	for i < len(s) && keyByte(s[i]) {
+		i++
+	}
+	for i > start && s[i-1] == '.' {
+		i--
+	}
+	return i
 }
 
 // Error returns err with its message scrubbed; errors.Is and errors.As

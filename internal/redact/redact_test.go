@@ -82,3 +82,21 @@ func TestScrubberConcurrentAndBounded(t *testing.T) {
 		t.Errorf("%d values kept, bound %d", n, maxValues)
 	}
 }
+
+// Patterns masks credentials no Scrubber was told of, in the words servers
+// use; what is not one stays.
+func TestPatterns(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"out of KV cache", "out of KV cache"},
+		{"Incorrect API key provided: sk-proj-abcdefghij1234567890. Find it at ...", "Incorrect API key provided: <redacted>. Find it at ..."},
+		{"bad key sk-ant-api03-AAAAAAAAAAAA_bbbb-cc", "bad key <redacted>"},
+		{"header was Bearer abc.def-ghi_jkl, refused", "header was Bearer <redacted>, refused"},
+		{"authorization: bearer tok123", "authorization: bearer <redacted>"},
+		{"task-sk-x is short: sk-short", "task-sk-x is short: sk-short"}, // not a key: inside a word, or too short
+		{"Bearer ", "Bearer "},
+	} {
+		if got := Patterns(c.in); got != c.want {
+			t.Errorf("Patterns(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
