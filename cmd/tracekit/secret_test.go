@@ -105,3 +105,43 @@ func TestReplayScrubsEchoedSecrets(t *testing.T) {
 		t.Error("the HTML report does not show the refusals at all")
 	}
 }
+
+// A target given with user:password (a server behind basic auth) is
+// recorded without them: neither the records' target nor the run's
+// metadata nor the recording's bytes hold the password.
+func TestReplayKeepsTargetCredentialsOut(t *testing.T) {
+	const pw = "pw-0123456789abcdef"
+	var auth atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		auth.Store(r.Header.Get("Authorization"))
+		if r.URL.Path == "/v1/models" {
+			io.WriteString(w, `{"data":[{"id":"m"}]}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, `data: {"choices":[{"index":0,"delta":{"content":"hi"}}]}`+"\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(srv.Close)
+	target := strings.Replace(srv.URL, "http://", "http://user:"+pw+"@", 1)
+	path := processTrace(t, "s", 2, 1, time.Millisecond, 0, 3)
+	out := filepath.Join(t.TempDir(), "rec.parquet")
+	stdout, stderr, code := runCLI(t, "replay", path, "--target", target, "-o", out, "--no-probe", "--model", "m", "--progress", "none", "--no-analyze")
+	if code != ExitOK {
+		t.Fatalf("replay: exit %d\n%s%s", code, stdout, stderr)
+	}
+	recs, meta, err := trace.ReadRecords(out)
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("%d records, %v", len(recs), err)
+	}
+	raw, _ := os.ReadFile(out)
+	for what, s := range map[string]string{"stdout": stdout, "stderr": stderr, "recording bytes": string(raw),
+		"records": fmt.Sprintf("%+v", recs), "run metadata": fmt.Sprintf("%+v", meta)} {
+		if strings.Contains(s, pw) {
+			t.Errorf("%s holds the target's password", what)
+		}
+	}
+	if len(meta.Targets) != 1 || !strings.Contains(meta.Targets[0], strings.TrimPrefix(srv.URL, "http://")) || recs[0].Target != meta.Targets[0] {
+		t.Errorf("targets recorded as %q and %q; want the server's address without its password, the same in both", meta.Targets, recs[0].Target)
+	}
+}

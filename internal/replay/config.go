@@ -338,7 +338,7 @@ func (c Config) meta() map[string]any {
 		headers[k] = v
 	}
 	m := map[string]any{
-		"trace": c.Trace, "targets": c.Targets, "target_policy": c.Policy,
+		"trace": c.Trace, "targets": shownTargets(c.Targets), "target_policy": c.Policy,
 		"endpoint": c.Endpoint, "model": c.Model, "headers": headers,
 		"api_key_set": c.APIKey != "", "ignore_eos": c.IgnoreEOS,
 		"extra_body": c.ExtraBody, "continuous_usage": c.ContinuousUsage,
