@@ -50,7 +50,7 @@ func TestMockStopLineRounded(t *testing.T) {
 		resp.Body.Close()
 	}
 	cmd.Process.Signal(syscall.SIGINT)
-	if code := waitExit(t, cmd, &stderr); code != ExitOK {
+	if code := waitExit(t, cmd, &stderr); code != ExitInterrupted {
 		t.Fatalf("mock: exit %d: %s", code, stderr.String())
 	}
 	m := regexp.MustCompile(`stopped after 3 requests, [1-9]\d* events, event lateness p50 (\S+) p99 (\S+) max (\S+)\n`).FindStringSubmatch(stderr.String())
