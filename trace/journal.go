@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"strings"
 )
 
 // The journal is the crash-safe copy of a recording: an append-only file
@@ -284,6 +285,12 @@ func NewJournalReader(r io.Reader, name, magic string) (*JournalReader, error) {
 		}
 	}
 	if got != magic && ver == journalV5 {
+		// A run killed before its journal's first line was on disk leaves
+		// the start of that line or nothing: a journal torn at byte 0.
+		if b, _ := br.Peek(len(magic)); len(b) < len(magic) && strings.HasPrefix(magic, string(b)) {
+			br.Discard(len(b))
+			return &JournalReader{r: br, name: name, ver: ver, Torn: true}, nil
+		}
 		return nil, fmt.Errorf("%s: %w (expected it to start with %q)", name, ErrNotJournal, magic[:len(magic)-1])
 	}
 	br.Discard(len(got))

@@ -107,3 +107,22 @@ func TestJournalEndpointFields(t *testing.T) {
 		t.Fatalf("v4 journal: %v %+v", err, got)
 	}
 }
+
+// A run killed before its journal's first line reached the disk leaves an
+// empty file or part of that line: a journal torn at byte 0, holding
+// nothing, not a file of another kind.
+func TestJournalTornInItsMagic(t *testing.T) {
+	for _, n := range []int{0, 1, len(JournalMagic) - 1} {
+		jr, err := NewJournalReader(bytes.NewReader([]byte(JournalMagic[:n])), "test", JournalMagic)
+		if err != nil {
+			t.Fatalf("%d bytes of the magic line: %v", n, err)
+		}
+		var rec Record
+		if err := jr.Next(&rec); err != io.EOF || !jr.Torn || jr.TornOffset != 0 {
+			t.Errorf("%d bytes: Next %v, torn %v at %d; want EOF, torn at 0", n, err, jr.Torn, jr.TornOffset)
+		}
+	}
+	if _, err := NewJournalReader(bytes.NewReader([]byte("tracekit.jX")), "test", JournalMagic); err == nil {
+		t.Error("a file that is no journal's start was taken for a torn journal")
+	}
+}
