@@ -111,6 +111,9 @@ func TestSweepUnreachableExit1(t *testing.T) {
 // step, the summary in four forms (the Parquet rows read back), prints the
 // table, reports progress on stderr; compare reads two sweeps.
 func TestSweepLadderFiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long end-to-end run: make test runs it")
+	}
 	srv := sweepMock(t)
 	tr := sweepTrace(t, 40, 20)
 	out := filepath.Join(t.TempDir(), "sweep")

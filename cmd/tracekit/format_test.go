@@ -119,6 +119,9 @@ func TestMaxTraceBytesSize(t *testing.T) {
 // A client health warning is printed once: by the analysis replay prints
 // at the end, or, without it, by replay itself.
 func TestReplayHealthWarningOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long end-to-end run: make test runs it")
+	}
 	srv := processMock(t, time.Millisecond)
 	// Open loop, 1,200 turns all due at once on a small machine: many
 	// leave late (dispatch lag) and the scheduler lags, so the run's

@@ -348,6 +348,9 @@ func TestReplayScrapeForce(t *testing.T) {
 // step's KV-cache usage and queue: the step at 8 users queues on the
 // mock's 3 slots, the step at 1 user never does.
 func TestSweepScrapePerStep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long end-to-end run: make test runs it")
+	}
 	srv, tr := scrapeFixture(t)
 	out := filepath.Join(t.TempDir(), "sweep")
 	args := []string{"sweep", tr, "--target", srv.URL(), "--out", out, "--max-concurrency", "1,8", "--step-requests", "16",

@@ -123,6 +123,9 @@ func listDir(t *testing.T, dir string) []string {
 // messages), the shard waits for --start-at, and the recording's metadata
 // says which run and shard it is.
 func TestReplayShardFromEnvAndURL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long end-to-end run: make test runs it")
+	}
 	tr, target := replayFixture(t)
 	body, err := os.ReadFile(tr)
 	if err != nil {

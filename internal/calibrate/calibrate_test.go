@@ -88,6 +88,9 @@ func tinyConfig(t *testing.T, mode string) Config {
 // flowed, and that the error figures are the offset-corrected diffs of real
 // pairs (recomputed here from the files when the child left its log).
 func TestTinyLadderJoinsEveryEvent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long end-to-end run: make test runs it")
+	}
 	for _, mode := range []string{ModeInProcess, ModeProcess} {
 		t.Run(mode, func(t *testing.T) {
 			cfg := tinyConfig(t, mode)
@@ -373,6 +376,9 @@ func TestJoinCountsUnmatched(t *testing.T) {
 // --target): calibrate cannot read the log until that mock stops, so the
 // test stops it when calibrate says it is waiting.
 func TestTargetWaitsForTheLog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long end-to-end run: make test runs it")
+	}
 	dir := t.TempDir()
 	mc := mock.DefaultConfig()
 	mc.Latency = mock.Latency{PrefillBase: mock.Duration(10 * time.Millisecond), DecodeBase: mock.Duration(10 * time.Millisecond),
@@ -435,6 +441,9 @@ func TestConfigErrors(t *testing.T) {
 // burners, each step's stamp mode as its recording states it, the
 // per-mode offsets and the TTFT inflation recomputed from the files.
 func TestVariationsJoinEveryEvent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long end-to-end run: make test runs it")
+	}
 	cfg := Config{
 		Streams: []int{}, Bursts: []int{6}, BurstITL: 40 * time.Millisecond, Burn: []int{6}, Burners: 2, ScrapePairs: []int{6},
 		ScrapeInterval: 100 * time.Millisecond, Stamps: []string{"goroutine", "kernel"},

@@ -82,6 +82,9 @@ func closedConnError(err error) bool {
 // since the last response), a read returns EOF with no byte, and a request
 // sent on it gets no response byte.
 func TestIdleCloseLikeUvicorn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long end-to-end run: make test runs it")
+	}
 	const idle = time.Second
 	srv := startMock(t, func(c *Config) { c.IdleClose = Duration(idle) })
 

@@ -15,6 +15,9 @@ import (
 // non-blocking write has come up short: the stream goes back to its
 // handler goroutine, and the client still receives every byte in order.
 func TestSlowClientLeavesScheduler(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long end-to-end run: make test runs it")
+	}
 	srv := startMock(t, func(c *Config) {
 		c.Latency.PrefillBase, c.Latency.PrefillPerToken = 0, 0
 		c.Latency.DecodeBase = Duration(100 * time.Nanosecond)

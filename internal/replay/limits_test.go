@@ -16,6 +16,9 @@ import (
 // of a 2x2 trace: every request must be sent (the conversations go on) and
 // recorded with the fault's error kind.
 func TestFaultsRecordedAndRunContinues(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long end-to-end run: make test runs it")
+	}
 	srv := mocktest.Start(t, nil)
 	path := writeTrace(t, conv("a", 2, 0, 0, 6), conv("b", 2, 5*time.Millisecond, 0, 6))
 	for _, tc := range []struct {
