@@ -125,7 +125,7 @@ func runCapture(cmd *cobra.Command, cfg capture.ProxyConfig, listen string, grac
 	}
 	if check {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		err := ps.Proxy().CheckUpstream(ctx)
+		err := ps.CheckUpstream(ctx)
 		cancel()
 		if err != nil {
 			ps.Close()

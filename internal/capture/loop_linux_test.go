@@ -120,7 +120,8 @@ func slowClientOnLoop(t *testing.T, mode string) {
 		t.Fatalf("next request on the connection: %q, %v", b, err)
 	}
 	p := ps.Proxy()
-	bodies, handbacks := p.loopStats.bodies.Load(), p.loopStats.handbacks.Load()
+	st := ps.stack.LoopStats()
+	bodies, handbacks := st.Bodies, st.Handbacks
 	if err := ps.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -217,8 +218,8 @@ func TestProxyLateParseKeepsEachReadsStamp(t *testing.T) {
 // it parsed on the way plus the rest at the end is every event.
 func TestRecorderPendingIsBounded(t *testing.T) {
 	var res fwdResult
-	ex := &exchange{stream: record.NewStream(nil)}
-	rc := recorder{ex: ex}
+	stream := record.NewStream(nil)
+	rc := recorder{stream: stream}
 	rc.init(&res, true, "")
 	rc.late = true
 	piece := []byte("data: {\"choices\":[{\"delta\":{\"content\":\"" + strings.Repeat("y", 90) + "\"}}]}\n\n")
@@ -230,7 +231,7 @@ func TestRecorderPendingIsBounded(t *testing.T) {
 	}
 	rc.end(true, 201)
 	var rec trace.Record
-	ex.stream.Fill(&rec)
+	stream.Fill(&rec)
 	if len(rec.EventNs) != 200 || rec.EventNs[0] != 1 || rec.EventNs[199] != 200 {
 		t.Fatalf("%d events, first %v", len(rec.EventNs), rec.EventNs[:min(3, len(rec.EventNs))])
 	}
@@ -303,7 +304,8 @@ func TestLoopReadsPlainHeads(t *testing.T) {
 		}
 	}
 	p := ps.Proxy()
-	heads, backs := p.loopStats.heads.Load(), p.loopStats.headBacks.Load()
+	st := ps.stack.LoopStats()
+	heads, backs := st.Heads, st.HeadBacks
 	if heads != int64(plain) || backs != int64(len(cases)-plain) {
 		t.Errorf("the loop parsed %d heads and handed back %d, want %d and %d", heads, backs, plain, len(cases)-plain)
 	}
