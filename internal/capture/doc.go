@@ -2,8 +2,8 @@
 // front of a real one that forwards traffic untouched and records it as a
 // replayable trace plus a recording.
 //
-//	client ──> h1proxy.Server (the HTTP layer, its own HTTP/1.1 stack: forwards
-//	              │ every request and response)
+//	client ──> h1proxy.Server (the HTTP layer: forwards every request and response;
+//	              │ ProxyConfig.Stack: its own HTTP/1.1 stack or net/http's)
 //	              │ tells its Tap, the Proxy (exchange.go), what it forwarded:
 //	              │ Open: an LLM call? (llmcall.go) then its body, response head,
 //	              │ each read of the response body, stamped: the recorder keeps it

@@ -36,8 +36,9 @@ type ProxyConfig struct {
 	RotateBytes int64
 	// Tokenizer counts message and answer tokens; default o200k_base.
 	Tokenizer tokenizer.Tokenizer
-	// Stack is the HTTP layer that forwards the traffic (h1proxy; default
-	// h1proxy.Native, the proxy's own).
+	// Stack is the HTTP layer that forwards the traffic (h1proxy): the
+	// proxy's own (h1proxy.Native, the default) or net/http's
+	// (h1proxy.NetHTTP). Both forward the same bytes and record the same.
 	Stack h1proxy.Stack
 	// Transport reaches the upstream. Default: for an http:// upstream and
 	// the native stack the proxy's own HTTP/1.1 client, otherwise an

@@ -10,7 +10,8 @@
 // responses to the clients, and for each exchange the Tap watches (Open):
 // the request's head and whole body, the response's head, each read of
 // the response body with its stamp, and how it ended (tap.go). Config.Stack
-// chooses the implementation.
+// chooses the implementation; both forward the same bytes and tell the
+// tap the same things.
 //
 // Native, the default: its own HTTP/1.1 stack.
 //
@@ -35,10 +36,15 @@
 //	              v
 //	          Tap / Exchange (tap.go)
 //
+// NetHTTP: net/http's server in front and an http.RoundTripper behind
+// (nethttp.go), driving the same tap: the reference the native stack is
+// measured against, and a fallback.
+//
 // Goroutines (Native): the accept loop and one per client connection
 // (ended by Shutdown, which closes idle connections at once and cuts the
 // rest after its grace), one evloop (ended by Shutdown once no handler
 // runs), one disconnect watcher per response in flight (ended by its
-// forward). Once Shutdown returns, none is left and the idle upstream connections are
+// forward). NetHTTP: net/http's, ended by Shutdown the same way. Once
+// Shutdown returns, none is left and the idle upstream connections are
 // closed.
 package h1proxy

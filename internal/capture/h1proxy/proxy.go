@@ -16,7 +16,8 @@ import (
 	"time"
 )
 
-// Stack is an implementation of the proxy's HTTP layer.
+// Stack is an implementation of the proxy's HTTP layer. Both forward the
+// same bytes and tell a Tap the same things.
 type Stack string
 
 const (
@@ -25,6 +26,10 @@ const (
 	// forwards every response body (server.go, conn.go, forward.go,
 	// loop_linux.go): tuned to add as little delay per event as it can.
 	Native Stack = "native"
+	// NetHTTP is net/http's server in front and an http.RoundTripper
+	// behind (nethttp.go): the standard library's parsing and connection
+	// handling, a goroutine hop or two per read more.
+	NetHTTP Stack = "net/http"
 )
 
 // ParseStack reads a Stack's name; "" is Native.
@@ -32,8 +37,10 @@ func ParseStack(name string) (Stack, error) {
 	switch Stack(name) {
 	case "", Native:
 		return Native, nil
+	case NetHTTP:
+		return NetHTTP, nil
 	}
-	return "", fmt.Errorf("proxy stack %q: expected %s", name, Native)
+	return "", fmt.Errorf("proxy stack %q: expected %s or %s", name, Native, NetHTTP)
 }
 
 // Config configures a Server.
@@ -89,7 +96,11 @@ func Listen(cfg Config, addr string) (*Server, error) {
 	}
 	f := newForwarder(cfg, stack)
 	s := &Server{f: f, ln: ln}
-	s.s = startNative(f, ln)
+	if stack == NetHTTP {
+		s.s = startStd(f, ln)
+	} else {
+		s.s = startNative(f, ln)
+	}
 	return s, nil
 }
 
@@ -100,7 +111,7 @@ func (s *Server) URL() string { return "http://" + s.ln.Addr().String() }
 // those with a request in flight end when it does, or are cut once grace
 // is up (the tap is told the client went away). Once every exchange has
 // ended (End returned), it closes the idle upstream connections; then no
-// goroutine of the server is left.
+// goroutine of the server is left. A second call does nothing more.
 func (s *Server) Shutdown(grace time.Duration) {
 	s.s.shutdown(grace)
 	s.f.close()
@@ -187,6 +198,11 @@ func newForwarder(cfg Config, stack Stack) *forwarder {
 	if f.rt == nil {
 		f.ownRT = defaultTransport(cfg.InsecureSkipVerify)
 		f.rt = f.ownRT
+		if stack == NetHTTP {
+			// The bound the native client puts on a response head (its
+			// https transport keeps net/http's default).
+			f.ownRT.MaxResponseHeaderBytes = maxResponseHead
+		}
 	}
 	u := cfg.Upstream
 	if stack == Native && cfg.Transport == nil && u.Scheme == "http" {
