@@ -38,7 +38,8 @@ type ProxyConfig struct {
 	Tokenizer tokenizer.Tokenizer
 	// Stack is the HTTP layer that forwards the traffic (h1proxy): the
 	// proxy's own (h1proxy.Native, the default) or net/http's
-	// (h1proxy.NetHTTP). Both forward the same bytes and record the same.
+	// (h1proxy.NetHTTP). Both forward the same headers and
+	// body bytes and record the same.
 	Stack h1proxy.Stack
 	// Transport reaches the upstream. Default: for an http:// upstream and
 	// the native stack the proxy's own HTTP/1.1 client, otherwise an

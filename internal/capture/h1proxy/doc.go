@@ -37,8 +37,8 @@
 //	          Tap / Exchange (tap.go)
 //
 // NetHTTP: net/http's server in front and an http.RoundTripper behind
-// (nethttp.go), driving the same tap: the reference the native stack is
-// measured against, and a fallback.
+// (nethttp.go), driving the same tap: a reference for the native stack,
+// and a fallback.
 //
 // Goroutines (Native): the accept loop and one per client connection
 // (ended by Shutdown, which closes idle connections at once and cuts the

@@ -17,8 +17,8 @@ import (
 
 // stdServer is the NetHTTP stack: net/http's server in front and the
 // forwarder's http.RoundTripper behind, driving the same Tap as the
-// Native stack. It is the reference the Native stack is measured against,
-// and the fallback where it misbehaves: standard parsing and connection
+// Native stack. It is a reference for the Native stack, and the fallback
+// where that one misbehaves: standard parsing and connection
 // handling, at the price of net/http's per-request allocations and
 // goroutine hops.
 type stdServer struct {

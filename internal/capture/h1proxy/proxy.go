@@ -17,7 +17,7 @@ import (
 )
 
 // Stack is an implementation of the proxy's HTTP layer. Both forward the
-// same bytes and tell a Tap the same things.
+// same headers and body bytes and tell a Tap the same things.
 type Stack string
 
 const (
