@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tracekit/tracekit/internal/capture"
+	"github.com/tracekit/tracekit/internal/capture/h1proxy"
 	"github.com/tracekit/tracekit/internal/redact"
 	"github.com/tracekit/tracekit/internal/replay"
 	"github.com/tracekit/tracekit/internal/tokenizer"
@@ -23,6 +24,7 @@ func newCaptureCmd() *cobra.Command {
 	var (
 		cfg         capture.ProxyConfig
 		listen, tok string
+		stack       string
 		rotateMB    int64
 		allowRemote bool
 		check       bool
@@ -70,6 +72,11 @@ start (see --check-upstream) or a file could not be completed, 2 bad flags.`,
 			} else if !allowRemote && !isLoopback(host) {
 				return badInput(fmt.Errorf("--listen %q is not a loopback address; add --allow-remote to expose the proxy", listen))
 			}
+			st, err := h1proxy.ParseStack(stack)
+			if err != nil {
+				return badInput(fmt.Errorf("--proxy-stack: %w", err))
+			}
+			cfg.Stack = st
 			t, err := tokenizer.Open(tok)
 			if err != nil {
 				return badInput(err)
@@ -99,6 +106,7 @@ start (see --check-upstream) or a file could not be completed, 2 bad flags.`,
 	f.StringVar(&tok, "tokenizer", tokenizer.DefaultName, "tokenizer for token counts: o200k_base, cl100k_base or a tokenizer.json path")
 	f.BoolVar(&cfg.InsecureSkipVerify, "insecure", false, "accept any TLS certificate from the upstream")
 	f.BoolVar(&check, "check-upstream", true, "at start, send the upstream one probe request and exit 1 if it is unreachable")
+	f.StringVar(&stack, "proxy-stack", string(h1proxy.Native), "HTTP layer that forwards the traffic: native (capture's own HTTP/1.1 server and client, tuned to add the least delay per event) or net/http (Go's standard server and transport, as a reference or a fallback); both forward the same bytes and record the same")
 	f.DurationVar(&grace, "grace", 10*time.Second, "on Ctrl-C/SIGTERM, how long in-flight streams may finish before being cut")
 	scrape.register(f, "upstream")
 	return cmd
@@ -127,7 +135,7 @@ func runCapture(cmd *cobra.Command, cfg capture.ProxyConfig, listen string, grac
 	}
 	if check {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		err := ps.Proxy().CheckUpstream(ctx)
+		err := ps.CheckUpstream(ctx)
 		cancel()
 		if err != nil {
 			ps.Close()

@@ -32,6 +32,7 @@ func TestCaptureExitCodes(t *testing.T) {
 		{[]string{"capture", "--out", out}, ExitUsage, "--upstream"},
 		{[]string{"capture", "--upstream", "http://127.0.0.1:1", "--out", out, "--listen", "0.0.0.0:0"}, ExitUsage, "--listen"},
 		{[]string{"capture", "--upstream", "http://127.0.0.1:1", "--out", out, "--rotate-every", "soon"}, ExitUsage, "--rotate-every"},
+		{[]string{"capture", "--upstream", "http://127.0.0.1:1", "--out", out, "--proxy-stack", "nginx"}, ExitUsage, "--proxy-stack"},
 	} {
 		if _, stderr, code := runCLI(t, c.args...); code != c.code || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %d naming %s", c.args, code, stderr, c.code, c.want)
@@ -48,16 +49,18 @@ func TestCaptureExitCodes(t *testing.T) {
 
 // TestCaptureSignals runs the real binary: after SIGINT it exits 130 and
 // after SIGTERM 0, each time with its trace and recording complete (read
-// back) and no journal or partial file left.
+// back) and no journal or partial file left; the second run forwards with
+// --proxy-stack net/http.
 func TestCaptureSignals(t *testing.T) {
 	up := mocktest.Start(t, func(c *mock.Config) { c.Latency.OutputMean = 5 }) // the clients ask for no length
 	bin := tracekitBinary(t)
 	for _, c := range []struct {
-		sig  syscall.Signal
-		code int
-	}{{syscall.SIGINT, ExitInterrupted}, {syscall.SIGTERM, ExitOK}} {
+		sig   syscall.Signal
+		code  int
+		stack string
+	}{{syscall.SIGINT, ExitInterrupted, "native"}, {syscall.SIGTERM, ExitOK, "net/http"}} {
 		out := t.TempDir()
-		cmd := exec.Command(bin, "capture", "--listen", "127.0.0.1:0", "--upstream", up.URL(), "--out", out)
+		cmd := exec.Command(bin, "capture", "--listen", "127.0.0.1:0", "--upstream", up.URL(), "--out", out, "--proxy-stack", c.stack)
 		stderr, _ := cmd.StderrPipe()
 		var stdout strings.Builder
 		cmd.Stdout = &stdout

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracekit/tracekit/internal/capture/h1proxy"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -21,7 +22,9 @@ import (
 // are recorded like plain ones, each event stamped by the read that
 // completed it; an encoding capture cannot decode and a corrupt body are
 // recorded as malformed, saying why, never as a stream cut short.
-func TestProxyCompressedResponses(t *testing.T) {
+func TestProxyCompressedResponses(t *testing.T) { eachStack(t, testProxyCompressedResponses) }
+
+func testProxyCompressedResponses(t *testing.T, stack h1proxy.Stack) {
 	release := make(chan struct{})
 	var rawMu sync.Mutex
 	raw := map[string][]byte{} // what the upstream sent, by request id
@@ -68,7 +71,7 @@ func TestProxyCompressedResponses(t *testing.T) {
 	defer up.Close()
 	var logMu sync.Mutex
 	var logs []string
-	ps, _ := startProxy(t, up.URL, func(c *ProxyConfig) {
+	ps, _ := startProxy(t, stack, up.URL, func(c *ProxyConfig) {
 		c.Logf = func(format string, args ...any) {
 			logMu.Lock()
 			logs = append(logs, fmt.Sprintf(format, args...))

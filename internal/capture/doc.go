@@ -2,23 +2,16 @@
 // front of a real one that forwards traffic untouched and records it as a
 // replayable trace plus a recording.
 //
-//	client ──> ProxyServer (server.go, conn.go: own HTTP/1.1, one goroutine per connection)
-//	              │ Proxy.serve (forward.go) ──> rawForward (own HTTP/1.1 client, upstream.go pool)
-//	              │                          or rtForward (http.RoundTripper: https, ProxyConfig.Transport)
-//	              │ upstream connections (Linux): raw sockets an evloop owns for their whole life
-//	              │ (loop_linux.go, own epoll, edge-triggered, never on the runtime's poller;
-//	              │ the idle loop waits for its epoll descriptor on the runtime's poller);
-//	              │ the request's goroutine writes the request; the evloop reads the response:
-//	              │ a plain head (head.go) it parses and writes with the first events, any
-//	              │ other it hands back for net/http to read; a response body: forwarded by
-//	              │ the evloop: each upstream arrival read
-//	              │ once, written to the client socket as it is (chunked framing passed through,
-//	              │ scanned in place by framing.go), then stamped and kept for a record.Stream,
-//	              │ which parses an event stream 4 KiB at a time and the rest when the body
-//	              │ ends (forward.go, recorder.late); a slow client's body, a compressed one (and every body
-//	              │ elsewhere than Linux, through net.Conn) is forwarded the same way by its
-//	              │ request's goroutine; watch.go notices a client that goes away
-//	              │ request body ──> parseLLMCall (llmcall.go), after the response
+//	client ──> h1proxy.Server (the HTTP layer: forwards every request and response;
+//	              │ ProxyConfig.Stack: its own HTTP/1.1 stack or net/http's)
+//	              │ tells its Tap, the Proxy (exchange.go), what it forwarded:
+//	              │ Open: an LLM call? (llmcall.go) then its body, response head,
+//	              │ each read of the response body, stamped: the recorder keeps it
+//	              │ for a record.Stream, which parses an event stream 4 KiB at a
+//	              │ time when the stack's event loop forwards it and the rest when
+//	              │ the body ends (recorder.late); a compressed body is decoded on a
+//	              │ goroutine in lock step with the reads (decode.go)
+//	              │ End: the request body ──> parseLLMCall (llmcall.go), after the response
 //	              v
 //	          account (account.go): conversation, trace turn, recording row (accounting worker)
 //	              v
@@ -47,14 +40,11 @@
 // accounted (fsync'd every SyncEvery), which record.Recover also converts.
 //
 // Requests are grouped into conversations by message history
-// (conversations.go) or a session header. Goroutines: the accept loop and
-// one per client connection (ended by ProxyServer.Shutdown, which closes
-// idle connections at once and cuts the rest after its grace), one evloop
-// (ended by Close once no handler runs), one
-// disconnect watcher per response in flight (ended by its forward), one
-// rotation ticker and one accounting worker (its queue holds at most
-// Queue jobs; when full, the next handler waits), one decoder per
-// compressed response in flight (ended by its forward), one closer per
-// retired segment; Close waits for all of them and for every handler, and
-// closes the idle upstream connections.
+// (conversations.go) or a session header. Goroutines: the HTTP layer's
+// (h1proxy; ended by ProxyServer.Shutdown, which closes idle connections
+// at once and cuts the rest after its grace), one rotation ticker and one
+// accounting worker (its queue holds at most Queue jobs; when full, the
+// next exchange's End waits), one decoder per compressed response in
+// flight (ended by its End), one closer per retired segment; Close waits
+// for all of them and for every exchange watched.
 package capture

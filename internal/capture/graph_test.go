@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/tracekit/tracekit/internal/capture/h1proxy"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -83,9 +84,11 @@ func mm(role, content string) map[string]any { return map[string]any{"role": rol
 // Through the proxy: a request, two branches from its answer, a join
 // holding both branch answers, a chat turn after it; and a request whose
 // history carries tool calls and results.
-func TestProxyGroupsGraphs(t *testing.T) {
+func TestProxyGroupsGraphs(t *testing.T) { eachStack(t, testProxyGroupsGraphs) }
+
+func testProxyGroupsGraphs(t *testing.T, stack h1proxy.Stack) {
 	up := fastMock(t)
-	ps, _ := startProxy(t, up.URL(), nil)
+	ps, _ := startProxy(t, stack, up.URL(), nil)
 	send := func(msgs []map[string]any) string {
 		t.Helper()
 		st, _, body := post(t, ps.URL(), "/v1/chat/completions", toolBody(t, msgs), nil)
@@ -194,9 +197,11 @@ func sseToolCalls(t *testing.T, body []byte) []map[string]any {
 // Answers that are tool calls: the proxy records them as the turn's
 // reference tool calls, and requests feeding their results back (two
 // branches, then a join holding both) become the graph they are.
-func TestProxyGroupsToolCallAnswers(t *testing.T) {
+func TestProxyGroupsToolCallAnswers(t *testing.T) { eachStack(t, testProxyGroupsToolCallAnswers) }
+
+func testProxyGroupsToolCallAnswers(t *testing.T, stack h1proxy.Stack) {
 	up := fastMock(t)
-	ps, _ := startProxy(t, up.URL(), nil)
+	ps, _ := startProxy(t, stack, up.URL(), nil)
 	send := func(msgs []map[string]any, hdr map[string]string) []byte {
 		t.Helper()
 		st, _, body := post(t, ps.URL(), "/v1/chat/completions", toolBody(t, msgs), hdr)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracekit/tracekit/internal/capture/h1proxy"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -20,9 +21,11 @@ import (
 // proxy's socket becomes readable once for both. The client still sees
 // the events, then the cut, at once (not at a timeout), and the record
 // says truncated.
-func TestProxyFINWithLastData(t *testing.T) {
+func TestProxyFINWithLastData(t *testing.T) { eachStack(t, testProxyFINWithLastData) }
+
+func testProxyFINWithLastData(t *testing.T, stack h1proxy.Stack) {
 	up := finWithLastData(t, sseHead, []byte(chunk(sseEvent("a"))+chunk(sseEvent("b"))))
-	ps, _ := startProxy(t, up.URL(), nil)
+	ps, _ := startProxy(t, stack, up.URL(), nil)
 	for i := range 5 {
 		resp, b, err := freshRequest(t, ps, "fin")
 		if err == nil || os.IsTimeout(err) || resp.StatusCode != 200 || string(b) != sseEvent("a")+sseEvent("b") {
@@ -47,12 +50,16 @@ func TestProxyFINWithLastData(t *testing.T) {
 // drained the socket: the end of file that came with them is read at once
 // (no hang), the client gets every byte, and the record is complete.
 func TestProxyFINWithLastDataOnGoroutine(t *testing.T) {
+	eachStack(t, testProxyFINWithLastDataOnGoroutine)
+}
+
+func testProxyFINWithLastDataOnGoroutine(t *testing.T, stack h1proxy.Stack) {
 	var gz bytes.Buffer
 	zw := gzip.NewWriter(&gz)
 	io.WriteString(zw, sseEvent("a")+sseEvent("b")+"data: [DONE]\n\n")
 	zw.Close()
 	up := finWithLastData(t, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\nConnection: close\r\n\r\n", gz.Bytes())
-	ps, _ := startProxy(t, up.URL(), nil)
+	ps, _ := startProxy(t, stack, up.URL(), nil)
 	for i := range 5 {
 		resp, b, err := freshRequest(t, ps, "fin-gz")
 		if err != nil || resp.StatusCode != 200 || !bytes.Equal(b, gz.Bytes()) {

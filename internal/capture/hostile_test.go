@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracekit/tracekit/internal/capture/h1proxy"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -146,7 +147,9 @@ func chatRequest(id, body string) string {
 // gets each byte the upstream sent for its response and no other, a cut
 // when the upstream cut, a 502 with a reason when there was no response
 // (or a head too large to read); each record says what happened.
-func TestProxyHostileUpstreams(t *testing.T) {
+func TestProxyHostileUpstreams(t *testing.T) { eachStack(t, testProxyHostileUpstreams) }
+
+func testProxyHostileUpstreams(t *testing.T, stack h1proxy.Stack) {
 	events := sseEvent("a") + sseEvent("b") + "data: [DONE]\n\n"
 	var gz bytes.Buffer
 	zw := gzip.NewWriter(&gz)
@@ -201,7 +204,7 @@ func TestProxyHostileUpstreams(t *testing.T) {
 	})
 	var logMu sync.Mutex
 	var logs bytes.Buffer
-	ps, dir := startProxy(t, up.URL(), func(c *ProxyConfig) {
+	ps, dir := startProxy(t, stack, up.URL(), func(c *ProxyConfig) {
 		c.Logf = func(f string, a ...any) { logMu.Lock(); fmt.Fprintf(&logs, f+"\n", a...); logMu.Unlock() }
 	})
 	addr := strings.TrimPrefix(ps.URL(), "http://")
@@ -232,7 +235,9 @@ func TestProxyHostileUpstreams(t *testing.T) {
 	if resp, b, err := send("garbage", true); err != nil || resp.StatusCode != http.StatusBadGateway || !bytes.Contains(b, []byte("malformed HTTP")) {
 		t.Fatalf("garbage head: %v %q; want a 502 saying why", err, b)
 	}
-	if resp, b, err := send("endless", true); err != nil || resp.StatusCode != http.StatusBadGateway || !bytes.Contains(b, []byte("response head larger than")) {
+	// Each stack says it in its own words, both bounding the head at 1 MiB.
+	tooLarge := map[h1proxy.Stack]string{h1proxy.Native: "response head larger than 1048576 bytes", h1proxy.NetHTTP: "response headers exceeded 1048576 bytes"}[stack]
+	if resp, b, err := send("endless", true); err != nil || resp.StatusCode != http.StatusBadGateway || !bytes.Contains(b, []byte(tooLarge)) {
 		t.Fatalf("endless head: %v %q; want a 502 saying why", err, b)
 	}
 	if err := ps.Close(); err != nil {
@@ -268,7 +273,9 @@ func TestProxyHostileUpstreams(t *testing.T) {
 // share one upstream connection; an upstream that closes its idle
 // connection costs nothing (the request goes on a new one); an upstream
 // that sent more than its Content-Length is not reused.
-func TestProxyKeepAlive(t *testing.T) {
+func TestProxyKeepAlive(t *testing.T) { eachStack(t, testProxyKeepAlive) }
+
+func testProxyKeepAlive(t *testing.T, stack h1proxy.Stack) {
 	var closeNext atomic.Bool
 	up := startHostile(t, func(c net.Conn, br *bufio.Reader, r *http.Request) bool {
 		readBody(r)
@@ -279,7 +286,7 @@ func TestProxyKeepAlive(t *testing.T) {
 		io.WriteString(c, sseHead+chunk(body)+"0\r\n\r\n")
 		return keep
 	})
-	ps, _ := startProxy(t, up.URL(), nil)
+	ps, _ := startProxy(t, stack, up.URL(), nil)
 	c := dialProxy(t, ps, 20*time.Second)
 	br := bufio.NewReader(c)
 	for i := range 3 {
@@ -312,7 +319,9 @@ func TestProxyKeepAlive(t *testing.T) {
 // upstream; a non-LLM request body streams upstream before the client has
 // sent all of it; an HTTP/1.0 client gets a chunked upstream's body
 // de-chunked, then the connection closes.
-func TestProxyHeadersAndBodies(t *testing.T) {
+func TestProxyHeadersAndBodies(t *testing.T) { eachStack(t, testProxyHeadersAndBodies) }
+
+func testProxyHeadersAndBodies(t *testing.T, stack h1proxy.Stack) {
 	gotFirst := make(chan struct{})
 	var upHeader http.Header
 	var upBody []byte
@@ -334,7 +343,7 @@ func TestProxyHeadersAndBodies(t *testing.T) {
 			return true
 		}
 	})
-	ps, _ := startProxy(t, up.URL(), nil)
+	ps, _ := startProxy(t, stack, up.URL(), nil)
 	addr := strings.TrimPrefix(ps.URL(), "http://")
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -393,6 +402,10 @@ func TestProxyHeadersAndBodies(t *testing.T) {
 // upstream is still silent (prefill) makes the proxy close its upstream
 // connection at once, and the record says canceled.
 func TestProxyClientGoneReachesUpstream(t *testing.T) {
+	eachStack(t, testProxyClientGoneReachesUpstream)
+}
+
+func testProxyClientGoneReachesUpstream(t *testing.T, stack h1proxy.Stack) {
 	upSawEOF := make(chan struct{})
 	arrived := make(chan struct{})
 	up := startHostile(t, func(c net.Conn, br *bufio.Reader, r *http.Request) bool {
@@ -404,7 +417,7 @@ func TestProxyClientGoneReachesUpstream(t *testing.T) {
 		}
 		return false
 	})
-	ps, _ := startProxy(t, up.URL(), nil)
+	ps, _ := startProxy(t, stack, up.URL(), nil)
 	c, err := net.Dial("tcp", strings.TrimPrefix(ps.URL(), "http://"))
 	if err != nil {
 		t.Fatal(err)
@@ -451,7 +464,9 @@ func TestProxyForwardAllocsPerEvent(t *testing.T) {
 		io.WriteString(c, chunk("data: [DONE]\n\n")+"0\r\n\r\n")
 		return true
 	})
-	ps, _ := startProxy(t, up.URL(), func(c *ProxyConfig) { c.Tokenizer = byteTok{}; c.SyncEvery = time.Hour })
+	// The native stack only: forwarding without an allocation per read is
+	// its promise; net/http's server and transport make no such promise.
+	ps, _ := startProxy(t, h1proxy.Native, up.URL(), func(c *ProxyConfig) { c.Tokenizer = byteTok{}; c.SyncEvery = time.Hour })
 	defer ps.Close()
 	c := dialProxy(t, ps, 60*time.Second)
 	br := bufio.NewReaderSize(c, 64<<10)
@@ -502,19 +517,21 @@ func (byteTok) Decode(ids []uint) string  { return "" }
 func (byteTok) Count(text string) int     { return (len(text) + 3) / 4 }
 
 // TestProxyRequestHeadBounded: a client whose request head never ends
-// gets a 431 once it sent maxRequestHead bytes, not a proxy that keeps
+// gets a 431 once it sent requestHeadBound bytes, not a proxy that keeps
 // them all.
-func TestProxyRequestHeadBounded(t *testing.T) {
+func TestProxyRequestHeadBounded(t *testing.T) { eachStack(t, testProxyRequestHeadBounded) }
+
+func testProxyRequestHeadBounded(t *testing.T, stack h1proxy.Stack) {
 	up := startHostile(t, func(c net.Conn, br *bufio.Reader, r *http.Request) bool {
 		t.Errorf("the upstream got a request: %s", r.URL)
 		return false
 	})
-	ps, _ := startProxy(t, up.URL(), nil)
+	ps, _ := startProxy(t, stack, up.URL(), nil)
 	c := dialProxy(t, ps, 20*time.Second)
 	go func() {
 		io.WriteString(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Endless: ")
 		line := bytes.Repeat([]byte("a"), 64<<10)
-		for range 4 * maxRequestHead / len(line) {
+		for range 4 * requestHeadBound / len(line) {
 			if _, err := c.Write(line); err != nil {
 				return // the proxy closed the connection
 			}
@@ -525,7 +542,8 @@ func TestProxyRequestHeadBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge || !bytes.Contains(b, []byte("request head larger than")) {
+	why := map[h1proxy.Stack]string{h1proxy.Native: "request head larger than", h1proxy.NetHTTP: "Request Header Fields Too Large"}[stack]
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge || !bytes.Contains(b, []byte(why)) {
 		t.Fatalf("status %d, body %q; want 431 saying why", resp.StatusCode, b)
 	}
 }
@@ -534,7 +552,9 @@ func TestProxyRequestHeadBounded(t *testing.T) {
 // the first one's response (HTTP/1.1 pipelining) gets both responses, in
 // order, on its connection, and both are recorded; the second request
 // waiting in the connection's buffer is not taken for a disconnect.
-func TestProxyPipelinedRequests(t *testing.T) {
+func TestProxyPipelinedRequests(t *testing.T) { eachStack(t, testProxyPipelinedRequests) }
+
+func testProxyPipelinedRequests(t *testing.T, stack h1proxy.Stack) {
 	up := startHostile(t, func(c net.Conn, br *bufio.Reader, r *http.Request) bool {
 		readBody(r)
 		id := r.Header.Get("X-Request-Id")
@@ -543,7 +563,7 @@ func TestProxyPipelinedRequests(t *testing.T) {
 		io.WriteString(c, chunk(sseEvent(id))+chunk("data: [DONE]\n\n")+"0\r\n\r\n")
 		return true
 	})
-	ps, _ := startProxy(t, up.URL(), nil)
+	ps, _ := startProxy(t, stack, up.URL(), nil)
 	c := dialProxy(t, ps, 20*time.Second)
 	io.WriteString(c, chatRequest("first", chatBody([]msg{{"user", "1"}}, true))+chatRequest("second", chatBody([]msg{{"user", "2"}}, true)))
 	br := bufio.NewReader(c)
@@ -559,3 +579,7 @@ func TestProxyPipelinedRequests(t *testing.T) {
 	}
 	closeWantClean(t, ps, 2, 1)
 }
+
+// requestHeadBound is the most a request head may take on either stack
+// (the native server's bound, net/http's default).
+const requestHeadBound = 1 << 20

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracekit/tracekit/internal/capture/h1proxy"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -24,7 +25,9 @@ import (
 // returns to what it was before the proxy started. The upstream streams
 // until its request is canceled; one complete request leaves an idle
 // upstream connection behind.
-func TestProxyCloseLeavesNoGoroutines(t *testing.T) {
+func TestProxyCloseLeavesNoGoroutines(t *testing.T) { eachStack(t, testProxyCloseLeavesNoGoroutines) }
+
+func testProxyCloseLeavesNoGoroutines(t *testing.T, stack h1proxy.Stack) {
 	silent := make(chan struct{}, 1)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.Contains(r.URL.RawQuery, "silent") {
@@ -56,7 +59,7 @@ func TestProxyCloseLeavesNoGoroutines(t *testing.T) {
 	defer up.Close()
 	baseline := runtime.NumGoroutine()
 
-	ps, _ := startProxy(t, up.URL, nil)
+	ps, _ := startProxy(t, stack, up.URL, nil)
 	client := &http.Client{Transport: &http.Transport{}}
 	body := chatBody([]msg{{"user", "stream forever"}}, true)
 
@@ -147,9 +150,11 @@ func TestProxyCloseLeavesNoGoroutines(t *testing.T) {
 // TestProxySmallQueue: with room for one record in flight, concurrent
 // clients wait for each other's accounting instead of queueing without
 // bound, and every request is still recorded once.
-func TestProxySmallQueue(t *testing.T) {
+func TestProxySmallQueue(t *testing.T) { eachStack(t, testProxySmallQueue) }
+
+func testProxySmallQueue(t *testing.T, stack h1proxy.Stack) {
 	up := fastMock(t)
-	ps, _ := startProxy(t, up.URL(), func(c *ProxyConfig) { c.Queue = 1 })
+	ps, _ := startProxy(t, stack, up.URL(), func(c *ProxyConfig) { c.Queue = 1 })
 	const clients, each = 6, 3
 	var wg sync.WaitGroup
 	for c := range clients {

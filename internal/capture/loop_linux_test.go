@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracekit/tracekit/internal/capture/h1proxy"
 	"github.com/tracekit/tracekit/internal/record"
 	"github.com/tracekit/tracekit/trace"
 )
@@ -70,7 +71,9 @@ func slowClientOnLoop(t *testing.T, mode string) {
 	})
 	// a tokenizer that counts bytes: the real one would spend its time on
 	// the 10 MB answer
-	ps, _ := startProxy(t, up.URL(), func(c *ProxyConfig) { c.Tokenizer = byteTok{} })
+	// The native stack only: the loop's hand-back of a body to its
+	// request's goroutine is what this exercises.
+	ps, _ := startProxy(t, h1proxy.Native, up.URL(), func(c *ProxyConfig) { c.Tokenizer = byteTok{} })
 	rcvbuf := 64 << 10
 	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
 		return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, rcvbuf) })
@@ -120,7 +123,8 @@ func slowClientOnLoop(t *testing.T, mode string) {
 		t.Fatalf("next request on the connection: %q, %v", b, err)
 	}
 	p := ps.Proxy()
-	bodies, handbacks := p.loopStats.bodies.Load(), p.loopStats.handbacks.Load()
+	st := ps.stack.LoopStats()
+	bodies, handbacks := st.Bodies, st.Handbacks
 	if err := ps.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -154,6 +158,10 @@ func slowClientOnLoop(t *testing.T, mode string) {
 // the recording must hold every event's text (a stream four times
 // pendMax, so it is parsed in several parts).
 func TestProxyLateParseKeepsEachReadsStamp(t *testing.T) {
+	eachStack(t, testProxyLateParseKeepsEachReadsStamp)
+}
+
+func testProxyLateParseKeepsEachReadsStamp(t *testing.T, stack h1proxy.Stack) {
 	const n = 150
 	ack := make(chan struct{})
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -170,7 +178,7 @@ func TestProxyLateParseKeepsEachReadsStamp(t *testing.T) {
 		io.WriteString(w, "data: [DONE]\n\n")
 	}))
 	defer up.Close()
-	ps, _ := startProxy(t, up.URL, nil)
+	ps, _ := startProxy(t, stack, up.URL, nil)
 	req, _ := http.NewRequest("POST", ps.URL()+"/v1/chat/completions", strings.NewReader(chatBody([]msg{{"user", "late"}}, true)))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -217,8 +225,8 @@ func TestProxyLateParseKeepsEachReadsStamp(t *testing.T) {
 // it parsed on the way plus the rest at the end is every event.
 func TestRecorderPendingIsBounded(t *testing.T) {
 	var res fwdResult
-	ex := &exchange{stream: record.NewStream(nil)}
-	rc := recorder{ex: ex}
+	stream := record.NewStream(nil)
+	rc := recorder{stream: stream}
 	rc.init(&res, true, "")
 	rc.late = true
 	piece := []byte("data: {\"choices\":[{\"delta\":{\"content\":\"" + strings.Repeat("y", 90) + "\"}}]}\n\n")
@@ -230,7 +238,7 @@ func TestRecorderPendingIsBounded(t *testing.T) {
 	}
 	rc.end(true, 201)
 	var rec trace.Record
-	ex.stream.Fill(&rec)
+	stream.Fill(&rec)
 	if len(rec.EventNs) != 200 || rec.EventNs[0] != 1 || rec.EventNs[199] != 200 {
 		t.Fatalf("%d events, first %v", len(rec.EventNs), rec.EventNs[:min(3, len(rec.EventNs))])
 	}
@@ -283,7 +291,9 @@ func TestLoopReadsPlainHeads(t *testing.T) {
 		}
 		return false
 	})
-	ps, _ := startProxy(t, up.URL(), nil)
+	// The native stack only: its event loop's own head parser is what this
+	// exercises.
+	ps, _ := startProxy(t, h1proxy.Native, up.URL(), nil)
 	c := dialProxy(t, ps, 30*time.Second)
 	br := bufio.NewReader(c)
 	plain := 0
@@ -303,7 +313,8 @@ func TestLoopReadsPlainHeads(t *testing.T) {
 		}
 	}
 	p := ps.Proxy()
-	heads, backs := p.loopStats.heads.Load(), p.loopStats.headBacks.Load()
+	st := ps.stack.LoopStats()
+	heads, backs := st.Heads, st.HeadBacks
 	if heads != int64(plain) || backs != int64(len(cases)-plain) {
 		t.Errorf("the loop parsed %d heads and handed back %d, want %d and %d", heads, backs, plain, len(cases)-plain)
 	}

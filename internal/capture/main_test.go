@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracekit/tracekit/internal/capture/h1proxy"
 	"github.com/tracekit/tracekit/internal/stamp"
 	"github.com/tracekit/tracekit/trace"
 )
@@ -38,10 +39,14 @@ func TestMain(m *testing.M) {
 // TRACEKIT_PROXY_GOMAXPROCS sets the child's GOMAXPROCS;
 // TRACEKIT_PROXY_TRACE names a runtime execution trace to write (go tool
 // trace: where the loop's goroutine waited to run).
+// TRACEKIT_PROXY_STACK chooses its HTTP layer (ProxyConfig.Stack: native,
+// the default, or net/http), so that the proxy benchmarks can measure
+// either.
 func proxyChild(dir, upstream string) {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	cfg := ProxyConfig{Upstream: upstream, OutDir: dir, Tokenizer: testTok, SyncEvery: 50 * time.Millisecond}
+	cfg := ProxyConfig{Upstream: upstream, OutDir: dir, Tokenizer: testTok, SyncEvery: 50 * time.Millisecond,
+		Stack: h1proxy.Stack(os.Getenv("TRACEKIT_PROXY_STACK"))}
 	if os.Getenv("TRACEKIT_PROXY_BENCH") == "1" {
 		cfg.SyncEvery = 0
 	}

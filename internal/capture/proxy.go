@@ -3,7 +3,6 @@ package capture
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tracekit/tracekit/internal/capture/h1proxy"
 	"github.com/tracekit/tracekit/internal/clock"
 	"github.com/tracekit/tracekit/internal/fielderr"
 	"github.com/tracekit/tracekit/internal/record"
@@ -38,15 +38,21 @@ type ProxyConfig struct {
 	RotateBytes int64
 	// Tokenizer counts message and answer tokens; default o200k_base.
 	Tokenizer tokenizer.Tokenizer
-	// Transport reaches the upstream. Default: for an http:// upstream the
-	// proxy's own HTTP/1.1 client (forward.go's rawForward), for https an
+	// Stack is the HTTP layer that forwards the traffic (h1proxy): the
+	// proxy's own (h1proxy.Native, the default) or net/http's
+	// (h1proxy.NetHTTP). Both forward the same headers and
+	// body bytes and record the same.
+	Stack h1proxy.Stack
+	// Transport reaches the upstream. Default: for an http:// upstream and
+	// the native stack the proxy's own HTTP/1.1 client, otherwise an
 	// http.Transport without timeouts on responses (streams are long) and
 	// without compression.
 	Transport http.RoundTripper
 	// InsecureSkipVerify accepts any upstream TLS certificate (default
 	// transport only).
 	InsecureSkipVerify bool
-	// MaxBodyBytes bounds a request body (default 64 MiB).
+	// MaxBodyBytes bounds a request body read whole (an LLM call's;
+	// default 64 MiB).
 	MaxBodyBytes int64
 	// MaxConversations bounds the histories kept for grouping (default
 	// 100,000).
@@ -88,9 +94,6 @@ type ProxyConfig struct {
 // fewer cycles, for a heap up to that many percent above the live one.
 const DefaultGCPercent = 400
 
-// maxIdleUpstream bounds the idle upstream connections kept for reuse.
-const maxIdleUpstream = 4096
-
 // Segment names the pair of files one segment wrote.
 type Segment struct {
 	Trace, Recording string
@@ -98,16 +101,14 @@ type Segment struct {
 	n                int // the segment's number, for the order of Segments
 }
 
-// Proxy forwards every request to the upstream untouched and records the
-// LLM calls among them: a trace turn and a recording row each. A
-// ProxyServer (StartProxy) serves it on a listener.
+// Proxy is the recording side of the proxy: as the h1proxy.Tap of the
+// server that forwards the traffic (ProxyServer, StartProxy), it watches
+// the LLM calls among the requests and records each: a trace turn and a
+// recording row.
 type Proxy struct {
 	cfg       ProxyConfig
 	upstream  *url.URL
 	target    string // upstream with credentials removed, for files
-	rt        http.RoundTripper
-	ownRT     *http.Transport // rt when the proxy made it: its idle connections close with the proxy
-	pool      *upstreamPool   // the proxy's own client (rawForward): a plain-http upstream and no Transport given
 	tok       tokenizer.Tokenizer
 	runStart  int64 // mono ns
 	wallStart int64
@@ -115,7 +116,6 @@ type Proxy struct {
 	host      string // os.Hostname, for the files' metadata
 
 	streams sync.Pool // *record.Stream
-	bufs    sync.Pool // *[]byte read buffers
 
 	mu      sync.Mutex
 	seg     *segment
@@ -141,41 +141,21 @@ type Proxy struct {
 	encWarned  atomic.Bool    // an undecodable Content-Encoding, logged once
 
 	hmu    sync.Mutex
-	active int           // handlers running, under hmu
+	active int           // exchanges watched (Open to End), under hmu
 	idle   chan struct{} // closed when active drops to 0, while Close waits
 	stop   chan struct{} // ends the rotation ticker
 	ticker sync.WaitGroup
 
 	restoreGC func() // undoes GCPercent, once, in Close
-
-	// loops forward the bodies of rawForward's responses (loop_linux.go;
-	// none elsewhere); Close ends them once no handler runs.
-	loops     []*evloop
-	loopNext  atomic.Uint32
-	loopStats loopStats
-}
-
-// loopStats counts the bodies the loops took and those a slow client made
-// them hand back, and the response heads they parsed and handed back.
-type loopStats struct{ bodies, handbacks, heads, headBacks atomic.Int64 }
-
-// numLoops is how many evloops a proxy with its own client runs.
-const numLoops = 1
-
-// loop picks the evloop for the next body (round robin), nil if none.
-func (p *Proxy) loop() *evloop {
-	if len(p.loops) == 0 {
-		return nil
-	}
-	return p.loops[int(p.loopNext.Add(1))%len(p.loops)]
 }
 
 // proxyConfigType names ProxyConfig in the *fielderr.Error of a bad
 // field: the command line names the flag that set it instead.
 const proxyConfigType = "capture.ProxyConfig"
 
-// NewProxy validates cfg, creates OutDir and returns the proxy. Files are
-// created when the first LLM request arrives.
+// NewProxy validates cfg, creates OutDir and returns the recording side;
+// StartProxy also serves it. Files are created when the first LLM request
+// arrives.
 func NewProxy(cfg ProxyConfig) (*Proxy, error) {
 	u, err := url.Parse(cfg.Upstream)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -192,9 +172,6 @@ func NewProxy(cfg ProxyConfig) (*Proxy, error) {
 	}
 	if cfg.RotateBytes <= 0 {
 		cfg.RotateBytes = 256 << 20
-	}
-	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = 64 << 20
 	}
 	if cfg.SyncEvery <= 0 {
 		cfg.SyncEvery = time.Second
@@ -214,11 +191,8 @@ func NewProxy(cfg ProxyConfig) (*Proxy, error) {
 	if cfg.Tokenizer == nil {
 		cfg.Tokenizer = tokenizer.Default()
 	}
-	rt := cfg.Transport
-	var own *http.Transport
-	if rt == nil {
-		own = defaultTransport(cfg.InsecureSkipVerify)
-		rt = own
+	if _, err := h1proxy.ParseStack(string(cfg.Stack)); err != nil {
+		return nil, err
 	}
 	if cfg.Queue <= 0 {
 		cfg.Queue = 1024
@@ -226,27 +200,15 @@ func NewProxy(cfg ProxyConfig) (*Proxy, error) {
 	host, _ := os.Hostname()
 	p := &Proxy{
 		host: host,
-		cfg:  cfg, upstream: u, target: u.Redacted(), rt: rt, ownRT: own, tok: cfg.Tokenizer,
+		cfg:  cfg, upstream: u, target: u.Redacted(), tok: cfg.Tokenizer,
 		acct:     make(chan func(), cfg.Queue),
 		runStart: clock.Mono(), wallStart: clock.Wall(),
 		stamp: time.Now().UTC().Format("20060102T150405Z"),
 		convs: newConversations(cfg.MaxConversations),
 		stop:  make(chan struct{}),
 	}
-	if cfg.Transport == nil && u.Scheme == "http" {
-		port := u.Port()
-		if port == "" {
-			port = "80"
-		}
-		p.pool = newUpstreamPool(net.JoinHostPort(u.Hostname(), port), maxIdleUpstream)
-		p.loops = newEvloops(numLoops, &p.loopStats)
-		if len(p.loops) > 0 {
-			p.pool.own = func(c net.Conn) (upSock, error) { return p.loop().own(c) }
-		}
-	}
 	p.restoreGC = setGC(cfg.GCPercent)
 	p.streams.New = func() any { return record.NewStream(cfg.Tokenizer) }
-	p.bufs.New = func() any { b := make([]byte, 32<<10); return &b }
 	p.ticker.Add(1)
 	go p.rotateIdle()
 	p.acctDone.Add(1)
@@ -262,9 +224,9 @@ func (p *Proxy) Segments() []Segment {
 	return append([]Segment(nil), p.files...)
 }
 
-// Close finishes the current segment and waits until every request being
-// served has ended and every segment's files are complete; then no
-// goroutine of the proxy is left. Stop the HTTP server first (in-flight
+// Close finishes the current segment and waits until every exchange being
+// watched has ended and every segment's files are complete; then no
+// goroutine of the proxy is left. Stop the server first (in-flight
 // requests keep their segment open until they end; ProxyServer.Shutdown
 // bounds that wait).
 func (p *Proxy) Close() error {
@@ -275,26 +237,16 @@ func (p *Proxy) Close() error {
 		p.rotateLocked()
 	}
 	p.mu.Unlock()
-	p.waitHandlers()
+	p.waitExchanges()
 	p.mu.Lock()
 	if !p.acctClosed {
-		close(p.acct) // no handler is left to account
+		close(p.acct) // no exchange is left to account
 		p.acctClosed = true
 	}
 	p.mu.Unlock()
 	p.acctDone.Wait()
-	for _, l := range p.loops {
-		l.close()
-	}
-	p.loops = nil
 	p.ticker.Wait()
 	p.closers.Wait()
-	if p.ownRT != nil {
-		p.ownRT.CloseIdleConnections() // each idle connection holds two goroutines
-	}
-	if p.pool != nil {
-		p.pool.close()
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.restoreGC != nil {
@@ -316,7 +268,7 @@ func setGC(gc int) (restore func()) {
 	return func() { debug.SetGCPercent(old) }
 }
 
-// enter and leave count the handlers running, for Close.
+// enter and leave count the exchanges watched (Open to End), for Close.
 func (p *Proxy) enter() {
 	p.hmu.Lock()
 	p.active++
@@ -332,8 +284,8 @@ func (p *Proxy) leave() {
 	p.hmu.Unlock()
 }
 
-// waitHandlers returns once no handler is running.
-func (p *Proxy) waitHandlers() {
+// waitExchanges returns once no exchange is watched.
+func (p *Proxy) waitExchanges() {
 	p.hmu.Lock()
 	if p.active == 0 {
 		p.hmu.Unlock()

@@ -24,6 +24,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/valyala/fasthttp"
 
+	"github.com/tracekit/tracekit/internal/capture/h1proxy"
 	"github.com/tracekit/tracekit/internal/clock"
 	"github.com/tracekit/tracekit/internal/mock"
 	"github.com/tracekit/tracekit/internal/mock/mocktest"
@@ -46,10 +47,26 @@ func fastMock(t *testing.T) *mock.Server {
 	return mocktest.Start(t, func(c *mock.Config) { c.Latency.OutputMean = 6 })
 }
 
-func startProxy(t *testing.T, upstream string, mod func(*ProxyConfig)) (*ProxyServer, string) {
+// stacks are the HTTP layers the proxy tests run on: each must forward
+// the same bytes and record the same.
+var stacks = []struct {
+	name  string
+	stack h1proxy.Stack
+}{{"native", h1proxy.Native}, {"nethttp", h1proxy.NetHTTP}}
+
+// eachStack runs test once per stack, as a subtest named after it.
+func eachStack(t *testing.T, test func(t *testing.T, stack h1proxy.Stack)) {
+	for _, s := range stacks {
+		t.Run(s.name, func(t *testing.T) { test(t, s.stack) })
+	}
+}
+
+// startProxy starts a proxy on stack in front of upstream, its files in a
+// new directory (returned); mod changes its configuration first.
+func startProxy(t *testing.T, stack h1proxy.Stack, upstream string, mod func(*ProxyConfig)) (*ProxyServer, string) {
 	t.Helper()
 	dir := t.TempDir()
-	cfg := ProxyConfig{Upstream: upstream, OutDir: dir, Tokenizer: testTok, SyncEvery: 100 * time.Millisecond}
+	cfg := ProxyConfig{Upstream: upstream, OutDir: dir, Tokenizer: testTok, SyncEvery: 100 * time.Millisecond, Stack: stack}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -153,11 +170,13 @@ func noSecretIn(t *testing.T, dir string) {
 // TestProxyConversations drives multi-turn chats through the proxy with
 // net/http, compares every response with the same request sent directly,
 // and checks the trace and the recording written.
-func TestProxyConversations(t *testing.T) {
+func TestProxyConversations(t *testing.T) { eachStack(t, testProxyConversations) }
+
+func testProxyConversations(t *testing.T, stack h1proxy.Stack) {
 	// Two identical mocks see the same requests (prefix cache state
 	// included): one through the proxy, one directly.
 	up, direct := fastMock(t), fastMock(t)
-	ps, dir := startProxy(t, up.URL(), nil)
+	ps, dir := startProxy(t, stack, up.URL(), nil)
 	const convs, turns, think = 3, 3, 40 * time.Millisecond
 	type seen struct {
 		events int
@@ -253,9 +272,11 @@ func TestProxyConversations(t *testing.T) {
 
 // TestProxyClients drives the official OpenAI SDK and fasthttp through the
 // proxy; both get what they get directly.
-func TestProxyClients(t *testing.T) {
+func TestProxyClients(t *testing.T) { eachStack(t, testProxyClients) }
+
+func testProxyClients(t *testing.T, stack h1proxy.Stack) {
 	up, direct := fastMock(t), fastMock(t)
-	ps, dir := startProxy(t, up.URL(), nil)
+	ps, dir := startProxy(t, stack, up.URL(), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var answers [2]string
@@ -321,9 +342,11 @@ func TestProxyClients(t *testing.T) {
 
 // TestProxyFaults: the client gets each upstream failure as it happened,
 // the recording names it, and the proxy keeps serving.
-func TestProxyFaults(t *testing.T) {
+func TestProxyFaults(t *testing.T) { eachStack(t, testProxyFaults) }
+
+func testProxyFaults(t *testing.T, stack h1proxy.Stack) {
 	up := fastMock(t)
-	ps, _ := startProxy(t, up.URL(), nil)
+	ps, _ := startProxy(t, stack, up.URL(), nil)
 	body := chatBody([]msg{{"user", "fault me"}}, true)
 	send := func(fault string) (int, []byte, error) {
 		req, _ := http.NewRequest("POST", ps.URL()+"/v1/chat/completions", strings.NewReader(body))
@@ -380,11 +403,13 @@ func TestProxyFaults(t *testing.T) {
 
 // TestProxyUpstreamRefused: nothing listens upstream; the client gets a 502
 // with a JSON error, the recording says connect, the proxy stays up.
-func TestProxyUpstreamRefused(t *testing.T) {
+func TestProxyUpstreamRefused(t *testing.T) { eachStack(t, testProxyUpstreamRefused) }
+
+func testProxyUpstreamRefused(t *testing.T, stack h1proxy.Stack) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	dead := "http://" + ln.Addr().String()
 	ln.Close()
-	ps, _ := startProxy(t, dead, nil)
+	ps, _ := startProxy(t, stack, dead, nil)
 	for range 2 {
 		st, _, b := post(t, ps.URL(), "/v1/chat/completions", chatBody([]msg{{"user", "hello?"}}, true), nil)
 		if st != http.StatusBadGateway || !bytes.Contains(b, []byte("upstream unreachable")) {
@@ -402,7 +427,9 @@ func TestProxyUpstreamRefused(t *testing.T) {
 
 // TestProxyFlushesEachEvent: an upstream that pauses between events; the
 // client must see each event before the next is sent.
-func TestProxyFlushesEachEvent(t *testing.T) {
+func TestProxyFlushesEachEvent(t *testing.T) { eachStack(t, testProxyFlushesEachEvent) }
+
+func testProxyFlushesEachEvent(t *testing.T, stack h1proxy.Stack) {
 	release := make(chan struct{})
 	up := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer "+secret {
@@ -419,7 +446,7 @@ func TestProxyFlushesEachEvent(t *testing.T) {
 		io.WriteString(w, "data: {\"choices\":[{\"delta\":{\"content\":\" second\"}}]}\n\ndata: [DONE]\n\n")
 	}))
 	defer up.Close()
-	ps, _ := startProxy(t, up.URL, func(c *ProxyConfig) { c.Transport = up.Client().Transport })
+	ps, _ := startProxy(t, stack, up.URL, func(c *ProxyConfig) { c.Transport = up.Client().Transport })
 	req, _ := http.NewRequest("POST", ps.URL()+"/v1/chat/completions", strings.NewReader(chatBody([]msg{{"user", "x"}}, true)))
 	req.Header.Set("Authorization", "Bearer "+secret)
 	resp, err := http.DefaultClient.Do(req)
@@ -446,9 +473,11 @@ func TestProxyFlushesEachEvent(t *testing.T) {
 
 // TestProxyRotation: each segment is a valid pair of files, and a
 // conversation crossing into a new segment starts there with its history.
-func TestProxyRotation(t *testing.T) {
+func TestProxyRotation(t *testing.T) { eachStack(t, testProxyRotation) }
+
+func testProxyRotation(t *testing.T, stack h1proxy.Stack) {
 	up := fastMock(t)
-	ps, _ := startProxy(t, up.URL(), func(c *ProxyConfig) { c.RotateEvery = 150 * time.Millisecond })
+	ps, _ := startProxy(t, stack, up.URL(), func(c *ProxyConfig) { c.RotateEvery = 150 * time.Millisecond })
 	hist := []msg{{"user", "q0"}}
 	for k := range 3 {
 		_, _, b := post(t, ps.URL(), "/v1/chat/completions", chatBody(hist, true), nil)
@@ -475,8 +504,12 @@ func TestProxyRotation(t *testing.T) {
 // TestProxySessionHeaderAndRedaction groups by a session header and keeps
 // no text in the trace.
 func TestProxySessionHeaderAndRedaction(t *testing.T) {
+	eachStack(t, testProxySessionHeaderAndRedaction)
+}
+
+func testProxySessionHeaderAndRedaction(t *testing.T, stack h1proxy.Stack) {
 	up := fastMock(t)
-	ps, dir := startProxy(t, up.URL(), func(c *ProxyConfig) { c.SessionHeader = "X-Session"; c.RedactContent = true })
+	ps, dir := startProxy(t, stack, up.URL(), func(c *ProxyConfig) { c.SessionHeader = "X-Session"; c.RedactContent = true })
 	for _, q := range []string{"alpha-private shared system prompt that is long enough to fill more than one block of tokens", "beta-private"} {
 		// Histories that do not chain (the client rewrites them): only the
 		// header can group these.
@@ -508,9 +541,11 @@ func TestProxySessionHeaderAndRedaction(t *testing.T) {
 // TestProxyStampsPrecedeClient: for every event the proxy's stamp (its
 // upstream read) precedes the client's (its read of the forwarded bytes),
 // and both saw the same events: the recording is the upstream's timing.
-func TestProxyStampsPrecedeClient(t *testing.T) {
+func TestProxyStampsPrecedeClient(t *testing.T) { eachStack(t, testProxyStampsPrecedeClient) }
+
+func testProxyStampsPrecedeClient(t *testing.T, stack h1proxy.Stack) {
 	up := fastMock(t)
-	ps, _ := startProxy(t, up.URL(), nil)
+	ps, _ := startProxy(t, stack, up.URL(), nil)
 	client := map[string][]int64{}
 	for i := range 4 {
 		id := fmt.Sprintf("s-%d", i)

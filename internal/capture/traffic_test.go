@@ -10,15 +10,19 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/tracekit/tracekit/internal/capture/h1proxy"
 )
 
 // TestProxyProbeNotRecorded: a request carrying X-Tracekit-Probe (replay's
 // continuous-usage probe) reaches the upstream and its answer the client,
 // but neither the trace nor the recording holds it; the files' metadata
 // names the host.
-func TestProxyProbeNotRecorded(t *testing.T) {
+func TestProxyProbeNotRecorded(t *testing.T) { eachStack(t, testProxyProbeNotRecorded) }
+
+func testProxyProbeNotRecorded(t *testing.T, stack h1proxy.Stack) {
 	up := fastMock(t)
-	ps, _ := startProxy(t, up.URL(), nil)
+	ps, _ := startProxy(t, stack, up.URL(), nil)
 	st, _, b := post(t, ps.URL(), "/v1/chat/completions", chatBody([]msg{{"user", "Say hi."}}, true),
 		map[string]string{ProbeHeader: "1", "X-Request-Id": "probe"})
 	if text, n := sseAnswer(t, b); st != 200 || n == 0 || text == "" {
@@ -53,9 +57,11 @@ func TestProxyProbeNotRecorded(t *testing.T) {
 // TestProxyNonStreaming: requests without "stream": true are kept as
 // non-streaming turns, and their records hold one event, the body
 // completely read, carrying every completion token (from usage).
-func TestProxyNonStreaming(t *testing.T) {
+func TestProxyNonStreaming(t *testing.T) { eachStack(t, testProxyNonStreaming) }
+
+func testProxyNonStreaming(t *testing.T, stack h1proxy.Stack) {
 	up := fastMock(t)
-	ps, _ := startProxy(t, up.URL(), nil)
+	ps, _ := startProxy(t, stack, up.URL(), nil)
 	explicit := `{"model":"tracekit-mock","messages":[{"role":"user","content":"explicit false"}],"stream":false,"max_tokens":8}`
 	for id, body := range map[string]string{
 		"absent":   chatBody([]msg{{"user", "stream absent"}}, false),
@@ -103,7 +109,9 @@ func TestProxyNonStreaming(t *testing.T) {
 
 // TestProxyWarnsUnparsedLLMPaths: Ollama's native endpoints pass through
 // untouched, unrecorded, with one warning per path however many requests.
-func TestProxyWarnsUnparsedLLMPaths(t *testing.T) {
+func TestProxyWarnsUnparsedLLMPaths(t *testing.T) { eachStack(t, testProxyWarnsUnparsedLLMPaths) }
+
+func testProxyWarnsUnparsedLLMPaths(t *testing.T, stack h1proxy.Stack) {
 	const answer = "{\"message\":{\"role\":\"assistant\",\"content\":\"hi\"},\"done\":false}\n{\"done\":true}\n"
 	var mu sync.Mutex
 	var upstreamSaw []string
@@ -117,7 +125,7 @@ func TestProxyWarnsUnparsedLLMPaths(t *testing.T) {
 	}))
 	defer up.Close()
 	var logs []string
-	ps, _ := startProxy(t, up.URL, func(c *ProxyConfig) {
+	ps, _ := startProxy(t, stack, up.URL, func(c *ProxyConfig) {
 		c.Logf = func(format string, args ...any) {
 			mu.Lock()
 			logs = append(logs, fmt.Sprintf(format, args...))
@@ -158,11 +166,13 @@ func TestProxyWarnsUnparsedLLMPaths(t *testing.T) {
 // TestProxyNeverReplacesFiles: files of an earlier run under the names this
 // run would use (same second, or a killed run's journal) stay untouched;
 // the segment takes the next free name and says so.
-func TestProxyNeverReplacesFiles(t *testing.T) {
+func TestProxyNeverReplacesFiles(t *testing.T) { eachStack(t, testProxyNeverReplacesFiles) }
+
+func testProxyNeverReplacesFiles(t *testing.T, stack h1proxy.Stack) {
 	up := fastMock(t)
 	var mu sync.Mutex
 	var logs []string
-	ps, dir := startProxy(t, up.URL(), func(c *ProxyConfig) {
+	ps, dir := startProxy(t, stack, up.URL(), func(c *ProxyConfig) {
 		c.Logf = func(format string, args ...any) {
 			mu.Lock()
 			logs = append(logs, fmt.Sprintf(format, args...))

@@ -1,4 +1,4 @@
-package capture
+package h1proxy
 
 import (
 	"errors"
@@ -35,8 +35,8 @@ import (
 // hands back with the bytes it read. While a body streams, the loop's
 // goroutine, on each arrival,
 // reads the socket once into the loop's buffer, writes those bytes to the
-// client socket and keeps them, stamped, for parsing (rawBody.process; an
-// event stream is parsed in bulk, recorder.late), all on one goroutine
+// client socket and tells them, stamped, to the tap (rawBody.process;
+// Response.Loop asks it to keep them for parsing later), all on one goroutine
 // with no wake-up of the request's goroutine, which waits until the body
 // ended. A read shorter than the buffer drained the socket (any later
 // arrival raises a new edge), so it is not followed by a read that says
@@ -156,7 +156,7 @@ func newEvloop(st *loopStats) (*evloop, error) {
 	return l, nil
 }
 
-// close ends the loop; no job may be registered (Proxy.Close calls it once
+// close ends the loop; no job may be registered (forwarder.close calls it once
 // every handler returned). Sockets still open (idle in the pool) stay
 // usable for close.
 func (l *evloop) close() {
@@ -570,7 +570,7 @@ func (l *evloop) serve(j *loopJob, mask uint32) {
 		}
 		ok := j.b.process(data, t, err)
 		if j.b.w.flushHead() != nil {
-			j.b.res.clientGone = true // the head alone: nothing else to write came with it
+			j.b.res.ClientGone = true // the head alone: nothing else to write came with it
 		}
 		if !ok {
 			j.ended = true
@@ -635,9 +635,11 @@ func (j *loopJob) readHead(data []byte, t int64, err error) ([]byte, bool) {
 		return nil, false
 	}
 	j.head = false
-	b.t, b.res.headersNs, b.res.status = t, t, h.status
+	b.t, b.res.Status = t, h.status
 	length := b.frame(false, h.status, h.chunked, h.length, h.close)
-	b.rc.init(b.res, h.sse, "")
+	if b.x != nil {
+		b.x.Response(Response{Status: h.status, Stamp: t, EventStream: h.sse, Loop: true})
+	}
 	w.held = w.endHead(out, h.status, length, h.chunked, "")
 	w.cc.hout, w.wrote = w.held, true
 	b.pass = h.chunked && w.mode == bodyRaw && !w.closeAfter
@@ -681,7 +683,7 @@ func (b *rawBody) viaLoop(s *rawSock) bool {
 	started, cut := b.onLoop(j)
 	switch {
 	case cut:
-		b.res.clientGone, b.reuse = true, false
+		b.res.ClientGone, b.reuse = true, false
 		return true
 	case !started:
 		return false
@@ -717,23 +719,23 @@ func (b *rawBody) onLoop(j *loopJob) (started, cut bool) {
 func (b *rawBody) afterLoop(j *loopJob) bool {
 	st := j.s.l.stats
 	st.bodies.Add(1)
-	over := j.ended || b.complete || b.res.clientGone
+	over := j.ended || b.complete || b.res.ClientGone
 	if over && !(b.complete && b.reuse) {
 		b.reuse = false
 	}
 	// What the client socket did not take, in every case: the body's end
 	// may be among it.
-	if len(b.w.pending) > 0 && !b.res.clientGone {
+	if len(b.w.pending) > 0 && !b.res.ClientGone {
 		st.handbacks.Add(1)
 		p := b.w.pending
 		b.w.pending = nil
 		if _, err := b.w.cc.c.Write(p); err != nil {
 			b.w.broken = true
 			b.w.gone.Store(true)
-			b.res.clientGone = true
+			b.res.ClientGone = true
 		}
 	}
-	return over || b.res.clientGone
+	return over || b.res.ClientGone
 }
 
 // detach takes c's socket out of the runtime: a duplicate of its

@@ -1,4 +1,4 @@
-package capture
+package h1proxy
 
 import "bytes"
 
@@ -10,7 +10,7 @@ import "bytes"
 // header naming other headers, obsolete line folding, a byte net/http may
 // judge differently) is handed back to the goroutine, which parses it with
 // net/http as before. So this parser only has to be right about what it
-// accepts; capture's tests check that net/http reads every head it accepts
+// accepts; head_test.go checks that net/http reads every head it accepts
 // the same way.
 
 // plainHead is what a plain response head says about its body.

@@ -1,4 +1,4 @@
-package capture
+package h1proxy
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 // chunkScanner follows HTTP/1.1 chunked transfer coding (RFC 9112 §7.1)
 // over the raw bytes of a response as they arrive, in pieces of any size,
 // without copying them: the proxy forwards those bytes verbatim and the
-// scanner only says where each chunk's data lies (for the parser) and
+// scanner only says where each chunk's data lies (for the tap) and
 // where the body ends (the terminating zero-size chunk, its trailer
 // section and the final CRLF), so that no byte of a following response is
 // forwarded and the connection is reused only when the body ended cleanly.

@@ -1,4 +1,4 @@
-package capture
+package h1proxy
 
 import (
 	"bufio"
@@ -23,8 +23,8 @@ const headerTimeout = 30 * time.Second
 // clientConn is one client connection: its goroutine (serve) reads a
 // request, forwards it and its response, and reads the next one.
 type clientConn struct {
-	srv *ProxyServer
-	p   *Proxy
+	srv *nativeServer
+	f   *forwarder
 	c   net.Conn
 	br  *bufio.Reader
 
@@ -165,7 +165,7 @@ func (cc *clientConn) handle(req *http.Request) bool {
 		}
 	}
 	w := &clientWriter{cc: cc, http11: req.ProtoAtLeast(1, 1), head: req.Method == http.MethodHead}
-	cc.p.serve(w, req)
+	cc.f.serve(w, req)
 	// Whatever the handler left of the body is read (bounded) so that the
 	// next request starts at its first byte.
 	if w.broken || !w.wrote {

@@ -1,4 +1,4 @@
-package capture
+package h1proxy
 
 import (
 	"sync"
