@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -82,6 +83,10 @@ type synthOptions struct {
 	turns, inputTokens, outputTokens, prefixTokens, commonPrefixTokens, thinkTime string
 	config, prefixLayout                                                          string
 
+	// the API every request is sent on ("" = replay's --endpoint), and
+	// the shapes of the non-generating APIs' requests (distributions)
+	endpoint, batchSize, documents, queryTokens, documentTokens string
+
 	// agent sessions: distributions, and the options taken as they are
 	// (Tools, SubAgentContext).
 	rounds, fanOut, subAgents, toolResultTokens, toolLatency, systemTokens string
@@ -125,6 +130,13 @@ func declareSynthFlags(f *pflag.FlagSet, o *synthOptions) {
 	f.StringVar(&o.thinkTime, "think-time", "0s", "user think time before turns 2..n: a distribution of durations, e.g. lognormal:average=5s")
 	f.StringVar(&o.config, "config", "", "vLLM multi-turn generation config JSON (generate_multi_turn.json); flags given explicitly override it")
 	f.StringVar(&o.prefixLayout, "prefix-layout", "", "turn 0's prefixes: vllm (in the user message, the common prefix inside --input-tokens) or system (a system message on top of a full user message); default vllm with --config, else system")
+
+	// the API
+	f.StringVar(&o.endpoint, "endpoint", "", "API every request is sent on: "+strings.Join(trace.Endpoints, ", ")+" (default: replay's --endpoint); embeddings, rerank and score make single requests of corpus text")
+	f.StringVar(&o.batchSize, "batch-size", synth.DefaultBatchSize, "embeddings: inputs per request: a distribution (each input has --input-tokens tokens)")
+	f.StringVar(&o.documents, "documents", synth.DefaultDocuments, "rerank, score: documents per query: a distribution")
+	f.StringVar(&o.queryTokens, "query-tokens", synth.DefaultQueryTokens, "rerank, score: tokens of the query: a distribution")
+	f.StringVar(&o.documentTokens, "document-tokens", synth.DefaultDocumentTokens, "rerank, score: tokens of each document: a distribution")
 
 	// agent sessions (--agent)
 	f.BoolVar(&o.agent, "agent", false, "synthetic agent sessions (same as --source agent): tool-calling rounds, parallel tool calls and sub-agent fan-outs as dependency graphs")
@@ -223,6 +235,14 @@ func runSynth(cmd *cobra.Command, o *synthOptions) error {
 	if err := o.check(); err != nil {
 		return badInput(err)
 	}
+	if err := o.checkEndpoint(name); err != nil {
+		return badInput(err)
+	}
+	if o.pooling() {
+		src = poolingSource(src, o.endpoint)
+	} else if o.flags.Changed("endpoint") {
+		src.flags = append(slices.Clone(src.flags), "endpoint")
+	}
 	if src.needsInput && o.input == "" {
 		return badInput(fmt.Errorf("--source %s needs --input FILE", name))
 	}
@@ -231,6 +251,7 @@ func runSynth(cmd *cobra.Command, o *synthOptions) error {
 	var sched *synth.Schedule
 	if !src.timed {
 		s := o.schedule
+		s.VLLMSpan = vllm != nil
 		if err := s.Validate(); err != nil {
 			return synthInputErr(err)
 		}
@@ -264,7 +285,7 @@ func runSynth(cmd *cobra.Command, o *synthOptions) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
-	res, err := synth.Generate(ctx, synth.Job{Source: source, Schedule: sched, Meta: meta, Output: o.output, Replace: o.force})
+	res, err := synth.Generate(ctx, synth.Job{Source: source, Schedule: sched, Meta: meta, Output: o.output, Replace: o.force, Endpoint: o.endpoint})
 	progress.done()
 	var outErr *synth.OutputError
 	switch {
