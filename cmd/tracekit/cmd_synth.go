@@ -318,6 +318,9 @@ func printVLLMReplay(w io.Writer, path string, c *vllmCommand) {
 	if len(c.noted) > 0 {
 		fmt.Fprintf(w, "no effect on the workload, not carried over: %s\n", strings.Join(c.noted, " "))
 	}
+	for _, d := range c.dropped {
+		fmt.Fprintf(w, "left out: %s\n", d)
+	}
 }
 
 func commandLine(args []string) string {
