@@ -38,6 +38,11 @@ and shape --burstiness (1.0 = Poisson), or all at once with --rate 0.
 Open-loop arrival of later turns = previous arrival + --token-time x the
 previous turn's output tokens + think time.
 
+--endpoint names the API every request is sent on (default: replay's
+--endpoint). embeddings, rerank and score make single requests of corpus
+text: --batch-size inputs of --input-tokens tokens, or one query of
+--query-tokens and --documents documents of --document-tokens.
+
 Sources:
 ` + sourceList() + `
 ` + synth.DistSyntax + `
@@ -53,6 +58,8 @@ is set (it fixes the created_at metadata; otherwise it is the current time).`,
   tracekit synth --agent --conversations 200 --rounds 2-6 --fan-out 1-4 --sub-agents 0-3 \
       --tool-latency lognormal:average=800ms --tool-result-tokens 100-600 --rate 2 -o agents.parquet
   tracekit synth --source otel --input ./otel_genai/ -o agents.parquet
+  tracekit synth --endpoint embeddings --batch-size 1-32 --input-tokens 64-512 --rate 50 -o emb.parquet
+  tracekit synth --endpoint rerank --documents 20 --query-tokens 32 --document-tokens 200-400 -o rerank.parquet
   tracekit synth --tokenizer ./Llama-3.1-8B/tokenizer.json --seed 7
   tracekit synth --from-vllm 'vllm bench serve --dataset-name sharegpt --dataset-path sg.json --num-prompts 500 --request-rate 10'`,
 		Args: cobra.NoArgs,
