@@ -70,6 +70,26 @@ var vllmForkFlags = map[string]string{
 	"max-connections-per-worker": "cap requests in flight with --max-concurrency (tracekit replay --max-concurrency)",
 }
 
+// vllmKnown are the flags parseVLLMCommand reads (their values are
+// required); any other takes the next word as its value unless it is a
+// flag.
+var vllmKnown = map[string]bool{}
+
+func init() {
+	for _, n := range strings.Fields(`dataset-name dataset-path num-prompts seed sharegpt-output-len random-input-len
+		random-output-len random-range-ratio random-prefix-len random-batch-size burstiness input-len output-len
+		request-rate max-concurrency ready-check-timeout-sec model served-model-name temperature base-url host port
+		endpoint backend tokenizer percentile-metrics metric-percentiles`) {
+		vllmKnown[n] = true
+	}
+	for n := range vllmIgnorable {
+		vllmKnown[n] = true
+	}
+	for n := range vllmBool {
+		vllmKnown[n] = true
+	}
+}
+
 // vllmDatasets are the --dataset-name values tracekit reads.
 var vllmDatasets = map[string]bool{"sharegpt": true, "random": true, "random-rerank": true}
 
@@ -101,8 +121,8 @@ func parseVLLMCommand(line string) (*vllmCommand, error) {
 		if ig, ok := vllmIgnorable[name]; ok {
 			takesValue = ig
 		}
-		if _, fork := vllmForkFlags[name]; fork && (i+1 >= len(words) || strings.HasPrefix(words[i+1], "--")) {
-			takesValue = false
+		if !vllmKnown[name] && (i+1 >= len(words) || strings.HasPrefix(words[i+1], "--")) {
+			takesValue = false // a flag refused below: a value only if one follows
 		}
 		if takesValue && !hasVal && name != "goodput" && name != "metadata" {
 			if i+1 >= len(words) {

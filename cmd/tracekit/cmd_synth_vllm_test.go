@@ -305,6 +305,8 @@ func TestSynthFromVLLMRefusesAll(t *testing.T) {
 		{"vllm bench serve --backend openai-audio --sharegpt-input-len 5 --max-connections-per-worker 3 --num-warmups 3 --dataset-name sonnet",
 			[]string{"5 flag(s)", "--backend openai-audio", "--sharegpt-input-len: not a vllm bench serve flag", "--random-input-len",
 				"--max-connections-per-worker: not a vllm bench serve flag", "--max-concurrency", "--num-warmups", "--dataset-name sonnet"}},
+		{"vllm bench serve --profile --num-prompts 5 --ramp-up-strategy linear --use-beam-search",
+			[]string{"3 flag(s)", "--profile", "--ramp-up-strategy", "--use-beam-search"}},
 		{"vllm bench serve --backend vllm-pooling", []string{"--backend vllm-pooling"}},
 		{"vllm bench serve --backend openai-embeddings-chat", []string{"--backend openai-embeddings-chat"}},
 		{"vllm bench serve --backend openai-embeddings --dataset-name sharegpt --dataset-path x.json", []string{"--dataset-name sharegpt with --backend openai-embeddings"}},
