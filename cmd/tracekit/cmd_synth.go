@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,6 +38,11 @@ and shape --burstiness (1.0 = Poisson), or all at once with --rate 0.
 Open-loop arrival of later turns = previous arrival + --token-time x the
 previous turn's output tokens + think time.
 
+--endpoint names the API every request is sent on (default: replay's
+--endpoint). embeddings, rerank and score make single requests of corpus
+text: --batch-size inputs of --input-tokens tokens, or one query of
+--query-tokens and --documents documents of --document-tokens.
+
 Sources:
 ` + sourceList() + `
 ` + synth.DistSyntax + `
@@ -52,6 +58,8 @@ is set (it fixes the created_at metadata; otherwise it is the current time).`,
   tracekit synth --agent --conversations 200 --rounds 2-6 --fan-out 1-4 --sub-agents 0-3 \
       --tool-latency lognormal:average=800ms --tool-result-tokens 100-600 --rate 2 -o agents.parquet
   tracekit synth --source otel --input ./otel_genai/ -o agents.parquet
+  tracekit synth --endpoint embeddings --batch-size 1-32 --input-tokens 64-512 --rate 50 -o emb.parquet
+  tracekit synth --endpoint rerank --documents 20 --query-tokens 32 --document-tokens 200-400 -o rerank.parquet
   tracekit synth --tokenizer ./Llama-3.1-8B/tokenizer.json --seed 7
   tracekit synth --from-vllm 'vllm bench serve --dataset-name sharegpt --dataset-path sg.json --num-prompts 500 --request-rate 10'`,
 		Args: cobra.NoArgs,
@@ -81,6 +89,10 @@ type synthOptions struct {
 	// source that reads them.
 	turns, inputTokens, outputTokens, prefixTokens, commonPrefixTokens, thinkTime string
 	config, prefixLayout                                                          string
+
+	// the API every request is sent on ("" = replay's --endpoint), and
+	// the shapes of the non-generating APIs' requests (distributions)
+	endpoint, batchSize, documents, queryTokens, documentTokens string
 
 	// agent sessions: distributions, and the options taken as they are
 	// (Tools, SubAgentContext).
@@ -125,6 +137,13 @@ func declareSynthFlags(f *pflag.FlagSet, o *synthOptions) {
 	f.StringVar(&o.thinkTime, "think-time", "0s", "user think time before turns 2..n: a distribution of durations, e.g. lognormal:average=5s")
 	f.StringVar(&o.config, "config", "", "vLLM multi-turn generation config JSON (generate_multi_turn.json); flags given explicitly override it")
 	f.StringVar(&o.prefixLayout, "prefix-layout", "", "turn 0's prefixes: vllm (in the user message, the common prefix inside --input-tokens) or system (a system message on top of a full user message); default vllm with --config, else system")
+
+	// the API
+	f.StringVar(&o.endpoint, "endpoint", "", "API every request is sent on: "+strings.Join(trace.Endpoints, ", ")+" (default: replay's --endpoint); embeddings, rerank and score make single requests of corpus text")
+	f.StringVar(&o.batchSize, "batch-size", synth.DefaultBatchSize, "embeddings: inputs per request: a distribution (each input has --input-tokens tokens)")
+	f.StringVar(&o.documents, "documents", synth.DefaultDocuments, "rerank, score: documents per query: a distribution")
+	f.StringVar(&o.queryTokens, "query-tokens", synth.DefaultQueryTokens, "rerank, score: tokens of the query: a distribution")
+	f.StringVar(&o.documentTokens, "document-tokens", synth.DefaultDocumentTokens, "rerank, score: tokens of each document: a distribution")
 
 	// agent sessions (--agent)
 	f.BoolVar(&o.agent, "agent", false, "synthetic agent sessions (same as --source agent): tool-calling rounds, parallel tool calls and sub-agent fan-outs as dependency graphs")
@@ -223,6 +242,14 @@ func runSynth(cmd *cobra.Command, o *synthOptions) error {
 	if err := o.check(); err != nil {
 		return badInput(err)
 	}
+	if err := o.checkEndpoint(name); err != nil {
+		return badInput(err)
+	}
+	if o.pooling() {
+		src = poolingSource(src, o.endpoint)
+	} else if o.flags.Changed("endpoint") {
+		src.flags = append(slices.Clone(src.flags), "endpoint")
+	}
 	if src.needsInput && o.input == "" {
 		return badInput(fmt.Errorf("--source %s needs --input FILE", name))
 	}
@@ -231,6 +258,7 @@ func runSynth(cmd *cobra.Command, o *synthOptions) error {
 	var sched *synth.Schedule
 	if !src.timed {
 		s := o.schedule
+		s.VLLMSpan = vllm != nil
 		if err := s.Validate(); err != nil {
 			return synthInputErr(err)
 		}
@@ -264,7 +292,7 @@ func runSynth(cmd *cobra.Command, o *synthOptions) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
-	res, err := synth.Generate(ctx, synth.Job{Source: source, Schedule: sched, Meta: meta, Output: o.output, Replace: o.force})
+	res, err := synth.Generate(ctx, synth.Job{Source: source, Schedule: sched, Meta: meta, Output: o.output, Replace: o.force, Endpoint: o.endpoint})
 	progress.done()
 	var outErr *synth.OutputError
 	switch {
@@ -296,6 +324,9 @@ func printVLLMReplay(w io.Writer, path string, c *vllmCommand) {
 	fmt.Fprintf(w, "analyze with:\n  %s\n", commandLine(append([]string{"tracekit", "analyze", "recording.parquet"}, c.analyze...)))
 	if len(c.noted) > 0 {
 		fmt.Fprintf(w, "no effect on the workload, not carried over: %s\n", strings.Join(c.noted, " "))
+	}
+	for _, d := range c.dropped {
+		fmt.Fprintf(w, "left out: %s\n", d)
 	}
 }
 

@@ -42,6 +42,16 @@ var synthGoldenCases = []struct {
 		"--tool-result-tokens", "10-40", "--tool-latency", "200ms-2s", "--input-tokens", "10-30", "--output-tokens", "5-15",
 		"--system-tokens", "20", "--tools", "3", "--rate", "1", "--burstiness", "0.5", "--seed", "9"}},
 	{"otel", []string{"--source", "otel", "--input", "testdata/synth/otel_spans.json", "--model", "m1"}},
+	{"responses", []string{"--endpoint", "responses", "--conversations", "2", "--turns", "2", "--input-tokens", "10-20",
+		"--output-tokens", "5", "--rate", "1", "--seed", "12"}},
+	{"messages-agent", []string{"--endpoint", "messages", "--agent", "--conversations", "2", "--rounds", "1-2", "--fan-out", "2",
+		"--tool-result-tokens", "10", "--input-tokens", "10", "--output-tokens", "5", "--system-tokens", "10", "--tools", "2", "--seed", "13"}},
+	{"embeddings", []string{"--endpoint", "embeddings", "--conversations", "3", "--batch-size", "1-3", "--input-tokens", "5-15",
+		"--rate", "2", "--seed", "14"}},
+	{"rerank", []string{"--endpoint", "rerank", "--conversations", "2", "--documents", "2-3", "--query-tokens", "6",
+		"--document-tokens", "8-12", "--text-file", "testdata/synth/text.txt", "--seed", "15"}},
+	{"score", []string{"--endpoint", "score", "--conversations", "2", "--documents", "2", "--query-tokens", "5",
+		"--document-tokens", "7", "--rate", "0", "--seed", "16"}},
 }
 
 // wroteLine is the part of synth's stdout that depends on the file's

@@ -3,34 +3,100 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/tracekit/tracekit/internal/analyze"
+	"github.com/tracekit/tracekit/trace"
 )
 
 // vllmCommand is a vllm bench serve command line read by --from-vllm:
 // the synth flags it sets and the replay and analyze flags that send the
 // trace as vLLM would.
 type vllmCommand struct {
-	synth   [][2]string // synth flag, value (in the order read)
-	replay  []string    // replay arguments
-	analyze []string    // analyze arguments
-	target  string
-	noted   []string // flags accepted with no effect on the workload
+	synth    [][2]string // synth flag, value (in the order read)
+	replay   []string    // replay arguments
+	analyze  []string    // analyze arguments
+	target   string
+	endpoint string   // the API, a trace.Endpoints name
+	noted    []string // flags accepted with no effect on the workload
+	dropped  []string // values vLLM accepts that tracekit leaves out, and why
 }
 
-// vllmIgnorable change vLLM's own output files or logging only.
-var vllmIgnorable = map[string]bool{"save-result": false, "save-detailed": false, "result-dir": true, "result-filename": true,
-	"label": true, "disable-tqdm": false, "trust-remote-code": false, "percentile-metrics": true, "metadata": true}
+// vllmIgnorable change vLLM's own output files or logging only; the
+// value says whether the flag takes a value.
+var vllmIgnorable = map[string]bool{"save-result": false, "save-detailed": false, "append-result": false, "result-dir": true,
+	"result-filename": true, "label": true, "disable-tqdm": false, "trust-remote-code": false, "metadata": true,
+	"plot-timeline": false, "plot-dataset-stats": false, "timeline-itl-thresholds": true}
 
 // vllmBool are vLLM's flags that take no value.
-var vllmBool = map[string]bool{"ignore-eos": true, "no-oversample": true, "disable-shuffle": true}
+var vllmBool = map[string]bool{"ignore-eos": true, "no-oversample": true, "disable-shuffle": true, "no-reranker": true}
+
+// vllmBackends maps vllm bench serve's --backend choices (ASYNC_REQUEST_FUNCS
+// in vllm/benchmarks/lib/endpoint_request_func.py) to the API tracekit sends;
+// a backend with no API is refused with the reason. "" is vLLM's default,
+// openai.
+var vllmBackends = map[string]struct{ api, refused string }{
+	"":                          {api: trace.EndpointCompletions},
+	"openai":                    {api: trace.EndpointCompletions},
+	"vllm":                      {api: trace.EndpointCompletions},
+	"openai-chat":               {api: trace.EndpointChat},
+	"openai-embeddings":         {api: trace.EndpointEmbeddings},
+	"vllm-rerank":               {api: trace.EndpointRerank},
+	"openai-audio":              {refused: "audio transcription; tracekit sends text APIs only"},
+	"openai-embeddings-chat":    {refused: "chat-format (multimodal) embeddings; tracekit sends /v1/embeddings with text inputs (--backend openai-embeddings)"},
+	"openai-embeddings-clip":    {refused: "image embeddings; tracekit sends text inputs (--backend openai-embeddings)"},
+	"openai-embeddings-vlm2vec": {refused: "multimodal embeddings; tracekit sends text inputs (--backend openai-embeddings)"},
+	"infinity-embeddings":       {refused: "the Infinity server's own API; tracekit sends OpenAI /v1/embeddings (--backend openai-embeddings)"},
+	"infinity-embeddings-clip":  {refused: "the Infinity server's image embeddings; tracekit sends text inputs"},
+	"vllm-pooling":              {refused: "vLLM's /pooling API, which tracekit does not send (embeddings: --backend openai-embeddings)"},
+}
+
+// vllmEndpointPaths maps vLLM's --endpoint paths to APIs.
+var vllmEndpointPaths = map[string]string{
+	"/v1/completions": trace.EndpointCompletions, "/v1/chat/completions": trace.EndpointChat,
+	"/v1/embeddings": trace.EndpointEmbeddings, "/rerank": trace.EndpointRerank, "/v1/rerank": trace.EndpointRerank,
+	"/v2/rerank": trace.EndpointRerank, "/score": trace.EndpointScore, "/v1/score": trace.EndpointScore,
+}
+
+// vllmForkFlags are flags of vllm bench serve's forks, not vLLM's: what
+// to give instead.
+var vllmForkFlags = map[string]string{
+	"sharegpt-input-len":         "vLLM's sharegpt dataset takes prompt lengths from the data: filter them with tracekit synth --source sharegpt --input-tokens MIN-MAX, or use --dataset-name random --random-input-len",
+	"max-connections-per-worker": "cap requests in flight with --max-concurrency (tracekit replay --max-concurrency)",
+}
+
+// vllmKnown are the flags parseVLLMCommand reads (their values are
+// required); any other takes the next word as its value unless it is a
+// flag.
+var vllmKnown = map[string]bool{}
+
+func init() {
+	for _, n := range strings.Fields(`dataset-name dataset-path num-prompts seed sharegpt-output-len random-input-len
+		random-output-len random-range-ratio random-prefix-len random-batch-size burstiness input-len output-len
+		request-rate max-concurrency ready-check-timeout-sec model served-model-name temperature base-url host port
+		endpoint backend tokenizer percentile-metrics metric-percentiles`) {
+		vllmKnown[n] = true
+	}
+	for n := range vllmIgnorable {
+		vllmKnown[n] = true
+	}
+	for n := range vllmBool {
+		vllmKnown[n] = true
+	}
+}
+
+// vllmDatasets are the --dataset-name values tracekit reads.
+var vllmDatasets = map[string]bool{"sharegpt": true, "random": true, "random-rerank": true}
 
 // parseVLLMCommand reads line, a vllm bench serve (or benchmark_serving.py)
 // command line. Words before the first flag (vllm bench serve, python
-// benchmarks/benchmark_serving.py) are skipped. A flag tracekit cannot
-// honour is an error naming it.
+// benchmarks/benchmark_serving.py) are skipped. Every flag tracekit cannot
+// honour is named in one error.
 func parseVLLMCommand(line string) (*vllmCommand, error) {
 	words, err := shellWords(line)
 	if err != nil {
@@ -40,9 +106,10 @@ func parseVLLMCommand(line string) (*vllmCommand, error) {
 		words = words[1:]
 	}
 	c := &vllmCommand{}
-	host, port, endpoint, backend := "127.0.0.1", "8000", "", ""
-	var goodput []string
-	set := func(k, v string) { c.synth = append(c.synth, [2]string{k, v}) }
+	host, port, endpoint, backend, dataset := "127.0.0.1", "8000", "", "", "random"
+	var goodput, refused []string
+	refuse := func(format string, args ...any) { refused = append(refused, fmt.Sprintf(format, args...)) }
+	vals := map[string]string{} // dataset shape flags, read once the dataset and API are known
 	for i := 0; i < len(words); i++ {
 		w := words[i]
 		if !strings.HasPrefix(w, "--") {
@@ -54,7 +121,10 @@ func parseVLLMCommand(line string) (*vllmCommand, error) {
 		if ig, ok := vllmIgnorable[name]; ok {
 			takesValue = ig
 		}
-		if takesValue && !hasVal && name != "goodput" {
+		if !vllmKnown[name] && (i+1 >= len(words) || strings.HasPrefix(words[i+1], "--")) {
+			takesValue = false // a flag refused below: a value only if one follows
+		}
+		if takesValue && !hasVal && name != "goodput" && name != "metadata" {
 			if i+1 >= len(words) {
 				return nil, fmt.Errorf("--%s: missing its value", name)
 			}
@@ -63,36 +133,37 @@ func parseVLLMCommand(line string) (*vllmCommand, error) {
 		}
 		switch name {
 		case "dataset-name":
-			switch val {
-			case "sharegpt":
-				set("source", "vllm-sharegpt")
-			case "random":
-				set("source", "vllm-random")
-			default:
-				return nil, fmt.Errorf("--dataset-name %s: tracekit reads vLLM's sharegpt and random datasets only", val)
+			if !vllmDatasets[val] {
+				refuse("--dataset-name %s: tracekit reads vLLM's sharegpt, random and random-rerank datasets only", val)
 			}
+			dataset = val
 		case "dataset-path":
-			set("input", val)
-		case "num-prompts":
-			set("conversations", val)
-		case "seed", "sharegpt-output-len", "random-input-len", "random-output-len", "random-range-ratio", "random-prefix-len", "burstiness":
-			set(name, val)
-		case "no-oversample", "disable-shuffle":
-			set(name, "true")
+			c.synth = append(c.synth, [2]string{"input", val})
+		case "num-prompts", "seed", "sharegpt-output-len", "random-input-len", "random-output-len", "random-range-ratio",
+			"random-prefix-len", "random-batch-size", "burstiness", "input-len", "output-len":
+			vals[name] = val
+		case "no-oversample", "disable-shuffle", "no-reranker":
+			vals[name] = "true"
 		case "request-rate":
 			if strings.EqualFold(val, "inf") {
 				val = "0"
 			}
-			set("rate", val)
+			vals[name] = val
 		case "max-concurrency":
 			if _, err := strconv.Atoi(val); err != nil {
-				return nil, fmt.Errorf("--max-concurrency %q: want an integer", val)
+				refuse("--max-concurrency %q: want an integer", val)
 			}
 			c.replay = append(c.replay, "--max-concurrency", val)
+		case "ready-check-timeout-sec":
+			n, err := strconv.Atoi(val)
+			if err != nil || n < 0 {
+				refuse("--ready-check-timeout-sec %q: want a whole number of seconds", val)
+			}
+			c.replay = append(c.replay, "--ready-timeout", strconv.Itoa(n)+"s")
 		case "ignore-eos":
-			c.replay = append(c.replay, "--ignore-eos")
+			vals[name] = "true"
 		case "model", "served-model-name":
-			c.replay = append(c.replay, "--model", val)
+			vals[name] = val
 		case "temperature":
 			c.replay = append(c.replay, "--temperature", val)
 		case "base-url":
@@ -106,46 +177,289 @@ func parseVLLMCommand(line string) (*vllmCommand, error) {
 		case "backend":
 			backend = val
 		case "tokenizer":
-			set("tokenizer", val)
-		case "goodput":
+			c.synth = append(c.synth, [2]string{"tokenizer", val})
+		case "goodput", "metadata":
+			var list []string
 			if hasVal {
-				goodput = append(goodput, val)
+				list = append(list, val)
 			}
 			for i+1 < len(words) && !strings.HasPrefix(words[i+1], "-") {
 				i++
-				goodput = append(goodput, words[i])
+				list = append(list, words[i])
 			}
+			if name == "goodput" {
+				goodput = list
+			} else {
+				c.noted = append(c.noted, "--metadata")
+			}
+		case "percentile-metrics":
+			vals[name] = val
 		case "metric-percentiles":
+			if _, err := analyze.ParsePercentiles(val); err != nil {
+				refuse("--metric-percentiles %q: %v", val, err)
+			}
 			c.analyze = append(c.analyze, "--percentiles", val)
 		default:
 			if _, ok := vllmIgnorable[name]; ok {
 				c.noted = append(c.noted, "--"+name)
 				continue
 			}
-			return nil, fmt.Errorf("--%s: tracekit cannot honour this vllm bench serve flag", name)
+			if instead, ok := vllmForkFlags[name]; ok {
+				refuse("--%s: not a vllm bench serve flag (a fork's): %s", name, instead)
+				continue
+			}
+			refuse("--%s: tracekit cannot honour this vllm bench serve flag", name)
 		}
 	}
+
+	// the API: the backend's, which --endpoint must agree with (vLLM
+	// refuses a URL its backend does not post to)
+	b, known := vllmBackends[backend]
+	switch {
+	case !known:
+		refuse("--backend %s: not a vllm bench serve backend tracekit knows (openai, vllm, openai-chat, openai-embeddings, vllm-rerank)", backend)
+	case b.refused != "":
+		refuse("--backend %s: %s", backend, b.refused)
+	default:
+		c.endpoint = b.api
+	}
+	if endpoint != "" {
+		api, ok := vllmEndpointPaths[endpoint]
+		switch {
+		case !ok:
+			refuse("--endpoint %s: tracekit sends %s", endpoint, strings.Join(sortedKeys(vllmEndpointPaths), ", "))
+		case api == trace.EndpointScore:
+			refuse("--endpoint %s: vllm bench serve has no score backend (tracekit synth --endpoint score makes score requests)", endpoint)
+		case c.endpoint != "" && api != c.endpoint && !(backend == "" && api == trace.EndpointChat):
+			refuse("--endpoint %s with --backend %s: vLLM posts that backend's requests to its own API (%s)", endpoint, backendName(backend), c.endpoint)
+		case backend == "" && api == trace.EndpointChat:
+			c.endpoint = api // older benchmark_serving.py chose the API by path
+		}
+	}
+
+	c.dataset(dataset, vals, refuse)
 	if len(goodput) > 0 {
 		c.analyze = append(c.analyze, "--goodput", strings.Join(goodput, ","))
+	}
+	if len(refused) > 0 {
+		return nil, fmt.Errorf("cannot honour %d flag(s) of the vllm bench serve command line: %s", len(refused), strings.Join(refused, "; "))
 	}
 	if c.target == "" {
 		c.target = "http://" + host + ":" + port
 	}
-	ep := "completions" // vLLM's default backend, openai, posts to /v1/completions
-	switch {
-	case endpoint == "/v1/chat/completions" || (endpoint == "" && backend == "openai-chat"):
-		ep = "chat"
-	case endpoint == "" || endpoint == "/v1/completions":
-	default:
-		return nil, fmt.Errorf("--endpoint %s: tracekit sends /v1/completions or /v1/chat/completions", endpoint)
-	}
-	switch backend {
-	case "", "openai", "vllm", "openai-chat":
-	default:
-		return nil, fmt.Errorf("--backend %s: tracekit speaks the OpenAI API (backends openai, vllm, openai-chat)", backend)
-	}
-	c.replay = append([]string{"--target", c.target, "--endpoint", ep}, c.replay...)
+	c.replay = append([]string{"--target", c.target, "--endpoint", c.endpoint}, c.replay...)
 	return c, nil
+}
+
+// dataset turns the dataset's flags (vals) into synth flags for the API,
+// and the flags vLLM's main applies (--input-len, --output-len, its
+// forced --ignore-eos, its default percentile metrics) into replay and
+// analyze flags.
+func (c *vllmCommand) dataset(name string, vals map[string]string, refuse func(string, ...any)) {
+	set := func(k, v string) { c.synth = append(c.synth, [2]string{k, v}) }
+	// vLLM maps the general lengths onto every dataset's own
+	if v, ok := vals["input-len"]; ok {
+		vals["random-input-len"] = v
+	}
+	if v, ok := vals["output-len"]; ok {
+		vals["random-output-len"], vals["sharegpt-output-len"] = v, v
+	}
+	for _, k := range []string{"seed", "burstiness"} {
+		if v, ok := vals[k]; ok {
+			set(k, v)
+		}
+	}
+	if v, ok := vals["request-rate"]; ok {
+		set("rate", v)
+	}
+	if v, ok := vals["model"]; ok {
+		c.replay = append(c.replay, "--model", v)
+	}
+	if v, ok := vals["served-model-name"]; ok {
+		c.replay = append(c.replay, "--model", v)
+	}
+	pooling := c.endpoint != "" && !trace.Generates(c.endpoint)
+	only := func(flags []string, what string) {
+		for _, f := range flags {
+			if _, ok := vals[f]; ok {
+				refuse("--%s: %s", f, what)
+			}
+		}
+	}
+	prompts := 1000 // vLLM's --num-prompts default
+	if v, ok := vals["num-prompts"]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			refuse("--num-prompts %q: want a whole number above 0", v)
+		}
+		prompts = n
+	}
+	switch {
+	case c.endpoint == "":
+		// the backend was refused: the dataset's flags are not checked
+	case !pooling:
+		switch name {
+		case "sharegpt":
+			set("source", "vllm-sharegpt")
+			for _, k := range []string{"sharegpt-output-len", "no-oversample", "disable-shuffle"} {
+				if v, ok := vals[k]; ok {
+					set(k, v)
+				}
+			}
+			only([]string{"random-input-len", "random-output-len", "random-range-ratio", "random-prefix-len", "random-batch-size"}, "a random dataset flag, not read by --dataset-name sharegpt")
+		case "random":
+			set("source", "vllm-random")
+			for _, k := range []string{"random-input-len", "random-output-len", "random-range-ratio", "random-prefix-len"} {
+				if v, ok := vals[k]; ok {
+					set(k, v)
+				}
+			}
+			only([]string{"random-batch-size"}, "batches are for --backend openai-embeddings")
+			// vLLM's main: the random datasets on an OpenAI-compatible
+			// backend always ignore EOS, so generation runs to the length
+			vals["ignore-eos"] = "true"
+		case "random-rerank":
+			refuse("--dataset-name random-rerank: reranking requests; give --backend vllm-rerank")
+		}
+		if _, ok := vals["num-prompts"]; ok {
+			set("conversations", strconv.Itoa(prompts))
+		}
+		only([]string{"no-reranker"}, "for --dataset-name random-rerank only")
+		if vals["ignore-eos"] == "true" {
+			c.replay = append(c.replay, "--ignore-eos")
+		}
+	case c.endpoint == trace.EndpointEmbeddings:
+		if name != "random" {
+			refuse("--dataset-name %s with --backend openai-embeddings: tracekit makes embeddings requests from the random dataset only", name)
+		}
+		inLo, inHi := vllmRange(vals, "random-input-len", 1024)
+		batch := vllmInt(vals, "random-batch-size", 1, refuse)
+		set("source", "synthetic")
+		set("endpoint", trace.EndpointEmbeddings)
+		set("input-tokens", rangeSpec(inLo, inHi))
+		set("batch-size", strconv.Itoa(batch))
+		// vLLM cuts --num-prompts inputs into batches: ceil(N/batch)
+		// requests (its last batch may be smaller; here every one is full)
+		set("conversations", strconv.Itoa((prompts+batch-1)/batch))
+		only([]string{"random-prefix-len", "no-reranker"}, "not read for embeddings requests")
+		c.noteUnused(vals, "random-output-len", "output-len", "sharegpt-output-len", "ignore-eos")
+	case c.endpoint == trace.EndpointRerank:
+		if name != "random-rerank" {
+			refuse("--dataset-name %s with --backend vllm-rerank: tracekit makes rerank requests from the random-rerank dataset only", name)
+		}
+		if _, ok := vals["no-reranker"]; ok {
+			refuse("--no-reranker: scoring with a model that does not rerank natively; tracekit sends /rerank requests of one query and its documents")
+		}
+		// RandomDatasetForReranking: a query of input_len/2 - 1 tokens
+		// (one separator), documents of input_len - query - 1, both
+		// around their lengths by the range ratio, batch documents per
+		// query. vLLM draws the query once for every request; here each
+		// request draws its own of the same length law.
+		in := vllmInt(vals, "random-input-len", 1024, refuse)
+		r := vllmRatio(vals, refuse)
+		q := in/2 - 1
+		d := in - q - 1
+		batch := vllmInt(vals, "random-batch-size", 1, refuse)
+		set("source", "synthetic")
+		set("endpoint", trace.EndpointRerank)
+		set("query-tokens", rangeSpec(lenRange(q, r)))
+		set("document-tokens", rangeSpec(lenRange(d, r)))
+		set("documents", strconv.Itoa(batch))
+		set("conversations", strconv.Itoa((prompts+batch-1)/batch))
+		only([]string{"random-prefix-len"}, "not read for rerank requests")
+		c.noteUnused(vals, "random-output-len", "output-len", "sharegpt-output-len", "ignore-eos")
+	}
+	// the percentile metrics analyze reports: vLLM's defaults are
+	// ttft,tpot,itl for generating backends and e2el for pooling ones
+	if v, ok := vals["percentile-metrics"]; ok {
+		var keep []string
+		for _, m := range strings.Split(v, ",") {
+			if _, err := analyze.ParseMetrics(m); err == nil && strings.TrimSpace(m) != "" {
+				keep = append(keep, strings.TrimSpace(m))
+			} else if m = strings.TrimSpace(m); m != "" {
+				c.dropped = append(c.dropped, fmt.Sprintf("--percentile-metrics %s (not a metric tracekit analyze reports: ttft, tpot, itl, e2el)", m))
+			}
+		}
+		if len(keep) > 0 {
+			c.analyze = append(c.analyze, "--metrics", strings.Join(keep, ","))
+		}
+	} else if pooling {
+		c.analyze = append(c.analyze, "--metrics", "e2el")
+	}
+}
+
+func (c *vllmCommand) noteUnused(vals map[string]string, names ...string) {
+	for _, n := range names {
+		if _, ok := vals[n]; ok {
+			c.noted = append(c.noted, "--"+n)
+		}
+	}
+}
+
+// vllmInt is the integer flag name of vals, def when not given.
+func vllmInt(vals map[string]string, name string, def int, refuse func(string, ...any)) int {
+	v, ok := vals[name]
+	if !ok {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		refuse("--%s %q: want a whole number above 0", name, v)
+		return def
+	}
+	return n
+}
+
+func vllmRatio(vals map[string]string, refuse func(string, ...any)) float64 {
+	v, ok := vals["random-range-ratio"]
+	if !ok {
+		return 0
+	}
+	r, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(r >= 0 && r < 1) {
+		refuse("--random-range-ratio %q: want 0 <= ratio < 1", v)
+		return 0
+	}
+	return r
+}
+
+// vllmRange is the inclusive range vLLM's random dataset draws a length
+// from: [floor(L*(1-r)), ceil(L*(1+r))].
+func vllmRange(vals map[string]string, name string, def int) (lo, hi int) {
+	n := def
+	if v, err := strconv.Atoi(vals[name]); err == nil {
+		n = v
+	}
+	r, _ := strconv.ParseFloat(vals["random-range-ratio"], 64)
+	return lenRange(n, r)
+}
+
+func lenRange(n int, r float64) (lo, hi int) {
+	return max(int(math.Floor(float64(n)*(1-r))), 1), max(int(math.Ceil(float64(n)*(1+r))), 1)
+}
+
+// rangeSpec is a synth distribution: N, or A-B uniform.
+func rangeSpec(lo, hi int) string {
+	if lo == hi {
+		return strconv.Itoa(lo)
+	}
+	return strconv.Itoa(lo) + "-" + strconv.Itoa(hi)
+}
+
+func backendName(b string) string {
+	if b == "" {
+		return "openai (the default)"
+	}
+	return b
+}
+
+func sortedKeys(m map[string]string) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
 }
 
 // apply sets the synth flags the command gives; a flag also given to
@@ -156,21 +470,12 @@ func (c *vllmCommand) apply(f *pflag.FlagSet) error {
 	if given["source"] {
 		return errors.New("--from-vllm sets the source: leave --source out")
 	}
-	source := ""
 	for _, kv := range c.synth {
-		if kv[0] == "source" {
-			source = kv[1]
-		}
 		if given[kv[0]] {
 			continue
 		}
 		if err := f.Set(kv[0], kv[1]); err != nil {
 			return fmt.Errorf("--from-vllm: --%s %q: %w", kv[0], kv[1], err)
-		}
-	}
-	if source == "" { // vLLM's default dataset
-		if err := f.Set("source", "vllm-random"); err != nil {
-			return err
 		}
 	}
 	return nil

@@ -35,11 +35,16 @@
 //	    utf8.go counts the bytes of an input that are not UTF-8.
 //	  - vllmbench.go holds vLLM bench serve's datasets: VLLMShareGPT
 //	    (VLLMShareGPTOptions) and Random (RandomOptions).
-//	  - Schedule (schedule.go) draws gamma start gaps (vLLM's --burstiness)
-//	    and open-loop arrival offsets of later turns.
-//	  - Generate (generate.go) runs a Job end to end; Write renames the
-//	    complete output into place atomically, over an existing file only
-//	    when asked (Job.Replace, synth --force).
+//	  - pooling.go makes the requests of the APIs that generate nothing:
+//	    Pooling (PoolingOptions), embeddings batches and rerank/score
+//	    queries with their documents, each turn's Endpoint set.
+//	  - Schedule (schedule.go) draws gamma start gaps (vLLM's --burstiness;
+//	    VLLMSpan spreads them as vllm bench serve does) and open-loop
+//	    arrival offsets of later turns.
+//	  - Generate (generate.go) runs a Job end to end, stamping Job.Endpoint
+//	    on every turn that names no API; Write renames the complete output
+//	    into place atomically, over an existing file only when asked
+//	    (Job.Replace, synth --force).
 //	  - A graph node's history (Transcripts, HistoryOf; the OTel import
 //	    checks its inferred edges with it) merges its parents'
 //	    transcripts by internal/history, the rule replay sends by.

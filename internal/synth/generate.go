@@ -36,6 +36,9 @@ type Job struct {
 	// work, and never replaces one that appears while it writes: either is
 	// an *OutputError wrapping fs.ErrExist.
 	Replace bool
+	// Endpoint, when not "", is stamped on every turn whose Endpoint is
+	// "" (trace.Turn.Endpoint): the API the whole trace is sent on.
+	Endpoint string
 }
 
 // Result summarises a written trace.
@@ -59,7 +62,7 @@ func Generate(ctx context.Context, job Job) (Result, error) {
 		}
 	}
 	if st, ok := job.Source.(Streamer); ok && job.Schedule == nil {
-		if err := writeStream(ctx, job.Output, job.Replace, job.Meta, st, &res); err != nil {
+		if err := writeStream(ctx, job.Output, job.Replace, job.Meta, st, job.Endpoint, &res); err != nil {
 			return res, err
 		}
 		res.Bytes = fileSize(job.Output)
@@ -87,6 +90,9 @@ func Generate(ctx context.Context, job Job) (Result, error) {
 	}
 	if job.Schedule != nil {
 		job.Schedule.Apply(convs, job.Meta.Seed)
+	}
+	for _, c := range convs {
+		stampEndpoint(c, job.Endpoint)
 	}
 	meta := withReport(job.Meta, job.Source.Name(), res.Report)
 	if err := Write(ctx, job.Output, job.Replace, meta, convs); err != nil {
@@ -135,4 +141,17 @@ func CreatedAt() (string, error) {
 		return time.Unix(sec, 0).UTC().Format(time.RFC3339), nil
 	}
 	return time.Now().UTC().Format(time.RFC3339), nil
+}
+
+// stampEndpoint sets the Endpoint of c's turns that have none to ep ("":
+// none is set).
+func stampEndpoint(c Conversation, ep string) {
+	if ep == "" {
+		return
+	}
+	for k := range c {
+		if c[k].Endpoint == "" {
+			c[k].Endpoint = ep
+		}
+	}
 }

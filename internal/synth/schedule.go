@@ -28,6 +28,14 @@ type Schedule struct {
 	Rate       float64       // conversations per second
 	Burstiness float64       // gamma shape; 0 means 1
 	TokenTime  time.Duration // estimated time per output token for arrivals
+	// VLLMSpan draws starts as vllm bench serve does (get_request in
+	// vllm/benchmarks/serve.py, matched at vllm-project/vllm commit
+	// 009e6d4a1cd6, where a fixed finite rate is rescaled): one gap per
+	// conversation, the first before conversation 0, and the cumulative
+	// sums scaled so that the last start lands exactly on N/Rate for N
+	// conversations. Without it conversation 0 starts at 0 and the gaps
+	// are left as drawn.
+	VLLMSpan bool
 }
 
 // DefaultTokenTime is the response-time estimate per output token (50
@@ -58,6 +66,22 @@ func (s Schedule) Apply(convs []Conversation, seed int64) {
 	}
 	gap := Gamma{Shape: b, Scale: 1 / (s.Rate * b)}
 	allAtOnce := s.Rate == 0 || math.IsInf(s.Rate, 1)
+	if s.VLLMSpan && !allAtOnce && len(convs) > 0 {
+		at := make([]float64, len(convs))
+		var sum float64
+		for i := range at {
+			sum += gap.Sample(r)
+			at[i] = sum
+		}
+		scale := 1.0
+		if sum > 0 {
+			scale = float64(len(convs)) / s.Rate / sum
+		}
+		for i, c := range convs {
+			SetArrivals(c, int64(math.Round(at[i]*scale*1e9)), s.TokenTime)
+		}
+		return
+	}
 	var start float64 // seconds
 	for i, c := range convs {
 		if i > 0 && !allAtOnce {

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tracekit/tracekit/internal/synth"
+	"github.com/tracekit/tracekit/trace"
+)
+
+// The flags of the non-generating APIs' requests, by endpoint.
+var (
+	embeddingsFlags = []string{"batch-size", "input-tokens"}
+	rankingFlags    = []string{"documents", "query-tokens", "document-tokens"}
+	// poolingFlags are what a source of embeddings, rerank or score
+	// requests reads besides the common and schedule flags.
+	poolingFlags = []string{"conversations", "text-file", "endpoint"}
+	// conversationFlags shape conversations: a single request of a
+	// non-generating API has none of them.
+	conversationFlags = []string{"turns", "think-time", "output-tokens", "prefix-tokens", "common-prefix-tokens", "config", "prefix-layout"}
+)
+
+// pooling reports whether --endpoint names an API that generates nothing
+// (embeddings, rerank, score).
+func (o *synthOptions) pooling() bool { return o.endpoint != "" && !trace.Generates(o.endpoint) }
+
+// checkEndpoint refuses, all at once, the flags that make no sense with
+// --endpoint (or without it) for source name.
+func (o *synthOptions) checkEndpoint(name string) error {
+	f := o.flags
+	ep := o.endpoint
+	if f.Changed("endpoint") && !trace.KnownEndpoint(ep) {
+		return fmt.Errorf("--endpoint %q: want one of %s", ep, strings.Join(trace.Endpoints, ", "))
+	}
+	var bad []string
+	given := func(names ...string) []string {
+		var g []string
+		for _, n := range names {
+			if f.Changed(n) {
+				g = append(g, "--"+n)
+			}
+		}
+		return g
+	}
+	if g := given("batch-size"); len(g) > 0 && ep != trace.EndpointEmbeddings {
+		bad = append(bad, "--batch-size: inputs per request of --endpoint embeddings only")
+	}
+	if g := given(rankingFlags...); len(g) > 0 && ep != trace.EndpointRerank && ep != trace.EndpointScore {
+		bad = append(bad, strings.Join(g, ", ")+": shape requests of --endpoint rerank or score only")
+	}
+	if o.pooling() {
+		switch {
+		case name == "agent":
+			bad = append(bad, "--agent: agent sessions generate answers and tool calls, which --endpoint "+ep+" does not")
+		case name != "synthetic":
+			bad = append(bad, fmt.Sprintf("--source %s: --endpoint %s makes synthetic requests of corpus text only (leave --source out)", name, ep))
+		}
+		var conv []string
+		for _, n := range conversationFlags {
+			if !f.Changed(n) {
+				continue
+			}
+			if n == "turns" {
+				if d, err := synth.ParseDist(o.turns, synth.Count); err == nil && d.String() == (synth.Constant{V: 1}).String() {
+					continue // one turn is what these requests are
+				}
+			}
+			conv = append(conv, "--"+n)
+		}
+		if len(conv) > 0 {
+			bad = append(bad, strings.Join(conv, ", ")+": --endpoint "+ep+" sends single requests (conversations of one turn, nothing generated)")
+		}
+		if ep != trace.EndpointEmbeddings && f.Changed("input-tokens") {
+			bad = append(bad, "--input-tokens: --endpoint "+ep+" takes --query-tokens and --document-tokens")
+		}
+	} else if ep == trace.EndpointCompletions && name == "agent" {
+		bad = append(bad, "--agent with --endpoint completions: the completions API carries no tools or tool calls (use chat, responses or messages)")
+	}
+	if len(bad) > 0 {
+		return errors.New(strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// poolingSource is the synthetic source of --endpoint embeddings, rerank
+// or score: the flags it reads.
+func poolingSource(src synthSource, ep string) synthSource {
+	src.flags = slices.Concat(poolingFlags, rankingFlags)
+	if ep == trace.EndpointEmbeddings {
+		src.flags = slices.Concat(poolingFlags, embeddingsFlags)
+	}
+	src.build = buildPooling
+	return src
+}
+
+// buildPooling reads the flags of --endpoint embeddings, rerank or score.
+func buildPooling(f *synthOptions, in sourceInputs) (synth.Source, error) {
+	o := synth.PoolingOptions{Endpoint: f.endpoint, Count: synth.DefaultConversations, Seed: f.seed, MaxBytes: int64(f.maxBytes)}
+	if f.conversations > 0 {
+		o.Count = f.conversations
+	}
+	in.used["conversations"] = strconv.Itoa(o.Count)
+	type distDst struct {
+		flag distFlag
+		dst  *synth.Dist
+	}
+	dists := []distDst{
+		{distFlag{"documents", &f.documents, synth.Count}, &o.Documents},
+		{distFlag{"query-tokens", &f.queryTokens, synth.Count}, &o.QueryTokens},
+		{distFlag{"document-tokens", &f.documentTokens, synth.Count}, &o.DocumentTokens},
+	}
+	if f.endpoint == trace.EndpointEmbeddings {
+		dists = []distDst{
+			{distFlag{"batch-size", &f.batchSize, synth.Count}, &o.BatchSize},
+			{distFlag{"input-tokens", &f.inputTokens, synth.Count}, &o.InputTokens},
+		}
+	}
+	for _, d := range dists {
+		v, err := d.flag.parse()
+		if err != nil {
+			return nil, err
+		}
+		*d.dst = v
+		in.used[d.flag.name] = v.String()
+	}
+	var err error
+	if o.Corpus, err = in.corpus(); err != nil {
+		return nil, err
+	}
+	return synth.NewPooling(o)
+}
