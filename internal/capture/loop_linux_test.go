@@ -29,6 +29,9 @@ import (
 // connection stays usable for a next request, and the record has every
 // event and no error.
 func TestProxySlowClientOnLoop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long end-to-end run: make test runs it")
+	}
 	for _, mode := range []string{"chunked", "length-close"} {
 		t.Run(mode, func(t *testing.T) { slowClientOnLoop(t, mode) })
 	}

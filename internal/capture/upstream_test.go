@@ -70,6 +70,9 @@ func TestProxyStaleKeepAliveRetry(t *testing.T) {
 // socket's send buffer full and must wait for it to drain; the upstream
 // gets every byte, in order, and the answer comes back.
 func TestProxyLargeRequestToSlowUpstream(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long end-to-end run: make test runs it")
+	}
 	eachStack(t, testProxyLargeRequestToSlowUpstream)
 }
 
