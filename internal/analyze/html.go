@@ -61,6 +61,7 @@ pre{font-size:12px;background:#f6f6f6;padding:12px;overflow-x:auto} .warn{color:
 		fmt.Fprintf(&b, "<p class=\"warn\">WARNING: %s</p>\n", html.EscapeString(wn))
 	}
 	s.writeTiles(&b)
+	s.writeEndpointsHTML(&b)
 	if n := s.PeakNote(); n != "" {
 		fmt.Fprintf(&b, "<p class=\"note\">NOTE: %s</p>\n", html.EscapeString(n))
 	}
