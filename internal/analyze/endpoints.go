@@ -239,7 +239,7 @@ func (s *Summary) endpoints(itl map[string][2]Stats) {
 				continue
 			}
 			e.ttft.Add(float64(q.TTFTNs))
-			s.reasoned = s.reasoned || !q.Answered || q.TTFONs != q.TTFTNs
+			s.reasoned = s.reasoned || q.thoughtFirst
 			if q.Answered {
 				e.ttfo.Add(float64(q.TTFONs))
 			} else {
@@ -312,8 +312,9 @@ func endpointOrder[T any](by map[string]T) []string {
 
 // ShowEndpoints reports whether the reports give each endpoint its own
 // section: when the run mixes endpoints, sends an API other than chat or
-// completions, or reasoned (reasoning tokens reported, or an answer that
-// came after the first output). A plain chat or completions run reads as
+// completions, or reasoned (reasoning tokens reported, or a completed
+// stream whose tokens began before its first answer event: a role-only
+// first chunk does not count). A plain chat or completions run reads as
 // before.
 func (s *Summary) ShowEndpoints() bool {
 	if len(s.Endpoints) != 1 {

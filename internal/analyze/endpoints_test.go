@@ -420,3 +420,23 @@ func TestOlderRecordingReadsAsBefore(t *testing.T) {
 		}
 	}
 }
+
+// A chat stream that opens with vLLM's role-only chunk answers from its
+// second event: TTFO is later than TTFT, but nothing reasoned, so the chat
+// run reads as before.
+func TestRoleChunkIsNotReasoning(t *testing.T) {
+	c := mixedRecords()[3] // c2: role-only chunk at 700, answer from 800
+	c.FirstAnswerEvent = 1
+	s := Records([]trace.Record{c}, trace.RunMeta{}, Options{})
+	g := endpointOf(t, s, "chat").Generation
+	near(t, "ttft", g.TTFT.Mean, 100)
+	near(t, "ttfo", g.TTFO.Mean, 200)
+	if s.ShowEndpoints() || strings.Contains(textOf(t, s), "Endpoint:") {
+		t.Error("a chat run without reasoning shows endpoint sections")
+	}
+	// Tokens before the answer are reasoning: the sections appear.
+	c.EventTokens[0] = 1
+	if s := Records([]trace.Record{c}, trace.RunMeta{}, Options{}); !s.ShowEndpoints() {
+		t.Error("a chat run that reasoned first shows no endpoint section")
+	}
+}

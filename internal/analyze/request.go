@@ -64,6 +64,9 @@ type Request struct {
 	// stream).
 	TTFONs   int64
 	Answered bool
+	// thoughtFirst: an event carrying tokens came before the first answer
+	// event (reasoning streamed first, not just a role-only chunk).
+	thoughtFirst bool
 
 	IntendedNs, SlotNs, SentNs, DoneNs int64
 	// StartNs is the start latencies are measured from (Options.Start):
@@ -177,6 +180,9 @@ func Derive(r *trace.Record, file int, opts Options) Request {
 			q.TTFTNs, q.CorrectedTTFTNs = 0, 0
 		} else if a := int(max(r.FirstAnswerEvent, 0)); a < n {
 			q.TTFONs, q.Answered = r.EventNs[a]-q.StartNs, true
+			q.thoughtFirst = slices.ContainsFunc(r.EventTokens[:a], func(t int32) bool { return t > 0 })
+		} else {
+			q.thoughtFirst = q.ClientOutputTokens > 0
 		}
 		if !q.NonStreaming && q.OutputTokens > 1 {
 			q.TPOTNs = float64(q.E2ELNs-q.TTFTNs) / float64(q.OutputTokens-1)

@@ -121,7 +121,7 @@ type Summary struct {
 	dists      map[string]*Dist // by metric name, for CDFs
 	eventTimes []int64          // of successful requests, nil when past the limit
 	failTimes  []int64          // of failed requests, see accumulator
-	reasoned   bool             // a completed stream answered after its first output, or not at all
+	reasoned   bool             // a completed stream's tokens began before its answer (or it had none): see ShowEndpoints
 }
 
 // finish computes the aggregates.
