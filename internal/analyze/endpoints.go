@@ -436,3 +436,14 @@ func (s *Summary) writeEndpointsHTML(b *strings.Builder) {
 		b.WriteString("</table>\n")
 	}
 }
+
+// generates reports whether the run sent a generating API (or nothing at
+// all): whether TTFT, TPOT and ITL mean anything.
+func (s *Summary) generates() bool {
+	for _, e := range s.Endpoints {
+		if e.Generates {
+			return true
+		}
+	}
+	return len(s.Endpoints) == 0
+}

@@ -440,3 +440,25 @@ func TestRoleChunkIsNotReasoning(t *testing.T) {
 		t.Error("a chat run that reasoned first shows no endpoint section")
 	}
 }
+
+// A run of embeddings only: no TTFT tile on the page, its section instead.
+func TestEmbeddingsOnlyHTML(t *testing.T) {
+	recs := mixedRecords()
+	s := Records([]trace.Record{recs[1], recs[4]}, trace.RunMeta{}, Options{})
+	var h bytes.Buffer
+	if err := s.WriteHTML(&h); err != nil {
+		t.Fatal(err)
+	}
+	page := h.String()
+	if strings.Contains(page, "median TTFT") || !strings.Contains(page, `id="endpoint-embeddings"`) || !strings.Contains(page, "request throughput") {
+		t.Errorf("embeddings-only page: TTFT tile %v, section %v", strings.Contains(page, "median TTFT"), strings.Contains(page, `id="endpoint-embeddings"`))
+	}
+	// A chat run keeps its tiles.
+	var c bytes.Buffer
+	if err := Records(handRecords(), trace.RunMeta{}, Options{}).WriteHTML(&c); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(c.String(), "median TTFT") || strings.Contains(c.String(), `id="endpoint-`) {
+		t.Error("chat page lost its TTFT tile or gained endpoint sections")
+	}
+}

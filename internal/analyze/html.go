@@ -102,6 +102,9 @@ func (s *Summary) writeTiles(b *strings.Builder) {
 		name string
 		st   Stats
 	}{{"TTFT", s.TTFT}, {"TPOT", s.TPOT}, {"ITL", s.ITL}} {
+		if !s.generates() { // embeddings, rerank or score only: no stream to time
+			break
+		}
 		p, v := last(m.st)
 		tile(fmt.Sprintf("%.1f ms", m.st.Median), "median "+m.name)
 		tile(fmt.Sprintf("%.1f ms", v), p+" "+m.name)
