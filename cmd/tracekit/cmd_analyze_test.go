@@ -198,3 +198,30 @@ func TestAnalyzeEndpointsCLI(t *testing.T) {
 		t.Errorf("html or csv lacks the endpoints:\n%s", csvText)
 	}
 }
+
+// A --window beyond the run selects nothing: exit 2 naming the run's
+// span, and no report claiming zeros; a window inside it analyzes.
+func TestAnalyzeEmptyWindowExits2(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run.parquet") // requests sent from 0 to 0.9 s
+	writeRun(t, run, 100)
+	js, html := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.html")
+	for _, args := range [][]string{
+		{"analyze", run, "--window", "300s-400s", "--json", js, "--html", html},
+		{"compare", run, run, "--window", "300s-400s"},
+	} {
+		out, stderr, code := runCLI(t, args...)
+		if code != ExitUsage || !strings.Contains(stderr, "--window 300s-400s selects no request: the run spans 0s-0.9s") || out != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, stderr)
+		}
+	}
+	for _, f := range []string{js, html} {
+		if _, err := os.Stat(f); err == nil {
+			t.Errorf("%s written for an empty window", f)
+		}
+	}
+	out, stderr, code := runCLI(t, "analyze", run, "--window", "500ms-")
+	if code != ExitOK || !strings.Contains(out, "Successful requests:                     5 ") {
+		t.Errorf("window inside the run: exit %d\n%s%s", code, out, stderr)
+	}
+}

@@ -8,12 +8,13 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/tracekit/tracekit/internal/capture"
+	"github.com/tracekit/tracekit/internal/redact"
+	"github.com/tracekit/tracekit/internal/replay"
 	"github.com/tracekit/tracekit/internal/tokenizer"
 )
 
@@ -75,7 +76,8 @@ start (see --check-upstream) or a file could not be completed, 2 bad flags.`,
 			}
 			cfg.Tokenizer = t
 			cfg.RotateBytes = rotateMB << 20
-			cfg.Command = strings.Join(os.Args, " ")
+			cfg.Command = replay.RedactCommand(os.Args)
+			cfg.Scrub = redact.FromContext(c.Context())
 			cfg.Logf = func(format string, args ...any) { fmt.Fprintf(c.ErrOrStderr(), format+"\n", args...) }
 			if err := scrape.validate(); err != nil {
 				return badInput(err)

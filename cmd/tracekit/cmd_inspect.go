@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -79,7 +80,7 @@ func printTraceSummary(w io.Writer, path string, s trace.TraceSummary) {
 		fmt.Fprintf(w, "  virtual prompts     %s under %s, %d-token blocks (replay makes the text)\n", g.Name, g.Tokenizer, g.BlockSize)
 	}
 	if len(s.Models) > 0 {
-		fmt.Fprintf(w, "  models              %v\n", s.Models)
+		fmt.Fprintf(w, "  models              %s\n", modelCounts(s.Models))
 	}
 	fmt.Fprintf(w, "  time span           %s (first start to last open-loop arrival, trace time)\n", trace.FormatDuration(s.SpanNs))
 	printRate(w, "conversation starts", s.Starts)
@@ -120,6 +121,27 @@ func orUnknown(v float64) string {
 	return strconv.FormatFloat(v, 'f', 2, 64)
 }
 
+// modelCounts lists the models of a trace with their turns, the most used
+// first: "tracekit-mock (60 turns), small (2 turns)".
+func modelCounts(m map[string]int) string {
+	names := slices.Collect(maps.Keys(m))
+	slices.SortFunc(names, func(a, b string) int {
+		if c := m[b] - m[a]; c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	parts := make([]string, len(names))
+	for i, n := range names {
+		unit := "turns"
+		if m[n] == 1 {
+			unit = "turn"
+		}
+		parts[i] = fmt.Sprintf("%s (%d %s)", n, m[n], unit)
+	}
+	return strings.Join(parts, ", ")
+}
+
 // printOptions prints a string map (options, import reports) one key a
 // line, sorted.
 func printOptions(w io.Writer, opts map[string]string) {
@@ -145,8 +167,8 @@ func printRecordingSummary(w io.Writer, path string, s trace.RecordingSummary) {
 	fmt.Fprintf(w, "  TTFT (ms)       %s\n", s.TTFTms)
 	fmt.Fprintf(w, "  E2EL (ms)       %s\n", s.E2ELms)
 	m := s.Meta
-	fmt.Fprintf(w, "run metadata\n  tracekit %s  host %s  targets %v\n  started %s (monotonic %d ns)\n  command %s\n",
-		m.TracekitVersion, m.Host, m.Targets, time.Unix(0, m.StartWallNs).UTC().Format(time.RFC3339Nano), m.StartMonoNs, m.Command)
+	fmt.Fprintf(w, "run metadata\n  tracekit %s  host %s  targets %s\n  started %s (monotonic %d ns)\n  command %s\n",
+		m.TracekitVersion, m.Host, strings.Join(m.Targets, ", "), time.Unix(0, m.StartWallNs).UTC().Format(time.RFC3339Nano), m.StartMonoNs, m.Command)
 	if m.Trace != nil {
 		fmt.Fprintf(w, "  trace: source %s, seed %d, tokenizer %s\n", m.Trace.Source, m.Trace.Seed, m.Trace.Tokenizer)
 	}
@@ -156,8 +178,8 @@ func printRecordingSummary(w io.Writer, path string, s trace.RecordingSummary) {
 		if h.ObserverCPUSeconds > 0 {
 			obs = fmt.Sprintf(" (arrival observer %.2fs of it)", h.ObserverCPUSeconds)
 		}
-		fmt.Fprintf(w, "  client health: dispatch lag p50 %v p99 %v max %v, cpu %.1fs%s over %.1fs wall\n",
-			time.Duration(h.DispatchLagP50Ns), time.Duration(h.DispatchLagP99Ns), time.Duration(h.DispatchLagMaxNs), h.CPUSeconds, obs, h.WallSeconds)
+		fmt.Fprintf(w, "  client health: dispatch lag p50 %s p99 %s max %s, cpu %.1fs%s over %.1fs wall\n",
+			trace.FormatDuration(h.DispatchLagP50Ns), trace.FormatDuration(h.DispatchLagP99Ns), trace.FormatDuration(h.DispatchLagMaxNs), h.CPUSeconds, obs, h.WallSeconds)
 		for _, warn := range h.Assess() {
 			fmt.Fprintf(w, "  warning: %s\n", warn)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/tracekit/tracekit/internal/mock"
 	"github.com/tracekit/tracekit/internal/tokenizer"
+	"github.com/tracekit/tracekit/trace"
 )
 
 // newMockCmd builds the mock command.
@@ -198,8 +199,8 @@ func runMock(c *cobra.Command, cfg mock.Config, readyFile string) error {
 	signal.Stop(sigs) // a second signal kills at once
 	err = srv.Close()
 	st := srv.Stats()
-	fmt.Fprintf(c.ErrOrStderr(), "tracekit mock: stopped after %d requests, %d events, event lateness p50 %v p99 %v max %v\n",
-		st.Requests, st.Events, time.Duration(st.LatenessP50Ns), time.Duration(st.LatenessP99Ns), time.Duration(st.LatenessMaxNs))
+	fmt.Fprintf(c.ErrOrStderr(), "tracekit mock: stopped after %d requests, %d events, event lateness p50 %s p99 %s max %s\n",
+		st.Requests, st.Events, trace.FormatDuration(st.LatenessP50Ns), trace.FormatDuration(st.LatenessP99Ns), trace.FormatDuration(st.LatenessMaxNs))
 	if err != nil {
 		return fmt.Errorf("closing the mock: %w", err)
 	}

@@ -24,7 +24,11 @@ each segment's recording and trace). recover never replaces a file: when the
 output name is taken it writes NAME.recovered.parquet (then .recovered-2, ...).
 Each file rescued is reported on stderr with its count of records.
 
-Exit codes: 0 recovered, 2 FILE missing or not a tracekit journal, 1 recovery
+A journal whose run is still going (its process holds the lock FILE.lock)
+is left alone and named with that process's pid.
+
+Exit codes: 0 recovered, 2 FILE missing, not a tracekit journal or still
+being written by a live run, 1 recovery
 failed midway (a corrupt entry inside the journal, or the output could not be
 written; the journal is kept).`,
 		Example: "  tracekit recover recording.parquet\n  tracekit recover capture-dir/",
@@ -48,7 +52,8 @@ written; the journal is kept).`,
 				}
 				fmt.Fprintln(stderr)
 			}
-			if errors.Is(err, trace.ErrNotJournal) {
+			var live *record.LockedError
+			if errors.Is(err, trace.ErrNotJournal) || errors.As(err, &live) {
 				return badInput(err)
 			}
 			return runFailed(err)

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/tracekit/tracekit/internal/analyze"
 	"github.com/tracekit/tracekit/internal/record"
+	"github.com/tracekit/tracekit/internal/redact"
 	"github.com/tracekit/tracekit/internal/replay"
 	"github.com/tracekit/tracekit/trace"
 )
@@ -87,6 +89,7 @@ beside the output, verified, removed after).`,
 			stderr := cmd.ErrOrStderr()
 			c.Logf = func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) }
 			c.Command = replay.RedactCommand(os.Args)
+			c.AddSecrets(redact.FromContext(cmd.Context()))
 			if c.Speed <= 0 {
 				return badInput(fmt.Errorf("--speed %g: expected a positive factor", c.Speed))
 			}
@@ -171,6 +174,13 @@ func runReplay(cmd *cobra.Command, c replay.Config, o replayOpts) error {
 	if o.maxErrorRate > 1 || math.IsNaN(o.maxErrorRate) {
 		return badInput(fmt.Errorf("--max-error-rate %g: expected a fraction from 0 to 1", o.maxErrorRate))
 	}
+	// Held until the command ends: a second run on the same -o refuses
+	// before it reads, checks or writes anything of this one's.
+	lock, err := lockOutput(o.out)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
 	if _, err := os.Stat(o.out); err == nil && !o.force {
 		return badInput(fmt.Errorf("%s exists: pass --force to replace it (the new recording replaces it only once complete)", o.out))
 	}
@@ -205,7 +215,8 @@ func runReplay(cmd *cobra.Command, c replay.Config, o replayOpts) error {
 	open := func(r *replay.Runner) (record.Sink, error) {
 		var err error
 		rec, err = record.NewRecorder(o.out, trace.RunMeta{TracekitVersion: trace.Version, Targets: c.Targets, Command: c.Command},
-			record.RecorderOptions{Queue: max(1024, 2*c.MaxConcurrency)})
+			record.RecorderOptions{Queue: max(1024, 2*c.MaxConcurrency), Lock: lock,
+				Scrub: redact.FromContext(cmd.Context())})
 		if err != nil {
 			return nil, err
 		}
@@ -237,10 +248,11 @@ func runReplay(cmd *cobra.Command, c replay.Config, o replayOpts) error {
 	if res == nil && runErr != nil {
 		return notStarted(rec, ctx, o.dist, runErr)
 	}
-	closeErr := rec.Close()
-	if errors.Is(runErr, trace.ErrInvalidTurn) { // a row replay cannot send as written
-		return badInput(fmt.Errorf("replaying %s: %w", c.Trace, runErr))
+	var traceErr *replay.TraceError
+	if errors.As(runErr, &traceErr) || errors.Is(runErr, trace.ErrInvalidTurn) {
+		return badTraceMidway(rec, res, c.Trace, o.out, runErr)
 	}
+	closeErr := rec.Close()
 	if runErr != nil {
 		return fmt.Errorf("replaying %s: %w", c.Trace, runErr)
 	}
@@ -248,14 +260,17 @@ func runReplay(cmd *cobra.Command, c replay.Config, o replayOpts) error {
 		return fmt.Errorf("writing %s: %w", o.out, closeErr)
 	}
 
+	analyzed := false // the analysis prints the health warnings itself
 	if !o.noAnalyze {
 		if s, err := analyze.Files([]string{o.out}, analyze.Options{}); err != nil {
 			fmt.Fprintf(stderr, "analyze: %v\n", err)
 		} else if err := s.WriteText(cmd.OutOrStdout()); err != nil {
 			return err
+		} else {
+			analyzed = true
 		}
 	}
-	if h := res.Meta.Health; h != nil {
+	if h := res.Meta.Health; h != nil && !analyzed {
 		for _, w := range h.Warnings {
 			fmt.Fprintln(stderr, "warning:", w)
 		}
@@ -281,11 +296,43 @@ func runReplay(cmd *cobra.Command, c replay.Config, o replayOpts) error {
 	return nil
 }
 
+// badTraceMidway ends a run whose trace turned out unreadable after it
+// started (a damaged page, an invalid row): bad input. What was sent is
+// kept as a complete recording, or, when nothing was, no recording is
+// left to block the next run; the message says which.
+func badTraceMidway(rec *record.Recorder, res *replay.Result, tracePath, out string, runErr error) error {
+	if res.Sent == 0 {
+		if err := rec.Discard(); err != nil {
+			return badInput(fmt.Errorf("replaying %s: %w (and discarding the empty recording: %v)", tracePath, runErr, err))
+		}
+		return badInput(fmt.Errorf("replaying %s: %w; nothing was sent, so no recording was written", tracePath, runErr))
+	}
+	if err := rec.Close(); err != nil {
+		return badInput(fmt.Errorf("replaying %s: %w (and writing %s: %v)", tracePath, runErr, out, err))
+	}
+	return badInput(fmt.Errorf("replaying %s: %w; %s holds the %d requests sent before it, complete and valid", tracePath, runErr, out, res.Sent))
+}
+
+// lockOutput creates the directory of out and takes the lock of out for
+// this process (record.LockOutput); another live run writing it is bad
+// input naming that process.
+func lockOutput(out string) (*record.OutputLock, error) {
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return nil, badInput(fmt.Errorf("-o %s: creating its directory: %w", out, err))
+	}
+	lock, err := record.LockOutput(out)
+	var le *record.LockedError
+	if errors.As(err, &le) {
+		return nil, badInput(fmt.Errorf("-o %w", err))
+	}
+	return lock, err
+}
+
 // startProgress prints progress until the returned function is called.
 func startProgress(w io.Writer, r *replay.Runner, mode string) func() {
 	if mode == "auto" {
 		mode = "plain"
-		if f, ok := w.(*os.File); ok && isTerminal(f) {
+		if isTerminal(w) {
 			mode = "bar"
 		}
 	}
@@ -339,9 +386,13 @@ func progressLine(s replay.Stats, width int) string {
 	return b.String()
 }
 
-// isTerminal reports whether f is a character device (a terminal; also
-// /dev/null, where a progress bar is harmless). Portable, unlike TCGETS.
-func isTerminal(f *os.File) bool {
+// isTerminal reports whether w writes to a character device (a terminal;
+// also /dev/null, where a progress bar is harmless). Portable, unlike TCGETS.
+func isTerminal(w io.Writer) bool {
+	f, ok := redact.Unwrap(w).(*os.File)
+	if !ok {
+		return false
+	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

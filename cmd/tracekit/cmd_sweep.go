@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tracekit/tracekit/internal/redact"
 	"github.com/tracekit/tracekit/internal/replay"
 	"github.com/tracekit/tracekit/internal/sweep"
 )
@@ -90,6 +91,7 @@ dispatch lag, scheduler latency, send delay or CPU over --max-client-lag or
 				return err
 			}
 			c.Command = replay.RedactCommand(os.Args)
+			c.AddSecrets(redact.FromContext(cmd.Context()))
 			return runSweep(cmd, f, c)
 		},
 	}

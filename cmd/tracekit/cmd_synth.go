@@ -332,11 +332,7 @@ type progress struct {
 }
 
 func newProgress(w io.Writer, label string) *progress {
-	p := &progress{w: w, label: label}
-	if f, ok := w.(*os.File); ok {
-		p.tty = isTerminal(f)
-	}
-	return p
+	return &progress{w: w, label: label, tty: isTerminal(w)}
 }
 
 func (p *progress) report(done, total int64) {

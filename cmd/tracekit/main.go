@@ -7,6 +7,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tracekit/tracekit/internal/redact"
 	"github.com/tracekit/tracekit/internal/stamp"
 )
 
@@ -88,13 +90,17 @@ func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 
 // run executes one command line (without the program name) and returns the
 // exit code; errors are printed to stderr, prefixed "tracekit:", in the
-// command's terms (errorText).
+// command's terms (errorText). Whatever the command prints goes through the
+// run's redact.Scrubber, to which the command adds the credentials it knows
+// (redact.FromContext).
 func run(args []string, stdout, stderr io.Writer) int {
+	sc := redact.New()
+	stdout, stderr = sc.Writer(stdout), sc.Writer(stderr)
 	root := newRoot()
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	cmd, err := root.ExecuteC()
+	cmd, err := root.ExecuteContextC(redact.NewContext(context.Background(), sc))
 	if err == nil {
 		return ExitOK
 	}

@@ -41,7 +41,8 @@ func (d *distOpts) register(f *pflag.FlagSet) {
 	f.IntVar(&d.shards, "shards", 0, "shard count; without --shard the index is read from $"+indexEnv+" (Kubernetes Indexed Jobs)")
 	f.StringVar(&d.runID, "run-id", "", "id shared by every shard of one run (default: from the trace's content and the start instant)")
 	f.StringVar(&d.startAt, "start-at", "", "start the clock at this instant, once the targets are ready: RFC 3339 (2026-12-01T12:00:00Z, the same for every shard) or +DURATION from now, at most 24h away; fails if it has passed")
-	f.Int64Var(&d.maxTraceBytes, "max-trace-bytes", 4<<30, "largest trace downloaded when TRACE is an http(s) URL")
+	d.maxTraceBytes = 4 << 30
+	f.Var((*sizeValue)(&d.maxTraceBytes), "max-trace-bytes", "largest trace downloaded when TRACE is an http(s) URL (bytes, or e.g. 512MiB, 8GiB)")
 }
 
 // apply settles the shard (--shard, or --shards with the index from the

@@ -1,7 +1,10 @@
 package analyze
 
 import (
+	"fmt"
+	"math"
 	"slices"
+	"strconv"
 
 	"github.com/tracekit/tracekit/trace"
 )
@@ -23,7 +26,10 @@ type accumulator struct {
 	msgBins   []float64
 	sawWarmup int
 	outWindow int
-	errMsg    map[string]string
+	// sentFrom and sentTo span the send times of the requests the window
+	// chose from, to say where the run was when it chose none.
+	sentFrom, sentTo int64
+	errMsg           map[string]string
 	// expectRows is the number of rows the caller will add (0: unknown);
 	// after the first rows it sizes the per-event slices once, instead of
 	// letting append copy them at every doubling.
@@ -64,6 +70,10 @@ func (a *accumulator) add(r *trace.Record, file int) {
 		a.sawWarmup++
 		return
 	}
+	if a.outWindow+len(a.reqs) == 0 || r.SentNs < a.sentFrom {
+		a.sentFrom = r.SentNs
+	}
+	a.sentTo = max(a.sentTo, r.SentNs)
 	if !a.opts.Window.contains(r.SentNs) {
 		a.outWindow++
 		return
@@ -109,6 +119,21 @@ func (a *accumulator) add(r *trace.Record, file int) {
 	d["corrected_ttft"].Add(float64(q.CorrectedTTFTNs))
 	itl := a.endpointITL(q.Endpoint)
 	a.addEvents(r.EventNs, r.EventTokens, itl[0], itl[1])
+}
+
+// emptyWindow is the error of a --window that selected no request of the
+// ones it chose from, naming the run's span; nil otherwise.
+func (a *accumulator) emptyWindow() error {
+	if a.opts.Window.IsZero() || len(a.reqs) > 0 || a.outWindow == 0 {
+		return nil
+	}
+	return fmt.Errorf("--window %s selects no request: the run spans %s-%s (the requests' send times): %w",
+		a.opts.Window.flag(), seconds(a.sentFrom), seconds(a.sentTo), ErrBadInput)
+}
+
+// seconds formats ns as seconds to a tenth: "0s", "42.1s".
+func seconds(ns int64) string {
+	return strconv.FormatFloat(math.Round(float64(ns)/1e8)/10, 'f', -1, 64) + "s"
 }
 
 // addTokens counts n output tokens at time t in the 1 s token bins.

@@ -18,6 +18,8 @@ type CompareRow struct {
 	// Better is +1 when B is better than A, -1 when worse, 0 when equal or
 	// when neither direction is better (counts, durations).
 	Better int `json:"better"`
+
+	count bool // a whole number (requests, tokens): printed without decimals
 }
 
 // Compare lists the headline metrics of two runs side by side. Both should
@@ -39,19 +41,23 @@ func Compare(a, b *Summary) []CompareRow {
 		}
 		rows = append(rows, r)
 	}
+	addCount := func(name string, x, y int64, dir int) {
+		add(name, float64(x), float64(y), dir)
+		rows[len(rows)-1].count = true
+	}
 	const higher, lower, neutral = 1, -1, 0
-	add("Successful requests", float64(a.Completed), float64(b.Completed), neutral)
-	add("Failed requests", float64(a.Failed), float64(b.Failed), lower)
+	addCount("Successful requests", int64(a.Completed), int64(b.Completed), neutral)
+	addCount("Failed requests", int64(a.Failed), int64(b.Failed), lower)
 	add("Benchmark duration (s)", a.Duration, b.Duration, neutral)
-	add("Total input tokens", float64(a.TotalInput), float64(b.TotalInput), neutral)
-	add("Total generated tokens", float64(a.TotalOutput), float64(b.TotalOutput), neutral)
+	addCount("Total input tokens", a.TotalInput, b.TotalInput, neutral)
+	addCount("Total generated tokens", a.TotalOutput, b.TotalOutput, neutral)
 	add("Request throughput (req/s)", a.RequestThroughput, b.RequestThroughput, higher)
 	if !a.Options.Goodput.IsZero() {
 		add("Request goodput (req/s)", a.RequestGoodput, b.RequestGoodput, higher)
 	}
 	add("Output token throughput (tok/s)", a.OutputThroughput, b.OutputThroughput, higher)
 	add("Peak output token throughput (tok/s)", a.MaxOutputTokensPerS, b.MaxOutputTokensPerS, higher)
-	add("Peak concurrent requests", float64(a.MaxConcurrentRequests), float64(b.MaxConcurrentRequests), neutral)
+	addCount("Peak concurrent requests", int64(a.MaxConcurrentRequests), int64(b.MaxConcurrentRequests), neutral)
 	add("Total token throughput (tok/s)", a.TotalTokenThroughput, b.TotalTokenThroughput, higher)
 	for _, m := range metricInfo {
 		if !a.Options.hasMetric(m.key) {
@@ -90,7 +96,11 @@ func WriteCompare(w io.Writer, a, b *Summary, nameA, nameB string) error {
 		case -1:
 			mark = " worse"
 		}
-		fmt.Fprintf(bw, "%-40s %14.2f %14.2f %+14.2f %10s%s\n", r.Name, r.A, r.B, r.Delta, pct, mark)
+		if r.count {
+			fmt.Fprintf(bw, "%-40s %14.0f %14.0f %+14.0f %10s%s\n", r.Name, r.A, r.B, r.Delta, pct, mark)
+		} else {
+			fmt.Fprintf(bw, "%-40s %14.2f %14.2f %+14.2f %10s%s\n", r.Name, r.A, r.B, r.Delta, pct, mark)
+		}
 	}
 	fmt.Fprintln(bw, "==================================================================================================")
 	return bw.Flush()

@@ -139,6 +139,7 @@ var allMetrics = []string{"ttft", "tpot", "itl", "e2el"}
 // From <= SentNs < To. To == 0 means no upper bound.
 type Window struct {
 	FromNs, ToNs int64
+	text         string // as given to ParseWindow, for messages
 }
 
 // IsZero reports whether the window selects everything.
@@ -159,6 +160,14 @@ func (w Window) String() string {
 	return time.Duration(w.FromNs).String() + "-" + to
 }
 
+// flag is the window as the user wrote it, for messages.
+func (w Window) flag() string {
+	if w.text != "" {
+		return w.text
+	}
+	return w.String()
+}
+
 // ParseWindow parses "FROM-TO" of Go durations ("60s-300s", "1m-5m"), with
 // TO optional ("60s-").
 func ParseWindow(s string) (Window, error) {
@@ -173,7 +182,7 @@ func ParseWindow(s string) (Window, error) {
 	if err != nil {
 		return Window{}, fieldErr("Window", "%s %q: start: %w", fielderr.Name("Window"), s, err)
 	}
-	w := Window{FromNs: int64(f)}
+	w := Window{FromNs: int64(f), text: s}
 	if to != "" {
 		t, err := time.ParseDuration(to)
 		if err != nil {

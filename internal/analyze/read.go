@@ -108,6 +108,9 @@ func files(paths []string, opts Options, columns bool) (*Summary, error) {
 	if total == 0 {
 		return nil, fmt.Errorf("%s: the recording holds no requests: %w", paths[0], ErrBadInput)
 	}
+	if err := acc.emptyWindow(); err != nil {
+		return nil, err
+	}
 	s := acc.finish(files)
 	s.StartWallNs = base
 	s.shardClocks()

@@ -32,8 +32,8 @@
 //
 // The non-generating APIs (embeddings, rerank, score) share one body
 // parser, ListDecoder, told by each package which member holds its items.
-// Redact masks what looks like a credential in a server's error message
-// before it goes into a record.
+// A decoder keeps a server's error words as they came; record.Stream
+// passes them through redact.Patterns before they reach a record.
 //
 // A decoder allocates nothing per event once the buffers it writes into
 // have grown: it walks the event's bytes with jsonscan and appends decoded

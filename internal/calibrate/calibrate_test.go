@@ -525,3 +525,26 @@ func TestVariationsJoinEveryEvent(t *testing.T) {
 		}
 	}
 }
+
+// A step's description rounds rates derived from an ITL (a burst of 100
+// streams at 75 ms is 1333.33... events/s).
+func TestDescribeRoundsRates(t *testing.T) {
+	cfg := Config{Bursts: []int{100}, BurstITL: 75 * time.Millisecond}
+	var burst Step
+	for _, s := range cfg.Ladder() {
+		if s.Kind == KindBurst {
+			burst = s
+		}
+	}
+	if got := describe(burst); got != "2 waves of 100 streams started together, 1333 events/s" {
+		t.Errorf("burst step: %q", got)
+	}
+	for _, c := range []struct {
+		v    float64
+		want string
+	}{{1333.3333333333335, "1333"}, {13.333, "13.3"}, {0.5, "0.5"}, {400, "400"}, {2.0 / 3, "0.667"}} {
+		if got := fmtRate(c.v); got != c.want {
+			t.Errorf("fmtRate(%v) = %q, want %q", c.v, got, c.want)
+		}
+	}
+}

@@ -96,8 +96,8 @@ func (rep *Report) verdict(maxErr time.Duration) string {
 			f.Step.Streams, f.EventsPerS, fmtNs(f.ErrP99Ns), fmtNs(int64(maxErr))))
 	}
 	if f := rep.FaithfulRate; f != nil {
-		parts = append(parts, fmt.Sprintf("it can send %g requests/s faithfully (dispatch lag p99 %s, p99 error %s)",
-			f.Step.Rate, fmtNs(f.LagP99Ns), fmtNs(f.ErrP99Ns)))
+		parts = append(parts, fmt.Sprintf("it can send %s requests/s faithfully (dispatch lag p99 %s, p99 error %s)",
+			fmtRate(f.Step.Rate), fmtNs(f.LagP99Ns), fmtNs(f.ErrP99Ns)))
 	}
 	for _, r := range rep.Steps {
 		if !r.Pass && r.Step.Kind != KindProbe {

@@ -3,8 +3,10 @@ package calibrate
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
+	"strconv"
 
 	"github.com/tracekit/tracekit/internal/mock"
 	"github.com/tracekit/tracekit/trace"
@@ -194,15 +196,26 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, nil
 }
 
+// fmtRate writes a rate to three significant digits, whole from 100 up:
+// "1333", "13.3", "0.5" (a rate derived from an ITL is rarely whole).
+func fmtRate(v float64) string {
+	if v == 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	decimals := max(0, 2-int(math.Floor(math.Log10(math.Abs(v)))))
+	p := math.Pow10(decimals)
+	return strconv.FormatFloat(math.Round(v*p)/p, 'f', -1, 64)
+}
+
 func describe(s Step) string {
 	var d string
 	switch s.Kind {
 	case KindRate:
-		d = fmt.Sprintf("%g requests/s of %d tokens", s.Rate, RateTokens)
+		d = fmt.Sprintf("%s requests/s of %d tokens", fmtRate(s.Rate), RateTokens)
 	case KindBurst:
-		d = fmt.Sprintf("2 waves of %d streams started together, %g events/s", s.Streams, s.EventsPerS)
+		d = fmt.Sprintf("2 waves of %d streams started together, %s events/s", s.Streams, fmtRate(s.EventsPerS))
 	default:
-		d = fmt.Sprintf("%d streams, %g events/s", s.Streams, s.EventsPerS)
+		d = fmt.Sprintf("%d streams, %s events/s", s.Streams, fmtRate(s.EventsPerS))
 	}
 	if s.Burner {
 		d += ", CPU burner beside the client"

@@ -22,6 +22,7 @@ func (p *Proxy) account(seg *segment, ex *exchange, call *llmCall, r *http.Reque
 		seg.inflight.Done()
 		return
 	}
+	p.cfg.Scrub.AddHeaders(r.Header) // the key a hostile upstream may echo into the record
 	res := &ex.res
 	rec := &trace.Record{
 		Target:     p.target,

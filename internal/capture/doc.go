@@ -43,8 +43,8 @@
 // journal) is never replaced: the segment takes the next free name
 // (-2, -3...). Files are written under a .partial name and renamed into
 // place. A trace's rows are sorted, so its file is written when the
-// segment closes; until then its turns go to a journal fsync'd every
-// SyncEvery, which record.Recover also converts.
+// segment closes; until then each turn is written to a journal as it is
+// accounted (fsync'd every SyncEvery), which record.Recover also converts.
 //
 // Requests are grouped into conversations by message history
 // (conversations.go) or a session header. Goroutines: the accept loop and

@@ -32,6 +32,8 @@ func TestMain(m *testing.M) {
 // or until SIGINT or SIGTERM: then it closes the proxy (completing its
 // files) and exits 0, or 1 saying why not. TRACEKIT_PROXY_BENCH=1 keeps
 // the default journal sync period (tests shorten it);
+// TRACEKIT_PROXY_SLOW_FSYNC=1 makes each fsync of a trace journal take a
+// minute;
 // TRACEKIT_PROXY_CPUPROFILE names a CPU profile to write;
 // TRACEKIT_PROXY_GOMAXPROCS sets the child's GOMAXPROCS;
 // TRACEKIT_PROXY_TRACE names a runtime execution trace to write (go tool
@@ -42,6 +44,9 @@ func proxyChild(dir, upstream string) {
 	cfg := ProxyConfig{Upstream: upstream, OutDir: dir, Tokenizer: testTok, SyncEvery: 50 * time.Millisecond}
 	if os.Getenv("TRACEKIT_PROXY_BENCH") == "1" {
 		cfg.SyncEvery = 0
+	}
+	if os.Getenv("TRACEKIT_PROXY_SLOW_FSYNC") == "1" { // a disk whose fsync takes a minute
+		cfg.syncFile = func(f *os.File) error { time.Sleep(time.Minute); return f.Sync() }
 	}
 	if n, err := strconv.Atoi(os.Getenv("TRACEKIT_PROXY_GOMAXPROCS")); err == nil && n > 0 {
 		runtime.GOMAXPROCS(n)

@@ -15,6 +15,7 @@ import (
 	"github.com/tracekit/tracekit/internal/clock"
 	"github.com/tracekit/tracekit/internal/fielderr"
 	"github.com/tracekit/tracekit/internal/record"
+	"github.com/tracekit/tracekit/internal/redact"
 	"github.com/tracekit/tracekit/internal/tokenizer"
 )
 
@@ -68,6 +69,15 @@ type ProxyConfig struct {
 	// a negative value leaves the process's setting alone, and so does a
 	// GOGC environment variable.
 	GCPercent int
+	// Scrub removes secrets from the error messages recorded and the
+	// lines logged: it is given the upstream URL's credentials and learns
+	// the credential-like headers (Authorization, x-api-key...) of every
+	// request forwarded, whose values a hostile upstream may echo. Default
+	// a Scrubber of the proxy's own.
+	Scrub *redact.Scrubber
+	// syncFile makes a trace journal durable (default (*os.File).Sync);
+	// tests slow it down to play a slow disk.
+	syncFile func(*os.File) error
 }
 
 // DefaultGCPercent is the GOGC a proxy runs with unless told otherwise.
@@ -192,9 +202,15 @@ func NewProxy(cfg ProxyConfig) (*Proxy, error) {
 	if cfg.MaxConversations <= 0 {
 		cfg.MaxConversations = 100_000
 	}
+	if cfg.Scrub == nil {
+		cfg.Scrub = redact.New()
+	}
+	cfg.Scrub.AddURL(cfg.Upstream)
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
+	logf, scrub := cfg.Logf, cfg.Scrub
+	cfg.Logf = func(format string, args ...any) { logf("%s", scrub.Scrub(fmt.Sprintf(format, args...))) }
 	if cfg.Tokenizer == nil {
 		cfg.Tokenizer = tokenizer.Default()
 	}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -573,6 +574,12 @@ func TestProxySIGKILLRecover(t *testing.T) {
 	// survives SIGKILL, and a loaded machine may take longer than any fixed
 	// number of sync periods to write it.
 	waitJournals(t, dir, 3, 3)
+	// While capture lives, recover leaves its journals alone.
+	var le *record.LockedError
+	if res, err := record.RecoverAll(dir, ""); !errors.As(err, &le) || le.PID != cmd.Process.Pid || len(res) != 0 {
+		t.Fatalf("recovering a live capture's directory: %+v, %v; want both journals refused naming pid %d", res, err, cmd.Process.Pid)
+	}
+	waitJournals(t, dir, 3, 3)
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	res, err := record.RecoverAll(dir, "")
@@ -599,6 +606,65 @@ func TestProxySIGKILLRecover(t *testing.T) {
 		t.Fatalf("results %+v", res)
 	}
 	noSecretIn(t, dir)
+}
+
+// TestProxyTraceJournalSlowFsync: a finished turn reaches the trace
+// journal's file at once, whatever the disk does with fsync. The child's
+// every trace-journal fsync takes a minute (a disk far slower than
+// --sync-every): once the first turn is in the journal the syncing
+// goroutine waits in its fsync, and the later turns, finished more than
+// sync-every (50 ms in the child) before a SIGKILL, must still all be
+// recovered.
+func TestProxyTraceJournalSlowFsync(t *testing.T) {
+	up := fastMock(t)
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "TRACEKIT_PROXY_CHILD="+dir, "TRACEKIT_PROXY_UPSTREAM="+up.URL(), "TRACEKIT_PROXY_SLOW_FSYNC=1")
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "http://") {
+		t.Fatalf("child said %q (%v)", line, err)
+	}
+	base := strings.TrimSpace(line)
+	const n = 6
+	hist := []msg{{"user", "q0"}}
+	turn := func(k int) {
+		_, _, b := post(t, base, "/v1/chat/completions", chatBody(hist, true), nil)
+		text, _ := sseAnswer(t, b)
+		hist = append(hist, msg{"assistant", text}, msg{"user", fmt.Sprintf("q%d", k+1)})
+	}
+	turn(0)
+	waitJournals(t, dir, 1, 1) // flushed and synced once: the next fsync is the slow one
+	for k := 1; k < n; k++ {
+		turn(k)
+	}
+	// Every turn is accounted once its record is in the recording's
+	// journal (the record is handed over just before the turn); then more
+	// than a sync period passes before the kill.
+	waitJournals(t, dir, n, 1)
+	time.Sleep(4 * 50 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	res, err := record.RecoverAll(dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	traces := 0
+	for _, r := range res {
+		if r.Trace {
+			traces++
+			if r.Records != n {
+				t.Fatalf("recovered %d of the %d turns finished before the kill from %s", r.Records, n, r.Journal)
+			}
+		}
+	}
+	if traces != 1 {
+		t.Fatalf("results %+v: want one trace journal", res)
+	}
 }
 
 // waitJournals waits (at most 30 s, a hang guard) until the journals in

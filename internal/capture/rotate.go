@@ -44,7 +44,8 @@ func (p *Proxy) segmentFor(now int64) (*segment, error) {
 			Trace: p.traceMeta(),
 		}
 		meta.Metrics = p.cfg.Metrics
-		s.meta, s.recOpts = meta, record.RecorderOptions{Queue: p.cfg.Queue, SyncEvery: p.cfg.SyncEvery}
+		s.meta, s.recOpts = meta, record.RecorderOptions{Queue: p.cfg.Queue, SyncEvery: p.cfg.SyncEvery, Scrub: p.cfg.Scrub}
+		s.syncFile = p.cfg.syncFile
 		s.traceMeta = *meta.Trace
 		p.seg = s
 	}

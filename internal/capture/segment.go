@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -38,9 +37,17 @@ type segment struct {
 	bytes       int64
 	requests    int
 
-	traceMeta  trace.TraceMeta
-	tj         *os.File      // trace journal, under mu
-	tjw        *bufio.Writer // under mu
+	traceMeta trace.TraceMeta
+	syncFile  func(*os.File) error // nil: (*os.File).Sync
+	traceLock *record.OutputLock   // held from openTraceJournal until the trace is in place or given up
+
+	// The trace journal: each finished turn is written to the file as it
+	// is accounted (one write, no buffer kept in the process), so a
+	// SIGKILL loses no accounted turn whatever fsync does; syncTrace
+	// fsyncs it every SyncEvery, for a machine that goes down. Under jmu,
+	// which arrivals never take.
+	jmu        sync.Mutex
+	tj         *os.File
 	tjErr      error
 	tjReported bool
 	payload    []byte
@@ -88,12 +95,23 @@ func (s *segment) recorder() (*record.Recorder, error) {
 }
 
 // openTraceJournal reserves the segment's names and starts the crash-safe
-// copy of its trace. The journal is created exclusively, after checking
-// that no other file of the pair exists: it is the reservation, so two
-// processes writing into one directory never share a name. An error
-// wrapping fs.ErrExist means the name is taken.
-func (s *segment) openTraceJournal() error {
+// copy of its trace. The trace's path is locked (record.LockOutput, as the
+// recording's is by its Recorder) and the journal created exclusively,
+// after checking that no other file of the pair exists: it is the
+// reservation, so two processes writing into one directory never share a
+// name, and recover leaves the journal alone while this process lives. An
+// error wrapping fs.ErrExist means the name is taken.
+func (s *segment) openTraceJournal() (err error) {
 	path := record.JournalPath(s.tracePath)
+	lock, err := record.LockOutput(s.tracePath)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			lock.Release()
+		}
+	}()
 	for _, p := range []string{s.tracePath, s.tracePath + partialSuffix, s.recPath, record.JournalPath(s.recPath), s.recPath + partialSuffix} {
 		if _, err := os.Lstat(p); err == nil {
 			return fmt.Errorf("%s exists: %w", p, fs.ErrExist)
@@ -115,70 +133,78 @@ func (s *segment) openTraceJournal() error {
 		os.Remove(path)
 		return fmt.Errorf("writing trace journal %s: %w", path, err)
 	}
-	s.mu.Lock()
-	s.tj, s.tjw = f, bufio.NewWriterSize(f, 1<<16)
-	s.mu.Unlock()
+	s.jmu.Lock()
+	s.tj, s.traceLock = f, lock
+	s.jmu.Unlock()
 	return nil
 }
 
 // dropTraceJournal undoes openTraceJournal (the recording's name was taken).
 func (s *segment) dropTraceJournal() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.jmu.Lock()
+	defer s.jmu.Unlock()
 	if s.tj != nil {
 		s.tj.Close()
 		os.Remove(s.tj.Name())
-		s.tj, s.tjw = nil, nil
+		s.tj = nil
 	}
+	s.traceLock.Release()
+	s.traceLock = nil
 }
 
 // partialSuffix names a file being written until it is complete and renamed.
 const partialSuffix = ".partial"
 
-// addTurn keeps a finished turn and appends it to the trace journal.
+// addTurn keeps a finished turn and writes it to the trace journal's file.
+// The write is outside mu: an arrival (segmentFor asks due) never waits
+// on the disk.
 func (s *segment) addTurn(t *trace.Turn, bytes int64) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.turns = append(s.turns, *t)
 	s.bytes += bytes
 	s.requests++
-	if s.tjw == nil || s.tjErr != nil {
+	s.mu.Unlock()
+
+	s.jmu.Lock()
+	defer s.jmu.Unlock()
+	if s.tj == nil || s.tjErr != nil {
 		return
 	}
 	payload, err := trace.AppendJSONPayload(s.payload[:0], trace.FrameTurn, t)
 	if err == nil {
 		s.payload = payload
 		s.frame = trace.AppendJournalFrame(s.frame[:0], payload)
-		_, err = s.tjw.Write(s.frame)
+		_, err = s.tj.Write(s.frame)
 	}
 	s.tjErr = err
 }
 
 // syncTrace makes the trace journal durable (called every SyncEvery). It
 // returns a journal failure once; the trace is still written at close.
-// The fsync runs outside mu: an arrival (segmentFor asks due) and the
-// accounting (addTurn) never wait on the disk.
+// The fsync holds no lock: the accounting (addTurn) keeps writing turns
+// while a slow disk syncs.
 func (s *segment) syncTrace() error {
-	s.mu.Lock()
-	if s.tjw == nil || s.tjReported {
-		s.mu.Unlock()
+	s.jmu.Lock()
+	if s.tj == nil || s.tjReported {
+		s.jmu.Unlock()
 		return nil
 	}
-	if s.tjErr == nil {
-		s.tjErr = s.tjw.Flush()
-	}
 	err, f := s.tjErr, s.tj
-	s.mu.Unlock()
+	s.jmu.Unlock()
 	if err == nil {
-		err = f.Sync()
+		if s.syncFile != nil {
+			err = s.syncFile(f)
+		} else {
+			err = f.Sync()
+		}
 	}
 	if err != nil {
-		s.mu.Lock()
+		s.jmu.Lock()
 		if s.tjErr == nil {
 			s.tjErr = err
 		}
 		s.tjReported = true
-		s.mu.Unlock()
+		s.jmu.Unlock()
 	}
 	return err
 }
@@ -197,6 +223,7 @@ func (s *segment) close() error {
 	if err != nil {
 		return err // nothing was recorded in this segment
 	}
+	defer s.traceLock.Release() // the journal, when kept, is recover's from here on
 	recErr := rec.Close()
 	if err := s.syncTrace(); err != nil {
 		s.logf("capture: segment %d: trace journal: %v", s.n, err)

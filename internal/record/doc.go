@@ -10,7 +10,7 @@
 //	                 Stream.Verdict()                  the parser's finding
 //	                 Outcome.Kind()                    the record's ErrorKind, from the verdict and the transport
 //	                      │
-//	                 Sink.Submit(rec)                  copies, never waits on disk
+//	                 Sink.Submit(rec)                  copies (error message scrubbed of secrets), never waits on disk
 //	                      │
 //	   Recorder:     bounded channel ──> writer goroutine ──> journal (fsync'd every SyncEvery)
 //	                                                      ──> Parquet (row groups of trace.RowGroupRows)

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tracekit/tracekit/internal/redact"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -32,6 +33,16 @@ type RecorderOptions struct {
 	// meanwhile (the finished recording then stays at its partial path and
 	// Close says where). Without it an existing file at path is replaced.
 	NoReplace bool
+	// Lock is the lock on path (LockOutput) when the caller took it
+	// itself, to hold it longer than the Recorder (a command that checks
+	// and writes other files beside the recording); the Recorder then
+	// neither takes nor releases one. Without it NewRecorder takes the
+	// lock and Close releases it.
+	Lock *OutputLock
+	// Scrub cleans each record's error message of the run's secrets (a
+	// server may echo the key it was sent) before it is written; nil still
+	// removes Bearer tokens.
+	Scrub *redact.Scrubber
 }
 
 // JournalPath is where a Recorder writing path keeps its journal.
@@ -59,6 +70,7 @@ type Recorder struct {
 	path, journal string
 	opts          RecorderOptions
 	recovered     *RecoverResult
+	lock          *OutputLock // taken by NewRecorder, released when the writer ends; nil when the caller holds it
 
 	ch   chan *trace.Record
 	pool sync.Pool // *trace.Record copies, recycled by the writer
@@ -87,9 +99,10 @@ type Recorder struct {
 	batch   []trace.Record
 }
 
-// NewRecorder creates the journal and the partial Parquet file for path and
-// starts the writer goroutine.
-func NewRecorder(path string, meta trace.RunMeta, opts RecorderOptions) (*Recorder, error) {
+// NewRecorder locks path (LockOutput: a path another live process writes
+// fails with a *LockedError), creates the journal and the partial Parquet
+// file for path and starts the writer goroutine.
+func NewRecorder(path string, meta trace.RunMeta, opts RecorderOptions) (r *Recorder, err error) {
 	if opts.Queue <= 0 {
 		opts.Queue = 1024
 	}
@@ -99,8 +112,19 @@ func NewRecorder(path string, meta trace.RunMeta, opts RecorderOptions) (*Record
 	if opts.Journal == "" {
 		opts.Journal = JournalPath(path)
 	}
-	r := &Recorder{
-		path: path, journal: opts.Journal, opts: opts, meta: meta,
+	var lock *OutputLock
+	if opts.Lock == nil {
+		if lock, err = LockOutput(path); err != nil {
+			return nil, fmt.Errorf("creating recording: %w", err)
+		}
+		defer func() {
+			if err != nil {
+				lock.Release()
+			}
+		}()
+	}
+	r = &Recorder{
+		path: path, journal: opts.Journal, opts: opts, meta: meta, lock: lock,
 		ch:   make(chan *trace.Record, opts.Queue),
 		done: make(chan struct{}),
 	}
@@ -191,6 +215,7 @@ func (r *Recorder) Submit(rec *trace.Record) {
 	*c = *rec
 	c.EventNs = append(ev[:0], rec.EventNs...)
 	c.EventTokens = append(tok[:0], rec.EventTokens...)
+	c.ErrorMessage = r.opts.Scrub.Scrub(c.ErrorMessage)
 	r.submitted.Add(1)
 	select {
 	case r.ch <- c:
@@ -255,6 +280,7 @@ func (r *Recorder) Close() error {
 // run is the writer goroutine: the only one touching the files.
 func (r *Recorder) run() {
 	defer close(r.done)
+	defer r.lock.Release()
 	tick := time.NewTicker(r.opts.SyncEvery)
 	defer tick.Stop()
 	for {

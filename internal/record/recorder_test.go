@@ -214,6 +214,15 @@ func TestRecoverAfterSIGKILL(t *testing.T) {
 			t.Fatalf("after 30 s the journal holds %d of the %d records submitted", journalRecords(JournalPath(path)), durable+1)
 		}
 	}
+	// While the child lives its journal is locked: recover leaves it
+	// alone and names the child.
+	var le *LockedError
+	if _, err := RecoverAll(path, ""); !errors.As(err, &le) || le.PID != cmd.Process.Pid {
+		t.Fatalf("recovering a live run's journal: %v, want it refused naming pid %d", err, cmd.Process.Pid)
+	}
+	if n := journalRecords(JournalPath(path)); n < durable+1 {
+		t.Fatalf("the refused recovery touched the live journal: %d records left", n)
+	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +259,7 @@ func TestRecoverAfterSIGKILL(t *testing.T) {
 		}
 	}
 	t.Logf("child submitted %d records, %d durable before the kill, %d recovered, %d torn bytes", last+1, durable+1, len(got), res[0].TornBytes)
-	for _, leftover := range []string{JournalPath(path), partialPath(path)} {
+	for _, leftover := range []string{JournalPath(path), partialPath(path), LockPath(path)} {
 		if _, err := os.Stat(leftover); !os.IsNotExist(err) {
 			t.Fatalf("%s left behind after recovery (%v)", leftover, err)
 		}

@@ -52,7 +52,7 @@ func RecoverAll(journalOrDir, outPath string) ([]RecoverResult, error) {
 		return nil, fmt.Errorf("recovering: %w", err)
 	}
 	if !st.IsDir() {
-		r, err := recoverJournal(journalOrDir, outPath)
+		r, err := recoverUnlocked(journalOrDir, outPath)
 		if err != nil {
 			return nil, err
 		}
@@ -69,16 +69,38 @@ func RecoverAll(journalOrDir, outPath string) ([]RecoverResult, error) {
 		return nil, fmt.Errorf("recovering %s: no *.journal file in the directory", journalOrDir)
 	}
 	var out []RecoverResult
+	var live []error // journals of runs still going: left alone, the others recovered
 	for _, j := range journals {
-		r, err := recoverJournal(j, "")
+		r, err := recoverUnlocked(j, "")
+		var le *LockedError
+		if errors.As(err, &le) {
+			live = append(live, err)
+			continue
+		}
 		if err != nil {
-			return out, err
+			return out, errors.Join(append(live, err)...)
 		}
 		out = append(out, r)
 	}
-	return out, nil
+	return out, errors.Join(live...)
 }
 
+// recoverUnlocked recovers a journal whose run is over: it takes the lock
+// of the run's output first, so the live journal of a run still writing is
+// never touched (a *LockedError names its process). A lock file a killed
+// run left goes with the journal.
+func recoverUnlocked(journal, outPath string) (RecoverResult, error) {
+	if run, ok := strings.CutSuffix(journal, ".journal"); ok {
+		lock, err := LockOutput(run)
+		if err != nil {
+			return RecoverResult{Journal: journal}, fmt.Errorf("recovering %s: %w", journal, err)
+		}
+		defer lock.Release()
+	}
+	return recoverJournal(journal, outPath)
+}
+
+// recoverJournal does the recovery; the caller holds the run's lock.
 func recoverJournal(journal, outPath string) (RecoverResult, error) {
 	if outPath == "" {
 		outPath = strings.TrimSuffix(journal, ".journal")

@@ -9,6 +9,7 @@ import (
 	"github.com/tracekit/tracekit/internal/api"
 	"github.com/tracekit/tracekit/internal/api/apis"
 	"github.com/tracekit/tracekit/internal/api/jsonscan"
+	"github.com/tracekit/tracekit/internal/redact"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -297,7 +298,7 @@ func (s *Stream) decoded(data []byte, stamp int64, body bool) {
 	}
 	switch {
 	case ev.ServerError:
-		msg := api.Redact(string(ev.ErrMsg))
+		msg := redact.Patterns(string(ev.ErrMsg))
 		if msg == "" {
 			msg = snippet(data)
 		}

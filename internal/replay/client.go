@@ -24,6 +24,7 @@ import (
 // target is one server: its base URL and its fasthttp clients.
 type target struct {
 	base   string // as given, without a trailing "/" or "/v1"
+	shown  string // base as recorded: credentials in it redacted (RedactURL)
 	genURL string // the generation endpoint
 	hc     *fasthttp.HostClient
 	// fresh sends the one retry of a request whose reused keep-alive
@@ -82,6 +83,7 @@ func newTarget(base string, c *Config, conns *connSet, maxConns int, bo *bodyOpt
 	}
 	t := &target{
 		base:     base,
+		shown:    RedactURL(base),
 		genURL:   base + path,
 		headers:  c.Headers,
 		hc:       client(),

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tracekit/tracekit/internal/fielderr"
+	"github.com/tracekit/tracekit/internal/redact"
 )
 
 // Timing is how a conversation's turns are scheduled.
@@ -307,15 +308,23 @@ func (c Config) extraInner() []byte {
 	return bytes.TrimSpace(b[1 : len(b)-1])
 }
 
-// secretHeader reports whether a header may carry a credential.
-func secretHeader(name string) bool {
-	n := strings.ToLower(name)
-	for _, s := range []string{"authorization", "key", "token", "secret", "cookie", "password"} {
-		if strings.Contains(n, s) {
-			return true
+// AddSecrets gives s every credential the run sends or was given: the
+// API key, the values of credential-like headers, and the credentials in
+// the targets' and the trace's URLs. Messages (a server echoing a key)
+// are scrubbed of them before they are recorded or printed.
+func (c Config) AddSecrets(s *redact.Scrubber) {
+	s.Add(c.APIKey)
+	for k, v := range c.Headers {
+		s.AddHeader(k, v)
+	}
+	for _, t := range c.Targets {
+		s.AddURL(t)
+	}
+	for _, u := range []string{c.Trace, c.TraceSource} {
+		if IsURL(u) {
+			s.AddURL(u)
 		}
 	}
-	return false
 }
 
 // meta returns the configuration as recorded in RunMeta.Config: everything
@@ -323,13 +332,13 @@ func secretHeader(name string) bool {
 func (c Config) meta() map[string]any {
 	headers := make(map[string]string, len(c.Headers))
 	for k, v := range c.Headers {
-		if secretHeader(k) {
+		if redact.Header(k) {
 			v = "<redacted>"
 		}
 		headers[k] = v
 	}
 	m := map[string]any{
-		"trace": c.Trace, "targets": c.Targets, "target_policy": c.Policy,
+		"trace": c.Trace, "targets": shownTargets(c.Targets), "target_policy": c.Policy,
 		"endpoint": c.Endpoint, "model": c.Model, "headers": headers,
 		"api_key_set": c.APIKey != "", "ignore_eos": c.IgnoreEOS,
 		"extra_body": c.ExtraBody, "continuous_usage": c.ContinuousUsage,
@@ -365,7 +374,7 @@ func RedactCommand(args []string) string {
 		} else if !strings.HasPrefix(out[i], prefix) {
 			continue
 		}
-		if k, _, ok := strings.Cut(strings.TrimPrefix(out[i], prefix), ":"); ok && secretHeader(k) {
+		if k, _, ok := strings.Cut(strings.TrimPrefix(out[i], prefix), ":"); ok && redact.Header(k) {
 			out[i] = prefix + k + ":<redacted>"
 		}
 	}

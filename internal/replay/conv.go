@@ -198,7 +198,7 @@ func (r *runState) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace
 		Turn:           turn.Turn,
 		Shard:          int32(r.cfg.Shard),
 		Warmup:         seq <= int64(r.cfg.Warmup),
-		Target:         t.base,
+		Target:         t.shown,
 		IntendedNs:     intended - r.start,
 		SlotNs:         slot - r.start,
 		InputTokens:    inputTokens,

@@ -229,7 +229,7 @@ func (rr *Runner) Run(ctx context.Context, sink record.Sink) (*Result, error) {
 	r.now = func() int64 { return clock.Mono() - r.start }
 	host, _ := os.Hostname()
 	meta := trace.RunMeta{
-		TracekitVersion: trace.Version, Targets: r.cfg.Targets, Host: host,
+		TracekitVersion: trace.Version, Targets: shownTargets(r.cfg.Targets), Host: host,
 		Command: r.cfg.Command, Config: r.cfg.meta(), Trace: &r.meta, Usage: r.usage,
 		Load:   &trace.RunLoad{Model: r.cfg.Model, MaxConcurrency: r.cfg.MaxConcurrency},
 		Stamps: r.conns.stamp.Meta(),

@@ -32,19 +32,42 @@ const sourceBatch = 256
 // FileSource streams a trace file: it holds one batch of rows and the
 // conversation being assembled, never the whole trace.
 type FileSource struct {
+	path    string
 	tr      *trace.TraceReader
 	pending []trace.Turn // rows read and not yet returned
+	rows    int64        // rows read so far
 	eof     bool
 	err     error // the read error after pending
 }
 
-// OpenFile opens a trace file as a Source; Close releases it.
+// TraceError is the error of a trace file that turned out unreadable
+// midway (a damaged page, an invalid row): bad input, met after the run
+// started. Rows is how many rows were read before it.
+type TraceError struct {
+	Path string
+	Rows int64
+	Err  error
+}
+
+func (e *TraceError) Error() string {
+	return fmt.Sprintf("reading the trace %s after row %d: %v", e.Path, e.Rows, e.Err)
+}
+func (e *TraceError) Unwrap() error { return e.Err }
+
+// OpenFile opens a trace file as a Source, after checking every page of it
+// (trace.TraceReader.VerifyPages: no decoding, as fast as the disk), so a
+// damaged file fails here, before a run creates anything; Close releases
+// it.
 func OpenFile(path string) (*FileSource, error) {
 	tr, err := trace.OpenTrace(path)
 	if err != nil {
 		return nil, fmt.Errorf("opening the trace: %w", err)
 	}
-	return &FileSource{tr: tr}, nil
+	if err := tr.VerifyPages(); err != nil {
+		tr.Close()
+		return nil, fmt.Errorf("checking the trace: %w (the file was damaged after it was written: write it again)", err)
+	}
+	return &FileSource{path: path, tr: tr}, nil
 }
 
 // Next implements Source.
@@ -76,8 +99,9 @@ func (s *FileSource) Next() ([]trace.Turn, error) {
 		if errors.Is(err, io.EOF) {
 			s.eof = true
 		} else if err != nil {
-			s.err = err
+			s.err = &TraceError{Path: s.path, Rows: s.rows + int64(n), Err: err}
 		}
+		s.rows += int64(n)
 	}
 }
 

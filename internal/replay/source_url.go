@@ -211,3 +211,13 @@ func (e pathless) Error() string { return strings.ReplaceAll(e.err.Error(), e.pa
 func (e pathless) Unwrap() error { return e.err }
 
 func stripPath(err error, path string) error { return pathless{err, path, "the download"} }
+
+// shownTargets are the targets as a recording holds them: each through
+// RedactURL, so a target given with user:password keeps them out of files.
+func shownTargets(targets []string) []string {
+	out := make([]string, len(targets))
+	for i, t := range targets {
+		out[i] = RedactURL(t)
+	}
+	return out
+}

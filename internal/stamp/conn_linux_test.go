@@ -269,6 +269,25 @@ func TestObserverGoneFallsBack(t *testing.T) {
 	if before.obs.s == nil {
 		t.Fatal("the first connection did not join the observer")
 	}
+	// The kernel turns receive stamping on for the whole host from a work
+	// queue when the first socket asks for it: on a busy machine the first
+	// segments can arrive before it has, unstamped (counted as fallback
+	// reads, which is right). Exchange bytes until a read is stamped, so
+	// the reads below find it on.
+	for i := 0; st.kernelReads.Load() == 0; i++ {
+		if i == 10000 {
+			t.Fatal("no read kernel-stamped after 10000 exchanges")
+		}
+		if _, err := srvBefore.Write([]byte("\n")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := before.Read(make([]byte, 8)); err != nil {
+			t.Fatal(err)
+		}
+		if st.kernelReads.Load() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
 	st.obs.cmd.Process.Kill()
 	<-st.obs.exited
 	after, srvAfter := pair()

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tracekit/tracekit/internal/analyze"
 	"github.com/tracekit/tracekit/internal/record"
+	"github.com/tracekit/tracekit/internal/redact"
 	"github.com/tracekit/tracekit/internal/replay"
 	"github.com/tracekit/tracekit/internal/telemetry"
 	"github.com/tracekit/tracekit/trace"
@@ -232,7 +233,12 @@ func (s *ReplayStepper) configure(spec StepSpec) (replay.Config, float64, error)
 // Step replays the trace at spec's load into DIR/step-NN-<axis>-<value>.parquet,
 // drains the targets, analyzes the recording and writes its HTML report
 // next to it.
-func (s *ReplayStepper) Step(ctx context.Context, spec StepSpec) (StepResult, error) {
+func (s *ReplayStepper) Step(ctx context.Context, spec StepSpec) (_ StepResult, err error) {
+	// A step's error goes into the sweep's summary: it must not carry a
+	// credential a server echoed (a probe refused with the key quoted).
+	scrub := redact.New()
+	s.o.Base.AddSecrets(scrub)
+	defer func() { err = scrub.Error(err) }()
 	res := StepResult{Index: spec.Index, Load: spec.Load}
 	name := StepName(spec.Index, spec.Load)
 	recPath, htmlPath := filepath.Join(s.o.Dir, name+".parquet"), filepath.Join(s.o.Dir, name+".html")
@@ -259,7 +265,7 @@ func (s *ReplayStepper) Step(ctx context.Context, spec StepSpec) (StepResult, er
 	open := func(r *replay.Runner) (record.Sink, error) {
 		var err error
 		rec, err = record.NewRecorder(recPath, trace.RunMeta{TracekitVersion: trace.Version, Targets: cfg.Targets, Command: cfg.Command},
-			record.RecorderOptions{Queue: max(1024, 2*cfg.MaxConcurrency)})
+			record.RecorderOptions{Queue: max(1024, 2*cfg.MaxConcurrency), Scrub: scrub})
 		if err != nil {
 			return nil, err
 		}
