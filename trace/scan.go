@@ -583,3 +583,12 @@ func openColumns(path string) (*os.File, *parquet.File, error) {
 	}
 	return f, pf, nil
 }
+
+// HasColumn reports whether the file holds the named column. A recording
+// written before a column existed reads it as zero; HasColumn tells that
+// zero apart from a written one (reasoning_tokens: 0 reported, or never
+// recorded).
+func (s *RecordScanner) HasColumn(name string) bool {
+	_, ok := s.r.r.pf.Schema().Lookup(name)
+	return ok
+}

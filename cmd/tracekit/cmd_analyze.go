@@ -89,7 +89,11 @@ recording in it, and recordings of different runs are refused) and prints vLLM's
 Result" block computed with vLLM's definitions, followed by tracekit's extra
 sections: ITL under each definition, latency from the intended send time
 (coordinated omission corrected), client health, errors by kind, cached
-tokens, a per-turn table and vLLM multi-turn's statistics.`,
+tokens, a per-turn table and vLLM multi-turn's statistics. A run that mixes
+APIs, sends one beyond chat and completions, or reasons adds a section per
+endpoint: TTFT, time to first output token (TTFO), TPOT, ITL and reasoning
+tokens for the generating APIs; latency, requests, input tokens and items
+per second for embeddings, rerank and score.`,
 		Example: `  tracekit analyze run.parquet
   tracekit analyze results/bench-001/
   tracekit analyze 'shards/*.parquet' --window 60s-300s --goodput "ttft:500 tpot:50"

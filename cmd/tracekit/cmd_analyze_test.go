@@ -135,6 +135,70 @@ func TestInspectAnalyzeSameMedian(t *testing.T) {
 	}
 }
 
+// A run of chat and embeddings: the text has a section per endpoint, the
+// JSON tracekit.endpoints, the HTML a section each, the per-request CSV
+// the endpoint column.
+func TestAnalyzeEndpointsCLI(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "run.parquet")
+	w, err := trace.NewRecordWriter(p, trace.RunMeta{StartWallNs: 1.7e18})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range int64(4) {
+		sent := i * 100e6
+		r := trace.Record{RequestID: fmt.Sprint("r", i), IntendedNs: sent, SlotNs: sent, SentNs: sent, DoneNs: sent + 50e6,
+			Status: 200, PromptTokens: 10, CompletionTokens: 2, CachedTokens: -1, ReasoningTokens: -1, Endpoint: trace.EndpointChat,
+			EventNs: []int64{sent + 20e6, sent + 40e6}, EventTokens: []int32{1, 1}}
+		if i%2 == 1 { // an embeddings batch of 4 inputs, 40 ms
+			r.Endpoint, r.CompletionTokens, r.Items, r.NonStreaming = trace.EndpointEmbeddings, -1, 4, true
+			r.DoneNs, r.EventNs, r.EventTokens = sent+40e6, []int64{sent + 40e6}, []int32{0}
+		}
+		if err := w.Write(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	js, html, csv := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.html"), filepath.Join(dir, "r.csv")
+	out, stderr, code := runCLI(t, "analyze", p, "--percentiles", "50,90", "--json", js, "--html", html, "--per-request", csv)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"Requests by endpoint:                    chat 2, embeddings 2",
+		"Endpoint: chat (generating)", "Endpoint: embeddings (non-generating)",
+		"Mean TTFT (ms):                          20.00", "Items (embeddings or results):           8"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	var res struct {
+		TTFT     float64 `json:"mean_ttft_ms"`
+		Tracekit struct {
+			Endpoints map[string]struct {
+				Completed int `json:"completed"`
+				Latency   struct {
+					Mean float64 `json:"mean_ms"`
+				} `json:"latency"`
+			} `json:"endpoints"`
+		} `json:"tracekit"`
+	}
+	raw, _ := os.ReadFile(js)
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
+	}
+	if e := res.Tracekit.Endpoints["embeddings"]; res.TTFT != 20 || e.Completed != 2 || e.Latency.Mean != 40 {
+		t.Errorf("json: ttft %v, embeddings %+v", res.TTFT, e)
+	}
+	page, _ := os.ReadFile(html)
+	csvText, _ := os.ReadFile(csv)
+	if !strings.Contains(string(page), `id="endpoint-embeddings"`) || !strings.Contains(strings.SplitN(string(csvText), "\n", 2)[0], ",endpoint,") ||
+		!strings.Contains(string(csvText), ",embeddings,") {
+		t.Errorf("html or csv lacks the endpoints:\n%s", csvText)
+	}
+}
+
 // A --window beyond the run selects nothing: exit 2 naming the run's
 // span, and no report claiming zeros; a window inside it analyzes.
 func TestAnalyzeEmptyWindowExits2(t *testing.T) {

@@ -37,11 +37,18 @@ type accumulator struct {
 	presized                         bool
 	// reserved, when set, waits for reserve's allocations and installs them.
 	reserved func()
+	// files says how to read each input file's rows (endpoints.go).
+	files []fileDefaults
+	// epITL holds each generating endpoint's per-event and per-token ITL
+	// (in that order); the first endpoint seen fills the run's own
+	// distributions, so a run of one endpoint keeps one copy (endpoints.go).
+	epITL   map[string][2]*Dist
+	firstEP string
 }
 
 func newAccumulator(opts Options) *accumulator {
 	opts = opts.withDefaults()
-	a := &accumulator{opts: opts, dists: map[string]*Dist{}, errMsg: map[string]string{}}
+	a := &accumulator{opts: opts, dists: map[string]*Dist{}, errMsg: map[string]string{}, epITL: map[string][2]*Dist{}}
 	for _, m := range []string{"ttft", "tpot", "e2el", "itl", "itl_per_token", "itl_request_mean", "itl_first_content",
 		"corrected_ttft", "corrected_e2el", "queue", "send_delay"} {
 		a.dists[m] = newDist(opts.MaxExactSamples)
@@ -71,6 +78,7 @@ func (a *accumulator) add(r *trace.Record, file int) {
 		a.outWindow++
 		return
 	}
+	a.files[file].apply(r)
 	q := Derive(r, file, a.opts)
 	a.reqs = append(a.reqs, q)
 	if !q.Success {
@@ -92,8 +100,11 @@ func (a *accumulator) add(r *trace.Record, file int) {
 	d["send_delay"].Add(float64(q.SendDelayNs))
 	if q.NonStreaming {
 		// The body's tokens count where it arrived; it has no TTFT, no
-		// gaps and no stream messages for the peak bins.
-		a.addTokens(r.EventNs[0], q.OutputTokens)
+		// gaps and no stream messages for the peak bins. (A non-generating
+		// answer may have no event and has no output tokens.)
+		if len(r.EventNs) > 0 {
+			a.addTokens(r.EventNs[0], q.OutputTokens)
+		}
 		return
 	}
 	d["ttft"].Add(float64(q.TTFTNs))
@@ -106,7 +117,8 @@ func (a *accumulator) add(r *trace.Record, file int) {
 	}
 	a.reqs[len(a.reqs)-1].evOff = len(a.eventTimes)
 	d["corrected_ttft"].Add(float64(q.CorrectedTTFTNs))
-	a.addEvents(r.EventNs, r.EventTokens)
+	itl := a.endpointITL(q.Endpoint)
+	a.addEvents(r.EventNs, r.EventTokens, itl[0], itl[1])
 }
 
 // emptyWindow is the error of a --window that selected no request of the
@@ -134,14 +146,14 @@ func (a *accumulator) addTokens(t int64, n int32) {
 	a.tokBins[b] += float64(n)
 }
 
-// addEvents is the per-event hot loop: ITL samples, time bins and the
-// event times for the peak bins. While the distributions are exact it
-// appends straight into their sample slices.
-func (a *accumulator) addEvents(ts []int64, toks []int32) {
+// addEvents is the per-event hot loop: ITL samples (into the request's
+// endpoint's perEvent and perToken), time bins and the event times for the
+// peak bins. While the distributions are exact it appends straight into
+// their sample slices.
+func (a *accumulator) addEvents(ts []int64, toks []int32, perEvent, perToken *Dist) {
 	if len(ts) == 0 {
 		return
 	}
-	perEvent, perToken := a.dists["itl"], a.dists["itl_per_token"]
 	if last := int(min(max(ts[len(ts)-1]/nsPerSec, 0), maxSeriesBins-1)); last >= len(a.tokBins) {
 		a.tokBins = grow(a.tokBins, last)
 		a.msgBins = grow(a.msgBins, last)

@@ -18,7 +18,9 @@
 // (goodput, peak output and concurrency), stats.go and selectk.go
 // (distributions), series.go (1 s bins), turns.go (per turn and cached
 // tokens), multiturn.go (vLLM multi-turn's table), session.go (session
-// metrics of graph conversations, from the records' parents), errorkinds.go,
+// metrics of graph conversations, from the records' parents), endpoints.go
+// (each API's figures: TTFO and reasoning for the generating ones, items
+// for embeddings, rerank and score), errorkinds.go,
 // health.go (client health), then the renderers text.go, json.go, html.go,
 // perrequest.go and compare.go.
 //

@@ -61,6 +61,7 @@ pre{font-size:12px;background:#f6f6f6;padding:12px;overflow-x:auto} .warn{color:
 		fmt.Fprintf(&b, "<p class=\"warn\">WARNING: %s</p>\n", html.EscapeString(wn))
 	}
 	s.writeTiles(&b)
+	s.writeEndpointsHTML(&b)
 	if n := s.PeakNote(); n != "" {
 		fmt.Fprintf(&b, "<p class=\"note\">NOTE: %s</p>\n", html.EscapeString(n))
 	}
@@ -101,6 +102,9 @@ func (s *Summary) writeTiles(b *strings.Builder) {
 		name string
 		st   Stats
 	}{{"TTFT", s.TTFT}, {"TPOT", s.TPOT}, {"ITL", s.ITL}} {
+		if !s.generates() { // embeddings, rerank or score only: no stream to time
+			break
+		}
 		p, v := last(m.st)
 		tile(fmt.Sprintf("%.1f ms", m.st.Median), "median "+m.name)
 		tile(fmt.Sprintf("%.1f ms", v), p+" "+m.name)

@@ -46,6 +46,16 @@ type RequestRow struct {
 	CorrectedE2ELms float64 `parquet:"corrected_e2el_ms"`
 	NonStreaming    bool    `parquet:"non_streaming"` // sent with "stream": false: no TTFT, TPOT or ITL (0)
 	Truncated       bool    `parquet:"truncated"`     // the stream ended without data: [DONE] (success says what the rule made of it)
+	// Endpoint is the API the request was sent on (chat, completions,
+	// responses, messages, embeddings, rerank, score).
+	Endpoint string `parquet:"endpoint"`
+	// TTFOms is the time to first output token (the first answer text or
+	// tool call, after reasoning) from the start; 0 when the request
+	// streamed no answer token (Answered false) or did not stream.
+	TTFOms          float64 `parquet:"ttfo_ms"`
+	Answered        bool    `parquet:"answered"`
+	ReasoningTokens int32   `parquet:"reasoning_tokens"` // usage's reasoning tokens, -1 if not reported
+	Items           int32   `parquet:"items"`            // embeddings or rerank/score results returned
 }
 
 func (s *Summary) row(q *Request) RequestRow {
@@ -59,7 +69,8 @@ func (s *Summary) row(q *Request) RequestRow {
 		TTFTms: f(q.TTFTNs), TPOTms: q.TPOTNs / 1e6, ITLMeanms: q.ITLMeanNs / 1e6, ITLContentms: q.ITLContentNs / 1e6, E2ELms: f(q.E2ELNs),
 		QueueMs: f(q.QueueNs), SendDelayMs: f(q.SendDelayNs),
 		CorrectedTTFTms: f(q.CorrectedTTFTNs), CorrectedE2ELms: f(q.CorrectedE2ELNs), NonStreaming: q.NonStreaming,
-		Truncated: q.Truncated,
+		Truncated: q.Truncated, Endpoint: q.Endpoint, TTFOms: f(q.TTFONs), Answered: q.Answered,
+		ReasoningTokens: q.ReasoningTokens, Items: q.Items,
 	}
 }
 

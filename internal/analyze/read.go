@@ -90,6 +90,7 @@ func files(paths []string, opts Options, columns bool) (*Summary, error) {
 	acc := newAccumulator(opts)
 	events := 0
 	for i, f := range files {
+		acc.files = append(acc.files, fileDefaultsOf(f.Meta, ins[i].r.HasColumn("reasoning_tokens")))
 		acc.expectRows += int(f.Rows)
 		events += ins[i].events()
 	}
@@ -123,7 +124,7 @@ func files(paths []string, opts Options, columns bool) (*Summary, error) {
 var scanColumns = []string{"request_id", "conversation_id", "target", "error_kind", "error_message",
 	"turn", "shard", "attempt", "status", "input_tokens", "prompt_tokens", "completion_tokens", "cached_tokens",
 	"intended_ns", "slot_ns", "sent_ns", "headers_ns", "done_ns", "warmup", "event_ns", "event_tokens", "non_streaming",
-	"parents", "after", "tool_calls", "tool_call_mismatch"}
+	"parents", "after", "tool_calls", "tool_call_mismatch", "endpoint", "reasoning_tokens", "first_answer_event", "items"}
 
 // input is one recording opened for one pass by trace's column scanner.
 type input struct {
@@ -183,6 +184,7 @@ func validate(r *trace.Record) error {
 // run's metadata; it is Files without the decoding.
 func Records(recs []trace.Record, meta trace.RunMeta, opts Options) *Summary {
 	acc := newAccumulator(opts)
+	acc.files = []fileDefaults{fileDefaultsOf(meta, true)}
 	acc.expectRows = len(recs)
 	for i := range recs {
 		acc.add(&recs[i], 0)

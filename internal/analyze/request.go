@@ -42,8 +42,31 @@ type Request struct {
 
 	// NonStreaming marks a request sent with "stream": false: its one event
 	// is the whole body, so it has E2EL and output tokens but no TTFT, ITL
-	// or TPOT (all 0 here, and left out of those distributions).
+	// or TPOT (all 0 here, and left out of those distributions). Every
+	// request to a non-generating endpoint (embeddings, rerank, score) is
+	// one.
 	NonStreaming bool
+
+	// Endpoint is the API the request was sent on (trace.Endpoints); a
+	// recording's "" is resolved from the run's metadata (chat or
+	// completions) before Derive, which takes a remaining "" as chat.
+	Endpoint string
+	// ReasoningTokens is the usage's reasoning token count, -1 when not
+	// reported (or recorded before the column existed).
+	ReasoningTokens int32
+	// Items counts the embeddings or rerank/score results of a
+	// non-generating request.
+	Items int32
+	// TTFONs is the time to first output token (AIPerf's TTFO): the first
+	// event with answer text or a tool call rather than reasoning
+	// (trace.Record.FirstAnswerEvent) minus StartNs; Answered is false,
+	// and TTFONs 0, when no event carried one (or the request did not
+	// stream).
+	TTFONs   int64
+	Answered bool
+	// thoughtFirst: an event carrying tokens came before the first answer
+	// event (reasoning streamed first, not just a role-only chunk).
+	thoughtFirst bool
 
 	IntendedNs, SlotNs, SentNs, DoneNs int64
 	// StartNs is the start latencies are measured from (Options.Start):
@@ -112,6 +135,12 @@ func Derive(r *trace.Record, file int, opts Options) Request {
 		SendDelayNs:  r.SentNs - r.SlotNs,
 	}
 	q.InputTokens = r.InputTokens
+	q.Endpoint, q.ReasoningTokens, q.Items = r.Endpoint, r.ReasoningTokens, r.Items
+	if q.Endpoint == "" {
+		q.Endpoint = trace.EndpointChat
+	}
+	generates := trace.Generates(q.Endpoint)
+	q.NonStreaming = q.NonStreaming || !generates
 	if len(r.Parents) > 0 {
 		q.Parents = slices.Clone(r.Parents) // the scanner's lists are reused
 	}
@@ -129,7 +158,8 @@ func Derive(r *trace.Record, file int, opts Options) Request {
 			q.ContentEvents++
 		}
 	}
-	q.MultiTurnValid = r.Status == 200 && (r.ErrorKind == "" || EndedCleanly(r)) && (r.NonStreaming || q.ContentEvents > 0)
+	// vLLM multi-turn's client only chats: the other APIs stay out of its table.
+	q.MultiTurnValid = generates && r.Status == 200 && (r.ErrorKind == "" || EndedCleanly(r)) && (r.NonStreaming || q.ContentEvents > 0)
 	if q.PromptTokens < 0 {
 		q.PromptTokens = r.InputTokens
 	}
@@ -146,17 +176,29 @@ func Derive(r *trace.Record, file int, opts Options) Request {
 		q.E2ELNs = q.LastNs - q.StartNs
 		q.CorrectedTTFTNs = q.FirstNs - q.IntendedNs
 		q.CorrectedE2ELNs = q.LastNs - q.IntendedNs
-		if r.NonStreaming {
+		if q.NonStreaming {
 			q.TTFTNs, q.CorrectedTTFTNs = 0, 0
-		} else if q.OutputTokens > 1 {
+		} else if a := int(max(r.FirstAnswerEvent, 0)); a < n {
+			q.TTFONs, q.Answered = r.EventNs[a]-q.StartNs, true
+			q.thoughtFirst = slices.ContainsFunc(r.EventTokens[:a], func(t int32) bool { return t > 0 })
+		} else {
+			q.thoughtFirst = q.ClientOutputTokens > 0
+		}
+		if !q.NonStreaming && q.OutputTokens > 1 {
 			q.TPOTNs = float64(q.E2ELNs-q.TTFTNs) / float64(q.OutputTokens-1)
 			q.ITLMeanNs = float64(q.LastNs-q.FirstNs) / float64(q.OutputTokens-1)
 			q.ITLContentNs = float64(q.LastContentNs-q.FirstContentNs) / float64(q.OutputTokens-1)
 		}
 	}
-	q.Success = opts.Success.succeeded(r)
+	if !generates {
+		// One body of vectors or scores: its latency runs to the end of
+		// the body, and no event is needed to succeed.
+		q.E2ELNs, q.CorrectedE2ELNs = r.DoneNs-q.StartNs, r.DoneNs-q.IntendedNs
+		q.OutputTokens = 0
+	}
+	q.Success = opts.Success.succeeded(r, generates)
 	if !q.Success && q.ErrorKind == "" {
-		if r.Status/100 != 2 || (opts.Success == SuccessVLLM && r.Status != 200) {
+		if r.Status/100 != 2 || (opts.Success == SuccessVLLM && r.Status != 200) || !generates {
 			q.ErrorKind = string(trace.ErrHTTPStatus)
 		} else {
 			q.ErrorKind = ErrNoEvents
@@ -165,8 +207,15 @@ func Derive(r *trace.Record, file int, opts Options) Request {
 	return q
 }
 
-// succeeded applies the rule to a record.
-func (rule SuccessRule) succeeded(r *trace.Record) bool {
+// succeeded applies the rule to a record; a request to a non-generating
+// endpoint (generates false) needs no event: its answer is one body.
+func (rule SuccessRule) succeeded(r *trace.Record, generates bool) bool {
+	if !generates {
+		if rule == SuccessStrict {
+			return r.ErrorKind == "" && r.Status/100 == 2
+		}
+		return r.ErrorKind == "" && r.Status == 200
+	}
 	if len(r.EventNs) == 0 {
 		return false
 	}

@@ -5,9 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"testing"
 
+	"github.com/parquet-go/parquet-go"
+	"github.com/tracekit/tracekit/trace"
 	"github.com/tracekit/tracekit/trace/tracetest"
 )
 
@@ -81,5 +84,49 @@ func TestPerRequestEveryFieldRoundTrips(t *testing.T) {
 		if r != rows[i] {
 			t.Errorf("csv row %d:\n got %+v\nwant %+v", i, r, rows[i])
 		}
+	}
+}
+
+// A per-request file written before the endpoint columns reads with them
+// zero, the rest intact.
+func TestOlderPerRequestFileReads(t *testing.T) {
+	rt := reflect.TypeFor[RequestRow]()
+	newer := []string{"endpoint", "ttfo_ms", "answered", "reasoning_tokens", "items"}
+	var fields []reflect.StructField
+	for i := range rt.NumField() {
+		if f := rt.Field(i); !slices.Contains(newer, f.Tag.Get("parquet")) {
+			fields = append(fields, f)
+		}
+	}
+	old := reflect.StructOf(fields)
+	var want RequestRow
+	tracetest.Fill(&want, 7)
+	row := reflect.New(old)
+	for i := range old.NumField() {
+		row.Elem().Field(i).Set(reflect.ValueOf(want).FieldByName(old.Field(i).Name))
+	}
+	want.Endpoint, want.TTFOms, want.Answered, want.ReasoningTokens, want.Items = "", 0, false, 0, 0
+
+	p := filepath.Join(t.TempDir(), "old.parquet")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := parquet.NewWriter(f, parquet.SchemaOf(row.Interface()),
+		parquet.KeyValueMetadata(trace.MetaFormat, RequestsFormat.Name),
+		parquet.KeyValueMetadata(trace.MetaSchemaVersion, "1"))
+	if err := w.Write(row.Interface()); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	got, err := ReadPerRequest(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("old file:\n got %+v\nwant %+v", got, want)
 	}
 }

@@ -96,6 +96,10 @@ type Summary struct {
 	// one recording.
 	Clocks *ShardClocks `json:"shard_clocks,omitempty"`
 
+	// Endpoints are each endpoint's figures (endpoints.go); the reports
+	// show them when ShowEndpoints.
+	Endpoints EndpointList `json:"endpoints"`
+
 	Errors    []ErrorCount   `json:"errors_by_kind"`
 	Cache     CacheStats     `json:"cached_tokens"`
 	Turns     []TurnStats    `json:"per_turn"`
@@ -117,6 +121,7 @@ type Summary struct {
 	dists      map[string]*Dist // by metric name, for CDFs
 	eventTimes []int64          // of successful requests, nil when past the limit
 	failTimes  []int64          // of failed requests, see accumulator
+	reasoned   bool             // a completed stream's tokens began before its answer (or it had none): see ShowEndpoints
 }
 
 // finish computes the aggregates.
@@ -124,6 +129,7 @@ func (a *accumulator) finish(files []FileInfo) *Summary {
 	if a.reserved != nil { // no row was added
 		a.reserved()
 	}
+	epITL := a.mergeEndpointITL()
 	s := &Summary{Files: files, Options: a.opts, Reqs: a.reqs, dists: a.dists, eventTimes: a.eventTimes, failTimes: a.failTimes,
 		ExcludedWarmup: a.sawWarmup, ExcludedByWindow: a.outWindow, Requests: len(a.reqs)}
 	s.describeRun()
@@ -176,6 +182,7 @@ func (a *accumulator) finish(files []FileInfo) *Summary {
 	s.health()
 	wg.Wait()
 	s.ITL = [...]Stats{s.ITLPerEvent, s.ITLPerToken, s.ITLRequestMean, s.ITLFirstContent}[s.Options.ITL]
+	s.endpoints(epITL)
 	return s
 }
 

@@ -143,6 +143,10 @@ func (s *Summary) writeExtras(b *bufio.Writer) {
 			s.Options.MaxExactSamples, HistRelErr*100)
 	}
 
+	if s.ShowEndpoints() {
+		s.writeEndpoints(b)
+	}
+
 	fmt.Fprintln(b, center("ITL by definition (ms)", '-', 50))
 	s.statsHeader(b, "definition")
 	for i, st := range []Stats{s.ITLPerEvent, s.ITLPerToken, s.ITLRequestMean, s.ITLFirstContent} {

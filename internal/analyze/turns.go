@@ -3,6 +3,8 @@ package analyze
 import (
 	"cmp"
 	"slices"
+
+	"github.com/tracekit/tracekit/trace"
 )
 
 // CacheStats sums usage.prompt_tokens_details.cached_tokens over the
@@ -30,6 +32,7 @@ type TurnStats struct {
 	CacheHitRatio   float64 `json:"cache_hit_ratio"`
 	cached, prompts int64
 	reporting       int
+	generating      int // completed requests of generating APIs: TPOT's mean is theirs
 	ttfts           []float64
 }
 
@@ -50,7 +53,10 @@ func (s *Summary) cacheAndTurns() {
 		if !q.NonStreaming {
 			t.ttfts = append(t.ttfts, float64(q.TTFTNs)/1e6)
 		}
-		t.MeanTPOTms += q.TPOTNs / 1e6
+		if trace.Generates(q.Endpoint) {
+			t.MeanTPOTms += q.TPOTNs / 1e6
+			t.generating++
+		}
 		t.MeanPrompt += float64(q.PromptTokens)
 		t.MeanOutput += float64(q.OutputTokens)
 		if q.CachedTokens >= 0 {
@@ -68,7 +74,7 @@ func (s *Summary) cacheAndTurns() {
 		slices.Sort(t.ttfts)
 		t.MeanTTFTms = ratio(sum(t.ttfts), float64(len(t.ttfts)))
 		t.P50TTFTms, t.P90TTFTms = Percentile(t.ttfts, 50), Percentile(t.ttfts, 90)
-		t.MeanTPOTms, t.MeanPrompt, t.MeanOutput = ratio(t.MeanTPOTms, n), ratio(t.MeanPrompt, n), ratio(t.MeanOutput, n)
+		t.MeanTPOTms, t.MeanPrompt, t.MeanOutput = ratio(t.MeanTPOTms, float64(t.generating)), ratio(t.MeanPrompt, n), ratio(t.MeanOutput, n)
 		t.MeanCached = ratio(float64(t.cached), float64(t.reporting))
 		t.CacheHitRatio = ratio(float64(t.cached), float64(t.prompts))
 		t.ttfts = nil
