@@ -6,7 +6,7 @@ PKGS    := ./...
 # 0: the demo's mock takes a free port and names it in its --ready-file.
 DEMO_PORT ?= 0
 
-.PHONY: build test demo screenshot bench soak notebook-check clean
+.PHONY: build test demo screenshot bench soak notebook-check sdk-check clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/tracekit
@@ -71,6 +71,15 @@ notebook-check:
 	@d=$$(mktemp -d); trap 'rm -rf $$d' EXIT; \
 	npm install --silent --prefix $$d @duckdb/node-api@1.5.6-r.1 && \
 	TRACEKIT_DUCKDB_NODE=$$d $(GO) test -count=1 -run DuckDB -v ./cmd/tracekit
+
+# The official OpenAI and Anthropic SDKs (Node.js, installed from npm into a
+# throw-away folder) against tracekit mock: Responses, embeddings, chat and
+# Messages answers each SDK must accept, checked against the mock's log.
+# openai 6.x: the 7.x line needs Node.js 22.
+sdk-check:
+	@d=$$(mktemp -d); trap 'rm -rf $$d' EXIT; \
+	npm install --silent --prefix $$d openai@6.49.0 @anthropic-ai/sdk@1.17.0 && \
+	TRACEKIT_SDK_NODE=$$d $(GO) test -count=1 -run SDK -v ./cmd/tracekit
 
 clean:
 	rm -rf bin $(DEMO)

@@ -99,6 +99,7 @@ SIGINT, 0 after SIGTERM (a service manager's normal stop).`,
 	f.StringVar(&tok, "tokenizer", "approx", "prompt token counter: approx (ceil(len/4) per word), o200k_base, cl100k_base or a tokenizer.json path")
 	f.StringVar(&cfg.Model, "model", d.Model, "served model name")
 	f.BoolVar(&cfg.StrictModel, "strict-model", d.StrictModel, "answer other model names with 404 like vLLM (default: accept any)")
+	f.BoolVar(&cfg.StrictAnthropic, "strict-anthropic", d.StrictAnthropic, "require the anthropic-version header (400) and an API key (401) on /v1/messages, as Anthropic does (default: neither, as vLLM)")
 	f.Int64Var(&cfg.Seed, "seed", d.Seed, "seed of output lengths, jitter, drawn faults and generated text")
 	durationFlag(cmd, &cfg.IdleClose, "idle-close", "close a keep-alive connection idle this long after a response, silently, like uvicorn's timeout_keep_alive (0 = never)")
 	f.BoolVar(&cfg.CloseAfterResponse, "close-after-response", d.CloseAfterResponse, "close every connection right after its response, without sending Connection: close")
@@ -112,6 +113,8 @@ SIGINT, 0 after SIGTERM (a service manager's normal stop).`,
 	f.IntVar(&l.MaxNumSeqs, "max-num-seqs", d.Latency.MaxNumSeqs, "batch capacity; further requests wait")
 	f.IntVar(&l.OutputMean, "output-mean", d.Latency.OutputMean, "mean output tokens when ignore_eos is not set")
 	f.Float64Var(&l.OutputCV, "output-cv", d.Latency.OutputCV, "coefficient of variation of the output length")
+	f.IntVar(&l.ReasoningMean, "reasoning-mean", d.Latency.ReasoningMean, "mean reasoning tokens an answer starts with, within its output (0 = none; a request's X-Tracekit-Reasoning-Tokens sets it exactly)")
+	f.Float64Var(&l.ReasoningCV, "reasoning-cv", d.Latency.ReasoningCV, "coefficient of variation of the reasoning length")
 	f.IntVar(&l.MaxModelLen, "max-model-len", d.Latency.MaxModelLen, "context length (prompt + output)")
 	f.IntVar(&l.PrefixCacheTokens, "prefix-cache-tokens", d.Latency.PrefixCacheTokens, "prefix cache capacity in tokens (0 disables)")
 	fr := &cfg.Faults
@@ -120,7 +123,7 @@ SIGINT, 0 after SIGTERM (a service manager's normal stop).`,
 		name string
 	}{{&fr.Status429, "429"}, {&fr.Status500, "500"}, {&fr.Status503, "503"}, {&fr.Reset, "reset"}, {&fr.Disconnect, "disconnect"},
 		{&fr.Stall, "stall"}, {&fr.Malformed, "malformed"}, {&fr.NoDone, "nodone"}, {&fr.SlowHeaders, "slowheaders"},
-		{&fr.NoHeaders, "noheaders"}, {&fr.Gzip, "gzip"}, {&fr.JSON, "json"}} {
+		{&fr.NoHeaders, "noheaders"}, {&fr.Gzip, "gzip"}, {&fr.JSON, "json"}, {&fr.Error, "error"}} {
 		f.Float64Var(p.v, "fault-"+p.name, 0, "probability of the "+p.name+" fault per request")
 	}
 	durationFlag(cmd, &fr.StallFor, "stall-for", "length of a drawn stall fault")
@@ -144,6 +147,7 @@ func applyChangedMockFlags(c *cobra.Command, dst *mock.Config, src mock.Config) 
 	}
 	pick("model", func() { dst.Model = src.Model })
 	pick("strict-model", func() { dst.StrictModel = src.StrictModel })
+	pick("strict-anthropic", func() { dst.StrictAnthropic = src.StrictAnthropic })
 	pick("seed", func() { dst.Seed = src.Seed })
 	pick("idle-close", func() { dst.IdleClose = src.IdleClose })
 	pick("close-after-response", func() { dst.CloseAfterResponse = src.CloseAfterResponse })
@@ -157,6 +161,8 @@ func applyChangedMockFlags(c *cobra.Command, dst *mock.Config, src mock.Config) 
 	pick("max-num-seqs", func() { l.MaxNumSeqs = s.MaxNumSeqs })
 	pick("output-mean", func() { l.OutputMean = s.OutputMean })
 	pick("output-cv", func() { l.OutputCV = s.OutputCV })
+	pick("reasoning-mean", func() { l.ReasoningMean = s.ReasoningMean })
+	pick("reasoning-cv", func() { l.ReasoningCV = s.ReasoningCV })
 	pick("max-model-len", func() { l.MaxModelLen = s.MaxModelLen })
 	pick("prefix-cache-tokens", func() { l.PrefixCacheTokens = s.PrefixCacheTokens })
 	f, sf := &dst.Faults, src.Faults
@@ -172,6 +178,7 @@ func applyChangedMockFlags(c *cobra.Command, dst *mock.Config, src mock.Config) 
 	pick("fault-noheaders", func() { f.NoHeaders = sf.NoHeaders })
 	pick("fault-gzip", func() { f.Gzip = sf.Gzip })
 	pick("fault-json", func() { f.JSON = sf.JSON })
+	pick("fault-error", func() { f.Error = sf.Error })
 	pick("stall-for", func() { f.StallFor = sf.StallFor })
 	pick("slowheaders-for", func() { f.SlowHeadersFor = sf.SlowHeadersFor })
 }

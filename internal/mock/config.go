@@ -46,7 +46,10 @@ type Latency struct {
 	// PrefillBase is the fixed cost of a prefill step.
 	PrefillBase Duration `json:"prefill_base"`
 	// PrefillPerToken is the cost of each prompt token not found in the
-	// prefix cache.
+	// prefix cache. Embeddings, rerank and score requests cost
+	// PrefillBase + PrefillPerToken x their input tokens (every item's: an
+	// embedding input, a rerank query with each document, a score pair),
+	// then answer with one body.
 	PrefillPerToken Duration `json:"prefill_per_token"`
 	// DecodeBase is the inter-token time with one running sequence.
 	DecodeBase Duration `json:"decode_base"`
@@ -65,6 +68,17 @@ type Latency struct {
 	// request does not set ignore_eos; the draw is capped by max_tokens.
 	OutputMean int     `json:"output_mean"`
 	OutputCV   float64 `json:"output_cv"`
+	// ReasoningMean and ReasoningCV give the log-normal number of
+	// reasoning tokens a generating request's answer starts with (streamed
+	// as the API's reasoning: chat "reasoning" deltas, Responses
+	// reasoning_text, Messages thinking); they count in its output and
+	// its max_tokens. 0 (the default) answers without reasoning. The
+	// ReasoningHeader of a request sets its count exactly; a request that
+	// turns reasoning off (chat reasoning_effort or Responses
+	// reasoning.effort "none", Messages thinking disabled) and completions
+	// get none; Messages thinking.budget_tokens caps it.
+	ReasoningMean int     `json:"reasoning_mean"`
+	ReasoningCV   float64 `json:"reasoning_cv"`
 	// MaxModelLen bounds prompt + output; max_tokens defaults to what is left.
 	MaxModelLen int `json:"max_model_len"`
 	// PrefixCacheTokens is the prefix cache capacity in tokens (LRU); 0
@@ -88,6 +102,7 @@ type FaultRates struct {
 	NoHeaders   float64 `json:"noheaders"`
 	Gzip        float64 `json:"gzip"`
 	JSON        float64 `json:"json"`
+	Error       float64 `json:"error"`
 	// StallFor and SlowHeadersFor are the durations used by drawn stall and
 	// slowheaders faults.
 	StallFor       Duration `json:"stall_for"`
@@ -96,7 +111,7 @@ type FaultRates struct {
 
 // probabilities lists every per-request probability.
 func (f FaultRates) probabilities() []float64 {
-	return []float64{f.Status429, f.Status500, f.Status503, f.Reset, f.Disconnect, f.Stall, f.Malformed, f.NoDone, f.SlowHeaders, f.NoHeaders, f.Gzip, f.JSON}
+	return []float64{f.Status429, f.Status500, f.Status503, f.Reset, f.Disconnect, f.Stall, f.Malformed, f.NoDone, f.SlowHeaders, f.NoHeaders, f.Gzip, f.JSON, f.Error}
 }
 
 func (f FaultRates) sum() float64 {
@@ -139,6 +154,18 @@ type Config struct {
 	KeepBodies bool `json:"keep_bodies"`
 	// MaxBodyBytes bounds a request body.
 	MaxBodyBytes int64 `json:"max_body_bytes"`
+	// StrictAnthropic makes /v1/messages require the anthropic-version
+	// header (400 without) and an API key, x-api-key or Authorization
+	// (401 without), in Anthropic's error shape, as Anthropic's API does.
+	// Off by default, as in vLLM, which checks neither.
+	StrictAnthropic bool `json:"strict_anthropic"`
+	// ResponseStoreBytes bounds the store of recent Responses answers'
+	// transcripts that previous_response_id continues (least recently
+	// used first out); 0 stores none.
+	ResponseStoreBytes int64 `json:"response_store_bytes"`
+	// EmbeddingDimensions is the size of the embeddings the mock returns
+	// (a request's "dimensions" may ask for fewer).
+	EmbeddingDimensions int `json:"embedding_dimensions"`
 	// Tokens counts prompt tokens; nil means ApproxTokens. Not in JSON.
 	Tokens TokenCounter `json:"-"`
 }
@@ -159,6 +186,7 @@ func DefaultConfig() Config {
 			MaxNumSeqs:        256,
 			OutputMean:        128,
 			OutputCV:          0.5,
+			ReasoningCV:       0.5,
 			MaxModelLen:       32768,
 			PrefixCacheTokens: 1 << 20,
 		},
@@ -166,7 +194,9 @@ func DefaultConfig() Config {
 			StallFor:       Duration(2 * time.Second),
 			SlowHeadersFor: Duration(2 * time.Second),
 		},
-		MaxBodyBytes: 32 << 20,
+		MaxBodyBytes:        32 << 20,
+		ResponseStoreBytes:  64 << 20,
+		EmbeddingDimensions: 384,
 	}
 }
 
@@ -209,6 +239,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("output_mean %d must be >= 1", l.OutputMean)
 	case l.OutputCV < 0:
 		return fmt.Errorf("output_cv %g must be >= 0", l.OutputCV)
+	case l.ReasoningMean < 0:
+		return fmt.Errorf("reasoning_mean %d must be >= 0", l.ReasoningMean)
+	case l.ReasoningCV < 0:
+		return fmt.Errorf("reasoning_cv %g must be >= 0", l.ReasoningCV)
 	case l.MaxModelLen < 2:
 		return fmt.Errorf("max_model_len %d must be >= 2", l.MaxModelLen)
 	case l.PrefixCacheTokens < 0:
@@ -217,6 +251,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("max_body_bytes %d must be >= 1", c.MaxBodyBytes)
 	case c.Model == "":
 		return errors.New("model must not be empty")
+	case c.ResponseStoreBytes < 0:
+		return fmt.Errorf("response_store_bytes %d must be >= 0", c.ResponseStoreBytes)
+	case c.EmbeddingDimensions < 1:
+		return fmt.Errorf("embedding_dimensions %d must be >= 1", c.EmbeddingDimensions)
 	}
 	f := c.Faults
 	for _, p := range f.probabilities() {

@@ -1,7 +1,8 @@
-// Package mock is an OpenAI-compatible LLM server with a latency model,
-// injectable faults and a ground-truth log: the default target of tracekit's
-// demo and tests, and the reference its fidelity benchmarks compare
-// recordings against. Use it like net/http/httptest:
+// Package mock is an LLM server with a latency model, injectable faults
+// and a ground-truth log that speaks every API tracekit measures, in
+// shapes the official SDKs accept: the default target of tracekit's demo
+// and tests, and the reference its fidelity benchmarks compare recordings
+// against. Use it like net/http/httptest:
 //
 //	srv, err := mock.Start(mock.DefaultConfig()) // random 127.0.0.1 port
 //	defer srv.Close()
@@ -9,24 +10,89 @@
 //
 // # Endpoints (as vLLM serves them)
 //
-// POST /v1/chat/completions and /v1/completions, streaming or not, with
-// max_tokens / max_completion_tokens, ignore_eos, stream_options.include_usage
-// (a final usage chunk with "choices": []) and
-// stream_options.continuous_usage_stats (cumulative usage in every chunk).
+// Every API of internal/api/apis, on each of its paths (with and without
+// /v1), its bytes written by that API's encoder (internal/api: the mock
+// has no encoder of its own):
+//
+//	POST /v1/chat/completions, /v1/completions   streaming or not; max_tokens /
+//	     max_completion_tokens, ignore_eos, stream_options.include_usage (a final
+//	     usage chunk with "choices": []) and stream_options.continuous_usage_stats
+//	     (cumulative usage in every chunk)
+//	POST /v1/responses    OpenAI Responses: input (a string or items: messages with
+//	     roles and content parts, function calls and their outputs), instructions,
+//	     max_output_tokens, stream, reasoning.effort, tools, tool_choice,
+//	     previous_response_id, store (request_responses.go)
+//	POST /v1/messages     Anthropic Messages: system, messages with text, tool_use,
+//	     tool_result and thinking blocks, max_tokens (required), stream, thinking,
+//	     tools, tool_choice (request_messages.go)
+//	POST /v1/embeddings   input (a string, strings, token ids or lists of them),
+//	     encoding_format float or base64, dimensions
+//	POST /v1/rerank, /rerank, /v2/rerank   query, documents (strings or {"text"}),
+//	     top_n, return_documents; results sorted by score
+//	POST /v1/score, /score   text_1 and text_2, each a string or a list
+//
 // GET /v1/models, GET /health, POST /reset_prefix_cache, GET /metrics
 // (Prometheus text: vllm:num_requests_running/waiting, prompt and generation
 // token counters, prefix cache queries/hits, the latency histograms below,
 // and the mock's own event lateness quantiles). A chat stream is: a role-only chunk
 // {"role":"assistant","content":""}, content chunks, the last of which
 // carries finish_reason, the usage chunk when asked, then data: [DONE].
-// Bad bodies get vLLM's error JSON
-// {"error":{"message":...,"type":"BadRequestError","param":...,"code":400}}.
+// A Responses stream is vLLM's (response.created, in_progress, per output
+// item its added, delta and done events, response.completed or
+// response.incomplete with the usage); a Messages stream Anthropic's
+// (message_start and ping, content blocks, message_delta, message_stop).
+// Bad bodies get the API's error JSON: vLLM's
+// {"error":{"message":...,"type":"BadRequestError","param":...,"code":400}},
+// for Messages Anthropic's {"type":"error","error":{"type":...,"message":...}}.
+// Messages requests need no anthropic-version or x-api-key header, as in
+// vLLM; Config.StrictAnthropic requires both (400, 401) as Anthropic does.
+// The prompt of every generating API is read as chat messages (role and
+// text) and counted with Config.Tokens, so the prefix cache and the
+// messages hash work the same across them; tool_use blocks, function_call
+// items and thinking add no text, as chat's tool calls and reasoning in
+// history do not.
+//
+// # Reasoning
+//
+// An answer may start with a reasoning phase: ReasoningHeader sets its
+// tokens, else Latency.ReasoningMean draws them (0: none). They are the
+// first output tokens, streamed on the same model (prefill, then decode
+// events) as the API's reasoning: chat "reasoning" deltas (vLLM's current
+// name; its older reasoning_content is read by tracekit too), Responses
+// response.reasoning_text.delta in a reasoning item, Messages
+// thinking_delta in a thinking block (with a signature_delta); usage
+// reports them (completion_tokens_details.reasoning_tokens,
+// output_tokens_details). An event never holds both reasoning and answer
+// tokens. Completions, chat reasoning_effort "none", Responses
+// reasoning.effort "none" and Messages thinking disabled get none;
+// Messages thinking.budget_tokens caps them.
+//
+// # Responses state
+//
+// A Responses answer's transcript (its input after the history it
+// continued, then the answer) is kept under its id, resp_<request id>,
+// unless the request said "store": false, in a store bounded by
+// Config.ResponseStoreBytes (least recently used first out). A request
+// naming it in previous_response_id gets its instructions, that
+// transcript, then its own input as the prompt; an id not in the store is
+// a 404 ("Response with id '...' not found.").
+//
+// # Embeddings, rerank, score
+//
+// They hold a batch slot for the prefill of every sequence they compute
+// (an embedding input, a rerank query with each document, a score pair):
+// PrefillBase + PrefillPerToken x their input tokens, no prefix cache,
+// then one JSON body. Embeddings are a fixed pattern of
+// EmbeddingDimensions values; scores a number in [0, 1) fixed by the seed
+// and the text.
 //
 // # Tool calls
 //
 // A chat request whose tool_choice is "required" or names a function
 // ({"type":"function","function":{"name":...}}) is answered with one tool
-// call (of the named function, else the first of its tools); the request
+// call (of the named function, else the first of its tools), and so are a
+// Responses request's ("required", {"type":"function","name":...}) and a
+// Messages request's ({"type":"any"}, {"type":"tool","name":...}); the request
 // header X-Tracekit-Tool-Calls: N (0..64) asks for N calls whatever
 // tool_choice says (names taken from tools in turn, "tool" without tools;
 // 0 is a text answer), and X-Tracekit-Tool-Names: a,b,... for calls of
@@ -41,10 +107,12 @@
 // finish_reason is "tool_calls". Streamed as vLLM does: the event of a
 // call's first token carries its fragment {"id","type":"function","index",
 // "function":{"name","arguments"}}, later events {"index","function":
-// {"arguments"}} pieces (one fragment per call an event's tokens touch);
-// the timing of every event is the latency model's, as for text. A
-// non-streaming answer has content null and message.tool_calls. The log's
-// tool_calls column counts the calls sent.
+// {"arguments"}} pieces (an event never spans two calls: each is one
+// call's fragment, as vLLM's tool parsers emit them); the timing of every
+// event is the latency model's, as for text. A non-streaming answer has
+// content null and message.tool_calls. Responses answers function_call
+// items, Messages tool_use blocks. The log's tool_calls column counts the
+// calls sent.
 //
 // Every response carries X-Request-Id: the request's own X-Request-Id
 // header when it has one (replay sends its ids there), else a generated id.
@@ -52,7 +120,9 @@
 //
 // # Request flow
 //
-// A handler reads and validates the body, counts the prompt (Config.Tokens,
+// A handler reads and validates the body (the API's parser fills one
+// genRequest, or a poolRequest for embeddings, rerank and score), counts
+// the prompt (Config.Tokens,
 // by default ApproxTokens: ceil(len/4) tokens per whitespace-separated word,
 // no chat-template overhead) and hashes its messages, seeds a per-request
 // generator from (Config.Seed, request id, messages hash), draws the output
@@ -107,9 +177,12 @@
 //
 // queue is the wait for one of MaxNumSeqs batch slots (FIFO); running_j is
 // the number of running sequences when token j is decoded. The first token
-// comes alone at TTFT (chat sends its role chunk at the same moment); every
-// following event carries TokensPerEvent tokens and is due the sum of their
-// ITLs after the previous one. max_tokens defaults to MaxModelLen minus the
+// comes alone at TTFT (chat sends its role chunk at the same moment, a
+// Responses or Messages stream its opening events in the same write); every
+// following event carries TokensPerEvent tokens (fewer at the end of the
+// reasoning or of a tool call) and is due the sum of their ITLs after the
+// previous one. Output counts reasoning: a reasoning phase of R tokens is
+// followed by the drawn answer length, R plus it capped at max_tokens. max_tokens defaults to MaxModelLen minus the
 // prompt; prompt + max_tokens above MaxModelLen is a 400, as in vLLM.
 //
 // The end-of-text token of a "stop" finish counts in completion_tokens but
@@ -138,7 +211,14 @@
 //	disconnect=N         connection closed (no final chunk) after N events
 //	stall=DUR[@N]        a pause of DUR before event N (default 1); later events shift
 //	malformed[@N]        an invalid JSON event before event N (default 1)
-//	nodone               the stream ends without data: [DONE]
+//	error[@N]            the API's in-stream error event when event N (default 1)
+//	                     is due, and the end: chat and completions
+//	                     {"error":{...}} then data: [DONE] (vLLM's way),
+//	                     Responses an "error" event, Messages an "error" event
+//	                     of type overloaded_error, both with nothing after;
+//	                     a non-streamed answer gets a 500 error body instead
+//	nodone               the stream ends without its terminal event (data: [DONE],
+//	                     response.completed, message_stop)
 //	slowheaders=DUR      response headers delayed by DUR
 //	noheaders            the request is read, then nothing is ever sent; the
 //	                     connection is held until the client leaves or the
@@ -152,6 +232,11 @@
 //	                     which did not say Connection: close
 //	idleclose=DUR        this connection gets Config.IdleClose's behaviour
 //	                     with DUR after this response
+//
+// Every fault applies to every API in its own shapes (a cut Messages
+// stream ends without message_stop; error bodies are the API's). For
+// embeddings, rerank and score the body is event 1: a positional fault at
+// 0 or 1 acts on it.
 //
 // N counts the events the log lists (chat's role chunk is event 0); N
 // equal to the number of events acts before the usage chunk and [DONE],
@@ -203,11 +288,13 @@
 // # Ground-truth log
 //
 // One LogEntry per request (Parquet, zstd; Config.LogPath, read with
-// ReadLog; in memory with Config.KeepLog): request id, arrival in monotonic
-// and wall ns, when headers were flushed, admission, status, outcome, fault,
-// token counts, messages count and hash, and per event the CLOCK_MONOTONIC
-// ns right after its write and flush returned, its tokens and its lateness
-// against the schedule. The file metadata (LogMeta) holds the config, the
+// ReadLog; in memory with Config.KeepLog): request id, its API (endpoint),
+// arrival in monotonic and wall ns, when headers were flushed, admission,
+// status, outcome, fault, token counts (reasoning among them), messages
+// count and hash, items returned by embeddings, rerank and score, and per
+// event the CLOCK_MONOTONIC ns right after its write and flush returned,
+// its tokens and its lateness against the schedule; first_answer_event
+// marks where the reasoning events end. The file metadata (LogMeta) holds the config, the
 // server start in monotonic and wall ns, and final Stats. Rows are flushed
 // in row groups of trace.RowGroupRows, so memory stays bounded; Close
 // completes the file.

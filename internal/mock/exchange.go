@@ -8,24 +8,29 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
 
+	"github.com/tracekit/tracekit/internal/api"
+	"github.com/tracekit/tracekit/internal/api/apis"
 	"github.com/tracekit/tracekit/internal/clock"
 )
 
-// exchange is one completion request from body to last byte. Its fields
-// are owned by the handler goroutine.
+// exchange is one request from body to last byte. Its fields are owned
+// by the handler goroutine.
 type exchange struct {
-	s    *Server
-	w    http.ResponseWriter
-	rc   *http.ResponseController
-	r    *http.Request
-	ctx  context.Context
-	chat bool
+	s   *Server
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	r   *http.Request
+	ctx context.Context
+	api api.Name
 
-	req      *apiRequest
+	req      *genRequest  // a generating API's request
+	pool     *poolRequest // a non-generating API's (embeddings, rerank, score)
 	p        prompt
 	fault    Fault
 	eff      effect // what the fault does to the response
@@ -34,44 +39,64 @@ type exchange struct {
 	e        LogEntry
 	admitted bool
 	kvHeld   int64 // tokens counted in metrics.kvTokens for this request
+	// reasoning is how many output tokens, the first ones, are reasoning.
+	reasoning int
 	// toolNames are the function names of the answer's tool calls (tools.go);
 	// empty for a content answer.
 	toolNames []string
+	// history is the transcript of the Responses request named by
+	// previous_response_id, before the request's own messages.
+	history []Message
 
-	// Stream encoding: head opens every chunk up to the inside of
-	// choices[0]; buf is reused for every event.
-	head, usageHead []byte
-	buf             []byte
+	// Stream encoding: the API's encoder, what it is told of the
+	// response, and buffers reused for every event.
+	enc   api.Encoder
+	head  api.Head
+	begun bool // the encoder's Begin went out
+	buf   []byte
+	text  []byte // the text of the event being encoded
 
 	// The event loop's state, owned by the handler goroutine or, while
 	// the stream is on it, by a scheduler.
-	sched        int64 // when event sent is due
-	ev           int   // events planned
-	sent, tok    int   // events and tokens sent so far
-	take         int   // tokens of the prepared event
-	role         bool  // the prepared event is chat's role chunk
-	cached       bool  // the prompt is in the prefix cache
-	pendingEvent bool  // the last write attempted was an event, not a malformed one
-	lastTokNs    int64 // when the last event with tokens was written
-	conn         net.Conn
-	gz           *gzip.Writer   // non-nil when the stream is gzipped (the gzip fault)
-	raw          *rawWriter     // non-nil while a scheduler writes the stream
-	heapIdx      int            // position in the scheduler's heap, -1 if out
-	back         chan streamEnd // the scheduler hands the stream back here
-	canceled     bool           // the handler took the stream back; guarded by the scheduler mutex
+	sched       int64 // when event sent is due
+	ev          int   // events planned
+	sent, tok   int   // events and tokens sent so far
+	take        int   // tokens of the prepared event
+	role        bool  // the prepared event is chat's role chunk
+	cached      bool  // the prompt is in the prefix cache
+	pending     pendingWrite
+	lastTokNs   int64 // when the last event with tokens was written
+	firstAnswer int   // index of the first logged event with answer tokens, -1 before
+	conn        net.Conn
+	gz          *gzip.Writer   // non-nil when the stream is gzipped (the gzip fault)
+	raw         *rawWriter     // non-nil while a scheduler writes the stream
+	heapIdx     int            // position in the scheduler's heap, -1 if out
+	back        chan streamEnd // the scheduler hands the stream back here
+	canceled    bool           // the handler took the stream back; guarded by the scheduler mutex
 }
 
-func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
+// pendingWrite is what the last write a scheduler attempted carried.
+type pendingWrite int
+
+const (
+	pendingEvent     pendingWrite = iota // a planned event
+	pendingMalformed                     // the malformed fault's event; the planned one follows
+)
+
+// generating reports whether the request's API generates tokens.
+func (x *exchange) generating() bool { return x.enc != nil }
+
+func (s *Server) complete(w http.ResponseWriter, r *http.Request, spec *apis.Spec) {
+	x := &exchange{s: s, w: w, rc: http.NewResponseController(w), r: r, ctx: r.Context(), api: spec.Name, heapIdx: -1, firstAnswer: -1}
 	if !s.enter() {
-		writeError(w, http.StatusServiceUnavailable, "the mock is shutting down", "")
+		x.writeError(http.StatusServiceUnavailable, "the mock is shutting down", "")
 		return
 	}
 	defer s.inflight.Done()
-	x := &exchange{s: s, w: w, rc: http.NewResponseController(w), r: r, ctx: r.Context(), chat: chat, heapIdx: -1}
-	x.e = LogEntry{ArrivalMonoNs: clock.Mono(), ArrivalWallNs: clock.Wall(), Endpoint: "completions"}
-	if chat {
-		x.e.Endpoint = "chat"
+	if spec.NewEncoder != nil {
+		x.enc = spec.NewEncoder()
 	}
+	x.e = LogEntry{ArrivalMonoNs: clock.Mono(), ArrivalWallNs: clock.Wall(), Endpoint: string(spec.Name)}
 	x.run()
 	if x.timer != nil {
 		x.timer.Stop()
@@ -93,6 +118,9 @@ func (x *exchange) run() {
 	}
 	x.e.RequestID = id
 	x.w.Header().Set("X-Request-Id", id)
+	if x.api == api.Messages {
+		x.w.Header().Set("Request-Id", id) // Anthropic's header
+	}
 
 	body, err := io.ReadAll(http.MaxBytesReader(x.w, x.r.Body, s.cfg.MaxBodyBytes))
 	if err != nil {
@@ -108,11 +136,24 @@ func (x *exchange) run() {
 	if s.cfg.KeepBodies {
 		x.e.Body = body
 	}
-	if x.req, err = parseRequest(body, x.chat); err != nil {
+	if err := x.checkHeaders(); err != nil {
 		x.reject(err)
 		return
 	}
-	x.e.Model, x.e.Stream = x.req.Model, x.req.Stream
+	if x.generating() {
+		x.req, err = parseRequest(body, x.api)
+	} else {
+		x.pool, err = parsePool(body, x.api, s.tokens, s.cfg.EmbeddingDimensions)
+	}
+	if err != nil {
+		x.reject(err)
+		return
+	}
+	if x.generating() {
+		x.e.Model, x.e.Stream = x.req.Model, x.req.Stream
+	} else {
+		x.e.Model = x.pool.Model
+	}
 	if x.e.Model == "" {
 		x.e.Model = s.cfg.Model
 	}
@@ -120,31 +161,16 @@ func (x *exchange) run() {
 		x.reject(&badRequest{status: http.StatusNotFound, param: "model", msg: fmt.Sprintf("The model `%s` does not exist.", x.e.Model)})
 		return
 	}
-	if x.p, err = buildPrompt(x.req, x.chat, s.tokens); err != nil {
-		x.reject(err)
-		return
-	}
-	x.e.Messages, x.e.MessagesHash, x.e.PromptTokens = int32(x.p.messages), hashHex(x.p.hash), int32(x.p.tokens)
-	maxTokens, err := x.maxTokens()
-	if err != nil {
-		x.reject(err)
-		return
-	}
-	x.rng = requestRand(s.cfg.Seed, id, x.p.hash)
-	n, finish := s.cfg.Latency.outputLength(x.rng, maxTokens, x.req.IgnoreEOS)
-	x.e.MaxTokens, x.e.CompletionTokens, x.e.FinishReason = int32(maxTokens), int32(n), finish
-	if x.chat {
-		calls, names, err := x.toolPlan(x.r.Header.Get(ToolCallsHeader), x.r.Header.Get(ToolNamesHeader))
-		if err != nil {
+	if x.generating() {
+		if err := x.planAnswer(id); err != nil {
 			x.reject(err)
 			return
 		}
-		if calls = min(calls, n); calls > 0 {
-			// Every output token is argument text (no end-of-text token)
-			// and the calls end exactly there, whether the length was
-			// drawn or max_tokens.
-			x.toolNames, x.e.ToolCalls, x.e.FinishReason = names[:calls], int32(calls), "tool_calls"
-		}
+	} else {
+		x.p = x.pool.prompt()
+		x.e.Messages, x.e.MessagesHash, x.e.PromptTokens = int32(x.p.messages), hashHex(x.p.hash), int32(x.p.tokens)
+		x.rng = requestRand(s.cfg.Seed, id, x.p.hash)
+		x.ev = 1 // the body: positional faults at 0 or 1 act on it
 	}
 
 	if h := x.r.Header.Get(FaultHeader); h != "" {
@@ -153,18 +179,18 @@ func (x *exchange) run() {
 			return
 		}
 	} else {
-		x.fault = drawFault(x.rng, s.cfg.Faults, x.plannedEvents())
+		x.fault = drawFault(x.rng, s.cfg.Faults, x.ev)
 	}
 	x.e.Fault = x.fault.String()
 	if x.fault.Kind != FaultNone {
 		s.m.faults.Add(1)
 	}
-	x.eff = x.fault.outcome(x.req.Stream, x.plannedEvents())
+	x.eff = x.fault.outcome(x.e.Stream, x.ev)
 	switch {
 	case x.eff.status != 0:
 		x.e.Status = int32(x.eff.status)
 		x.finish(OutcomeFault)
-		writeError(x.w, x.eff.status, "injected fault "+x.fault.String(), "")
+		x.writeError(x.eff.status, "injected fault "+x.fault.String(), "")
 		return
 	case x.eff.reset:
 		x.finish(OutcomeFault)
@@ -181,21 +207,91 @@ func (x *exchange) run() {
 		x.interrupted()
 		return
 	}
-	if x.req.Stream && !x.eff.unary {
+	switch {
+	case !x.generating():
+		x.poolAnswer()
+	case x.req.Stream && !x.eff.unary:
 		x.stream()
-	} else {
+	default:
 		x.unary()
 	}
 }
 
-// maxTokens applies max_completion_tokens / max_tokens and the context
-// length the way vLLM does.
+// planAnswer builds a generating request's prompt and plans its answer:
+// the output length, the reasoning tokens among it, the tool calls, the
+// events.
+func (x *exchange) planAnswer(id string) error {
+	s := x.s
+	msgs := x.req.msgs
+	if x.req.previous != "" {
+		var ok bool
+		if x.history, ok = s.store.get(x.req.previous); !ok {
+			return &badRequest{status: http.StatusNotFound, param: "previous_response_id",
+				msg: fmt.Sprintf("Response with id '%s' not found.", x.req.previous)}
+		}
+		// instructions (a first system message) are the request's own,
+		// before the history: they do not carry over.
+		var sys []Message
+		if len(msgs) > 0 && msgs[0].Role == "system" && x.api == api.Responses {
+			sys, msgs = msgs[:1], msgs[1:]
+		}
+		x.req.msgs = append(append(append([]Message(nil), sys...), x.history...), msgs...)
+		x.history = append(append([]Message(nil), x.history...), msgs...)
+	} else if x.api == api.Responses {
+		x.history = msgs
+		if len(msgs) > 0 && msgs[0].Role == "system" {
+			x.history = msgs[1:]
+		}
+	}
+	var err error
+	if x.p, err = buildPrompt(x.req, s.tokens); err != nil {
+		return err
+	}
+	x.e.Messages, x.e.MessagesHash, x.e.PromptTokens = int32(x.p.messages), hashHex(x.p.hash), int32(x.p.tokens)
+	maxTokens, err := x.maxTokens()
+	if err != nil {
+		return err
+	}
+	reasoning, err := x.reasoningTokens()
+	if err != nil {
+		return err
+	}
+	x.rng = requestRand(s.cfg.Seed, id, x.p.hash)
+	if !x.req.noReasoning && reasoning < 0 && s.cfg.Latency.ReasoningMean > 0 {
+		reasoning = s.cfg.Latency.reasoningLength(x.rng)
+	}
+	reasoning = max(reasoning, 0)
+	if x.req.budget > 0 {
+		reasoning = min(reasoning, x.req.budget)
+	}
+	x.reasoning = min(reasoning, maxTokens)
+	n, finish := x.reasoning, "length" // the limit reached while reasoning
+	if x.reasoning < maxTokens {
+		n, finish = s.cfg.Latency.outputLength(x.rng, maxTokens-x.reasoning, x.req.IgnoreEOS)
+		n += x.reasoning
+	}
+	x.e.MaxTokens, x.e.CompletionTokens, x.e.FinishReason, x.e.ReasoningTokens = int32(maxTokens), int32(n), finish, int32(x.reasoning)
+	if x.api != api.Completions {
+		calls, names, err := x.toolPlan(x.r.Header.Get(ToolCallsHeader), x.r.Header.Get(ToolNamesHeader))
+		if err != nil {
+			return err
+		}
+		if calls = min(calls, n-x.reasoning); calls > 0 {
+			// Every answer token is argument text (no end-of-text token)
+			// and the calls end exactly there, whether the length was
+			// drawn or max_tokens.
+			x.toolNames, x.e.ToolCalls, x.e.FinishReason = names[:calls], int32(calls), "tool_calls"
+		}
+	}
+	x.ev = x.plannedEvents()
+	return nil
+}
+
+// maxTokens applies the request's output limit (chat: max_completion_tokens,
+// else max_tokens) and the context length the way vLLM does.
 func (x *exchange) maxTokens() (int, error) {
 	limit := x.s.cfg.Latency.MaxModelLen
-	asked := x.req.MaxCompletionTokens
-	if asked == nil {
-		asked = x.req.MaxTokens
-	}
+	asked, param := x.req.MaxTokens, x.req.maxParam
 	if asked == nil {
 		if x.p.tokens >= limit {
 			return 0, invalid("messages", "This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.", limit, x.p.tokens)
@@ -203,17 +299,55 @@ func (x *exchange) maxTokens() (int, error) {
 		return limit - x.p.tokens, nil
 	}
 	if x.p.tokens+*asked > limit {
-		return 0, invalid("max_tokens", "This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.", limit, x.p.tokens+*asked, x.p.tokens, *asked)
+		return 0, invalid(param, "This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.", limit, x.p.tokens+*asked, x.p.tokens, *asked)
 	}
 	return *asked, nil
 }
 
-// plannedEvents is the number of events with choices: the chat role chunk,
-// one event for the first token, then one per TokensPerEvent tokens.
+// reasoningTokens reads ReasoningHeader: -1 when absent.
+func (x *exchange) reasoningTokens() (int, error) {
+	h := strings.TrimSpace(x.r.Header.Get(ReasoningHeader))
+	if h == "" {
+		return -1, nil
+	}
+	n, err := strconv.Atoi(h)
+	if err != nil || n < 0 {
+		return 0, invalid("", "%s %q: expected a number of reasoning tokens, 0 or more", ReasoningHeader, h)
+	}
+	if x.req.noReasoning || x.api == api.Completions {
+		return 0, nil
+	}
+	return n, nil
+}
+
+// takeAt is how many output tokens the event that starts at token tok
+// carries: the first token comes alone, out of prefill; the others
+// TokensPerEvent at a time, but an event never spans the end of the
+// reasoning or of a tool call, so each is one kind of piece, as a vLLM
+// delta of reasoning, text or one tool call is.
+func (x *exchange) takeAt(tok int) int {
+	if tok == 0 {
+		return 1
+	}
+	end := min(tok+x.s.cfg.Latency.TokensPerEvent, int(x.e.CompletionTokens))
+	switch {
+	case tok < x.reasoning:
+		end = min(end, x.reasoning)
+	case len(x.toolNames) > 0:
+		_, ct := x.toolSpan(x.callAt(tok))
+		end = min(end, ct)
+	}
+	return end - tok
+}
+
+// plannedEvents is the number of events with output: the chat role chunk,
+// then one per takeAt.
 func (x *exchange) plannedEvents() int {
-	n, k := int(x.e.CompletionTokens), x.s.cfg.Latency.TokensPerEvent
-	ev := 1 + (n-1+k-1)/k
-	if x.chat {
+	ev := 0
+	if x.api == api.Chat {
+		ev++
+	}
+	for tok, n := 0, int(x.e.CompletionTokens); tok < n; tok += x.takeAt(tok) {
 		ev++
 	}
 	return ev
@@ -296,6 +430,10 @@ func (x *exchange) interrupted() {
 // aborted request does in vLLM.
 func (x *exchange) finish(outcome string) {
 	x.e.Outcome = outcome
+	x.e.FirstAnswerEvent = int32(len(x.e.EventMonoNs))
+	if x.firstAnswer >= 0 {
+		x.e.FirstAnswerEvent = int32(x.firstAnswer)
+	}
 	x.e.DoneMonoNs = clock.Mono()
 	if x.admitted {
 		x.s.m.e2e.observe(x.e.DoneMonoNs - x.e.ArrivalMonoNs)
@@ -304,7 +442,7 @@ func (x *exchange) finish(outcome string) {
 	x.s.record(&x.e)
 }
 
-// reject answers a bad request with vLLM's error body.
+// reject answers a bad request with the API's error body.
 func (x *exchange) reject(err error) {
 	var br *badRequest
 	if !errors.As(err, &br) {
@@ -312,7 +450,7 @@ func (x *exchange) reject(err error) {
 	}
 	x.e.Status, x.e.Error = int32(br.status), br.msg
 	x.finish(OutcomeBadRequest)
-	writeError(x.w, br.status, br.msg, br.param)
+	x.writeError(br.status, br.msg, br.param)
 }
 
 // abort closes the connection without finishing the response; reset sends
@@ -347,16 +485,23 @@ func (x *exchange) planConn(p connPlan) {
 	}
 }
 
-// cacheAnswer caches the prompt and, for chat, the answer as the next
-// history segment: turn k+1 of a conversation then hits turn k's answer.
+// cacheAnswer caches the prompt and, for a conversation (chat,
+// Responses, Messages), the answer as the next history segment: turn k+1
+// of a conversation then hits turn k's answer. A Responses answer's
+// transcript is stored for a later previous_response_id.
 func (x *exchange) cacheAnswer() {
 	segs := x.p.segs
-	if x.chat && x.s.cache.capacity > 0 {
+	if x.api != api.Completions && (x.s.cache.capacity > 0 || x.req.store) {
 		var text string // a tool-call answer is sent back with content null
 		if len(x.toolNames) == 0 {
-			text = string(x.appendText(nil, 0, int(x.e.CompletionTokens)))
+			text = string(x.appendWords(nil, x.reasoning, int(x.e.CompletionTokens)))
 		}
-		segs = append(segs[:len(segs):len(segs)], segment{chain(x.p.hash, "assistant", text), x.p.tokens + x.s.tokens.Count(text)})
+		if x.s.cache.capacity > 0 {
+			segs = append(segs[:len(segs):len(segs)], segment{chain(x.p.hash, "assistant", text), x.p.tokens + x.s.tokens.Count(text)})
+		}
+		if x.api == api.Responses && x.req.store {
+			x.s.store.put(responseID(x.e.RequestID), append(x.history[:len(x.history):len(x.history)], Message{"assistant", text}))
+		}
 	}
 	x.s.cache.insert(segs)
 }

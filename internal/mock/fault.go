@@ -24,6 +24,7 @@ const (
 	FaultNoHeaders   = "noheaders"   // the request is read, then nothing is ever sent
 	FaultGzip        = "gzip"        // the response is gzip-compressed whatever Accept-Encoding said
 	FaultJSON        = "json"        // a stream=true request gets a non-streaming JSON body
+	FaultError       = "error"       // the API's in-stream error event after After events (a body: a 500 error)
 	FaultCloseAfter  = "closeafter"  // the connection is closed after the response, without Connection: close
 	FaultIdleClose   = "idleclose"   // the connection is closed once idle for For after the response
 )
@@ -47,6 +48,8 @@ func (f Fault) String() string {
 		return "stall=" + f.For.String() + "@" + strconv.Itoa(f.After)
 	case FaultMalformed:
 		return "malformed@" + strconv.Itoa(f.After)
+	case FaultError:
+		return "error@" + strconv.Itoa(f.After)
 	case FaultSlowHeaders:
 		return "slowheaders=" + f.For.String()
 	case FaultIdleClose:
@@ -58,10 +61,10 @@ func (f Fault) String() string {
 // ParseFault parses the X-Tracekit-Fault header value:
 //
 //	status=429|500|503  reset  disconnect=N  stall=DUR[@N]  malformed[@N]
-//	nodone  slowheaders=DUR  noheaders  gzip  json  closeafter  idleclose=DUR
+//	error[@N]  nodone  slowheaders=DUR  noheaders  gzip  json  closeafter  idleclose=DUR
 //
 // N counts events (as the log lists them) sent before the fault; it
-// defaults to 1 for stall and malformed.
+// defaults to 1 for stall, malformed and error.
 func ParseFault(s string) (Fault, error) {
 	s = strings.TrimSpace(s)
 	kind, rest := s, ""
@@ -74,7 +77,7 @@ func ParseFault(s string) (Fault, error) {
 	}
 	hasArg := strings.HasPrefix(rest, "=")
 	bad := func(why string) (Fault, error) {
-		return Fault{}, fmt.Errorf("%s %q: %s (want status=429|500|503, reset, disconnect=N, stall=DUR[@N], malformed[@N], nodone, slowheaders=DUR, noheaders, gzip, json, closeafter or idleclose=DUR)", FaultHeader, s, why)
+		return Fault{}, fmt.Errorf("%s %q: %s (want status=429|500|503, reset, disconnect=N, stall=DUR[@N], malformed[@N], error[@N], nodone, slowheaders=DUR, noheaders, gzip, json, closeafter or idleclose=DUR)", FaultHeader, s, why)
 	}
 	f := Fault{Kind: kind, After: 1}
 	if hasAt {
@@ -116,15 +119,15 @@ func ParseFault(s string) (Fault, error) {
 			return bad("idleclose needs =DURATION above 0 such as 5s, and no @N")
 		}
 		f.For = d
-	case FaultMalformed:
+	case FaultMalformed, FaultError:
 		if hasArg {
-			return bad("malformed takes only @N")
+			return bad(kind + " takes only @N")
 		}
 	default:
 		return bad("unknown fault kind")
 	}
 	switch kind {
-	case FaultDisconnect, FaultStall, FaultMalformed:
+	case FaultDisconnect, FaultStall, FaultMalformed, FaultError:
 	default:
 		f.After = 0 // not positional
 	}
@@ -155,6 +158,7 @@ func drawFault(rng *rand.Rand, r FaultRates, events int) Fault {
 		{r.NoHeaders, Fault{Kind: FaultNoHeaders}},
 		{r.Gzip, Fault{Kind: FaultGzip}},
 		{r.JSON, Fault{Kind: FaultJSON}},
+		{r.Error, Fault{Kind: FaultError, After: at}},
 	} {
 		if u < c.p {
 			return c.f

@@ -12,7 +12,7 @@ import (
 // trace.MetaFormat and trace.MetaSchemaVersion.
 const (
 	FormatLog        = "tracekit.mock_log"
-	LogSchemaVersion = 2
+	LogSchemaVersion = 3
 	// MetaLog is the key of the LogMeta JSON in the file's metadata.
 	MetaLog = "tracekit.mock_meta"
 )
@@ -31,14 +31,18 @@ const (
 // (clock.Mono), comparable with a recording's RunMeta.StartMonoNs + offsets.
 //
 // The event lists are parallel and follow trace.Record's definition: only
-// events whose choices are non-empty (the chat role-only first chunk is
-// listed with 0 tokens; the usage chunk, [DONE] and an injected malformed
-// event are not). EventMonoNs[i] is taken right after the write and flush
+// events with output (the chat role-only first chunk is listed with 0
+// tokens; the usage chunk, [DONE], the events that open or close a
+// Responses or Messages stream or its items, an injected malformed or
+// error event are not). A Responses or Messages stream's opening events
+// go out in the write of its first event. EventMonoNs[i] is taken right after the write and flush
 // of event i returned; EventLatenessNs[i] is how much later that was than
 // the latency model scheduled it.
 type LogEntry struct {
-	RequestID     string `parquet:"request_id" json:"request_id"`
-	Endpoint      string `parquet:"endpoint" json:"endpoint"` // "chat" or "completions"
+	RequestID string `parquet:"request_id" json:"request_id"`
+	// Endpoint is the request's API: chat, completions, responses,
+	// messages, embeddings, rerank or score (trace's endpoint names).
+	Endpoint      string `parquet:"endpoint" json:"endpoint"`
 	Model         string `parquet:"model" json:"model"`
 	Stream        bool   `parquet:"stream" json:"stream"`
 	ArrivalMonoNs int64  `parquet:"arrival_mono_ns" json:"arrival_mono_ns"` // request headers read
@@ -59,8 +63,17 @@ type LogEntry struct {
 	CachedTokens     int32  `parquet:"cached_tokens" json:"cached_tokens"`
 	CompletionTokens int32  `parquet:"completion_tokens" json:"completion_tokens"` // planned output length
 	MaxTokens        int32  `parquet:"max_tokens" json:"max_tokens"`
-	Messages         int32  `parquet:"messages" json:"messages"`
+	Messages         int32  `parquet:"messages" json:"messages"`           // an embeddings, rerank or score request: its sequences
 	MessagesHash     string `parquet:"messages_hash" json:"messages_hash"` // HashMessages
+	// ReasoningTokens is how many of CompletionTokens, the first ones, are
+	// reasoning. FirstAnswerEvent is the index in the event lists of the
+	// first event with answer tokens (text or a tool call): the events
+	// with tokens before it are reasoning; len(EventMonoNs) when none went
+	// out. Items is what an embeddings, rerank or score answer returned
+	// (embeddings, results, scores). Logs before schema version 3 read 0.
+	ReasoningTokens  int32 `parquet:"reasoning_tokens" json:"reasoning_tokens"`
+	FirstAnswerEvent int32 `parquet:"first_answer_event" json:"first_answer_event"`
+	Items            int32 `parquet:"items" json:"items"`
 	// PlannedTTFTNs is the model's time to first token: queueing + prefill.
 	PlannedTTFTNs int64 `parquet:"planned_ttft_ns" json:"planned_ttft_ns"`
 

@@ -82,6 +82,19 @@ func (l Latency) outputLength(rng *rand.Rand, maxTokens int, ignoreEOS bool) (in
 	return n, "stop"
 }
 
+// ReasoningHeader sets how many reasoning tokens the answer to a request
+// starts with (0 or more, within its max_tokens), whatever
+// Latency.ReasoningMean would draw: a test, or a replay of a trace that
+// recorded them, knows the count exactly. Completions and requests that
+// turn reasoning off get none.
+const ReasoningHeader = "X-Tracekit-Reasoning-Tokens"
+
+// reasoningLength draws a request's reasoning tokens: a log-normal of mean
+// ReasoningMean, at least 1.
+func (l Latency) reasoningLength(rng *rand.Rand) int {
+	return max(1, int(math.Round(float64(l.ReasoningMean)*logNormal(rng, l.ReasoningCV))))
+}
+
 // prefill is the prefill time of uncached prompt tokens.
 func (l Latency) prefill(uncached int) time.Duration {
 	return l.PrefillBase.D() + time.Duration(uncached)*l.PrefillPerToken.D()

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tracekit/tracekit/internal/api"
+	"github.com/tracekit/tracekit/internal/api/chat"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -369,20 +371,22 @@ func TestCloseCutsInFlightStreams(t *testing.T) {
 }
 
 // TestEventEncodingAllocatesNothing pins the hot path: encoding an event
-// reuses the stream's buffer.
+// (text and a tool call's arguments) reuses the stream's buffers.
 func TestEventEncodingAllocatesNothing(t *testing.T) {
-	x := &exchange{s: &Server{cfg: fastConfig()}, chat: true, req: &apiRequest{}}
-	x.req.StreamOptions = &struct {
-		IncludeUsage         bool `json:"include_usage"`
-		ContinuousUsageStats bool `json:"continuous_usage_stats"`
-	}{true, true}
-	x.e = LogEntry{RequestID: "r", Model: "m", CompletionTokens: 100, FinishReason: "length"}
-	x.buildHeads()
-	x.buf = x.appendEvent(x.buf[:0], 0, 4, false)
-	if !json.Valid(x.buf[len("data: ") : len(x.buf)-2]) {
-		t.Fatalf("invalid event %q", x.buf)
-	}
-	if n := testing.AllocsPerRun(100, func() { x.buf = x.appendEvent(x.buf[:0], 10, 14, false) }); n != 0 {
-		t.Fatalf("%v allocations per event", n)
+	for _, tools := range [][]string{nil, {"search"}} {
+		x := &exchange{s: &Server{cfg: fastConfig()}, api: api.Chat, enc: chat.NewEncoder(), toolNames: tools,
+			req: &genRequest{IncludeUsage: true, ContinuousUsage: true}}
+		x.e = LogEntry{RequestID: "r", Model: "m", CompletionTokens: 1 << 20, FinishReason: "length"}
+		x.buildHead()
+		x.role = true
+		x.buf = x.appendEvent(x.buf[:0])
+		x.role, x.tok, x.take = false, 0, 4
+		x.buf = x.appendEvent(x.buf[:0])
+		if !json.Valid(x.buf[len("data: ") : len(x.buf)-2]) {
+			t.Fatalf("invalid event %q", x.buf)
+		}
+		if n := testing.AllocsPerRun(100, func() { x.tok += 4; x.buf = x.appendEvent(x.buf[:0]) }); n != 0 {
+			t.Fatalf("tools %v: %v allocations per event", tools, n)
+		}
 	}
 }

@@ -19,6 +19,7 @@ type effect struct {
 	stallFor     time.Duration
 	malformedAt  int // an invalid JSON event before event malformedAt (unary: a truncated body)
 	disconnectAt int // close the connection before event disconnectAt (unary: instead of the body)
+	errorAt      int // the API's error event when event errorAt is due, and the end (unary: a 500 error body)
 
 	noDone bool     // end the stream without data: [DONE]
 	gzip   bool     // compress whatever Accept-Encoding said
@@ -35,7 +36,7 @@ type effect struct {
 // fault beyond the last event, and a fault that has no meaning for the
 // kind of response (nodone or json without stream), does nothing.
 func (f Fault) outcome(stream bool, events int) effect {
-	e := effect{stallAt: -1, malformedAt: -1, disconnectAt: -1}
+	e := effect{stallAt: -1, malformedAt: -1, disconnectAt: -1, errorAt: -1}
 	inRange := f.After >= 0 && f.After <= events
 	switch f.Kind {
 	case FaultStatus:
@@ -57,6 +58,10 @@ func (f Fault) outcome(stream bool, events int) effect {
 	case FaultDisconnect:
 		if inRange {
 			e.disconnectAt, e.broken = f.After, true
+		}
+	case FaultError:
+		if inRange {
+			e.errorAt, e.broken = f.After, true
 		}
 	case FaultNoDone:
 		e.noDone, e.broken = stream, stream

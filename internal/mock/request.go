@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tracekit/tracekit/internal/api"
 	"github.com/tracekit/tracekit/internal/fnv1a"
 )
 
@@ -34,7 +35,8 @@ func (approxCounter) Count(s string) int {
 }
 
 // Message is a chat message as the mock sees it: content parts of type text
-// are joined without separator.
+// are joined without separator. The other APIs' prompts are read as the
+// same messages (request_responses.go, request_messages.go).
 type Message struct {
 	Role    string
 	Content string
@@ -49,7 +51,7 @@ type segment struct {
 
 // prompt is what the mock computed from a request body.
 type prompt struct {
-	messages int    // chat messages, 1 for a completion prompt
+	messages int    // chat messages, 1 for a completion prompt, items of an embeddings, rerank or score request
 	hash     uint64 // FNV-64a of the messages (see HashMessages)
 	tokens   int
 	segs     []segment
@@ -62,7 +64,9 @@ func chain(h uint64, role, content string) uint64 {
 
 // HashMessages is the messages_hash of the log: FNV-64a over each message's
 // role, a NUL byte, its content and a NUL byte, in order, as 16 hex digits.
-// A completion prompt hashes as one message with role "prompt".
+// A completion prompt hashes as one message with role "prompt"; a
+// Responses request's instructions and a Messages request's system prompt
+// are a first message with role "system".
 func HashMessages(msgs []Message) string {
 	h := uint64(fnv1a.Offset)
 	for _, m := range msgs {
@@ -73,30 +77,36 @@ func HashMessages(msgs []Message) string {
 
 func hashHex(h uint64) string { return fmt.Sprintf("%016x", h) }
 
-// apiRequest is the subset of the OpenAI request body the mock reads.
-type apiRequest struct {
-	Model               string          `json:"model"`
-	Messages            []apiMessage    `json:"messages"`
-	Prompt              json.RawMessage `json:"prompt"`
-	MaxTokens           *int            `json:"max_tokens"`
-	MaxCompletionTokens *int            `json:"max_completion_tokens"`
-	IgnoreEOS           bool            `json:"ignore_eos"`
-	Stream              bool            `json:"stream"`
-	N                   *int            `json:"n"`
-	Tools               json.RawMessage `json:"tools"`
-	ToolChoice          json.RawMessage `json:"tool_choice"`
-	StreamOptions       *struct {
-		IncludeUsage         bool `json:"include_usage"`
-		ContinuousUsageStats bool `json:"continuous_usage_stats"`
-	} `json:"stream_options"`
+// genRequest is what the mock reads of a request to a generating API
+// (chat, completions, Responses, Messages), whichever API's fields it came
+// in: each API's parser fills it.
+type genRequest struct {
+	Model     string
+	Stream    bool
+	MaxTokens *int   // the API's output limit
+	maxParam  string // its field's name, for errors
+	IgnoreEOS bool
+	// IncludeUsage and ContinuousUsage are chat's and completions'
+	// stream_options.
+	IncludeUsage, ContinuousUsage bool
+
+	msgs   []Message       // the prompt as messages (every API but completions)
+	prompt json.RawMessage // a completion prompt
+
+	tools      []string // function names of the request's tools, in order
+	toolCalls  int      // calls tool_choice asks for: 0, or 1 ("required" or a named function)
+	toolForced string   // the function tool_choice names, if it does
+
+	noReasoning bool // the request turned reasoning off
+	budget      int  // a cap on reasoning tokens (Messages thinking.budget_tokens), 0 none
+
+	// Responses: the response whose transcript goes before msgs, and
+	// whether this one's is kept for a later request.
+	previous string
+	store    bool
 }
 
-type apiMessage struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
-}
-
-// badRequest is a client error answered with vLLM's 400 body.
+// badRequest is a client error answered with the API's error body.
 type badRequest struct {
 	status int
 	param  string
@@ -109,52 +119,29 @@ func invalid(param, format string, a ...any) *badRequest {
 	return &badRequest{status: 400, param: param, msg: fmt.Sprintf(format, a...)}
 }
 
-// parseRequest decodes and validates a body; chat selects the endpoint.
-func parseRequest(body []byte, chat bool) (*apiRequest, error) {
-	var req apiRequest
+// decodeBody decodes a request body, one JSON object, into v; what is
+// wrong with a bad one is said with its byte offset or field.
+func decodeBody(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&req); err != nil {
+	if err := dec.Decode(v); err != nil {
 		var se *json.SyntaxError
 		var te *json.UnmarshalTypeError
 		switch {
 		case errors.As(err, &se):
-			return nil, invalid("", "request body is not valid JSON: byte %d: %v", se.Offset, err)
+			return invalid("", "request body is not valid JSON: byte %d: %v", se.Offset, err)
 		case errors.As(err, &te):
-			return nil, invalid(te.Field, "field %q: expected %s, got JSON %s (byte %d)", te.Field, jsonKind(te.Type.String()), te.Value, te.Offset)
+			return invalid(te.Field, "field %q: expected %s, got JSON %s (byte %d)", te.Field, jsonKind(te.Type.String()), te.Value, te.Offset)
 		case errors.Is(err, io.ErrUnexpectedEOF):
-			return nil, invalid("", "request body is not valid JSON: it ends at byte %d inside a value", len(body))
+			return invalid("", "request body is not valid JSON: it ends at byte %d inside a value", len(body))
 		case len(bytes.TrimSpace(body)) == 0:
-			return nil, invalid("", "request body is empty, expected a JSON object")
+			return invalid("", "request body is empty, expected a JSON object")
 		}
-		return nil, invalid("", "request body: %v", err)
+		return invalid("", "request body: %v", err)
 	}
 	if dec.More() {
-		return nil, invalid("", "request body has data after the JSON object")
+		return invalid("", "request body has data after the JSON object")
 	}
-	if chat {
-		if req.Messages == nil {
-			return nil, invalid("messages", "field \"messages\" is required")
-		}
-		if len(req.Messages) == 0 {
-			return nil, invalid("messages", "field \"messages\" must contain at least one message")
-		}
-		for i, m := range req.Messages {
-			if m.Role == "" {
-				return nil, invalid("messages", "messages[%d]: field \"role\" is required", i)
-			}
-		}
-	} else if len(req.Prompt) == 0 || string(req.Prompt) == "null" {
-		return nil, invalid("prompt", "field \"prompt\" is required")
-	}
-	if req.N != nil && *req.N != 1 {
-		return nil, invalid("n", "n=%d is not supported by the mock (only n=1)", *req.N)
-	}
-	for name, v := range map[string]*int{"max_tokens": req.MaxTokens, "max_completion_tokens": req.MaxCompletionTokens} {
-		if v != nil && *v < 1 {
-			return nil, invalid(name, "%s must be at least 1, got %d", name, *v)
-		}
-	}
-	return &req, nil
+	return nil
 }
 
 // jsonKind names a Go type the way a JSON user thinks of it.
@@ -166,64 +153,65 @@ func jsonKind(goType string) string {
 		return "a string"
 	case goType == "bool":
 		return "a boolean"
+	case strings.Contains(goType, "float"):
+		return "a number"
 	case strings.HasPrefix(goType, "[]"):
 		return "an array"
 	}
 	return "an object"
 }
 
-// messageText returns a chat message's content: a string, null, or an
-// array of parts whose text parts are joined.
-func messageText(i int, raw json.RawMessage) (string, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
+// present reports whether a raw member was given and is not null.
+func present(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
+
+// parseRequest decodes and validates the body of a request to the
+// generating API name.
+func parseRequest(body []byte, name api.Name) (*genRequest, error) {
+	switch name {
+	case api.Responses:
+		return parseResponses(body)
+	case api.Messages:
+		return parseMessages(body)
 	}
-	var s string
-	if raw[0] == '"' {
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", invalid("messages", "messages[%d].content: %v", i, err)
-		}
-		return s, nil
+	return parseOpenAI(body, name == api.Chat)
+}
+
+// atLeastOne checks an output limit.
+func atLeastOne(name string, v *int) error {
+	if v != nil && *v < 1 {
+		return invalid(name, "%s must be at least 1, got %d", name, *v)
 	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", invalid("messages", "messages[%d].content: expected a string or an array of content parts", i)
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		if p.Type == "text" {
-			b.WriteString(p.Text)
-		}
-	}
-	return b.String(), nil
+	return nil
 }
 
 // completionBlock is how many bytes (or token ids) of a completion prompt
 // one prefix-cache segment covers.
 const completionBlock = 256
 
-// buildPrompt counts and hashes the prompt of a validated request.
-func buildPrompt(req *apiRequest, chat bool, tc TokenCounter) (prompt, error) {
-	p := prompt{hash: fnv1a.Offset}
-	if chat {
-		p.messages = len(req.Messages)
-		p.segs = make([]segment, 0, len(req.Messages))
-		for i, m := range req.Messages {
-			text, err := messageText(i, m.Content)
-			if err != nil {
-				return p, err
-			}
-			p.hash = chain(p.hash, m.Role, text)
-			p.tokens += tc.Count(text)
-			p.segs = append(p.segs, segment{p.hash, p.tokens})
-		}
-		return p, nil
+// buildPrompt counts and hashes the prompt of a validated request: its
+// messages, or a completion prompt.
+func buildPrompt(req *genRequest, tc TokenCounter) (prompt, error) {
+	if req.prompt == nil {
+		return messagesPrompt(req.msgs, tc), nil
 	}
-	p.messages = 1
-	raw := req.Prompt
+	return completionPrompt(req.prompt, tc)
+}
+
+// messagesPrompt chains msgs, one prefix-cache segment per message.
+func messagesPrompt(msgs []Message, tc TokenCounter) prompt {
+	p := prompt{hash: fnv1a.Offset, messages: len(msgs), segs: make([]segment, 0, len(msgs))}
+	for _, m := range msgs {
+		p.hash = chain(p.hash, m.Role, m.Content)
+		p.tokens += tc.Count(m.Content)
+		p.segs = append(p.segs, segment{p.hash, p.tokens})
+	}
+	return p
+}
+
+// completionPrompt counts and hashes a completion prompt: a string or an
+// array of token ids.
+func completionPrompt(raw json.RawMessage, tc TokenCounter) (prompt, error) {
+	p := prompt{hash: fnv1a.Offset, messages: 1}
 	switch raw[0] {
 	case '"':
 		var s string

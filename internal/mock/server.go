@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tracekit/tracekit/internal/api/apis"
 	"github.com/tracekit/tracekit/internal/clock"
 	"github.com/tracekit/tracekit/trace"
 )
@@ -35,6 +36,7 @@ type Server struct {
 
 	slots chan struct{} // batch capacity: a request holds one slot while running
 	cache *prefixCache
+	store *responseStore // Responses transcripts for previous_response_id
 	m     metrics
 	lw    *logWriter // nil without LogPath
 	ids   atomic.Uint64
@@ -70,6 +72,7 @@ func Start(cfg Config) (*Server, error) {
 		serveErr: make(chan error, 1),
 		slots:    make(chan struct{}, cfg.Latency.MaxNumSeqs),
 		cache:    newPrefixCache(cfg.Latency.PrefixCacheTokens),
+		store:    newResponseStore(cfg.ResponseStoreBytes),
 	}
 	s.m.init(cfg)
 	if s.tokens == nil {
@@ -108,8 +111,11 @@ func Start(cfg Config) (*Server, error) {
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.complete(w, r, true) })
-	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.complete(w, r, false) })
+	for _, spec := range apis.All() { // every API on each of its paths
+		for _, path := range spec.Paths {
+			mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) { s.complete(w, r, &spec) })
+		}
+	}
 	mux.HandleFunc("GET /v1/models", s.models)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	mux.HandleFunc("POST /reset_prefix_cache", func(w http.ResponseWriter, _ *http.Request) {

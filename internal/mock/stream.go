@@ -7,6 +7,7 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 
+	"github.com/tracekit/tracekit/internal/api"
 	"github.com/tracekit/tracekit/internal/clock"
 )
 
@@ -19,6 +20,7 @@ const (
 	endDisconnect                   // the injected disconnect fault
 	endCanceled                     // the request's context ended
 	endSlow                         // a scheduler write would block; raw.rest() is unwritten
+	endError                        // the injected error fault: the error event is due at x.sched
 )
 
 // prepare plans event x.sent: its tokens and the time it is due, then
@@ -26,13 +28,11 @@ const (
 // once the stream has no event left.
 func (x *exchange) prepare() (streamEnd, bool) {
 	if x.sent < x.ev {
-		x.role = x.chat && x.sent == 0
+		x.role = x.api == api.Chat && x.sent == 0
 		x.take = 0
 		if !x.role {
-			x.take = min(x.s.cfg.Latency.TokensPerEvent, int(x.e.CompletionTokens)-x.tok)
-			if x.tok == 0 {
-				x.take = 1 // the first token comes alone, out of prefill
-			} else {
+			x.take = x.takeAt(x.tok) // the first token alone, out of prefill
+			if x.tok > 0 {
 				for range x.take {
 					x.sched += int64(x.s.cfg.Latency.itl(x.rng, int(x.s.m.running.Load())))
 				}
@@ -53,12 +53,13 @@ func (x *exchange) faultAt() (streamEnd, bool) {
 	switch ef := &x.eff; x.sent {
 	case ef.disconnectAt:
 		return endDisconnect, false
+	case ef.errorAt:
+		return endError, false
 	case ef.stallAt:
 		x.sched += int64(ef.stallFor)
 	case ef.malformedAt:
-		bad := append(append([]byte(nil), x.head...), `"delta":{"content":"unterminated`+"\n\n"...)
-		x.pendingEvent = false
-		return x.write(bad)
+		x.pending = pendingMalformed
+		return x.write(malformedEvent(x.api))
 	}
 	return 0, true
 }
@@ -70,8 +71,8 @@ func (x *exchange) fire() (streamEnd, bool) {
 		x.s.cache.insert(x.p.segs) // the prompt's KV exists once prefill is done
 		x.cached = true
 	}
-	x.buf = x.appendEvent(x.buf[:0], x.tok, x.tok+x.take, x.role)
-	x.pendingEvent = true
+	x.buf = x.appendEvent(x.buf[:0])
+	x.pending = pendingEvent
 	if end, ok := x.write(x.buf); !ok {
 		return end, false
 	}
@@ -102,6 +103,9 @@ func (x *exchange) write(b []byte) (streamEnd, bool) {
 // token event an inter-token latency (now - the previous token event).
 func (x *exchange) logEvent(now int64) {
 	if x.take > 0 {
+		if x.firstAnswer < 0 && x.tok >= x.reasoning {
+			x.firstAnswer = len(x.e.EventMonoNs)
+		}
 		if x.tok == 0 {
 			x.s.m.ttft.observe(now - x.e.ArrivalMonoNs)
 		} else {
@@ -165,7 +169,7 @@ func (x *exchange) resumeAlone() streamEnd {
 	if _, err := x.conn.Write(rest); err != nil {
 		return endWriteFailed
 	}
-	if !x.pendingEvent {
+	if x.pending == pendingMalformed {
 		return x.loop(true) // the malformed event went out; the event it precedes is planned
 	}
 	x.logEvent(clock.Mono())
@@ -216,8 +220,7 @@ func (x *exchange) stream() {
 		return
 	}
 	x.sched = x.prefill()
-	x.buildHeads()
-	x.ev = x.plannedEvents()
+	x.buildHead()
 	x.e.EventMonoNs, x.e.EventTokens, x.e.EventLatenessNs = make([]int64, 0, x.ev), make([]int32, 0, x.ev), make([]int64, 0, x.ev)
 
 	var end streamEnd
@@ -230,6 +233,7 @@ func (x *exchange) stream() {
 	} else {
 		end = x.loop(false)
 	}
+	var tail []byte
 	switch end {
 	case endWriteFailed:
 		x.finish(OutcomeClientGone)
@@ -241,15 +245,18 @@ func (x *exchange) stream() {
 	case endCanceled:
 		x.interrupted()
 		return
-	}
-	x.cacheAnswer()
-	x.finish(x.eff.logOutcome())
-	var tail []byte
-	if so := x.req.StreamOptions; so != nil && (so.IncludeUsage || so.ContinuousUsageStats) {
-		tail = append(x.appendUsage(append(x.buf[:0], x.usageHead...), int(x.e.CompletionTokens)), "}\n\n"...)
-	}
-	if !x.eff.noDone {
-		tail = append(tail, "data: [DONE]\n\n"...)
+	case endError:
+		// The error event comes when the event it replaces was due.
+		if !x.sleepUntil(x.sched) {
+			x.interrupted()
+			return
+		}
+		x.finish(OutcomeFault)
+		tail = x.appendError(x.buf[:0])
+	default:
+		x.cacheAnswer()
+		x.finish(x.eff.logOutcome())
+		tail = x.appendTail(x.buf[:0])
 	}
 	if len(tail) > 0 {
 		x.writeRaw(tail)

@@ -1,9 +1,10 @@
 package mock
 
 import (
-	"encoding/json"
 	"strconv"
 	"strings"
+
+	"github.com/tracekit/tracekit/internal/api"
 )
 
 // ToolCallsHeader asks for an answer of N tool calls (0 a text answer),
@@ -19,42 +20,14 @@ const (
 // maxHeaderToolCalls bounds ToolCallsHeader.
 const maxHeaderToolCalls = 64
 
-// apiTool is one entry of a request's "tools".
-type apiTool struct {
-	Type     string `json:"type"`
-	Function struct {
-		Name string `json:"name"`
-	} `json:"function"`
-}
-
-// toolPlan decides the tool calls of a chat answer: N from the count
-// header (or the names header's count), else one when tool_choice is
-// "required" or names a function, else none. names are the calls' function
-// names: the names header's, the named function, or the request's tools
-// in turn ("tool" when it has none).
+// toolPlan decides the tool calls of an answer: N from the count header
+// (or the names header's count), else one when tool_choice is "required"
+// (Messages: "any") or names a function, else none. names are the calls'
+// function names: the names header's, the named function, or the
+// request's tools in turn ("tool" when it has none).
 func (x *exchange) toolPlan(header, namesHeader string) (n int, names []string, err error) {
 	req := x.req
-	var tools []apiTool
-	if len(req.Tools) > 0 && string(req.Tools) != "null" {
-		if err := json.Unmarshal(req.Tools, &tools); err != nil {
-			return 0, nil, invalid("tools", "tools: expected an array of {\"type\":\"function\",\"function\":{\"name\":...}}: %v", err)
-		}
-	}
-	var forced string
-	choice := strings.TrimSpace(string(req.ToolChoice))
-	switch {
-	case choice == "" || choice == "null" || choice == `"auto"` || choice == `"none"`:
-	case choice == `"required"`:
-		n = 1
-	case strings.HasPrefix(choice, "{"):
-		var c apiTool
-		if err := json.Unmarshal(req.ToolChoice, &c); err != nil || c.Function.Name == "" {
-			return 0, nil, invalid("tool_choice", "tool_choice: expected \"none\", \"auto\", \"required\" or {\"type\":\"function\",\"function\":{\"name\":...}}")
-		}
-		n, forced = 1, c.Function.Name
-	default:
-		return 0, nil, invalid("tool_choice", "tool_choice: expected \"none\", \"auto\", \"required\" or {\"type\":\"function\",\"function\":{\"name\":...}}")
-	}
+	n, forced, tools := req.toolCalls, req.toolForced, req.tools
 	if n > 0 && len(tools) == 0 {
 		return 0, nil, invalid("tool_choice", "When using `tool_choice`, `tools` must be set.")
 	}
@@ -85,7 +58,7 @@ func (x *exchange) toolPlan(header, namesHeader string) (n int, names []string, 
 		case forced != "":
 			names = append(names, forced)
 		case len(tools) > 0:
-			names = append(names, tools[i%len(tools)].Function.Name)
+			names = append(names, tools[i%len(tools)])
 		default:
 			names = append(names, "tool")
 		}
@@ -93,90 +66,55 @@ func (x *exchange) toolPlan(header, namesHeader string) (n int, names []string, 
 	return n, names, nil
 }
 
-// toolID is the id of call k, unique per request as vLLM's are.
+// toolID is the id of call k, unique per request as vLLM's are, with the
+// API's prefix.
 func (x *exchange) toolID(k int) string {
-	return "chatcmpl-tool-" + x.e.RequestID + "-" + strconv.Itoa(k)
+	prefix := "chatcmpl-tool-"
+	switch x.api {
+	case api.Responses:
+		prefix = "call_"
+	case api.Messages:
+		prefix = "toolu_"
+	}
+	return prefix + x.e.RequestID + "-" + strconv.Itoa(k)
 }
 
-// toolSpan is the output tokens [from, to) of call k: the planned output
-// split evenly over the calls, every call at least one token.
+// toolSpan is the output tokens [from, to) of call k: the answer's tokens
+// (those after the reasoning) split evenly over the calls, every call at
+// least one token.
 func (x *exchange) toolSpan(k int) (from, to int) {
-	n, c := int(x.e.CompletionTokens), len(x.toolNames)
-	return k * n / c, (k + 1) * n / c
+	r := x.reasoning
+	n, c := int(x.e.CompletionTokens)-r, len(x.toolNames)
+	return r + k*n/c, r + (k+1)*n/c
 }
 
-// appendToolArgs appends the escaped (JSON inside a JSON string) argument
-// text of call k's tokens [from, to): {"text": "w1 w2 ..."} with the opening
-// on its first token and the closing on its last.
+// callAt is the call whose span holds output token tok.
+func (x *exchange) callAt(tok int) int {
+	for k := range x.toolNames {
+		if _, to := x.toolSpan(k); tok < to {
+			return k
+		}
+	}
+	return len(x.toolNames) - 1
+}
+
+// appendToolArgs appends the argument text of call k's tokens [from, to):
+// {"text": "w1 w2 ..."} with the opening on its first token and the
+// closing on its last; the encoder escapes it into its event.
 func (x *exchange) appendToolArgs(b []byte, k, from, to int) []byte {
 	cf, ct := x.toolSpan(k)
 	from, to = max(from, cf), min(to, ct)
 	if from == cf {
-		b = append(b, `{\"text\": \"`...)
+		b = append(b, `{"text": "`...)
 	}
 	for i := from; i < to; i++ {
 		if i > cf {
 			b = append(b, ' ')
 		}
-		b = append(b, word(x.s.cfg.Seed, x.p.hash, i)...)
+		b = append(b, word(x.s.cfg.Seed, x.p.hash, i-x.reasoning)...)
 	}
 	if to == ct {
-		b = append(b, `\"}`...)
+		b = append(b, `"}`...)
 	}
 	return b
-}
-
-// appendToolDelta appends the delta of a stream event carrying output
-// tokens [from, to) of a tool-call answer: one fragment per call the
-// tokens touch, vLLM's way: the first fragment of a call carries its id,
-// type and name, every one a piece of the arguments.
-func (x *exchange) appendToolDelta(b []byte, from, to int) []byte {
-	b = append(b, `"delta":{"tool_calls":[`...)
-	first := true
-	for k := range x.toolNames {
-		cf, ct := x.toolSpan(k)
-		if ct <= from || cf >= to {
-			continue
-		}
-		if !first {
-			b = append(b, ',')
-		}
-		first = false
-		b = append(b, '{')
-		if from <= cf {
-			b = append(b, `"id":"`...)
-			b = append(b, x.toolID(k)...)
-			b = append(b, `","type":"function",`...)
-		}
-		b = append(b, `"index":`...)
-		b = strconv.AppendInt(b, int64(k), 10)
-		b = append(b, `,"function":{`...)
-		if from <= cf {
-			b = append(b, `"name":`...)
-			b = jsonString(b, x.toolNames[k])
-			b = append(b, ',')
-		}
-		b = append(b, `"arguments":"`...)
-		b = append(x.appendToolArgs(b, k, from, to), `"}}`...)
-	}
-	return append(b, "]}"...)
-}
-
-// unaryToolCalls is message.tool_calls of a non-streaming answer.
-func (x *exchange) unaryToolCalls() []any {
-	calls := make([]any, 0, len(x.toolNames))
-	for k, name := range x.toolNames {
-		cf, ct := x.toolSpan(k)
-		args := []byte(`{"text": "`)
-		for i := cf; i < ct; i++ {
-			if i > cf {
-				args = append(args, ' ')
-			}
-			args = append(args, word(x.s.cfg.Seed, x.p.hash, i)...)
-		}
-		args = append(args, `"}`...)
-		calls = append(calls, map[string]any{"id": x.toolID(k), "type": "function",
-			"function": map[string]any{"name": name, "arguments": string(args)}})
-	}
-	return calls
 }

@@ -2,14 +2,19 @@ package mock
 
 import (
 	"bytes"
-	"encoding/json"
+	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
 
+	"github.com/tracekit/tracekit/internal/api"
+	"github.com/tracekit/tracekit/internal/api/embeddings"
+	"github.com/tracekit/tracekit/internal/api/rerank"
 	"github.com/tracekit/tracekit/internal/clock"
+	"github.com/tracekit/tracekit/internal/fnv1a"
 )
 
 // unary answers a non-streaming request (or a stream=true one under the
@@ -30,6 +35,21 @@ func (x *exchange) unary() {
 	for range int(x.e.CompletionTokens) - 1 {
 		end += int64(x.s.cfg.Latency.itl(x.rng, int(x.s.m.running.Load())))
 	}
+	x.buildHead()
+	x.body(end, func() {
+		x.s.m.genTokens.Add(int64(x.e.CompletionTokens))
+		x.holdKV(int(x.e.CompletionTokens))
+	}, func() []byte {
+		x.cacheAnswer()
+		return x.enc.Body(nil, &x.head, x.answer())
+	})
+}
+
+// body waits until end (later by a stall), calls done, then sends the
+// body body makes, or what the request's fault does instead: a
+// disconnect, a 500 error body (the error fault), half the body
+// (malformed), a gzipped one.
+func (x *exchange) body(end int64, done func(), body func() []byte) {
 	if x.eff.stallAt >= 0 {
 		end += int64(x.eff.stallFor) // the body comes after every event a stall could delay
 	}
@@ -37,74 +57,99 @@ func (x *exchange) unary() {
 		x.interrupted()
 		return
 	}
-	x.s.m.genTokens.Add(int64(x.e.CompletionTokens))
-	x.holdKV(int(x.e.CompletionTokens))
+	if done != nil {
+		done()
+	}
 	if x.eff.disconnectAt >= 0 {
 		x.finish(OutcomeFault)
 		x.abort(false)
 		return
 	}
-	var text string
-	if len(x.toolNames) == 0 {
-		text = string(x.appendText(nil, 0, int(x.e.CompletionTokens)))
+	if x.eff.errorAt >= 0 {
+		x.e.Status = http.StatusInternalServerError
+		x.finish(OutcomeFault)
+		x.writeError(http.StatusInternalServerError, "injected fault "+x.fault.String(), "")
+		return
 	}
-	x.cacheAnswer()
-	body := x.unaryBody(text)
+	b := body()
 	if x.eff.malformedAt >= 0 {
-		body = body[:len(body)/2]
+		b = b[:len(b)/2]
 	}
 	if x.eff.gzip {
-		body = gzipBytes(body)
+		b = gzipBytes(b)
 		x.w.Header().Set("Content-Encoding", "gzip")
 	}
 	x.e.Status = http.StatusOK
 	x.e.HeadersMonoNs = clock.Mono()
 	x.finish(x.eff.logOutcome())
 	x.w.Header().Set("Content-Type", "application/json")
-	x.w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	x.w.Write(body)
+	x.w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	x.w.Write(b)
 }
 
-// unaryMessage is a non-streaming chat answer's message: the text, or
-// content null and the tool calls.
-func (x *exchange) unaryMessage(text string) map[string]any {
-	if len(x.toolNames) > 0 {
-		return map[string]any{"role": "assistant", "content": nil, "tool_calls": x.unaryToolCalls()}
+// poolAnswer answers an embeddings, rerank or score request: it holds a
+// batch slot for the prefill of every sequence it computes
+// (PrefillBase + PrefillPerToken x input tokens; no prefix cache), then
+// sends one body.
+func (x *exchange) poolAnswer() {
+	if !x.admit() {
+		x.interrupted()
+		return
 	}
-	return map[string]any{"role": "assistant", "content": text, "tool_calls": []any{}}
-}
-
-func (x *exchange) usage() map[string]any {
-	c := int(x.e.CompletionTokens)
-	return map[string]any{
-		"prompt_tokens": x.p.tokens, "completion_tokens": c, "total_tokens": x.p.tokens + c,
-		"prompt_tokens_details": map[string]any{"cached_tokens": x.e.CachedTokens},
-	}
-}
-
-func (x *exchange) unaryBody(text string) []byte {
-	created := time.Now().Unix()
-	var v map[string]any
-	if x.chat {
-		v = map[string]any{
-			"id": "chatcmpl-" + x.e.RequestID, "object": "chat.completion", "created": created, "model": x.e.Model,
-			"choices": []any{map[string]any{
-				"index": 0, "message": x.unaryMessage(text),
-				"logprobs": nil, "finish_reason": x.e.FinishReason, "stop_reason": nil,
-			}},
-			"usage": x.usage(), "prompt_logprobs": nil,
+	s := x.s
+	s.m.promptTokens.Add(int64(x.p.tokens))
+	end := x.e.AdmitMonoNs + int64(s.cfg.Latency.prefill(x.p.tokens))
+	x.e.PlannedTTFTNs = end - x.e.ArrivalMonoNs
+	x.body(end, nil, func() []byte {
+		p := x.pool
+		h := api.Head{ID: x.e.RequestID, Model: x.e.Model, Created: time.Now().Unix()}
+		tokens := int64(x.p.tokens)
+		switch x.api {
+		case api.Embeddings:
+			x.e.Items = int32(len(p.seqs))
+			if p.base64 {
+				return embeddings.AppendBase64Body(nil, &h, len(p.seqs), p.dims, tokens)
+			}
+			return embeddings.AppendBody(nil, &h, len(p.seqs), p.dims, tokens)
+		case api.Rerank:
+			results := make([]rerank.Result, len(p.docs))
+			for i := range p.docs {
+				results[i] = rerank.Result{Index: i, Score: x.score(p.seqs[i])}
+				if p.returnDoc {
+					results[i].Document = &p.docs[i]
+				}
+			}
+			slices.SortStableFunc(results, func(a, b rerank.Result) int { return -cmpFloat(a.Score, b.Score) })
+			if p.topN > 0 && p.topN < len(results) {
+				results = results[:p.topN]
+			}
+			x.e.Items = int32(len(results))
+			return rerank.AppendResults(nil, &h, results, tokens)
 		}
-	} else {
-		v = map[string]any{
-			"id": "cmpl-" + x.e.RequestID, "object": "text_completion", "created": created, "model": x.e.Model,
-			"choices": []any{map[string]any{
-				"index": 0, "text": text, "logprobs": nil, "finish_reason": x.e.FinishReason, "stop_reason": nil,
-			}},
-			"usage": x.usage(),
+		scores := make([]float64, len(p.seqs))
+		for i, seq := range p.seqs {
+			scores[i] = x.score(seq)
 		}
+		x.e.Items = int32(len(scores))
+		return rerank.AppendScoreBody(nil, &h, scores, tokens)
+	})
+}
+
+// score is the mock's relevance of a sequence (a query and a document):
+// a number in [0, 1) fixed by the seed and the text.
+func (x *exchange) score(seq string) float64 {
+	v := splitmix64(uint64(x.s.cfg.Seed) ^ fnv1a.String(seq))
+	return math.Round(float64(v>>11)/(1<<53)*1e6) / 1e6
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
 	}
-	b, _ := json.Marshal(v)
-	return b
+	return 0
 }
 
 // gzipBytes compresses a whole body.

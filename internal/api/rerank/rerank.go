@@ -34,18 +34,41 @@ func NewScoreDecoder() *api.ListDecoder { return api.NewListDecoder("data", "sco
 // AppendBody appends vLLM's rerank body for scores (result i is document
 // i; a real server sorts them by score, which a parser does not need).
 func AppendBody(dst []byte, h *api.Head, scores []float64, promptTokens int64) []byte {
+	results := make([]Result, len(scores))
+	for i, s := range scores {
+		results[i] = Result{Index: i, Score: s}
+	}
+	return AppendResults(dst, h, results, promptTokens)
+}
+
+// Result is one rerank result: the document's index in the request, its
+// relevance score, and its text when the request asked for documents
+// back (nil: no "document" member).
+type Result struct {
+	Index    int
+	Score    float64
+	Document *string
+}
+
+// AppendResults appends vLLM's rerank body with results in the order
+// given (a server sorts them by score, best first, and cuts them at
+// top_n).
+func AppendResults(dst []byte, h *api.Head, results []Result, promptTokens int64) []byte {
 	dst = append(dst, `{"id":"rerank-`...)
 	dst = append(js.AppendEscaped(dst, h.ID), `","model":`...)
 	dst = js.AppendQuoted(dst, h.Model)
 	dst = strconv.AppendInt(append(dst, `,"usage":{"prompt_tokens":`...), promptTokens, 10)
 	dst = strconv.AppendInt(append(dst, `,"total_tokens":`...), promptTokens, 10)
 	dst = append(dst, `},"results":[`...)
-	for i, s := range scores {
+	for i, r := range results {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = strconv.AppendInt(append(dst, `{"index":`...), int64(i), 10)
-		dst = strconv.AppendFloat(append(dst, `,"relevance_score":`...), s, 'g', -1, 64)
+		dst = strconv.AppendInt(append(dst, `{"index":`...), int64(r.Index), 10)
+		if r.Document != nil {
+			dst = append(js.AppendQuoted(append(dst, `,"document":{"text":`...), *r.Document), '}')
+		}
+		dst = strconv.AppendFloat(append(dst, `,"relevance_score":`...), r.Score, 'g', -1, 64)
 		dst = append(dst, '}')
 	}
 	return append(dst, "]}"...)

@@ -39,6 +39,19 @@ func TestRerankBodies(t *testing.T) {
 	}
 }
 
+// Results go in the order given, with their documents when given, as
+// vLLM's body has them.
+func TestRerankResults(t *testing.T) {
+	h := api.Head{ID: "r1", Model: "m", Created: 1}
+	doc := `the "capital"`
+	body := rerank.AppendResults(nil, &h, []rerank.Result{{Index: 2, Score: 0.9, Document: &doc}, {Index: 0, Score: 0.1}}, 7)
+	want := `{"id":"rerank-r1","model":"m","usage":{"prompt_tokens":7,"total_tokens":7},"results":[{"index":2,"document":{"text":"the \"capital\""},"relevance_score":0.9},{"index":0,"relevance_score":0.1}]}`
+	if string(body) != want {
+		t.Fatalf("body\n%s\nwant\n%s", body, want)
+	}
+	apitest.Check(t, api.Rerank, body, true, apitest.Want{Events: 1, Done: true, Items: 2, Usage: api.Usage{Prompt: 7, Completion: -1, Cached: -1, Reasoning: -1}})
+}
+
 func TestScoreBodies(t *testing.T) {
 	h := api.Head{ID: "r1", Model: "m", Created: 1}
 	u := api.Usage{Prompt: 12, Completion: -1, Cached: -1, Reasoning: -1}

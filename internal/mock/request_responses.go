@@ -1,0 +1,181 @@
+package mock
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+)
+
+// responsesRequest is the subset of an OpenAI Responses request body the
+// mock reads.
+type responsesRequest struct {
+	Model           string          `json:"model"`
+	Input           json.RawMessage `json:"input"`
+	Instructions    *string         `json:"instructions"`
+	MaxOutputTokens *int            `json:"max_output_tokens"`
+	Stream          bool            `json:"stream"`
+	IgnoreEOS       bool            `json:"ignore_eos"` // vLLM's extension, as on chat
+	Reasoning       *struct {
+		Effort string `json:"effort"`
+	} `json:"reasoning"`
+	Tools []struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	} `json:"tools"`
+	ToolChoice         json.RawMessage `json:"tool_choice"`
+	PreviousResponseID *string         `json:"previous_response_id"`
+	Store              *bool           `json:"store"`
+}
+
+// responsesItem is one input item: a message (with or without "type", as
+// Ollama also accepts), a function call or its output; other items
+// (reasoning, references) carry no prompt text for the mock.
+type responsesItem struct {
+	Type    string          `json:"type"`
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+	Output  json.RawMessage `json:"output"`
+}
+
+// parseResponses decodes and validates a Responses body. The prompt is
+// the instructions (a "system" message), then the input: a string is one
+// user message; items are messages with their text parts joined, a
+// function_call_output a "tool" message, a run of function_call items one
+// assistant message without text (as a chat tool-call message is read).
+func parseResponses(body []byte) (*genRequest, error) {
+	var req responsesRequest
+	if err := decodeBody(body, &req); err != nil {
+		return nil, err
+	}
+	g := &genRequest{Model: req.Model, Stream: req.Stream, IgnoreEOS: req.IgnoreEOS, MaxTokens: req.MaxOutputTokens, maxParam: "max_output_tokens",
+		store: req.Store == nil || *req.Store}
+	if err := atLeastOne("max_output_tokens", req.MaxOutputTokens); err != nil {
+		return nil, err
+	}
+	if req.Reasoning != nil {
+		g.noReasoning = req.Reasoning.Effort == "none"
+	}
+	if req.PreviousResponseID != nil {
+		if *req.PreviousResponseID == "" {
+			return nil, invalid("previous_response_id", "previous_response_id must not be empty")
+		}
+		g.previous = *req.PreviousResponseID
+	}
+	if req.Instructions != nil && *req.Instructions != "" {
+		g.msgs = append(g.msgs, Message{"system", *req.Instructions})
+	}
+	if !present(req.Input) {
+		return nil, invalid("input", "field \"input\" is required")
+	}
+	if req.Input[0] == '"' {
+		var s string
+		if err := json.Unmarshal(req.Input, &s); err != nil {
+			return nil, invalid("input", "input: %v", err)
+		}
+		g.msgs = append(g.msgs, Message{"user", s})
+	} else {
+		var items []responsesItem
+		if err := json.Unmarshal(req.Input, &items); err != nil {
+			return nil, invalid("input", "input: expected a string or an array of input items: %v", err)
+		}
+		if len(items) == 0 && g.previous == "" {
+			return nil, invalid("input", "input must contain at least one item")
+		}
+		call := false // the last message is a function call's
+		for i, it := range items {
+			switch {
+			case it.Type == "function_call":
+				if !call {
+					g.msgs = append(g.msgs, Message{"assistant", ""})
+				}
+				call = true
+				continue
+			case it.Type == "function_call_output":
+				text, err := outputText(it.Output)
+				if err != nil {
+					return nil, invalid("input", "input[%d].output: %v", i, err)
+				}
+				g.msgs = append(g.msgs, Message{"tool", text})
+			case it.Type == "message" || (it.Type == "" && it.Role != ""):
+				if it.Role == "" {
+					return nil, invalid("input", "input[%d]: field \"role\" is required", i)
+				}
+				text, err := partsText(it.Content, "input_text", "output_text", "text")
+				if err != nil {
+					return nil, invalid("input", "input[%d].content: %v", i, err)
+				}
+				g.msgs = append(g.msgs, Message{it.Role, text})
+			case it.Type == "":
+				return nil, invalid("input", "input[%d]: expected an item with \"type\" or \"role\"", i)
+			}
+			call = false
+		}
+	}
+	if err := g.responsesTools(&req); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// responsesTools reads the flat function tools and tool_choice.
+func (g *genRequest) responsesTools(req *responsesRequest) error {
+	for _, t := range req.Tools {
+		if t.Type == "function" {
+			g.tools = append(g.tools, t.Name)
+		}
+	}
+	const want = "tool_choice: expected \"none\", \"auto\", \"required\" or {\"type\":\"function\",\"name\":...}"
+	choice := strings.TrimSpace(string(req.ToolChoice))
+	switch {
+	case choice == "" || choice == "null" || choice == `"auto"` || choice == `"none"`:
+	case choice == `"required"`:
+		g.toolCalls = 1
+	case strings.HasPrefix(choice, "{"):
+		var c struct {
+			Type string `json:"type"`
+			Name string `json:"name"`
+		}
+		if err := json.Unmarshal(req.ToolChoice, &c); err != nil || c.Name == "" {
+			return invalid("tool_choice", want)
+		}
+		g.toolCalls, g.toolForced = 1, c.Name
+	default:
+		return invalid("tool_choice", want)
+	}
+	return nil
+}
+
+// partsText returns content given as a string or an array of parts: the
+// text of the parts of the given types, joined.
+func partsText(raw json.RawMessage, types ...string) (string, error) {
+	if !present(raw) {
+		return "", nil
+	}
+	if raw[0] == '"' {
+		var s string
+		err := json.Unmarshal(raw, &s)
+		return s, err
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", errors.New("expected a string or an array of content parts")
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		for _, t := range types {
+			if p.Type == t {
+				b.WriteString(p.Text)
+				break
+			}
+		}
+	}
+	return b.String(), nil
+}
+
+// outputText is a function_call_output's output: a string, or parts.
+func outputText(raw json.RawMessage) (string, error) {
+	return partsText(raw, "input_text", "output_text", "text")
+}
