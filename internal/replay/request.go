@@ -13,10 +13,24 @@ import (
 // Endpoint is the generation API a run drives.
 type Endpoint string
 
-// Endpoints replay can drive.
+// Endpoints replay can drive: trace.Endpoints.
 const (
-	EndpointChat        Endpoint = "chat"        // /v1/chat/completions, messages
-	EndpointCompletions Endpoint = "completions" // /v1/completions, history concatenated into prompt
+	EndpointChat        Endpoint = trace.EndpointChat        // /v1/chat/completions, messages
+	EndpointCompletions Endpoint = trace.EndpointCompletions // /v1/completions, history concatenated into prompt
+	EndpointResponses   Endpoint = trace.EndpointResponses   // /v1/responses, history as input items
+	EndpointMessages    Endpoint = trace.EndpointMessages    // /v1/messages (Anthropic), content blocks
+	EndpointEmbeddings  Endpoint = trace.EndpointEmbeddings  // /v1/embeddings, one input per message
+	EndpointRerank      Endpoint = trace.EndpointRerank      // /v1/rerank, a query and documents
+	EndpointScore       Endpoint = trace.EndpointScore       // /v1/score, text_1 and text_2
+)
+
+// ResponsesState is how a Responses conversation carries its history.
+type ResponsesState string
+
+// The ways a Responses conversation carries its history.
+const (
+	ResponsesClient ResponsesState = "client" // every turn sends the whole history as input items
+	ResponsesServer ResponsesState = "server" // previous_response_id and the new items only
 )
 
 // bodyOptions are the request fields that do not change within a run.
@@ -25,6 +39,7 @@ type bodyOptions struct {
 	ignoreEOS       bool
 	temperature     *float64
 	continuousUsage bool
+	reasoningEffort string // chat's reasoning_effort, "" unset
 	// extra is the inside of the --extra-body object ("k":v,...), appended
 	// last so its fields override tracekit's own (servers keep the last of
 	// duplicate keys).
@@ -118,6 +133,10 @@ func (o *bodyOptions) appendTail(dst []byte, maxTokens int32, nonStreaming bool,
 	if o.temperature != nil {
 		dst = append(dst, `,"temperature":`...)
 		dst = strconv.AppendFloat(dst, *o.temperature, 'g', -1, 64)
+	}
+	if o.reasoningEffort != "" && o.endpoint == EndpointChat {
+		dst = append(dst, `,"reasoning_effort":`...)
+		dst = appendJSONString(dst, o.reasoningEffort)
 	}
 	if len(o.extra) > 0 {
 		dst = append(dst, ',')

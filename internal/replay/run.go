@@ -72,10 +72,13 @@ type Runner struct {
 	exPool    sync.Pool     // *exchange
 	bodies    sync.Pool     // *[]byte: open-loop request bodies prepared ahead
 
-	usage    *trace.UsageProbe // the probe's finding
-	prepared bool
-	total    int64                    // requests the source holds for this shard (an estimate under limits)
-	cur      atomic.Pointer[runState] // the run under way, once its clock started
+	usage *trace.UsageProbe // the probe's finding
+	// sendsChat: some turn goes to chat or completions (checkEndpoints),
+	// so the probe, a chat or completions request, is worth sending.
+	sendsChat bool
+	prepared  bool
+	total     int64                    // requests the source holds for this shard (an estimate under limits)
+	cur       atomic.Pointer[runState] // the run under way, once its clock started
 }
 
 // runState is the state of one run: its clock, its stop, its counters and its
@@ -145,7 +148,10 @@ func (r *Runner) build() error {
 	}
 	r.conns = newConnSet(&r.cfg)
 	r.bo = bodyOptions{endpoint: cfg.Endpoint, ignoreEOS: cfg.IgnoreEOS, temperature: cfg.Temperature,
-		continuousUsage: cfg.ContinuousUsage == "on", extra: cfg.extraInner()}
+		continuousUsage: cfg.ContinuousUsage == "on", extra: cfg.extraInner(), reasoningEffort: cfg.ReasoningEffort}
+	if err := r.checkEndpoints(); err != nil {
+		return err
+	}
 	maxConns := math.MaxInt32
 	if cfg.MaxConcurrency > 0 {
 		maxConns = cfg.MaxConcurrency
@@ -361,6 +367,12 @@ func (r *Runner) probe() error {
 	if r.cfg.NoProbe {
 		ask = mode == "on"
 		u.Requested, u.Verified, u.Reason = ask, false, "no probe (--no-probe)"
+		r.bo.continuousUsage, r.usage = ask, u
+		return nil
+	}
+	if !r.sendsChat {
+		ask = mode == "on"
+		u.Requested, u.Verified, u.Reason = ask, false, "no probe: no turn is sent on chat or completions"
 		r.bo.continuousUsage, r.usage = ask, u
 		return nil
 	}
