@@ -69,6 +69,17 @@
 // trace.ErrParentFailed without traffic. Bodies carry Turn.Tools,
 // Turn.ToolChoice, assistant tool_calls and tool_call_id (request.go).
 //
+// APIs (apis.go): each turn goes to its trace's endpoint (Config.Endpoint
+// for a turn without one, or for every turn with Config.EndpointOverride),
+// at the path apiPaths gives. Chat and completions bodies are the run's
+// own encoding above; a conversation with a turn on another API has every
+// body encoded whole by its API's package (internal/api/responses,
+// messages, embeddings, rerank: AppendRequest), from the same history of
+// live or reference answers. Each request sets the Stream's API
+// (record.Stream.SetAPI) and its record says its endpoint, reasoning
+// tokens, first answer event and items. Turns an endpoint cannot carry
+// are refused before the run (checkEndpoints: New's error).
+//
 // Non-streaming turns (trace.Turn.NonStreaming) are sent with "stream":
 // false; the body is read whole and parsed as one event stamped when the
 // read completed (Record.NonStreaming, EventTokens = the completion tokens).
