@@ -25,7 +25,7 @@
 //	through record.Stream, encode the server's answer (or the reference
 //	answer) into the history, think, send k+1. With --timing trace every
 //	turn is sent at its own arrival offset instead, its body built before.
-//	Bodies (request.go) are a fixed head, the history encoded once message
+//	Bodies (request.go, over internal/api/chat and completions) are a fixed head, the history encoded once message
 //	by message as it grew (never encoded again per turn), the turn's new
 //	messages and a fixed tail.
 //	A conversation whose turns carry Parents runs as a graph (graph.go):
