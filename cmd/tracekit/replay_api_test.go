@@ -443,3 +443,34 @@ func TestReplayAgentGraphResponsesMessages(t *testing.T) {
 		})
 	}
 }
+
+// Open loop (--timing trace) carries the trace's reference answers in the
+// next request's API shape.
+func TestReplayAPIOpenLoopHistory(t *testing.T) {
+	for ep, want := range map[string]string{
+		"responses": `{"type":"message","role":"assistant","content":"The reference."}`,
+		"messages":  `{"role":"assistant","content":[{"type":"text","text":"The reference."}]}`,
+	} {
+		t.Run(ep, func(t *testing.T) {
+			s := startAPIServer(t)
+			turns := chatTurns("o", ep)
+			turns[0].ReferenceAnswer = "The reference."
+			recs, _, _ := replayAPI(t, s, writeAPITrace(t, turns), "--timing", "trace")
+			if len(recs) != 2 {
+				t.Fatalf("%d records", len(recs))
+			}
+			for _, r := range recs {
+				checkGenerated(t, r, ep, 1)
+			}
+			var second string
+			for _, q := range s.requests() {
+				if strings.Contains(q.raw, "Again, please.") {
+					second = q.raw
+				}
+			}
+			if !strings.Contains(second, want) {
+				t.Errorf("the second request does not carry the reference answer as %s: %s", want, second)
+			}
+		})
+	}
+}
