@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/valyala/fasthttp"
 
@@ -88,6 +89,9 @@ func (r *Runner) appendAPIBody(dst []byte, ep Endpoint, model string, turn *trac
 // non-generating APIs carry no conversation, tools or agent graph, and
 // their items only; the generating ones carry no items of those.
 func checkTurn(t *trace.Turn, ep Endpoint) error {
+	if !trace.KnownEndpoint(string(ep)) {
+		return fmt.Errorf("endpoint %q: expected one of %s", ep, strings.Join(trace.Endpoints, ", "))
+	}
 	gen := trace.Generates(string(ep))
 	if gen {
 		for i := range t.Messages {
@@ -139,7 +143,7 @@ func checkTurn(t *trace.Turn, ep Endpoint) error {
 // sent on chat or completions: only then does the run's probe (a chat or
 // completions request) tell anything.
 func (r *Runner) checkEndpoints() error {
-	r.sendsChat = false
+	r.sendsChat, r.checked = false, true
 	var next func() ([]trace.Turn, error)
 	switch s := r.src.(type) {
 	case *MemorySource:
@@ -153,7 +157,7 @@ func (r *Runner) checkEndpoints() error {
 		defer f.Close()
 		next = f.Next
 	default:
-		r.sendsChat = true // not known before the run: probe as before
+		r.sendsChat, r.checked = true, false // not known before the run: probe as before
 		return nil
 	}
 	for {
@@ -164,25 +168,32 @@ func (r *Runner) checkEndpoints() error {
 		if err != nil {
 			return nil // a damaged row: the run meets it where it reaches it, as without the check
 		}
-		if err := r.checkConv(conv); err != nil {
+		chat, err := r.checkConv(conv)
+		if err != nil {
 			return err
 		}
+		r.sendsChat = r.sendsChat || chat
 	}
 }
 
-// checkConv checks every turn of conv (checkTurn).
-func (r *Runner) checkConv(conv []trace.Turn) error {
+// checkConv checks every turn of conv (checkTurn) and reports whether one
+// goes to chat or completions.
+func (r *Runner) checkConv(conv []trace.Turn) (chat bool, err error) {
 	for i := range conv {
 		t := &conv[i]
 		ep := r.endpointOf(t)
 		if ep == EndpointChat || ep == EndpointCompletions {
-			r.sendsChat = true
+			chat = true
 		}
 		if err := checkTurn(t, ep); err != nil {
-			return fmt.Errorf("conversation %q turn %d cannot be sent on %s (%s): %w", t.ConversationID, t.Turn, ep, apiPaths[ep], err)
+			where := ""
+			if p, ok := apiPaths[ep]; ok {
+				where = " (" + p + ")"
+			}
+			return chat, fmt.Errorf("conversation %q turn %d cannot be sent on %s%s: %w", t.ConversationID, t.Turn, ep, where, err)
 		}
 	}
-	return nil
+	return chat, nil
 }
 
 // setAPIHeaders sets what ep's requests carry beyond the run's headers:

@@ -76,6 +76,7 @@ type Runner struct {
 	// sendsChat: some turn goes to chat or completions (checkEndpoints),
 	// so the probe, a chat or completions request, is worth sending.
 	sendsChat bool
+	checked   bool // checkEndpoints read the whole source; else feed checks each conversation
 	prepared  bool
 	total     int64                    // requests the source holds for this shard (an estimate under limits)
 	cur       atomic.Pointer[runState] // the run under way, once its clock started
@@ -435,6 +436,11 @@ func (r *runState) feed(runCtx, stopCtx context.Context, src Source, wg *sync.Wa
 		}
 		if err != nil {
 			return err
+		}
+		if !r.checked && len(conv) > 0 && r.mine(conv) {
+			if _, err := r.checkConv(conv); err != nil {
+				return &TraceError{Path: r.cfg.Trace, Err: err}
+			}
 		}
 		if len(conv) > 0 && !r.launch(runCtx, stopCtx, conv, wg) {
 			return nil
