@@ -281,6 +281,7 @@ func (r *runState) recordParentFailed(n *gnode, msg string) {
 		ErrorKind: trace.ErrParentFailed, ErrorMessage: msg,
 		MaxTokens: t.OutputTokens, PromptTokens: -1, CompletionTokens: -1, CachedTokens: -1,
 		NonStreaming: t.NonStreaming, Parents: t.Parents, After: t.After,
+		Endpoint: string(r.endpointOf(t)), ReasoningTokens: -1,
 	}
 	r.parentFailed.Add(1)
 	r.sink.Submit(&rec)
