@@ -272,7 +272,7 @@ func TestReplayResponses(t *testing.T) {
 					t.Errorf("stateless second request: %s", second.raw)
 				}
 			} else {
-				if second.body["previous_response_id"] != "resp_r0" || len(input) != 1 || second.body["instructions"] != nil ||
+				if second.body["previous_response_id"] != "resp_r0" || len(input) != 1 || second.body["instructions"] != "Be brief." ||
 					!strings.Contains(second.raw, "Again, please.") {
 					t.Errorf("stateful second request: %s", second.raw)
 				}

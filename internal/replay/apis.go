@@ -58,7 +58,7 @@ func (r *Runner) allEncodedHere(conv []trace.Turn) bool {
 // appendAPIBody appends the request body of turn on ep for model, the
 // conversation so far (history) and the turn's messages msgs. prevID,
 // when not empty, chains a Responses request to the previous answer
-// (history is then not sent). Chat and completions bodies are those of
+// (of history, only its system messages are sent, as instructions). Chat and completions bodies are those of
 // appendRequest, byte for byte.
 func (r *Runner) appendAPIBody(dst []byte, ep Endpoint, model string, turn *trace.Turn, history, msgs []trace.Message, prevID string) []byte {
 	if ep == EndpointChat || ep == EndpointCompletions {
@@ -237,7 +237,7 @@ func (r *runState) closedLoopAPI(runCtx, stopCtx context.Context, conv []trace.T
 		case !gen:
 			ex.body = r.appendAPIBody(ex.body[:0], ep, r.model(turn), turn, nil, msgs, "")
 		case ep == EndpointResponses && r.cfg.ResponsesState == ResponsesServer && prevID != "":
-			ex.body = r.appendAPIBody(ex.body[:0], ep, r.model(turn), turn, nil, msgs, prevID)
+			ex.body = r.appendAPIBody(ex.body[:0], ep, r.model(turn), turn, hist, msgs, prevID) // the encoder sends only msgs, and the instructions
 			input += histTokens
 		default:
 			ex.body = r.appendAPIBody(ex.body[:0], ep, r.model(turn), turn, hist, msgs, "")

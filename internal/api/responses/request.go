@@ -13,7 +13,8 @@ import (
 // input items (user and assistant messages; an assistant's tool calls as
 // function_call items, tool results as function_call_output items). With
 // r.PreviousResponseID the server holds the history: only msgs are sent,
-// after "previous_response_id".
+// after "previous_response_id"; instructions are sent again, as the API
+// does not carry them over from the previous response.
 func AppendRequest(dst []byte, r *api.Request, history, msgs []trace.Message) []byte {
 	dst = append(dst, `{"model":`...)
 	dst = api.AppendString(dst, r.Model)
@@ -24,7 +25,7 @@ func AppendRequest(dst []byte, r *api.Request, history, msgs []trace.Message) []
 		dst = api.AppendString(dst, r.PreviousResponseID)
 	}
 	first := true
-	for _, part := range parts {
+	for _, part := range [2][]trace.Message{history, msgs} {
 		for i := range part {
 			if m := &part[i]; m.Role == "system" || m.Role == "developer" {
 				if first {

@@ -38,7 +38,7 @@ func TestAppendRequestItems(t *testing.T) {
 	// Chained to the previous response: only the new items.
 	r.PreviousResponseID, r.Tools, r.ToolChoice, r.Extra = "resp_1", "", "", nil
 	b = AppendRequest(nil, r, hist, msgs)
-	want = `{"model":"m","previous_response_id":"resp_1","input":[{"type":"message","role":"user","content":"And tomorrow?"}],` +
+	want = `{"model":"m","previous_response_id":"resp_1","instructions":"Be brief.","input":[{"type":"message","role":"user","content":"And tomorrow?"}],` +
 		`"max_output_tokens":7,"reasoning":{"effort":"low"},"stream":true}`
 	if string(b) != want {
 		t.Errorf("stateful body\n%s\nwant\n%s", b, want)
