@@ -76,6 +76,7 @@ beside the output, verified, removed after).`,
 			if cmd.Flags().Changed("temperature") {
 				c.Temperature = &temperature
 			}
+			c.EndpointOverride = cmd.Flags().Changed("endpoint")
 			if err := enums.parse(&c); err != nil {
 				return err
 			}
@@ -114,9 +115,12 @@ beside the output, verified, removed after).`,
 	f.Float64Var(&o.maxErrorRate, "max-error-rate", 0, "exit 1 when more than this fraction of requests failed (default: only when all did)")
 	f.StringArrayVar(&c.Targets, "target", nil, "base URL of an OpenAI-compatible server (repeat for several)")
 	f.StringVar(&enums.policy, "target-policy", string(replay.PolicyRoundRobin), "with several targets: round-robin (per request) or conversation (sticky)")
-	f.StringVar(&enums.endpoint, "endpoint", string(replay.EndpointChat), "chat (/v1/chat/completions) or completions (/v1/completions, history concatenated)")
+	f.StringVar(&enums.endpoint, "endpoint", string(replay.EndpointChat), "the API every turn is sent on when given: chat, completions, responses, messages, embeddings, rerank or score (default: each turn's own, chat for those without)")
+	f.StringVar((*string)(&c.ResponsesState), "responses-state", string(replay.ResponsesClient), "how a Responses conversation carries its history: client (whole, as input items) or server (previous_response_id and the new items; closed loop)")
+	f.StringVar(&c.ReasoningEffort, "reasoning-effort", "", "low, medium or high: Responses' reasoning.effort, chat's reasoning_effort (default: not sent)")
+	f.IntVar(&c.ThinkingBudget, "thinking-budget", 0, "Messages: ask for extended thinking with this many budget tokens (0: not sent)")
 	f.StringVar(&c.Model, "model", "", "model name (default: the first of the target's /v1/models)")
-	f.StringVar(&apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key (sent as a Bearer token, never recorded)")
+	f.StringVar(&apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key (sent as a Bearer token, as x-api-key on messages; never recorded)")
 	f.StringArrayVar(&headers, "header", nil, "extra request header K:V (repeatable)")
 	f.BoolVar(&c.IgnoreEOS, "ignore-eos", false, "ask the server to generate exactly max_tokens (vLLM, SGLang)")
 	f.BoolVar(&c.MockHints, "mock-hints", false, "tracekit mock only: send the trace's recorded tool-call count and names (X-Tracekit-Tool-Calls/-Names) so the mock answers them")

@@ -120,7 +120,7 @@ dispatch lag, scheduler latency, send delay or CPU over --max-client-lag or
 	fl.Uint64Var(&c.Seed, "seed", 0, "seed of the synthesized text, the same for every step")
 	fl.BoolVar(&c.ResetPrefixCache, "reset-prefix-cache", false, "POST /reset_prefix_cache to every target before every step")
 	fl.StringVar(&c.Model, "model", "", "model name (default: the first of the target's /v1/models)")
-	fl.StringVar(&enums.endpoint, "endpoint", string(replay.EndpointChat), "chat or completions")
+	fl.StringVar(&enums.endpoint, "endpoint", string(replay.EndpointChat), "the API of turns whose trace names none: chat, completions, responses, messages, embeddings, rerank or score")
 	fl.StringVar(&f.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key (never recorded)")
 	fl.StringArrayVar(&f.headers, "header", nil, "extra request header K:V (repeatable)")
 	fl.BoolVar(&c.IgnoreEOS, "ignore-eos", false, "ask the server to generate exactly max_tokens")

@@ -69,6 +69,10 @@ type Out struct {
 	// Items is what a non-generating API returned: embeddings, rerank
 	// results, scores; -1 when none were counted.
 	Items int64
+	// ResponseID is the id the server gave the response (Responses:
+	// response.created's, or the body's), empty when none came: what a
+	// stateful next request names as previous_response_id.
+	ResponseID []byte
 	// Event is the number the event being decoded gets if it is an
 	// output event: the caller sets it before each Decoder call, and tool
 	// call argument text is attributed to it.
@@ -80,6 +84,7 @@ func (o *Out) Reset() {
 	o.Text, o.Reasoning = o.Text[:0], o.Reasoning[:0]
 	o.Tools.Reset()
 	o.Items, o.Event = -1, 0
+	o.ResponseID = o.ResponseID[:0]
 }
 
 // Event is what one event (or a non-streaming body) said, as far as a

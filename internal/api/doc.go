@@ -30,6 +30,15 @@
 // ToolCall, ToolArgs per event, End and Done, or Body for a whole answer,
 // all appending to the caller's buffer.
 //
+// The request side is each package's too. Chat and completions write a
+// body in pieces (AppendRequestHead, AppendRequestMessage per message,
+// AppendRequestTail), so replay keeps a conversation's messages encoded
+// once and copies them into each turn's body. The others have one
+// AppendRequest: from an api.Request (model, limits, the turn's
+// chat-shaped tools and tool_choice, rewritten into the API's shape, and
+// the run's options) and the conversation's trace.Messages it appends the
+// whole body.
+//
 // The non-generating APIs (embeddings, rerank, score) share one body
 // parser, ListDecoder, told by each package which member holds its items.
 // A decoder keeps a server's error words as they came; record.Stream

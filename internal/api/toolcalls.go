@@ -76,6 +76,9 @@ func (t *ToolCalls) Add(k int, id, name, args []byte, ev int) bool {
 	return true
 }
 
+// ArgLen is the length of all argument text so far.
+func (t *ToolCalls) ArgLen() int { return len(t.all) }
+
 // Len is the number of tool calls so far.
 func (t *ToolCalls) Len() int { return t.n }
 

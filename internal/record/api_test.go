@@ -176,3 +176,61 @@ func BenchmarkDecoders(b *testing.B) {
 		})
 	}
 }
+
+// FirstAnswer is the first event with answer text or a tool call, in
+// every API: after the reasoning events of a reasoning stream, the first
+// without reasoning, Events() for a stream of reasoning only. (Chat's
+// first chunk, the role's, is an event without text: chat's answer events
+// come one later.) Finding it allocates nothing.
+func TestFirstAnswer(t *testing.T) {
+	s := NewStream(byteCounter{})
+	for _, name := range []api.Name{api.Chat, api.Responses, api.Messages} {
+		lead := 0
+		if name == api.Chat {
+			lead = 1
+		}
+		for _, c := range []struct {
+			reasoning bool
+			n, want   int
+		}{{true, 6, 3}, {false, 4, 0}} {
+			if err := s.SetAPI(name); err != nil {
+				t.Fatal(err)
+			}
+			s.Feed(apiStream(name, c.n, c.reasoning), 1)
+			if got := s.FirstAnswer(); got != lead+c.want || s.Events() < c.n {
+				t.Errorf("%s reasoning %v: first answer %d of %d events; want %d", name, c.reasoning, got, s.Events(), lead+c.want)
+			}
+		}
+		// Reasoning only.
+		spec, _ := apis.Lookup(name)
+		e := spec.NewEncoder()
+		h := api.Head{ID: "b", Model: "m", Completion: 2, Finish: api.FinishStop, IncludeUsage: true}
+		b := e.Reasoning(e.Begin(nil, &h), []byte("hmm"), 1)
+		b = e.Done(e.End(b, api.Usage{Prompt: 1, Completion: 1, Cached: 0, Reasoning: 1}))
+		s.SetAPI(name)
+		s.Feed(b, 1)
+		if s.FirstAnswer() != s.Events() || s.Events() < 1 || s.Usage().Reasoning != 1 {
+			t.Errorf("%s reasoning only: first answer %d of %d events, reasoning tokens %d", name, s.FirstAnswer(), s.Events(), s.Usage().Reasoning)
+		}
+		// A tool call is an answer.
+		b = e.Reasoning(e.Begin(nil, &h), []byte("hmm"), 1)
+		b = e.ToolArgs(e.ToolCall(b, "call_1", "f", []byte(`{"a":`), 1), []byte(`1}`), 1)
+		b = e.Done(e.End(b, api.NoUsage))
+		s.SetAPI(name)
+		s.Feed(b, 1)
+		if s.FirstAnswer() != lead+1 || s.ToolCalls() != 1 {
+			t.Errorf("%s tool call: first answer %d, %d calls", name, s.FirstAnswer(), s.ToolCalls())
+		}
+	}
+	stream := apiStream(api.Chat, 6, true)
+	s.SetAPI(api.Chat)
+	run := func() {
+		s.Reset()
+		s.Feed(stream, 1)
+		_ = s.FirstAnswer()
+	}
+	run()
+	if n := testing.AllocsPerRun(20, run); n != 0 {
+		t.Fatalf("%v allocations", n)
+	}
+}

@@ -54,12 +54,15 @@ type Stream struct {
 	evReason  []int32 // end offset of each event's text in out.Reasoning
 	evCum     []int32 // cumulative usage.completion_tokens carried by the event, -1 if none
 	usage     api.Usage
-	done      bool
-	events    int // data events parsed, of any kind
-	unknown   int // events of a type the decoder does not know
-	errKind   trace.ErrorKind
-	errMsg    string
-	lastStamp int64
+	// firstAnswer is the index of the first output event that carried
+	// answer text or a tool call, -1 until one did.
+	firstAnswer int
+	done        bool
+	events      int // data events parsed, of any kind
+	unknown     int // events of a type the decoder does not know
+	errKind     trace.ErrorKind
+	errMsg      string
+	lastStamp   int64
 }
 
 type namedDecoder struct {
@@ -116,6 +119,7 @@ func (s *Stream) Reset() {
 	s.out.Reset()
 	s.evNs, s.evContent, s.evReason, s.evCum = s.evNs[:0], s.evContent[:0], s.evReason[:0], s.evCum[:0]
 	s.usage = api.NoUsage
+	s.firstAnswer = -1
 	s.done, s.events, s.unknown = false, 0, 0
 	s.errKind, s.errMsg = "", ""
 	s.lastStamp = 0
@@ -283,6 +287,7 @@ func (s *Stream) decoded(data []byte, stamp int64, body bool) {
 	ev, out := &s.ev, &s.out
 	out.Event = len(s.evNs)
 	content, reason := len(out.Text), len(out.Reasoning)
+	calls, args := out.Tools.Len(), out.Tools.ArgLen()
 	if body {
 		s.dec.Body(data, out, ev)
 	} else {
@@ -316,6 +321,9 @@ func (s *Stream) decoded(data []byte, stamp int64, body bool) {
 	s.done = s.done || ev.End
 	if !ev.Output {
 		return
+	}
+	if s.firstAnswer < 0 && (len(out.Text) > content || out.Tools.Len() > calls || out.Tools.ArgLen() > args) {
+		s.firstAnswer = len(s.evNs)
 	}
 	s.evNs = append(s.evNs, stamp)
 	s.evContent = append(s.evContent, int32(len(out.Text)))
@@ -407,6 +415,20 @@ func (s *Stream) Usage() api.Usage { return s.usage }
 // Items is the number of embeddings, rerank results or scores a
 // non-generating API returned, -1 when none were counted.
 func (s *Stream) Items() int64 { return s.out.Items }
+
+// FirstAnswer is the index among the listed events of the first one that
+// carried answer text or a tool call rather than reasoning; Events() when
+// none did (a stream of reasoning only, or no output).
+func (s *Stream) FirstAnswer() int {
+	if s.firstAnswer < 0 {
+		return len(s.evNs)
+	}
+	return s.firstAnswer
+}
+
+// ResponseID is the id the server gave the response (Responses), "" when
+// it gave none: what a stateful next request chains to. It allocates.
+func (s *Stream) ResponseID() string { return string(s.out.ResponseID) }
 
 // Unknown is the number of events of a type the API's decoder does not
 // know: tolerated (the APIs ask clients to), counted so a report can say a

@@ -31,7 +31,9 @@ type target struct {
 	// connection the server had closed. Its requests carry Connection:
 	// close, so its pool stays empty and every retry dials anew.
 	fresh    *fasthttp.HostClient
-	auth     string // "Bearer <key>" or empty; never logged
+	auth     string              // "Bearer <key>" or empty; never logged
+	key      string              // the API key alone, Messages' x-api-key; never logged
+	urls     map[Endpoint]string // each endpoint's URL: base + apiPaths
 	headers  map[string]string
 	bodyOpts *bodyOptions
 }
@@ -52,7 +54,7 @@ func newTarget(base string, c *Config, conns *connSet, maxConns int, bo *bodyOpt
 			host += ":80"
 		}
 	}
-	path := "/v1/chat/completions"
+	path := "/v1/chat/completions" // the probe's: chat unless the run's encoding is completions
 	if c.Endpoint == EndpointCompletions {
 		path = "/v1/completions"
 	}
@@ -91,7 +93,11 @@ func newTarget(base string, c *Config, conns *connSet, maxConns int, bo *bodyOpt
 		bodyOpts: bo,
 	}
 	if c.APIKey != "" {
-		t.auth = "Bearer " + c.APIKey
+		t.auth, t.key = "Bearer "+c.APIKey, c.APIKey
+	}
+	t.urls = make(map[Endpoint]string, len(apiPaths))
+	for ep, p := range apiPaths {
+		t.urls[ep] = base + p
 	}
 	return t, nil
 }

@@ -78,9 +78,20 @@ func ParsePolicy(s string) (Policy, error) {
 	return parseEnum("Policy", s, PolicyRoundRobin, PolicyConversation)
 }
 
-// ParseEndpoint parses an Endpoint ("chat" or "completions").
+// ParseEndpoint parses an Endpoint: one of trace.Endpoints.
 func ParseEndpoint(s string) (Endpoint, error) {
-	return parseEnum("Endpoint", s, EndpointChat, EndpointCompletions)
+	return parseEnum("Endpoint", s, EndpointChat, EndpointCompletions, EndpointResponses, EndpointMessages,
+		EndpointEmbeddings, EndpointRerank, EndpointScore)
+}
+
+// ParseResponsesState parses a ResponsesState ("client" or "server").
+func ParseResponsesState(s string) (ResponsesState, error) {
+	return parseEnum("ResponsesState", s, ResponsesClient, ResponsesServer)
+}
+
+// ParseReasoningEffort parses a reasoning effort ("low", "medium" or "high").
+func ParseReasoningEffort(s string) (string, error) {
+	return parseEnum("ReasoningEffort", s, "low", "medium", "high")
 }
 
 // DefaultIdleConnTimeout is Config.IdleConnTimeout's default. Servers
@@ -99,13 +110,28 @@ type Config struct {
 	Targets []string // base URLs, e.g. http://127.0.0.1:8000
 	Policy  Policy   // PolicyRoundRobin (default) or PolicyConversation
 
-	Endpoint    Endpoint          // EndpointChat (default) or EndpointCompletions
-	Model       string            // empty: the first model of the target's /v1/models
-	APIKey      string            // sent as a Bearer token; never recorded
-	Headers     map[string]string // extra request headers
-	IgnoreEOS   bool
-	Temperature *float64
-	ExtraBody   string // a JSON object merged into every request body
+	// Endpoint is the API of the turns whose trace names none (chat by
+	// default); with EndpointOverride, of every turn, whatever its trace
+	// says.
+	Endpoint         Endpoint
+	EndpointOverride bool
+	// ResponsesState is how a Responses conversation carries its history:
+	// ResponsesClient (default) sends it whole as input items every turn;
+	// ResponsesServer sends only the new items with previous_response_id
+	// (closed loop; open loop and agent graphs send it whole).
+	ResponsesState ResponsesState
+	// ReasoningEffort (low, medium, high; "" unset) is sent as Responses'
+	// reasoning.effort and chat's reasoning_effort.
+	ReasoningEffort string
+	// ThinkingBudget, when positive, asks Messages for extended thinking
+	// with that budget of tokens.
+	ThinkingBudget int
+	Model          string            // empty: the first model of the target's /v1/models
+	APIKey         string            // sent as a Bearer token; never recorded
+	Headers        map[string]string // extra request headers
+	IgnoreEOS      bool
+	Temperature    *float64
+	ExtraBody      string // a JSON object merged into every request body
 	// ContinuousUsage asks for vLLM's continuous_usage_stats: "auto"
 	// (default: probe the server once before the run), "on" or "off".
 	ContinuousUsage string
@@ -200,6 +226,17 @@ func (c Config) withDefaults(haveSource bool) (Config, error) {
 	}
 	if c.Endpoint, err = enumOrDefault(c.Endpoint, EndpointChat, ParseEndpoint); err != nil {
 		return c, err
+	}
+	if c.ResponsesState, err = enumOrDefault(c.ResponsesState, ResponsesClient, ParseResponsesState); err != nil {
+		return c, err
+	}
+	if c.ReasoningEffort != "" {
+		if _, err = ParseReasoningEffort(c.ReasoningEffort); err != nil {
+			return c, err
+		}
+	}
+	if c.ThinkingBudget < 0 {
+		return c, fieldErr("ThinkingBudget", "%s %d: expected 0 (no thinking) or a positive number of tokens", fielderr.Name("ThinkingBudget"), c.ThinkingBudget)
 	}
 	if c.Timing, err = enumOrDefault(c.Timing, TimingClosed, ParseTiming); err != nil {
 		return c, err
@@ -358,6 +395,19 @@ func (c Config) meta() map[string]any {
 	}
 	if c.TraceSource != "" {
 		m["trace"] = c.TraceSource
+	}
+	// Only when set: a run of chat as before records the same metadata.
+	if c.EndpointOverride {
+		m["endpoint_override"] = true
+	}
+	if c.ResponsesState == ResponsesServer {
+		m["responses_state"] = c.ResponsesState
+	}
+	if c.ReasoningEffort != "" {
+		m["reasoning_effort"] = c.ReasoningEffort
+	}
+	if c.ThinkingBudget > 0 {
+		m["thinking_budget"] = c.ThinkingBudget
 	}
 	return m
 }

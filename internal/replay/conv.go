@@ -11,6 +11,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/tracekit/tracekit/internal/api"
 	"github.com/tracekit/tracekit/internal/clock"
 	"github.com/tracekit/tracekit/internal/record"
 	"github.com/tracekit/tracekit/trace"
@@ -22,6 +23,10 @@ import (
 func (r *runState) closedLoop(runCtx, stopCtx context.Context, conv []trace.Turn, at int64) {
 	if isGraph(conv) {
 		r.graphClosed(runCtx, stopCtx, conv, at)
+		return
+	}
+	if !r.allEncodedHere(conv) {
+		r.closedLoopAPI(runCtx, stopCtx, conv, at)
 		return
 	}
 	ex := r.exPool.Get().(*exchange)
@@ -102,6 +107,10 @@ func (r *runState) answer(ex *exchange, turn *trace.Turn) (string, int32) {
 func (r *runState) openLoop(runCtx, stopCtx context.Context, conv []trace.Turn) {
 	if isGraph(conv) {
 		r.graphOpen(runCtx, stopCtx, conv)
+		return
+	}
+	if !r.allEncodedHere(conv) {
+		r.openLoopAPI(runCtx, stopCtx, conv)
 		return
 	}
 	done := make(chan struct{}, len(conv))
@@ -190,7 +199,10 @@ func (r *runState) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace
 	}
 
 	t := r.pick(turn.ConversationID)
-	ex.stream.Reset()
+	ep := r.endpointOf(turn)
+	if err := ex.stream.SetAPI(api.Name(ep)); err != nil { // resets the stream
+		panic(err) // the table has every Endpoint
+	}
 	rec := &ex.rec
 	*rec = trace.Record{
 		RequestID:      requestID(turn, 0),
@@ -209,14 +221,15 @@ func (r *runState) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace
 		Parents: turn.Parents, // the trace's, never written: sinks may keep it
 		After:   turn.After,
 	}
-	rec.NonStreaming = turn.NonStreaming
+	rec.NonStreaming = turn.NonStreaming || !trace.Generates(string(ep)) // those answer one body
 
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
-	t.prepare(req, "POST", t.genURL, rec.RequestID)
+	t.prepare(req, "POST", t.urls[ep], rec.RequestID)
+	t.setAPIHeaders(req, ep)
 	req.Header.SetContentType("application/json")
-	if turn.NonStreaming {
+	if rec.NonStreaming {
 		req.Header.Set("Accept", "application/json")
 	} else {
 		req.Header.Set("Accept", "text/event-stream")
@@ -231,6 +244,7 @@ func (r *runState) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace
 	r.inflight.Add(1)
 	r.exchange(runCtx, t, req, resp, ex, slot)
 	rec.DoneNs = r.now()
+	fillAPI(rec, ex, ep)
 	r.inflight.Add(-1)
 	r.done.Add(1)
 	if rec.ErrorKind != "" {

@@ -25,7 +25,7 @@
 //	through record.Stream, encode the server's answer (or the reference
 //	answer) into the history, think, send k+1. With --timing trace every
 //	turn is sent at its own arrival offset instead, its body built before.
-//	Bodies (request.go) are a fixed head, the history encoded once message
+//	Bodies (request.go, over internal/api/chat and completions) are a fixed head, the history encoded once message
 //	by message as it grew (never encoded again per turn), the turn's new
 //	messages and a fixed tail.
 //	A conversation whose turns carry Parents runs as a graph (graph.go):
@@ -68,6 +68,17 @@
 // ToolCallMismatch); a failed parent's descendants are recorded as
 // trace.ErrParentFailed without traffic. Bodies carry Turn.Tools,
 // Turn.ToolChoice, assistant tool_calls and tool_call_id (request.go).
+//
+// APIs (apis.go): each turn goes to its trace's endpoint (Config.Endpoint
+// for a turn without one, or for every turn with Config.EndpointOverride),
+// at the path apiPaths gives. Chat and completions bodies are the run's
+// own encoding above; a conversation with a turn on another API has every
+// body encoded whole by its API's package (internal/api/responses,
+// messages, embeddings, rerank: AppendRequest), from the same history of
+// live or reference answers. Each request sets the Stream's API
+// (record.Stream.SetAPI) and its record says its endpoint, reasoning
+// tokens, first answer event and items. Turns an endpoint cannot carry
+// are refused before the run (checkEndpoints: New's error).
 //
 // Non-streaming turns (trace.Turn.NonStreaming) are sent with "stream":
 // false; the body is read whole and parsed as one event stamped when the

@@ -281,6 +281,7 @@ func (r *runState) recordParentFailed(n *gnode, msg string) {
 		ErrorKind: trace.ErrParentFailed, ErrorMessage: msg,
 		MaxTokens: t.OutputTokens, PromptTokens: -1, CompletionTokens: -1, CachedTokens: -1,
 		NonStreaming: t.NonStreaming, Parents: t.Parents, After: t.After,
+		Endpoint: string(r.endpointOf(t)), ReasoningTokens: -1,
 	}
 	r.parentFailed.Add(1)
 	r.sink.Submit(&rec)
@@ -322,7 +323,11 @@ func (r *runState) prepareNode(nodes []gnode, i int) (*exchange, int32) {
 	tr.tokens = input
 	n.tr = tr
 	ex := r.exPool.Get().(*exchange)
-	ex.body = r.bo.appendBodyEnc(ex.body[:0], r.model(n.turn), tr.enc.b, n.turn)
+	if ep := r.endpointOf(n.turn); !r.encodedHere(ep) {
+		ex.body = r.appendAPIBody(ex.body[:0], ep, r.model(n.turn), n.turn, tr.msgs, nil, "")
+	} else {
+		ex.body = r.bo.appendBodyEnc(ex.body[:0], r.model(n.turn), tr.enc.b, n.turn)
+	}
 	return ex, input
 }
 
@@ -522,7 +527,11 @@ func (r *runState) graphOpen(runCtx, stopCtx context.Context, conv []trace.Turn)
 		hist := mergeTranscripts(&r.bo, n.parents, transcriptOf)
 		msgs, tokens := r.messages(n.turn)
 		bp := r.bodies.Get().(*[]byte)
-		*bp = r.bo.appendBodyMsgs((*bp)[:0], r.model(n.turn), hist.enc.b, len(hist.msgs), msgs, n.turn)
+		if ep := r.endpointOf(n.turn); !r.encodedHere(ep) {
+			*bp = r.appendAPIBody((*bp)[:0], ep, r.model(n.turn), n.turn, hist.msgs, msgs, "")
+		} else {
+			*bp = r.bo.appendBodyMsgs((*bp)[:0], r.model(n.turn), hist.enc.b, len(hist.msgs), msgs, n.turn)
+		}
 		if !r.waitUntil(stopCtx, at) {
 			r.bodies.Put(bp)
 			break

@@ -2,9 +2,9 @@ package replay
 
 import (
 	"math/rand/v2"
-	"strconv"
-	"unicode/utf8"
 
+	"github.com/tracekit/tracekit/internal/api/chat"
+	"github.com/tracekit/tracekit/internal/api/completions"
 	"github.com/tracekit/tracekit/internal/fnv1a"
 
 	"github.com/tracekit/tracekit/trace"
@@ -13,10 +13,24 @@ import (
 // Endpoint is the generation API a run drives.
 type Endpoint string
 
-// Endpoints replay can drive.
+// Endpoints replay can drive: trace.Endpoints.
 const (
-	EndpointChat        Endpoint = "chat"        // /v1/chat/completions, messages
-	EndpointCompletions Endpoint = "completions" // /v1/completions, history concatenated into prompt
+	EndpointChat        Endpoint = trace.EndpointChat        // /v1/chat/completions, messages
+	EndpointCompletions Endpoint = trace.EndpointCompletions // /v1/completions, history concatenated into prompt
+	EndpointResponses   Endpoint = trace.EndpointResponses   // /v1/responses, history as input items
+	EndpointMessages    Endpoint = trace.EndpointMessages    // /v1/messages (Anthropic), content blocks
+	EndpointEmbeddings  Endpoint = trace.EndpointEmbeddings  // /v1/embeddings, one input per message
+	EndpointRerank      Endpoint = trace.EndpointRerank      // /v1/rerank, a query and documents
+	EndpointScore       Endpoint = trace.EndpointScore       // /v1/score, text_1 and text_2
+)
+
+// ResponsesState is how a Responses conversation carries its history.
+type ResponsesState string
+
+// The ways a Responses conversation carries its history.
+const (
+	ResponsesClient ResponsesState = "client" // every turn sends the whole history as input items
+	ResponsesServer ResponsesState = "server" // previous_response_id and the new items only
 )
 
 // bodyOptions are the request fields that do not change within a run.
@@ -25,6 +39,7 @@ type bodyOptions struct {
 	ignoreEOS       bool
 	temperature     *float64
 	continuousUsage bool
+	reasoningEffort string // chat's reasoning_effort, "" unset
 	// extra is the inside of the --extra-body object ("k":v,...), appended
 	// last so its fields override tracekit's own (servers keep the last of
 	// duplicate keys).
@@ -56,12 +71,10 @@ func (o *bodyOptions) appendRequest(dst []byte, model string, history, msgs []tr
 // appendHead appends what a body holds before its first message: the
 // model and the opening of "messages" (chat) or "prompt" (completions).
 func (o *bodyOptions) appendHead(dst []byte, model string) []byte {
-	dst = append(dst, `{"model":`...)
-	dst = appendJSONString(dst, model)
 	if o.endpoint == EndpointCompletions {
-		return append(dst, `,"prompt":"`...)
+		return completions.AppendRequestHead(dst, model)
 	}
-	return append(dst, `,"messages":[`...)
+	return chat.AppendRequestHead(dst, model)
 }
 
 // appendMsg appends message m as the body carries it: a chat message
@@ -71,59 +84,21 @@ func (o *bodyOptions) appendHead(dst []byte, model string) []byte {
 // one after the other.
 func (o *bodyOptions) appendMsg(dst []byte, m *trace.Message, first bool) []byte {
 	if o.endpoint == EndpointCompletions {
-		if !first {
-			dst = append(dst, `\n\n`...)
-		}
-		return appendJSONStringBody(dst, m.Content)
+		return completions.AppendRequestMessage(dst, m, first)
 	}
-	if !first {
-		dst = append(dst, ',')
-	}
-	return appendMessage(dst, m)
+	return chat.AppendRequestMessage(dst, m, first)
 }
 
 // appendTail appends what a body holds after its last message: the end
 // of the messages or prompt, tools and tool_choice (chat only; "" leaves
 // a field out), then the run's fixed fields.
 func (o *bodyOptions) appendTail(dst []byte, maxTokens int32, nonStreaming bool, tools, toolChoice string) []byte {
+	ro := chat.RequestOptions{MaxTokens: maxTokens, NonStreaming: nonStreaming, ContinuousUsage: o.continuousUsage,
+		IgnoreEOS: o.ignoreEOS, Temperature: o.temperature, ReasoningEffort: o.reasoningEffort, Extra: o.extra}
 	if o.endpoint == EndpointCompletions {
-		dst = append(dst, '"')
-	} else {
-		dst = append(dst, ']')
-		if tools != "" {
-			dst = append(dst, `,"tools":`...)
-			dst = append(dst, tools...)
-		}
-		if toolChoice != "" {
-			dst = append(dst, `,"tool_choice":`...)
-			dst = append(dst, toolChoice...)
-		}
+		return completions.AppendRequestTail(dst, &ro)
 	}
-	if maxTokens > 0 {
-		dst = append(dst, `,"max_tokens":`...)
-		dst = strconv.AppendInt(dst, int64(maxTokens), 10)
-	}
-	if nonStreaming {
-		dst = append(dst, `,"stream":false`...)
-	} else {
-		dst = append(dst, `,"stream":true,"stream_options":{"include_usage":true`...)
-		if o.continuousUsage {
-			dst = append(dst, `,"continuous_usage_stats":true`...)
-		}
-		dst = append(dst, '}')
-	}
-	if o.ignoreEOS {
-		dst = append(dst, `,"ignore_eos":true`...)
-	}
-	if o.temperature != nil {
-		dst = append(dst, `,"temperature":`...)
-		dst = strconv.AppendFloat(dst, *o.temperature, 'g', -1, 64)
-	}
-	if len(o.extra) > 0 {
-		dst = append(dst, ',')
-		dst = append(dst, o.extra...)
-	}
-	return append(dst, '}')
+	return chat.AppendRequestTail(dst, tools, toolChoice, &ro)
 }
 
 // encMsgs is a message list encoded once, as a body carries it between
@@ -186,9 +161,9 @@ func (e *encMsgs) extend(o *bodyOptions, src *encMsgs, i int) {
 // sep is what appendMsg writes between two messages.
 func (o *bodyOptions) sep() string {
 	if o.endpoint == EndpointCompletions {
-		return `\n\n`
+		return completions.RequestSep
 	}
-	return ","
+	return chat.RequestSep
 }
 
 // appendBodyEnc appends the body of a request whose history and messages
@@ -252,92 +227,6 @@ func (c *convBody) build(o *bodyOptions, model string, turn *trace.Turn) []byte 
 	}
 	c.buf = o.appendTail(c.buf[:c.end], turn.OutputTokens, turn.NonStreaming, turn.Tools, turn.ToolChoice)
 	return c.buf
-}
-
-// appendMessage appends one chat message: an assistant's tool calls as
-// OpenAI's "tool_calls" (content null when it has no text, as the API
-// sends it), a tool result's "tool_call_id".
-func appendMessage(dst []byte, m *trace.Message) []byte {
-	dst = append(dst, `{"role":`...)
-	dst = appendJSONString(dst, m.Role)
-	dst = append(dst, `,"content":`...)
-	if m.Content == "" && len(m.ToolCalls) > 0 {
-		dst = append(dst, "null"...)
-	} else {
-		dst = appendJSONString(dst, m.Content)
-	}
-	if len(m.ToolCalls) > 0 {
-		dst = append(dst, `,"tool_calls":[`...)
-		for i := range m.ToolCalls {
-			c := &m.ToolCalls[i]
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(dst, `{"id":`...)
-			dst = appendJSONString(dst, c.ID)
-			dst = append(dst, `,"type":"function","function":{"name":`...)
-			dst = appendJSONString(dst, c.Name)
-			dst = append(dst, `,"arguments":`...)
-			dst = appendJSONString(dst, c.Arguments)
-			dst = append(dst, "}}"...)
-		}
-		dst = append(dst, ']')
-	}
-	if m.ToolCallID != "" {
-		dst = append(dst, `,"tool_call_id":`...)
-		dst = appendJSONString(dst, m.ToolCallID)
-	}
-	return append(dst, '}')
-}
-
-// appendJSONString appends s as a JSON string literal.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	dst = appendJSONStringBody(dst, s)
-	return append(dst, '"')
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONStringBody appends s escaped for the inside of a JSON string;
-// invalid UTF-8 becomes U+FFFD as encoding/json does.
-func appendJSONStringBody(dst []byte, s string) []byte {
-	start := 0
-	for i := 0; i < len(s); {
-		b := s[i]
-		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '"', '\\':
-				dst = append(dst, '\\', b)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	return append(dst, s[start:]...)
 }
 
 // fillerWords are common English words that o200k_base and cl100k_base

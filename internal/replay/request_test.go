@@ -220,3 +220,23 @@ func BenchmarkBody40Turns(b *testing.B) {
 		b.ReportMetric(float64(last)/1e3, "kB-last")
 	})
 }
+
+// --reasoning-effort reaches a chat body as reasoning_effort, after the
+// run's fixed fields and before the extra body; completions has no such
+// field, and without the option the body is as before.
+func TestReasoningEffortChat(t *testing.T) {
+	msgs := []trace.Message{{Role: "user", Content: "hi"}}
+	o := bodyOptions{endpoint: EndpointChat, reasoningEffort: "high", extra: []byte(`"top_p":0.5`)}
+	if b, want := string(o.appendBody(nil, "m", nil, msgs, 5, true)),
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":5,"stream":false,"reasoning_effort":"high","top_p":0.5}`; b != want {
+		t.Errorf("chat body %s; want %s", b, want)
+	}
+	o.endpoint = EndpointCompletions
+	if b := string(o.appendBody(nil, "m", nil, msgs, 5, true)); strings.Contains(b, "reasoning_effort") {
+		t.Errorf("completions body %s", b)
+	}
+	o = bodyOptions{endpoint: EndpointChat}
+	if b := string(o.appendBody(nil, "m", nil, msgs, 5, true)); b != `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":5,"stream":false}` {
+		t.Errorf("chat body without the option: %s", b)
+	}
+}

@@ -72,10 +72,14 @@ type Runner struct {
 	exPool    sync.Pool     // *exchange
 	bodies    sync.Pool     // *[]byte: open-loop request bodies prepared ahead
 
-	usage    *trace.UsageProbe // the probe's finding
-	prepared bool
-	total    int64                    // requests the source holds for this shard (an estimate under limits)
-	cur      atomic.Pointer[runState] // the run under way, once its clock started
+	usage *trace.UsageProbe // the probe's finding
+	// sendsChat: some turn goes to chat or completions (checkEndpoints),
+	// so the probe, a chat or completions request, is worth sending.
+	sendsChat bool
+	checked   bool // checkEndpoints read the whole source; else feed checks each conversation
+	prepared  bool
+	total     int64                    // requests the source holds for this shard (an estimate under limits)
+	cur       atomic.Pointer[runState] // the run under way, once its clock started
 }
 
 // runState is the state of one run: its clock, its stop, its counters and its
@@ -145,7 +149,10 @@ func (r *Runner) build() error {
 	}
 	r.conns = newConnSet(&r.cfg)
 	r.bo = bodyOptions{endpoint: cfg.Endpoint, ignoreEOS: cfg.IgnoreEOS, temperature: cfg.Temperature,
-		continuousUsage: cfg.ContinuousUsage == "on", extra: cfg.extraInner()}
+		continuousUsage: cfg.ContinuousUsage == "on", extra: cfg.extraInner(), reasoningEffort: cfg.ReasoningEffort}
+	if err := r.checkEndpoints(); err != nil {
+		return err
+	}
 	maxConns := math.MaxInt32
 	if cfg.MaxConcurrency > 0 {
 		maxConns = cfg.MaxConcurrency
@@ -364,6 +371,12 @@ func (r *Runner) probe() error {
 		r.bo.continuousUsage, r.usage = ask, u
 		return nil
 	}
+	if !r.sendsChat {
+		ask = mode == "on"
+		u.Requested, u.Verified, u.Reason = ask, false, "no probe: no turn is sent on chat or completions"
+		r.bo.continuousUsage, r.usage = ask, u
+		return nil
+	}
 	for _, t := range r.targets {
 		res, err := t.probe(r.cfg.Model, ask, probeTimeout)
 		if err == nil && res.status/100 != 2 && ask && mode == "auto" {
@@ -423,6 +436,11 @@ func (r *runState) feed(runCtx, stopCtx context.Context, src Source, wg *sync.Wa
 		}
 		if err != nil {
 			return err
+		}
+		if !r.checked && len(conv) > 0 && r.mine(conv) {
+			if _, err := r.checkConv(conv); err != nil {
+				return &TraceError{Path: r.cfg.Trace, Err: err}
+			}
 		}
 		if len(conv) > 0 && !r.launch(runCtx, stopCtx, conv, wg) {
 			return nil

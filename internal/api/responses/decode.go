@@ -86,6 +86,7 @@ func (d *Decoder) Terminal() string { return "response.completed (or .incomplete
 // put last (pydantic writes the SDK's fields in alphabetical order).
 type fields struct {
 	typ, delta, text, args, itemID, response, item, errObj, code, message, object, status, output, usage []byte
+	id                                                                                                   []byte // a response object's id
 	outIdx                                                                                               int64
 	hasChoices                                                                                           bool
 }
@@ -106,6 +107,8 @@ func topField(f *fields, key, b []byte, i, depth int) int {
 		i, f.delta = js.Span(b, i, depth)
 	case "item_id":
 		i, f.itemID, _ = js.String(b, i, depth)
+	case "id":
+		i, f.id, _ = js.String(b, i, depth)
 	case "output_index":
 		i, f.outIdx = js.ReadInt(b, i)
 	case "text":
@@ -181,6 +184,8 @@ func (d *Decoder) Event(name, data []byte, out *api.Out, ev *api.Event) {
 		d.args(f.args, out, ev, true)
 	case "response.output_item.added":
 		d.itemAdded(f.item, f.outIdx, out, ev)
+	case "response.created", "response.in_progress":
+		d.responseID(f.response, out)
 	case "response.completed", "response.incomplete", "response.failed":
 		ev.End = true
 		d.response(f.response, out, ev)
@@ -371,6 +376,19 @@ func (d *Decoder) addCall(k int, callID, name, args []byte, out *api.Out, ev *ap
 
 // response reads a terminal event's response object: usage, and the
 // error of a failed one.
+// responseID keeps the id of the response object v (response.created,
+// response.in_progress) in out.
+func (d *Decoder) responseID(v []byte, out *api.Out) {
+	if len(v) == 0 || v[0] != '{' {
+		return
+	}
+	r := &d.r
+	r.reset()
+	if js.WalkObject(v, js.SkipWS(v, 0), 1, r, topField) >= 0 && len(r.id) > 0 {
+		out.ResponseID = append(out.ResponseID[:0], r.id...)
+	}
+}
+
 func (d *Decoder) response(v []byte, out *api.Out, ev *api.Event) {
 	if v == nil || string(v) == "null" {
 		return
@@ -380,6 +398,9 @@ func (d *Decoder) response(v []byte, out *api.Out, ev *api.Event) {
 	if js.WalkObject(v, js.SkipWS(v, 0), 1, r, topField) < 0 {
 		ev.Invalid = true
 		return
+	}
+	if len(r.id) > 0 {
+		out.ResponseID = append(out.ResponseID[:0], r.id...)
 	}
 	d.usage(r.usage, ev)
 	if string(r.status) == "failed" || r.errObj != nil && string(r.errObj) != "null" {
@@ -485,6 +506,9 @@ func (d *Decoder) Body(data []byte, out *api.Out, ev *api.Event) {
 	if string(f.object) != "response" && f.output == nil {
 		ev.Unknown = true
 		return
+	}
+	if len(f.id) > 0 {
+		out.ResponseID = append(out.ResponseID[:0], f.id...)
 	}
 	d.usage(f.usage, ev)
 	if f.output != nil && string(f.output) != "null" {
