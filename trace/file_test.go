@@ -349,3 +349,23 @@ func TestVersionStampFollowsAfter(t *testing.T) {
 		}
 	}
 }
+
+// A chat recording whose answers start after a role-only chunk (an event
+// without tokens) stays at version 3 or below; one whose answers start
+// after reasoning events with tokens needs version 4.
+func TestRecordVersionFollowsReasoning(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		rec  Record
+		want bool
+	}{
+		{"role chunk first", Record{Endpoint: EndpointChat, EventNs: []int64{1, 2, 3}, EventTokens: []int32{0, 1, 1}, FirstAnswerEvent: 1, ReasoningTokens: -1}, false},
+		{"reasoning events first", Record{Endpoint: EndpointChat, EventNs: []int64{1, 2, 3}, EventTokens: []int32{1, 1, 1}, FirstAnswerEvent: 2, ReasoningTokens: -1}, true},
+		{"reasoning reported", Record{Endpoint: EndpointChat, ReasoningTokens: 5}, true},
+		{"messages", Record{Endpoint: EndpointMessages}, true},
+	} {
+		if got := c.rec.needsV4(); got != c.want {
+			t.Errorf("%s: needs version 4 %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -340,10 +340,21 @@ type Record struct {
 	Items int32 `parquet:"items" json:"items,omitempty"`
 }
 
-// needsV4 reports whether r holds what a version-3 reader would lose.
+// needsV4 reports whether r holds what a version-3 reader would lose: an
+// API beyond chat and completions, reasoning, or items. A first answer
+// event after events without tokens (chat's role-only first chunk) is not
+// reasoning: such a chat recording stays readable by a version-3 reader.
 func (r *Record) needsV4() bool {
-	return (r.Endpoint != "" && r.Endpoint != EndpointChat && r.Endpoint != EndpointCompletions) ||
-		r.ReasoningTokens > 0 || r.FirstAnswerEvent > 0 || r.Items > 0
+	if (r.Endpoint != "" && r.Endpoint != EndpointChat && r.Endpoint != EndpointCompletions) ||
+		r.ReasoningTokens > 0 || r.Items > 0 {
+		return true
+	}
+	for i := 0; i < int(r.FirstAnswerEvent) && i < len(r.EventTokens); i++ {
+		if r.EventTokens[i] > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // RunMeta is the file-level description of a recording. Health is filled
