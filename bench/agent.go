@@ -11,7 +11,7 @@ import (
 	"github.com/tracekit/tracekit/trace"
 )
 
-// The agentic-traffic stage (issue 18): 1,000 sessions of a tool-calling
+// The agentic-traffic stage: 1,000 sessions of a tool-calling
 // agent graph (a root answered with a tool call, a 4-way fan-out of tool
 // results, a join, a final step: 7 requests), replayed closed-loop against
 // a fast mock child, beside a chat trace of the same request count (1,000

@@ -16,7 +16,7 @@ import (
 	"github.com/tracekit/tracekit/trace"
 )
 
-// The deadlock scenario (issue 4): conversations of 30-40 turns whose
+// The deadlock scenario: conversations of 30-40 turns whose
 // history grows to 30-80 KB, all starting at once, replayed at a
 // concurrency far below and far above their number. vLLM's multi-turn
 // benchmark hangs on this shape; tracekit must complete it.

@@ -26,7 +26,7 @@ const (
 	mooncakeNote = "conversation_trace.jsonl is Mooncake's published conversation trace (github.com/kvcache-ai/Mooncake, FAST25-release/traces): 12,031 requests in 59 minutes"
 )
 
-// importsBench measures issue 19's import goals with the tracekit binary:
+// importsBench measures the import goals with the tracekit binary:
 // a 2M-row Azure-style CSV and a 5M-row BurstGPT-style CSV (generated here)
 // imported with bounded memory, the 12k-row Mooncake sample as a virtual
 // trace, and a replay of a window of it with virtual prompts against the

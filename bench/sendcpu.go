@@ -12,7 +12,7 @@ import (
 	"github.com/tracekit/tracekit/trace"
 )
 
-// The send-CPU stage (issue 16, part 2): the client CPU a request costs
+// The send-CPU stage: the client CPU a request costs
 // at 30-40-turn histories, where a body is mostly history. Two measures:
 // replay.BenchmarkBody40Turns (body building alone, per request of a
 // 40-turn chat of about 80 KB at its last turn, the encoder of before,

@@ -9,7 +9,7 @@ import (
 	"github.com/tracekit/tracekit/internal/calibrate"
 )
 
-// stampArgs are the stamps stage's calibrate loads (issue 16's proof): 10
+// stampArgs are the stamps stage's calibrate loads: 10
 // streams for TTFT inflation, 10,000 steady streams, bursts of 500 and
 // 1,000 streams with a wave boundary, a CPU burner beside 500 streams and a
 // with/without-scrape pair at 500 streams, each in the three stamp modes
@@ -19,7 +19,7 @@ var stampArgs = []string{"--streams", "10,10000", "--bursts", "500,1000", "--bur
 
 // stampsBench runs `tracekit calibrate` with every stamp mode side by
 // side and turns each step into a row: per-event stamp error and TTFT
-// inflation, with the goals of issue 16 where it sets them and each
+// inflation, with their goals where one is set and each
 // kernel mode's p99 as a ratio of the goroutine stamp's on the same load.
 // Run alone: go run ./bench -only stamps -o /tmp/stamps.md.
 func stampsBench(ctx context.Context, e *env) ([]figure, error) {

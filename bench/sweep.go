@@ -73,7 +73,7 @@ var sweepMocks = []sweepMock{
 	{name: "S=8 L=20", seqs: 8, out: 20, prefill: 10 * time.Millisecond, decode: 4 * time.Millisecond, perSeq: 500 * time.Microsecond, traceRate: 32},
 }
 
-// sweepBench: issue 13's goals. `tracekit sweep --search speed` against a
+// sweepBench: the sweep's goals. `tracekit sweep --search speed` against a
 // mock child of analytic capacity, for two configurations: how many steps
 // the search takes to its answer at 5% resolution, where the answer and
 // the knee fall against mu, and each step's client health: the dispatch

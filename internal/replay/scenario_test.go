@@ -15,7 +15,7 @@ import (
 
 // longConversations builds n conversations of 30-40 turns whose history
 // grows to 30-80 KB, all starting within 100 ms: vLLM's multi-turn
-// benchmark deadlocks on this shape (issue 4).
+// benchmark deadlocks on this shape.
 func longConversations(n int, seed uint64) [][]trace.Turn {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	var convs [][]trace.Turn
