@@ -109,7 +109,7 @@ func TestIdleConnTimeoutNotReused(t *testing.T) {
 	}
 }
 
-// Issue #11's acceptance test: think times of 2 s against the mock closing
+// Think times of 2 s against the mock closing
 // keep-alive connections idle for 1 s (uvicorn's behaviour, scaled): no
 // error, and every request in the mock's ground-truth log exactly once.
 func TestMockIdleCloseAcceptance(t *testing.T) {
