@@ -1,8 +1,8 @@
 package chat
 
 import (
+	js "github.com/tracekit/tracekit/internal/api/jsonscan"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/tracekit/tracekit/trace"
 )
@@ -139,46 +139,7 @@ func AppendString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-const hexDigits = "0123456789abcdef"
-
-// AppendStringBody appends s escaped for the inside of a JSON string;
-// invalid UTF-8 becomes U+FFFD as encoding/json does (a server's JSON
-// parser may refuse it otherwise).
-func AppendStringBody(dst []byte, s string) []byte {
-	start := 0
-	for i := 0; i < len(s); {
-		b := s[i]
-		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '"', '\\':
-				dst = append(dst, '\\', b)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	return append(dst, s[start:]...)
-}
+// AppendStringBody appends s escaped for the inside of a JSON string
+// (jsonscan.AppendEscaped: invalid UTF-8 becomes U+FFFD, as encoding/json
+// writes it).
+func AppendStringBody(dst []byte, s string) []byte { return js.AppendEscaped(dst, s) }

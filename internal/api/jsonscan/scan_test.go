@@ -1,6 +1,7 @@
 package jsonscan
 
 import (
+	"bytes"
 	"encoding/json"
 	"math/rand/v2"
 	"strings"
@@ -233,5 +234,26 @@ func TestReadInt(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// AppendQuoted writes what encoding/json writes for valid text, control
+// bytes and invalid UTF-8 (U+FFFD), from a string or bytes alike, and
+// allocates nothing once dst has room.
+func TestAppendQuotedAsEncodingJSON(t *testing.T) {
+	for _, s := range []string{"plain", "q\"b\\s\n\r\t\x01\x1f", "é中😀", "bad \xff\xfe end", "cut \xe4\xb8", ""} {
+		want, _ := json.Marshal(s)
+		want = bytes.ReplaceAll(bytes.ReplaceAll(bytes.ReplaceAll(want, []byte(`\u003c`), []byte("<")), []byte(`\u003e`), []byte(">")), []byte(`\u0026`), []byte("&"))
+		if got := AppendQuoted(nil, s); string(got) != string(want) {
+			t.Errorf("string %q: %s, want %s", s, got, want)
+		}
+		if got := AppendQuoted(nil, []byte(s)); string(got) != string(want) {
+			t.Errorf("bytes %q: %s, want %s", s, got, want)
+		}
+	}
+	buf := make([]byte, 0, 256)
+	b := []byte("bad \xff text é")
+	if n := testing.AllocsPerRun(100, func() { buf = AppendQuoted(buf[:0], b) }); n != 0 {
+		t.Errorf("%v allocations", n)
 	}
 }
