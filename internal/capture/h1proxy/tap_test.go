@@ -202,6 +202,10 @@ func tapSeesFailures(t *testing.T, stack Stack) {
 	send := func(id, body string) (*http.Response, []byte, error) {
 		req, _ := http.NewRequest("POST", s.URL()+"/v1/completions", strings.NewReader(body))
 		req.Header.Set("X-Id", id)
+		// A connection of its own: the proxy closes the one it answered
+		// 413 on, and a POST sent on it again would fail in the client
+		// without reaching the proxy.
+		req.Close = true
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return nil, nil, err
