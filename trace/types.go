@@ -198,11 +198,16 @@ type Turn struct {
 	// RoleDocument message per document, each with its Tokens (and Virtual
 	// text like any message).
 	Endpoint string `parquet:"endpoint" json:"endpoint,omitempty"`
+	// ReasoningTokens are the reasoning (thinking) tokens the answer starts
+	// with, within OutputTokens; 0 when none or unknown. replay's
+	// --mock-hints asks tracekit mock for exactly this many.
+	ReasoningTokens int32 `parquet:"reasoning_tokens" json:"reasoning_tokens,omitempty"`
 }
 
 // needsV4 reports whether t holds what a version-3 reader would lose.
 func (t *Turn) needsV4() bool {
-	return t.Endpoint != "" && t.Endpoint != EndpointChat && t.Endpoint != EndpointCompletions
+	return t.ReasoningTokens > 0 ||
+		t.Endpoint != "" && t.Endpoint != EndpointChat && t.Endpoint != EndpointCompletions
 }
 
 // TraceMeta is the file-level description of a trace.

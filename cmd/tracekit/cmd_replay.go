@@ -123,7 +123,7 @@ beside the output, verified, removed after).`,
 	f.StringVar(&apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key (sent as a Bearer token, as x-api-key on messages; never recorded)")
 	f.StringArrayVar(&headers, "header", nil, "extra request header K:V (repeatable)")
 	f.BoolVar(&c.IgnoreEOS, "ignore-eos", false, "ask the server to generate exactly max_tokens (vLLM, SGLang)")
-	f.BoolVar(&c.MockHints, "mock-hints", false, "tracekit mock only: send the trace's recorded tool-call count and names (X-Tracekit-Tool-Calls/-Names) so the mock answers them")
+	f.BoolVar(&c.MockHints, "mock-hints", false, "tracekit mock only: send the trace's recorded tool-call count and names and reasoning tokens (X-Tracekit-Tool-Calls/-Names, X-Tracekit-Reasoning-Tokens) so the mock answers them")
 	f.Float64Var(&temperature, "temperature", 0, "sampling temperature (default: the server's)")
 	f.StringVar(&c.ExtraBody, "extra-body", "", `JSON object merged into every request body, e.g. '{"top_p":0.9}'`)
 	f.StringVar(&c.ContinuousUsage, "continuous-usage", "auto", "ask for continuous_usage_stats (exact tokens per event): auto (probe), on, off")

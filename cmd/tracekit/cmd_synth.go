@@ -42,6 +42,8 @@ previous turn's output tokens + think time.
 --endpoint). embeddings, rerank and score make single requests of corpus
 text: --batch-size inputs of --input-tokens tokens, or one query of
 --query-tokens and --documents documents of --document-tokens.
+--reasoning-tokens gives each generated answer a reasoning phase of that
+many tokens on top of its output tokens (not on completions).
 
 Sources:
 ` + sourceList() + `
@@ -93,6 +95,8 @@ type synthOptions struct {
 	// the API every request is sent on ("" = replay's --endpoint), and
 	// the shapes of the non-generating APIs' requests (distributions)
 	endpoint, batchSize, documents, queryTokens, documentTokens string
+	// reasoning tokens each generated answer starts with ("" = none)
+	reasoningTokens string
 
 	// agent sessions: distributions, and the options taken as they are
 	// (Tools, SubAgentContext).
@@ -140,6 +144,7 @@ func declareSynthFlags(f *pflag.FlagSet, o *synthOptions) {
 
 	// the API
 	f.StringVar(&o.endpoint, "endpoint", "", "API every request is sent on: "+strings.Join(trace.Endpoints, ", ")+" (default: replay's --endpoint); embeddings, rerank and score make single requests of corpus text")
+	f.StringVar(&o.reasoningTokens, "reasoning-tokens", "", "reasoning tokens each answer starts with, added to its output tokens: a distribution (default none; replay --mock-hints asks tracekit mock for them)")
 	f.StringVar(&o.batchSize, "batch-size", synth.DefaultBatchSize, "embeddings: inputs per request: a distribution (each input has --input-tokens tokens)")
 	f.StringVar(&o.documents, "documents", synth.DefaultDocuments, "rerank, score: documents per query: a distribution")
 	f.StringVar(&o.queryTokens, "query-tokens", synth.DefaultQueryTokens, "rerank, score: tokens of the query: a distribution")
@@ -250,6 +255,13 @@ func runSynth(cmd *cobra.Command, o *synthOptions) error {
 	} else if o.flags.Changed("endpoint") {
 		src.flags = append(slices.Clone(src.flags), "endpoint")
 	}
+	var reasoning synth.Dist
+	if o.flags.Changed("reasoning-tokens") {
+		if reasoning, err = (distFlag{"reasoning-tokens", &o.reasoningTokens, synth.Count}).parse(); err != nil {
+			return badInput(err)
+		}
+		src.flags = append(slices.Clone(src.flags), "reasoning-tokens")
+	}
 	if src.needsInput && o.input == "" {
 		return badInput(fmt.Errorf("--source %s needs --input FILE", name))
 	}
@@ -292,7 +304,7 @@ func runSynth(cmd *cobra.Command, o *synthOptions) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
-	res, err := synth.Generate(ctx, synth.Job{Source: source, Schedule: sched, Meta: meta, Output: o.output, Replace: o.force, Endpoint: o.endpoint})
+	res, err := synth.Generate(ctx, synth.Job{Source: source, Schedule: sched, Meta: meta, Output: o.output, Replace: o.force, Endpoint: o.endpoint, Reasoning: reasoning})
 	progress.done()
 	var outErr *synth.OutputError
 	switch {

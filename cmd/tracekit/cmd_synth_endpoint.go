@@ -51,6 +51,9 @@ func (o *synthOptions) checkEndpoint(name string) error {
 	if g := given(rankingFlags...); len(g) > 0 && ep != trace.EndpointRerank && ep != trace.EndpointScore {
 		bad = append(bad, strings.Join(g, ", ")+": shape requests of --endpoint rerank or score only")
 	}
+	if f.Changed("reasoning-tokens") && (o.pooling() || ep == trace.EndpointCompletions) {
+		bad = append(bad, "--reasoning-tokens: --endpoint "+ep+" streams no reasoning (use chat, responses or messages)")
+	}
 	if o.pooling() {
 		switch {
 		case name == "agent":

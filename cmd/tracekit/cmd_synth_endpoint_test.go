@@ -175,6 +175,9 @@ func TestSynthEndpointRefuses(t *testing.T) {
 		{[]string{"--endpoint", "score", "--source", "sharegpt", "--input", "testdata/synth/sharegpt.json"}, []string{"--source sharegpt"}},
 		{[]string{"--endpoint", "completions", "--agent"}, []string{"--agent", "completions"}},
 		{[]string{"--endpoint", "embeddings", "--batch-size", "0"}, []string{"--batch-size"}},
+		{[]string{"--endpoint", "rerank", "--reasoning-tokens", "5"}, []string{"--reasoning-tokens", "rerank"}},
+		{[]string{"--endpoint", "completions", "--reasoning-tokens", "5"}, []string{"--reasoning-tokens", "completions"}},
+		{[]string{"--reasoning-tokens", "x"}, []string{"--reasoning-tokens"}},
 	} {
 		out := filepath.Join(dir, "x.parquet")
 		_, stderr, code := runCLI(t, append(append([]string{"synth"}, c.args...), "-o", out)...)

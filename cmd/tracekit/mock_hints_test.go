@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -51,5 +52,65 @@ func TestMockHintsAgentTrace(t *testing.T) {
 	t.Logf("%d tool-calling rounds: %d mismatches without --mock-hints, %d with", rounds, plain, hinted)
 	if rounds == 0 || plain < rounds/2 || hinted != 0 {
 		t.Errorf("%d rounds: %d mismatches without hints (want most), %d with (want 0)", rounds, plain, hinted)
+	}
+}
+
+// synth --reasoning-tokens writes each turn's reasoning count on top of
+// its output tokens; replayed with --mock-hints, the mock reasons exactly
+// that long on every reasoning API (the usage it reports is the trace's
+// count, the answer's first text event follows that many reasoning
+// tokens), and without the hint it reasons as its own settings say.
+func TestMockHintsReasoningTokens(t *testing.T) {
+	srv := mocktest.Start(t, nil) // no reasoning of its own
+	for _, ep := range []string{"chat", "responses", "messages"} {
+		t.Run(ep, func(t *testing.T) {
+			dir := t.TempDir()
+			tr := filepath.Join(dir, "t.parquet")
+			if _, stderr, code := runCLI(t, "synth", "--endpoint", ep, "--conversations", "6", "--turns", "2", "--input-tokens", "20",
+				"--output-tokens", "4", "--reasoning-tokens", "3-9", "--rate", "0", "--seed", "5", "-o", tr); code != ExitOK {
+				t.Fatalf("synth exit %d: %s", code, stderr)
+			}
+			want := map[string]int32{} // request key -> reasoning tokens
+			for _, tu := range readTurns(t, tr) {
+				if tu.ReasoningTokens < 3 || tu.ReasoningTokens > 9 || tu.OutputTokens != 4+tu.ReasoningTokens {
+					t.Fatalf("%s turn %d: %d reasoning of %d output tokens, want 3-9 on top of 4", tu.ConversationID, tu.Turn, tu.ReasoningTokens, tu.OutputTokens)
+				}
+				want[fmt.Sprintf("%s/%d", tu.ConversationID, tu.Turn)] = tu.ReasoningTokens
+			}
+			for _, hints := range []bool{false, true} {
+				out := filepath.Join(dir, fmt.Sprintf("r-%v.parquet", hints))
+				args := []string{"replay", tr, "--target", srv.URL(), "--ignore-eos", "--progress", "none", "--no-analyze", "-o", out}
+				if hints {
+					args = append(args, "--mock-hints")
+				}
+				if stdout, stderr, code := runCLI(t, args...); code != ExitOK {
+					t.Fatalf("replay exit %d:\n%s\n%s", code, stdout, stderr)
+				}
+				recs := readRecords(t, out)
+				if len(recs) != len(want) {
+					t.Fatalf("%d records, want %d", len(recs), len(want))
+				}
+				for _, r := range recs {
+					w := want[fmt.Sprintf("%s/%d", r.ConversationID, r.Turn)]
+					if r.ErrorKind != "" {
+						t.Fatalf("%s: %s %s", r.RequestID, r.ErrorKind, r.ErrorMessage)
+					}
+					if !hints {
+						if r.ReasoningTokens > 0 {
+							t.Errorf("without hints %s/%d reasoned %d tokens, want none (the mock's own setting)", r.ConversationID, r.Turn, r.ReasoningTokens)
+						}
+						continue
+					}
+					reasoned := int32(0)
+					for i := 0; i < int(r.FirstAnswerEvent) && i < len(r.EventTokens); i++ {
+						reasoned += r.EventTokens[i]
+					}
+					if r.ReasoningTokens != w || reasoned != w || r.CompletionTokens != w+4 {
+						t.Errorf("%s/%d: usage %d reasoning, %d tokens before the first answer event, %d completion; want %d, %d, %d",
+							r.ConversationID, r.Turn, r.ReasoningTokens, reasoned, r.CompletionTokens, w, w, w+4)
+					}
+				}
+			}
+		})
 	}
 }

@@ -140,7 +140,9 @@ type Config struct {
 	// answer, the mock's tool-call headers (mock.ToolCallsHeader,
 	// mock.ToolNamesHeader) holding the count and names of the trace's
 	// ReferenceToolCalls, so `tracekit mock` answers the calls the trace
-	// recorded. Off by default: a real server ignores the headers, but it
+	// recorded; and with every turn that has ReasoningTokens, the mock's
+	// mock.ReasoningHeader, so its answer starts with exactly that many
+	// reasoning tokens. Off by default: a real server ignores the headers, but it
 	// must not receive what only a mock reads.
 	MockHints bool
 

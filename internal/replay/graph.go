@@ -454,21 +454,25 @@ func toolCallMismatch(ex *exchange, turn *trace.Turn) bool {
 const (
 	hintToolCalls = "X-Tracekit-Tool-Calls"
 	hintToolNames = "X-Tracekit-Tool-Names"
+	hintReasoning = "X-Tracekit-Reasoning-Tokens"
 )
 
 // setMockHints asks the mock (Config.MockHints) for the answer the trace
-// recorded: as many tool calls as ReferenceToolCalls, of those names (0: a
+// recorded: its reasoning tokens when it has some, and as many tool calls as ReferenceToolCalls, of those names (0: a
 // text answer; names a header list cannot carry, a comma or a control
 // byte, leave the count alone). A turn without any reference answer gets
 // no hint: the
 // mock answers as tool_choice says, and toolCallMismatch has nothing to
 // compare.
 func setMockHints(req *fasthttp.Request, turn *trace.Turn) {
+	var buf [128]byte
+	if turn.ReasoningTokens > 0 {
+		req.Header.SetBytesV(hintReasoning, strconv.AppendInt(buf[:0], int64(turn.ReasoningTokens), 10))
+	}
 	ref := turn.ReferenceToolCalls
 	if len(ref) == 0 && turn.ReferenceAnswer == "" {
 		return
 	}
-	var buf [128]byte
 	req.Header.SetBytesV(hintToolCalls, strconv.AppendInt(buf[:0], int64(len(ref)), 10))
 	if len(ref) == 0 {
 		return

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"time"
 
+	"github.com/tracekit/tracekit/internal/fnv1a"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -39,6 +41,11 @@ type Job struct {
 	// Endpoint, when not "", is stamped on every turn whose Endpoint is
 	// "" (trace.Turn.Endpoint): the API the whole trace is sent on.
 	Endpoint string
+	// Reasoning, when not nil, is the reasoning tokens each answer of a
+	// generating API starts with (trace.Turn.ReasoningTokens), drawn per
+	// turn and added to its OutputTokens: the visible answer keeps its
+	// length, max_tokens covers both, as a reasoning model spends them.
+	Reasoning Dist
 }
 
 // Result summarises a written trace.
@@ -62,7 +69,7 @@ func Generate(ctx context.Context, job Job) (Result, error) {
 		}
 	}
 	if st, ok := job.Source.(Streamer); ok && job.Schedule == nil {
-		if err := writeStream(ctx, job.Output, job.Replace, job.Meta, st, job.Endpoint, &res); err != nil {
+		if err := writeStream(ctx, job.Output, job.Replace, job.Meta, st, job.finish, &res); err != nil {
 			return res, err
 		}
 		res.Bytes = fileSize(job.Output)
@@ -92,7 +99,7 @@ func Generate(ctx context.Context, job Job) (Result, error) {
 		job.Schedule.Apply(convs, job.Meta.Seed)
 	}
 	for _, c := range convs {
-		stampEndpoint(c, job.Endpoint)
+		job.finish(c)
 	}
 	meta := withReport(job.Meta, job.Source.Name(), res.Report)
 	if err := Write(ctx, job.Output, job.Replace, meta, convs); err != nil {
@@ -143,15 +150,28 @@ func CreatedAt() (string, error) {
 	return time.Now().UTC().Format(time.RFC3339), nil
 }
 
-// stampEndpoint sets the Endpoint of c's turns that have none to ep ("":
-// none is set).
-func stampEndpoint(c Conversation, ep string) {
-	if ep == "" {
-		return
-	}
+// finish sets what the job adds to every conversation c of its source:
+// the endpoint of turns that have none, then the reasoning tokens of the
+// generating ones. The reasoning draws of a conversation come from a
+// generator seeded by the trace's seed and the conversation's id, so they
+// do not depend on the order conversations are written in.
+func (job *Job) finish(c Conversation) {
 	for k := range c {
 		if c[k].Endpoint == "" {
-			c[k].Endpoint = ep
+			c[k].Endpoint = job.Endpoint
 		}
+	}
+	if job.Reasoning == nil || len(c) == 0 {
+		return
+	}
+	r := rand.New(rand.NewPCG(uint64(job.Meta.Seed), fnv1a.String(c[0].ConversationID)))
+	for k := range c {
+		ep := c[k].Endpoint
+		if ep != "" && (!trace.Generates(ep) || ep == trace.EndpointCompletions) {
+			continue
+		}
+		n := sampleInt(job.Reasoning, r)
+		c[k].ReasoningTokens = int32(n)
+		c[k].OutputTokens = int32(min(int64(c[k].OutputTokens)+int64(n), maxTokens))
 	}
 }

@@ -453,7 +453,7 @@ var _ heap.Interface = (*rowHeap)(nil)
 // writeStream is Generate's path for a Streamer: conversations are written
 // as they come into a temporary file renamed to path at the end (over an
 // existing one only with replace).
-func writeStream(ctx context.Context, path string, replace bool, meta trace.TraceMeta, s Streamer, endpoint string, res *Result) error {
+func writeStream(ctx context.Context, path string, replace bool, meta trace.TraceMeta, s Streamer, finish func(Conversation), res *Result) error {
 	f, err := createTrace(path, replace, meta, false)
 	if err != nil {
 		return &OutputError{Err: err}
@@ -463,7 +463,7 @@ func writeStream(ctx context.Context, path string, replace bool, meta trace.Trac
 		if len(c) == 0 {
 			return nil
 		}
-		stampEndpoint(c, endpoint)
+		finish(c)
 		if err := f.write(c); err != nil {
 			outErr = err
 			return err
