@@ -203,13 +203,7 @@ func (t *TraceWriter) Write(rows ...Turn) error {
 		if t.version == TraceSchemaVersion {
 			break
 		}
-		v := traceVersionBase
-		if rows[i].needsV4() {
-			v = TraceSchemaVersion
-		} else if len(rows[i].After) > 0 {
-			v = traceVersionAfter
-		}
-		if v > t.version {
+		if v := rows[i].schemaVersion(); v > t.version {
 			t.version = v
 			t.w.stampVersion(v)
 		}
@@ -259,13 +253,7 @@ func (r *RecordWriter) Write(rows ...Record) error {
 		if r.version == RecordingSchemaVersion {
 			break
 		}
-		v := recordingVersionBase
-		if rows[i].needsV4() {
-			v = RecordingSchemaVersion
-		} else if len(rows[i].After) > 0 {
-			v = recordingVersionAfter
-		}
-		if v > r.version {
+		if v := rows[i].schemaVersion(); v > r.version {
 			r.version = v
 			r.w.stampVersion(v)
 		}

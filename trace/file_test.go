@@ -295,11 +295,14 @@ func TestVersionStampFollowsAfter(t *testing.T) {
 	chatNamed[1].Endpoint = EndpointChat
 	messages := slices.Clone(wait)
 	messages[1].Endpoint = EndpointMessages
+	media := slices.Clone(messages)
+	media[1].Messages = []Message{{Role: "user", Content: "what is this?", Media: []Media{
+		{Kind: MediaImage, Format: "jpeg", Width: 640, Height: 480, Seed: 7}, {Kind: MediaAudio, Format: "wav", DurationMs: 1500, Seed: 8}}}}
 	for _, c := range []struct {
 		name  string
 		turns []Turn
 		want  string
-	}{{"chat", chat, "2"}, {"after", wait, "3"}, {"chat-named", chatNamed, "2"}, {"messages", messages, "4"}} {
+	}{{"chat", chat, "2"}, {"after", wait, "3"}, {"chat-named", chatNamed, "2"}, {"messages", messages, "4"}, {"media", media, "5"}} {
 		p := filepath.Join(dir, c.name+".trace.parquet")
 		w, err := NewTraceWriter(p, TraceMeta{})
 		if err != nil {
@@ -323,6 +326,9 @@ func TestVersionStampFollowsAfter(t *testing.T) {
 		if !slices.Equal(got[1].After, c.turns[1].After) || got[1].Endpoint != c.turns[1].Endpoint {
 			t.Errorf("%s trace: After, Endpoint read back %v %q, wrote %v %q", c.name, got[1].After, got[1].Endpoint, c.turns[1].After, c.turns[1].Endpoint)
 		}
+		if wm, gm := c.turns[1].Messages, got[1].Messages; len(wm) > 0 && (len(gm) != 1 || !slices.Equal(gm[0].Media, wm[0].Media)) {
+			t.Errorf("%s trace: messages read back %+v, wrote %+v", c.name, gm, wm)
+		}
 
 		p = filepath.Join(dir, c.name+".rec.parquet")
 		rw, err := NewRecordWriter(p, RunMeta{})
@@ -330,7 +336,11 @@ func TestVersionStampFollowsAfter(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, tu := range c.turns {
-			if err := rw.Write(Record{RequestID: fmt.Sprint(tu.Turn), Turn: tu.Turn, Parents: tu.Parents, After: tu.After, Endpoint: tu.Endpoint}); err != nil {
+			r := Record{RequestID: fmt.Sprint(tu.Turn), Turn: tu.Turn, Parents: tu.Parents, After: tu.After, Endpoint: tu.Endpoint}
+			for _, m := range tu.Messages {
+				r.MediaItems += int32(len(m.Media))
+			}
+			if err := rw.Write(r); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -364,7 +374,7 @@ func TestRecordVersionFollowsReasoning(t *testing.T) {
 		{"reasoning reported", Record{Endpoint: EndpointChat, ReasoningTokens: 5}, true},
 		{"messages", Record{Endpoint: EndpointMessages}, true},
 	} {
-		if got := c.rec.needsV4(); got != c.want {
+		if got := c.rec.schemaVersion() >= 4; got != c.want {
 			t.Errorf("%s: needs version 4 %v, want %v", c.name, got, c.want)
 		}
 	}

@@ -21,7 +21,12 @@ import (
 //
 // A frame cut short or failing its CRC ends the journal: a crash can only
 // tear the tail.
-const JournalMagic = "tracekit.journal.v5\n"
+const JournalMagic = "tracekit.journal.v6\n"
+
+// journalMagicV5 is the journal of a build before Record's media fields
+// (WriteStartNs, RequestBytes, MediaItems, MediaBytes): its record
+// payloads end after Items. Recover still reads it.
+const journalMagicV5 = "tracekit.journal.v5\n"
 
 // journalMagicV4 is the journal of a build before Record.Endpoint,
 // ReasoningTokens, FirstAnswerEvent and Items: its record payloads end
@@ -105,6 +110,9 @@ func AppendRecordPayload(dst []byte, r *Record) []byte {
 	for _, v := range [...]int32{r.ReasoningTokens, r.FirstAnswerEvent, r.Items} {
 		dst = binary.AppendVarint(dst, int64(v))
 	}
+	for _, v := range [...]int64{r.WriteStartNs, r.RequestBytes, int64(r.MediaItems), r.MediaBytes} {
+		dst = binary.AppendVarint(dst, v)
+	}
 	return dst
 }
 
@@ -186,7 +194,8 @@ const (
 	journalV2 = 2 // before Record.Parents, ToolCalls, ToolCallMismatch
 	journalV3 = 3 // before Record.After
 	journalV4 = 4 // before Record.Endpoint, ReasoningTokens, FirstAnswerEvent, Items
-	journalV5 = 5
+	journalV5 = 5 // before Record.WriteStartNs, RequestBytes, MediaItems, MediaBytes
+	journalV6 = 6
 )
 
 func decodeRecord(body []byte, r *Record, ver int) error {
@@ -238,6 +247,10 @@ func decodeRecord(body []byte, r *Record, ver int) error {
 		r.Endpoint = d.str()
 		r.ReasoningTokens, r.FirstAnswerEvent, r.Items = int32(d.varint()), int32(d.varint()), int32(d.varint())
 	}
+	r.WriteStartNs, r.RequestBytes, r.MediaItems, r.MediaBytes = 0, 0, 0, 0
+	if ver >= journalV6 {
+		r.WriteStartNs, r.RequestBytes, r.MediaItems, r.MediaBytes = d.varint(), d.varint(), int32(d.varint()), d.varint()
+	}
 	if d.err == nil && len(d.b) != 0 {
 		return fmt.Errorf("%d unexpected bytes after the record", len(d.b))
 	}
@@ -260,7 +273,7 @@ type JournalReader struct {
 
 // SniffJournal returns the magic line r starts with, if it is one of ours.
 func SniffJournal(r *bufio.Reader) string {
-	for _, m := range []string{JournalMagic, journalMagicV4, journalMagicV3, journalMagicV2, journalMagicV1, TraceJournalMagic} {
+	for _, m := range []string{JournalMagic, journalMagicV5, journalMagicV4, journalMagicV3, journalMagicV2, journalMagicV1, TraceJournalMagic} {
 		if b, err := r.Peek(len(m)); err == nil && string(b) == m {
 			return m
 		}
@@ -271,9 +284,11 @@ func SniffJournal(r *bufio.Reader) string {
 func NewJournalReader(r io.Reader, name, magic string) (*JournalReader, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	got := SniffJournal(br)
-	ver := journalV5
+	ver := journalV6
 	if magic == JournalMagic {
 		switch got {
+		case journalMagicV5:
+			ver = journalV5
 		case journalMagicV4:
 			ver = journalV4
 		case journalMagicV1:
@@ -284,7 +299,7 @@ func NewJournalReader(r io.Reader, name, magic string) (*JournalReader, error) {
 			ver = journalV3
 		}
 	}
-	if got != magic && ver == journalV5 {
+	if got != magic && ver == journalV6 {
 		// A run killed before its journal's first line was on disk leaves
 		// the start of that line or nothing: a journal torn at byte 0.
 		if b, _ := br.Peek(len(magic)); len(b) < len(magic) && strings.HasPrefix(magic, string(b)) {

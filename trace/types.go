@@ -14,8 +14,10 @@ const (
 	// holds one (traceVersionAfter) and 2 otherwise, which every version-2
 	// reader replays exactly. Version 4 adds Turn.Endpoint, stamped only
 	// on a trace with a turn for an API other than chat or completions (a
-	// version-3 reader would send it as a chat).
-	TraceSchemaVersion = 4
+	// version-3 reader would send it as a chat). Version 5 adds media
+	// (Message.Media), stamped only on a trace that holds some (a version-4
+	// reader would send the text alone).
+	TraceSchemaVersion = 5
 	// RecordingSchemaVersion 2 adds each request's graph parents and its
 	// answer's tool calls (parents, tool_calls, tool_call_mismatch);
 	// version 1 recordings read with them empty: chats. Version 3 adds
@@ -23,8 +25,10 @@ const (
 	// version-2 reader would build session graphs without those edges).
 	// Version 4 adds each request's API and what APIs beyond chat report
 	// (endpoint, reasoning_tokens, first_answer_event, items), stamped only
-	// on a recording that needs them (see Record.needsV4).
-	RecordingSchemaVersion = 4
+	// on a recording that needs them (see Record.needsV4). Version 5 adds
+	// what a request with media sent (write_start_ns, request_bytes,
+	// media_items, media_bytes), stamped only on a recording with media.
+	RecordingSchemaVersion = 5
 )
 
 // The versions a file is stamped with when no row needs a newer one: the
@@ -35,6 +39,8 @@ const (
 	recordingVersionBase  = 2
 	traceVersionAfter     = 3
 	recordingVersionAfter = 3
+	traceVersionEndpoint  = 4
+	recordingVersionAPIs  = 4
 )
 
 // Endpoints: the APIs a turn can be sent on (Turn.Endpoint, Record.Endpoint).
@@ -111,7 +117,49 @@ type Message struct {
 	// BlockSeed salts the filler blocks of a virtual message (blocks the
 	// source gave no hash for).
 	BlockSeed int64 `parquet:"block_seed" json:"block_seed,omitempty"`
+
+	// Media are the images, videos and audio clips the message carries
+	// after its text, in order (a user message's; replay sends each in its
+	// API's content part). Empty in traces before schema version 5.
+	Media []Media `parquet:"media,list" json:"media,omitempty"`
 }
+
+// The kinds of Media.
+const (
+	MediaImage = "image"
+	MediaVideo = "video"
+	MediaAudio = "audio"
+)
+
+// Media is one image, video or audio item of a message: its kind, format
+// and shape. A virtual item (Hash empty) holds no bytes: replay makes them
+// from Seed and the shape (internal/media), deterministically, before the
+// request is due, so a trace of many large images stays small. A real item
+// (a dataset's file, a captured request) is named by Hash and its bytes
+// are stored once in the trace's media file (MediaFileSuffix).
+type Media struct {
+	Kind   string `parquet:"kind" json:"kind"`     // MediaImage, MediaVideo or MediaAudio
+	Format string `parquet:"format" json:"format"` // image: png or jpeg; video: mp4; audio: wav
+	// Width and Height are an image's or a video frame's size in pixels.
+	Width  int32 `parquet:"width" json:"width,omitempty"`
+	Height int32 `parquet:"height" json:"height,omitempty"`
+	// Frames is a video's frame count; DurationMs an audio clip's (or a
+	// video's) length in milliseconds.
+	Frames     int32 `parquet:"frames" json:"frames,omitempty"`
+	DurationMs int32 `parquet:"duration_ms" json:"duration_ms,omitempty"`
+	// Seed makes a virtual item's bytes.
+	Seed int64 `parquet:"seed" json:"seed,omitempty"`
+	// Hash is the lower-case hex SHA-256 of a real item's bytes; "" for a
+	// virtual one.
+	Hash string `parquet:"hash" json:"hash,omitempty"`
+	// Bytes is the encoded size when known (a real item's), else 0.
+	Bytes int64 `parquet:"bytes" json:"bytes,omitempty"`
+}
+
+// MediaFileSuffix names the file beside a trace that holds its real media
+// items' bytes, one row per distinct hash: trace.parquet has
+// trace.parquet.media.
+const MediaFileSuffix = ".media"
 
 // ToolCall is one OpenAI function tool call of an assistant message.
 // Arguments is the JSON text of the arguments, as the API carries it.
@@ -204,10 +252,22 @@ type Turn struct {
 	ReasoningTokens int32 `parquet:"reasoning_tokens" json:"reasoning_tokens,omitempty"`
 }
 
-// needsV4 reports whether t holds what a version-3 reader would lose.
-func (t *Turn) needsV4() bool {
-	return t.ReasoningTokens > 0 ||
-		t.Endpoint != "" && t.Endpoint != EndpointChat && t.Endpoint != EndpointCompletions
+// schemaVersion is the oldest trace schema version that holds t: what an
+// older reader would lose decides.
+func (t *Turn) schemaVersion() int {
+	for i := range t.Messages {
+		if len(t.Messages[i].Media) > 0 {
+			return TraceSchemaVersion
+		}
+	}
+	switch {
+	case t.ReasoningTokens > 0 ||
+		t.Endpoint != "" && t.Endpoint != EndpointChat && t.Endpoint != EndpointCompletions:
+		return traceVersionEndpoint
+	case len(t.After) > 0:
+		return traceVersionAfter
+	}
+	return traceVersionBase
 }
 
 // TraceMeta is the file-level description of a trace.
@@ -343,23 +403,40 @@ type Record struct {
 	// Items counts what a non-generating endpoint answered: embeddings
 	// returned, rerank or score results. 0 for the generating APIs.
 	Items int32 `parquet:"items" json:"items,omitempty"`
+
+	// What a request with media sent (0 for one without; recordings before
+	// version 5 read 0): WriteStartNs is when the write of its bytes began
+	// (SentNs when it ended, so the send took SentNs - WriteStartNs),
+	// RequestBytes the body's size, MediaItems and MediaBytes its media
+	// items and their encoded bytes (before base64).
+	WriteStartNs int64 `parquet:"write_start_ns" json:"write_start_ns,omitempty" unset:"0"`
+	RequestBytes int64 `parquet:"request_bytes" json:"request_bytes,omitempty"`
+	MediaItems   int32 `parquet:"media_items" json:"media_items,omitempty"`
+	MediaBytes   int64 `parquet:"media_bytes" json:"media_bytes,omitempty"`
 }
 
-// needsV4 reports whether r holds what a version-3 reader would lose: an
-// API beyond chat and completions, reasoning, or items. A first answer
-// event after events without tokens (chat's role-only first chunk) is not
-// reasoning: such a chat recording stays readable by a version-3 reader.
-func (r *Record) needsV4() bool {
+// schemaVersion is the oldest recording schema version that holds r.
+// Version 4 is needed for an API beyond chat and completions, reasoning,
+// or items; a first answer event after events without tokens (chat's
+// role-only first chunk) is not reasoning: such a chat recording stays
+// readable by a version-3 reader.
+func (r *Record) schemaVersion() int {
+	if r.MediaItems > 0 {
+		return RecordingSchemaVersion
+	}
 	if (r.Endpoint != "" && r.Endpoint != EndpointChat && r.Endpoint != EndpointCompletions) ||
 		r.ReasoningTokens > 0 || r.Items > 0 {
-		return true
+		return recordingVersionAPIs
 	}
 	for i := 0; i < int(r.FirstAnswerEvent) && i < len(r.EventTokens); i++ {
 		if r.EventTokens[i] > 0 {
-			return true
+			return recordingVersionAPIs
 		}
 	}
-	return false
+	if len(r.After) > 0 {
+		return recordingVersionAfter
+	}
+	return recordingVersionBase
 }
 
 // RunMeta is the file-level description of a recording. Health is filled
