@@ -1,0 +1,118 @@
+package media
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"image"
+	"image/jpeg"
+	"image/png"
+	"math"
+	"math/rand/v2"
+
+	"github.com/tracekit/tracekit/trace"
+)
+
+// Bounds on what Make makes: a trace asking for more is refused rather
+// than allowed to exhaust memory.
+const (
+	MaxPixels     = 64 << 20 // width x height of an image or a video frame
+	MaxDurationMs = 3600_000 // an hour of audio
+	MaxFrames     = 10_000
+)
+
+// JPEGQuality is the quality JPEG images are encoded at: Pillow's default,
+// which vLLM's random-mm dataset saves its images with.
+const JPEGQuality = 75
+
+// AudioRate is the sample rate of made audio: 16 kHz, what speech models
+// take.
+const AudioRate = 16000
+
+// Check reports whether Make can make m, naming the field at fault.
+func Check(m *trace.Media) error {
+	switch m.Kind {
+	case trace.MediaImage:
+		if m.Format != "png" && m.Format != "jpeg" {
+			return fmt.Errorf("image format %q: want png or jpeg", m.Format)
+		}
+		return checkSize(m)
+	case trace.MediaAudio:
+		if m.Format != "wav" {
+			return fmt.Errorf("audio format %q: want wav", m.Format)
+		}
+		if m.DurationMs <= 0 || m.DurationMs > MaxDurationMs {
+			return fmt.Errorf("audio duration_ms %d: want 1 to %d", m.DurationMs, MaxDurationMs)
+		}
+		return nil
+	case trace.MediaVideo:
+		return fmt.Errorf("video %s: not made by this build", m.Format)
+	}
+	return fmt.Errorf("media kind %q: want image, video or audio", m.Kind)
+}
+
+func checkSize(m *trace.Media) error {
+	if m.Width <= 0 || m.Height <= 0 || int64(m.Width)*int64(m.Height) > MaxPixels {
+		return fmt.Errorf("%s size %dx%d: want positive sides of at most %d pixels in all", m.Kind, m.Width, m.Height, MaxPixels)
+	}
+	return nil
+}
+
+// Make appends the bytes of the virtual item m to dst: the same bytes for
+// the same m, whatever the call. A real item (m.Hash set) has no bytes to
+// make: its bytes come from the trace's media file.
+func Make(dst []byte, m *trace.Media) ([]byte, error) {
+	if m.Hash != "" {
+		return dst, fmt.Errorf("media %s: a real item's bytes are stored, not made", m.Hash)
+	}
+	if err := Check(m); err != nil {
+		return dst, err
+	}
+	r := rand.New(rand.NewPCG(uint64(m.Seed), 0x6d65646961)) // "media"
+	switch m.Kind {
+	case trace.MediaImage:
+		return appendImage(dst, m, r)
+	default:
+		return appendWAV(dst, m, r), nil
+	}
+}
+
+// appendImage encodes an image of uniform random pixels.
+func appendImage(dst []byte, m *trace.Media, r *rand.Rand) ([]byte, error) {
+	img := image.NewNRGBA(image.Rect(0, 0, int(m.Width), int(m.Height)))
+	for i := 0; i < len(img.Pix); i += 4 {
+		v := r.Uint32()
+		img.Pix[i], img.Pix[i+1], img.Pix[i+2], img.Pix[i+3] = byte(v), byte(v>>8), byte(v>>16), 0xff
+	}
+	b := bytes.NewBuffer(dst)
+	var err error
+	if m.Format == "png" {
+		err = (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(b, img)
+	} else {
+		err = jpeg.Encode(b, img, &jpeg.Options{Quality: JPEGQuality})
+	}
+	return b.Bytes(), err
+}
+
+// appendWAV appends a RIFF WAVE file of 16-bit mono PCM noise.
+func appendWAV(dst []byte, m *trace.Media, r *rand.Rand) []byte {
+	n := int(int64(m.DurationMs) * AudioRate / 1000)
+	data := uint32(2 * n)
+	dst = append(dst, "RIFF"...)
+	dst = binary.LittleEndian.AppendUint32(dst, 36+data)
+	dst = append(dst, "WAVEfmt "...)
+	dst = binary.LittleEndian.AppendUint32(dst, 16)
+	dst = binary.LittleEndian.AppendUint16(dst, 1) // PCM
+	dst = binary.LittleEndian.AppendUint16(dst, 1) // mono
+	dst = binary.LittleEndian.AppendUint32(dst, AudioRate)
+	dst = binary.LittleEndian.AppendUint32(dst, 2*AudioRate) // bytes per second
+	dst = binary.LittleEndian.AppendUint16(dst, 2)           // block align
+	dst = binary.LittleEndian.AppendUint16(dst, 16)          // bits per sample
+	dst = append(dst, "data"...)
+	dst = binary.LittleEndian.AppendUint32(dst, data)
+	for range n {
+		v := math.Max(-1, math.Min(1, 0.3*r.NormFloat64()))
+		dst = binary.LittleEndian.AppendUint16(dst, uint16(int16(math.Round(v*math.MaxInt16))))
+	}
+	return dst
+}
