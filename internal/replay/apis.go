@@ -246,6 +246,7 @@ func (r *runState) closedLoopAPI(runCtx, stopCtx context.Context, conv []trace.T
 		if !r.waitUntil(stopCtx, at) {
 			return
 		}
+		ex.agent = 0
 		if !r.do(runCtx, stopCtx, ex, turn, ex.body, input, at) {
 			return
 		}
@@ -298,6 +299,7 @@ func (r *runState) openLoopAPI(runCtx, stopCtx context.Context, conv []trace.Tur
 			defer r.bodies.Put(bp)
 			ex := r.exPool.Get().(*exchange)
 			defer r.exPool.Put(ex)
+			ex.agent = 0
 			r.do(runCtx, stopCtx, ex, turn, *bp, input, at)
 		}()
 		if gen && k+1 < len(conv) {

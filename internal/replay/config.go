@@ -146,6 +146,17 @@ type Config struct {
 	// must not receive what only a mock reads.
 	MockHints bool
 
+	// SessionHeader, when not "", names a header every request carries
+	// its session key in (see sessionKey): a KV-cache-aware router keeps a
+	// conversation on the engine that holds its cache by it.
+	// SessionField "user" puts the key in the body instead (or too): the
+	// "user" field, Messages' metadata.user_id. SessionPerAgent keys each
+	// agent context of a graph conversation apart (a sub-agent with a
+	// context of its own gets its own key) rather than the whole session.
+	SessionHeader   string
+	SessionField    string
+	SessionPerAgent bool
+
 	Timing  Timing  // TimingClosed (default) or TimingTrace
 	History History // HistoryActual (default) or HistoryReference
 	Speed   float64 // time scale: 2 replays twice as fast; default 1
@@ -291,6 +302,14 @@ func (c Config) withDefaults(haveSource bool) (Config, error) {
 		if err := json.Unmarshal([]byte(c.ExtraBody), &m); err != nil {
 			return c, fieldErr("ExtraBody", "%s: expected a JSON object: %w", fielderr.Name("ExtraBody"), err)
 		}
+		for _, k := range []string{"user", "metadata"} {
+			if _, ok := m[k]; ok && c.SessionField != "" {
+				return c, fieldErr("ExtraBody", "%s sets %q, which %s sets per session", fielderr.Name("ExtraBody"), k, fielderr.Name("SessionField"))
+			}
+		}
+	}
+	if err := c.checkSession(); err != nil {
+		return c, err
 	}
 	if c.RunID != "" {
 		if err := CheckRunID(c.RunID); err != nil {
@@ -391,6 +410,7 @@ func (c Config) meta() map[string]any {
 		"idle_conn_timeout":  c.IdleConnTimeout.String(),
 		"reset_prefix_cache": c.ResetPrefixCache, "no_probe": c.NoProbe, "insecure": c.Insecure,
 		"stamp_mode": c.StampMode,
+		"session_header": c.SessionHeader, "session_field": c.SessionField, "session_per_agent": c.SessionPerAgent,
 	}
 	if c.Temperature != nil {
 		m["temperature"] = *c.Temperature

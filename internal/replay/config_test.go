@@ -43,3 +43,37 @@ func TestParseEnums(t *testing.T) {
 		t.Errorf("New with a bad Timing: %v", err)
 	}
 }
+
+// The session options refuse what they cannot send, naming the field.
+func TestSessionOptionsRefused(t *testing.T) {
+	for _, c := range []struct {
+		cfg   Config
+		field string
+	}{
+		{Config{SessionField: "email"}, "SessionField"},
+		{Config{SessionHeader: "X Session"}, "SessionHeader"},
+		{Config{SessionPerAgent: true}, "SessionPerAgent"},
+		{Config{SessionField: "user", ExtraBody: `{"user":"me"}`}, "ExtraBody"},
+	} {
+		c.cfg.Trace, c.cfg.Targets = "t.parquet", []string{"http://127.0.0.1:1"}
+		_, err := New(c.cfg, nil)
+		var fe *fielderr.Error
+		if !errors.As(err, &fe) || fe.Field != c.field {
+			t.Errorf("%+v: %v, want an error naming %s", c.cfg, err, c.field)
+		}
+	}
+}
+
+// The session key is the conversation's, or with perAgent the agent
+// context's for a context other than the conversation's first.
+func TestAppendSessionKey(t *testing.T) {
+	for _, c := range []struct {
+		agent    int32
+		perAgent bool
+		want     string
+	}{{0, false, "conv-1"}, {5, false, "conv-1"}, {0, true, "conv-1"}, {5, true, "conv-1/agent-5"}} {
+		if got := string(appendSessionKey(nil, "conv-1", c.agent, c.perAgent)); got != c.want {
+			t.Errorf("agent %d, per agent %v: %q, want %q", c.agent, c.perAgent, got, c.want)
+		}
+	}
+}

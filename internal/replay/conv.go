@@ -52,6 +52,7 @@ func (r *runState) closedLoop(runCtx, stopCtx context.Context, conv []trace.Turn
 		if !r.waitUntil(stopCtx, at) {
 			return
 		}
+		ex.agent = 0
 		if !r.do(runCtx, stopCtx, ex, turn, body, histTokens+tokens, at) {
 			return
 		}
@@ -141,6 +142,7 @@ func (r *runState) openLoop(runCtx, stopCtx context.Context, conv []trace.Turn) 
 			defer r.bodies.Put(bp)
 			ex := r.exPool.Get().(*exchange)
 			defer r.exPool.Put(ex)
+			ex.agent = 0
 			r.do(runCtx, stopCtx, ex, turn, *bp, input, at)
 		}()
 		if k+1 == len(conv) {
@@ -237,6 +239,9 @@ func (r *runState) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace
 	req.Header.Set("Accept-Encoding", "identity")
 	if r.cfg.MockHints {
 		setMockHints(req, turn)
+	}
+	if r.cfg.SessionHeader != "" || r.cfg.SessionField != "" {
+		body = r.setSession(req, ex, turn, body, ep)
 	}
 	req.SetBodyRaw(body)
 

@@ -73,6 +73,10 @@ type gnode struct {
 	// missing is a parent turn the conversation does not hold before this
 	// one, noMissing if none.
 	missing int32
+	// agent is the turn that started this node's agent context: the node
+	// itself when it starts from the conversation start (turn 0, or a
+	// sub-agent with a context of its own), else its first parent's.
+	agent int32
 }
 
 type nodeState uint8
@@ -121,6 +125,9 @@ func buildGraph(conv []trace.Turn) []gnode {
 					n.parents = append(n.parents, j)
 				}
 			}
+		}
+		if n.agent = conv[i].Turn; len(n.parents) > 0 && n.parents[0] != rootIdx {
+			n.agent = nodes[n.parents[0]].agent
 		}
 		for _, p := range n.parents {
 			if p != rootIdx {
@@ -346,6 +353,7 @@ func (r *runState) runNode(runCtx, stopCtx context.Context, nodes []gnode, i int
 	if !r.waitUntil(stopCtx, at) {
 		return
 	}
+	ex.agent = n.agent
 	if !r.do(runCtx, stopCtx, ex, n.turn, ex.body, input, at) {
 		return
 	}
@@ -547,6 +555,7 @@ func (r *runState) graphOpen(runCtx, stopCtx context.Context, conv []trace.Turn)
 			defer r.bodies.Put(bp)
 			ex := r.exPool.Get().(*exchange)
 			defer r.exPool.Put(ex)
+			ex.agent = n.agent
 			r.do(runCtx, stopCtx, ex, n.turn, *bp, input, at)
 		}()
 	}

@@ -108,6 +108,13 @@ type exchange struct {
 	body   []byte
 	rec    trace.Record
 	out    outcome // what the last exchange saw
+	// agent is the turn that started the agent context of the request
+	// being sent (its graph's fresh-context node; 0 for a chat), which
+	// Config.SessionPerAgent keys on; session is the request's session
+	// key and withSession the body with it, when the run sends one.
+	agent       int32
+	session     []byte
+	withSession []byte
 }
 
 // New validates cfg and builds the clients for a run of src; a nil src
