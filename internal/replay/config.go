@@ -409,7 +409,7 @@ func (c Config) meta() map[string]any {
 		"ready_timeout": c.ReadyTimeout.String(), "dial_timeout": c.DialTimeout.String(),
 		"idle_conn_timeout":  c.IdleConnTimeout.String(),
 		"reset_prefix_cache": c.ResetPrefixCache, "no_probe": c.NoProbe, "insecure": c.Insecure,
-		"stamp_mode": c.StampMode,
+		"stamp_mode":     c.StampMode,
 		"session_header": c.SessionHeader, "session_field": c.SessionField, "session_per_agent": c.SessionPerAgent,
 	}
 	if c.Temperature != nil {
