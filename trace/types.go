@@ -313,6 +313,10 @@ const (
 	ErrStreamTruncated ErrorKind = "stream_truncated" // connection ended before [DONE]
 	ErrMalformed       ErrorKind = "malformed"        // an event that is not valid JSON, or an error object mid-stream
 	ErrCanceled        ErrorKind = "canceled"         // the run ended (signal, --benchmark-timeout) while in flight
+	// ErrCanceledByClient: replay closed the request on purpose
+	// (--cancel-rate), as a user who gives up does; not the server's
+	// failure, and counted apart from errors.
+	ErrCanceledByClient ErrorKind = "canceled_by_client"
 	ErrHeadersTimeout  ErrorKind = "headers_timeout"  // no response headers within --idle-timeout of the send
 	ErrNotStreaming    ErrorKind = "not_streaming"    // a stream was asked for and the server answered one JSON body
 	// ErrParentFailed: a graph node not sent because a parent it waits for

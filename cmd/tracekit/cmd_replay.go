@@ -20,6 +20,7 @@ import (
 	"github.com/tracekit/tracekit/internal/record"
 	"github.com/tracekit/tracekit/internal/redact"
 	"github.com/tracekit/tracekit/internal/replay"
+	"github.com/tracekit/tracekit/internal/synth"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -31,6 +32,7 @@ func newReplayCmd() *cobra.Command {
 		apiKeyEnv, shard string
 		headers          []string
 		temperature      float64
+		cancelAfter      string
 		dispatcher       string
 		enums            replayEnums
 		d                distOpts
@@ -75,6 +77,11 @@ beside the output, verified, removed after).`,
 			o.dist = d
 			if cmd.Flags().Changed("temperature") {
 				c.Temperature = &temperature
+			}
+			if c.CancelRate > 0 || cmd.Flags().Changed("cancel-after") {
+				if c.CancelAfter, err = synth.ParseDist(cancelAfter, synth.Seconds); err != nil {
+					return badInput(fmt.Errorf("--cancel-after: %w", err))
+				}
 			}
 			c.EndpointOverride = cmd.Flags().Changed("endpoint")
 			if err := enums.parse(&c); err != nil {
@@ -127,6 +134,8 @@ beside the output, verified, removed after).`,
 	f.StringVar(&c.SessionHeader, "session-header", "", "send each conversation's session key in this header (e.g. X-Session-ID), so a KV-cache-aware router keeps it on one engine (default: none)")
 	f.StringVar(&c.SessionField, "session-field", "", "user: send the session key in the body's user field (messages: metadata.user_id)")
 	f.BoolVar(&c.SessionPerAgent, "session-per-agent", false, "agent graphs: a key per agent context (a sub-agent with a context of its own gets its own), not one per session")
+	f.Float64Var(&c.CancelRate, "cancel-rate", 0, "fraction of requests to cancel on purpose mid-request, as users who give up (0-1; recorded as canceled_by_client)")
+	f.StringVar(&cancelAfter, "cancel-after", "1s", "when a canceled request is closed, after its send began: a distribution of durations (e.g. 500ms, 200ms-2s)")
 	f.Float64Var(&temperature, "temperature", 0, "sampling temperature (default: the server's)")
 	f.StringVar(&c.ExtraBody, "extra-body", "", `JSON object merged into every request body, e.g. '{"top_p":0.9}'`)
 	f.StringVar(&c.ContinuousUsage, "continuous-usage", "auto", "ask for continuous_usage_stats (exact tokens per event): auto (probe), on, off")
@@ -283,6 +292,9 @@ func runReplay(cmd *cobra.Command, c replay.Config, o replayOpts) error {
 		}
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "recording: %s (%d requests, %d errors)\n", o.out, res.Sent, res.Errors)
+	if res.CanceledByClient > 0 {
+		fmt.Fprintf(cmd.OutOrStdout(), "canceled on purpose: %d requests (--cancel-rate; not errors)\n", res.CanceledByClient)
+	}
 	if res.ParentFailed > 0 || res.ToolCallMismatches > 0 {
 		fmt.Fprintf(cmd.OutOrStdout(), "graphs: %d requests not sent (parent_failed), %d tool-call mismatches\n", res.ParentFailed, res.ToolCallMismatches)
 	}

@@ -32,6 +32,8 @@ var replayFieldFlags = map[string]string{
 	"replay.Config.SessionHeader":          "session-header",
 	"replay.Config.SessionField":           "session-field",
 	"replay.Config.SessionPerAgent":        "session-per-agent",
+	"replay.Config.CancelRate":             "cancel-rate",
+	"replay.Config.CancelAfter":            "cancel-after",
 	"replay.Config.ContinuousUsage":        "continuous-usage",
 	"replay.Config.Timing":                 "timing",
 	"replay.Config.History":                "history",

@@ -3,6 +3,8 @@ package analyze
 import (
 	"cmp"
 	"slices"
+
+	"github.com/tracekit/tracekit/trace"
 )
 
 // ErrorCount counts failed requests of one kind.
@@ -15,7 +17,7 @@ type ErrorCount struct {
 func (s *Summary) errors(examples map[string]string) {
 	counts := map[string]int{}
 	for i := range s.Reqs {
-		if !s.Reqs[i].Success {
+		if !s.Reqs[i].Success && s.Reqs[i].ErrorKind != string(trace.ErrCanceledByClient) {
 			counts[s.Reqs[i].ErrorKind]++
 		}
 	}

@@ -95,6 +95,9 @@ func (s *Summary) writeTiles(b *strings.Builder) {
 	if s.NotSent > 0 {
 		tile(strconv.Itoa(s.NotSent), "not sent (parent_failed)")
 	}
+	if s.CanceledByClient > 0 {
+		tile(strconv.Itoa(s.CanceledByClient), "canceled by the client")
+	}
 	tile(fmt.Sprintf("%.2f s", s.Duration), "benchmark duration")
 	tile(fmt.Sprintf("%.1f tok/s", s.OutputThroughput), "output token throughput")
 	tile(fmt.Sprintf("%.2f req/s", s.RequestThroughput), "request throughput")

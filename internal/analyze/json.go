@@ -30,7 +30,7 @@ func (s *Summary) JSON(detailed bool) map[string]any {
 		"max_concurrency":         nil,
 		"duration":                s.Duration,
 		"completed":               s.Completed,
-		"failed":                  s.Failed,
+		"failed":                  s.Failed + s.CanceledByClient, // vLLM's: sent and not completed
 		"total_input_tokens":      s.TotalInput,
 		"total_output_tokens":     s.TotalOutput,
 		"request_throughput":      s.RequestThroughput,

@@ -56,10 +56,13 @@ type Summary struct {
 	TruncatedCompleted int `json:"truncated_completed"`
 	// Failed counts the analyzed requests that were sent and failed; like
 	// Completed (and vLLM's block, which counts the requests it sent) it
-	// leaves out NotSent: graph nodes recorded parent_failed, never sent.
-	// Requests = Completed + Failed + NotSent.
+	// leaves out NotSent: graph nodes recorded parent_failed, never sent;
+	// and CanceledByClient: requests replay canceled on purpose
+	// (--cancel-rate), not the server's failures.
+	// Requests = Completed + Failed + NotSent + CanceledByClient.
 	Failed                int     `json:"failed"`
 	NotSent               int     `json:"not_sent"`
+	CanceledByClient      int     `json:"canceled_by_client"`
 	TotalInput            int64   `json:"total_input_tokens"`
 	TotalOutput           int64   `json:"total_output_tokens"`
 	RequestThroughput     float64 `json:"request_throughput"`
@@ -144,9 +147,12 @@ func (a *accumulator) finish(files []FileInfo) *Summary {
 			}
 		}
 		if !q.Success {
-			if q.ErrorKind == string(trace.ErrParentFailed) {
+			switch q.ErrorKind {
+			case string(trace.ErrParentFailed):
 				s.NotSent++
-			} else {
+			case string(trace.ErrCanceledByClient):
+				s.CanceledByClient++
+			default:
 				s.Failed++
 			}
 			continue

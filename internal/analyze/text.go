@@ -63,7 +63,7 @@ func (s *Summary) writeVLLM(b *bufio.Writer) {
 	}
 	fmt.Fprintln(b, center(" Serving Benchmark Result ", '=', 50))
 	row("Successful requests:", s.Completed)
-	row("Failed requests:", s.Failed)
+	row("Failed requests:", s.Failed+s.CanceledByClient)
 	if s.MaxConcurrency > 0 {
 		row("Maximum request concurrency:", s.MaxConcurrency)
 	}
@@ -119,6 +119,9 @@ func (s *Summary) writeExtras(b *bufio.Writer) {
 	fmt.Fprintf(b, "%-40s %s\n", "Requests analyzed:", strconv.Itoa(s.Requests))
 	if s.NotSent > 0 {
 		fmt.Fprintf(b, "%-40s %d (parent_failed: graph nodes whose parent failed; not in the block above, which counts requests sent)\n", "Not sent:", s.NotSent)
+	}
+	if s.CanceledByClient > 0 {
+		fmt.Fprintf(b, "%-40s %d (canceled on purpose, --cancel-rate; counted failed in the block above, as vLLM counts what did not complete)\n", "Canceled by the client:", s.CanceledByClient)
 	}
 	fmt.Fprintf(b, "%-40s %d\n", "Excluded (warm-up):", s.ExcludedWarmup)
 	if !s.Options.Window.IsZero() {

@@ -157,6 +157,16 @@ type Config struct {
 	SessionField    string
 	SessionPerAgent bool
 
+	// CancelRate is the fraction of requests replay cancels on purpose,
+	// closing the connection CancelAfter seconds (a draw per request)
+	// after it starts sending, as a user who gives up does (AIPerf's
+	// request cancellation). The choice and the delay are drawn from
+	// Seed and the request id, so a rerun cancels the same requests at
+	// the same delays. A request that ends first is not canceled. Such a
+	// request records kind trace.ErrCanceledByClient.
+	CancelRate  float64
+	CancelAfter Sampler
+
 	Timing  Timing  // TimingClosed (default) or TimingTrace
 	History History // HistoryActual (default) or HistoryReference
 	Speed   float64 // time scale: 2 replays twice as fast; default 1
@@ -311,6 +321,12 @@ func (c Config) withDefaults(haveSource bool) (Config, error) {
 	if err := c.checkSession(); err != nil {
 		return c, err
 	}
+	if c.CancelRate < 0 || c.CancelRate > 1 {
+		return c, fieldErr("CancelRate", "%g: want a fraction from 0 to 1", c.CancelRate)
+	}
+	if c.CancelRate > 0 && c.CancelAfter == nil {
+		return c, fieldErr("CancelAfter", "no delay for the canceled requests")
+	}
 	if c.RunID != "" {
 		if err := CheckRunID(c.RunID); err != nil {
 			return c, fieldErr("RunID", "%w", err)
@@ -411,6 +427,12 @@ func (c Config) meta() map[string]any {
 		"reset_prefix_cache": c.ResetPrefixCache, "no_probe": c.NoProbe, "insecure": c.Insecure,
 		"stamp_mode":     c.StampMode,
 		"session_header": c.SessionHeader, "session_field": c.SessionField, "session_per_agent": c.SessionPerAgent,
+	}
+	if c.CancelRate > 0 {
+		m["cancel_rate"] = c.CancelRate
+		if s, ok := c.CancelAfter.(fmt.Stringer); ok {
+			m["cancel_after"] = s.String()
+		}
 	}
 	if c.Temperature != nil {
 		m["temperature"] = *c.Temperature

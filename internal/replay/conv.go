@@ -252,7 +252,9 @@ func (r *runState) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace
 	fillAPI(rec, ex, ep)
 	r.inflight.Add(-1)
 	r.done.Add(1)
-	if rec.ErrorKind != "" {
+	if rec.ErrorKind == trace.ErrCanceledByClient {
+		r.canceledByClient.Add(1)
+	} else if rec.ErrorKind != "" {
 		r.errs.Add(1)
 	} else if rec.ToolCalls > 0 || len(turn.ReferenceToolCalls) > 0 {
 		if rec.ToolCallMismatch = toolCallMismatch(ex, turn); rec.ToolCallMismatch {
@@ -268,16 +270,30 @@ func (r *runState) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace
 func (r *runState) exchange(runCtx context.Context, t *target, req *fasthttp.Request, resp *fasthttp.Response, ex *exchange, slot int64) {
 	o := &ex.out
 	*o = outcome{}
-	r.exchangeOnce(runCtx, t, req, resp, ex, slot)
+	cancel, canceling := r.cancelDelay(ex.rec.RequestID)
+	if r.cfg.RequestTimeout > 0 && r.cfg.RequestTimeout <= cancel {
+		canceling = false // its timeout comes first
+	}
+	r.exchangeOnce(runCtx, t, req, resp, ex, slot, cancel, canceling)
 	r.settle(&ex.rec, o)
+	if canceling {
+		settleCancel(&ex.rec, cancel)
+	}
 }
 
 // exchangeOnce does the work of exchange, leaving what it saw in ex.out.
-func (r *runState) exchangeOnce(runCtx context.Context, t *target, req *fasthttp.Request, resp *fasthttp.Response, ex *exchange, slot int64) {
+// A request replay cancels (cancel, canceling) gets the earlier of its
+// deadline and the cancellation's: the read that passes it fails, and the
+// connection is closed as a client that gives up closes it.
+func (r *runState) exchangeOnce(runCtx context.Context, t *target, req *fasthttp.Request, resp *fasthttp.Response, ex *exchange, slot int64,
+	cancel time.Duration, canceling bool) {
 	rec, o := &ex.rec, &ex.out
 	var deadline time.Time
 	if r.cfg.RequestTimeout > 0 {
 		deadline = time.Now().Add(r.cfg.RequestTimeout)
+	}
+	if canceling {
+		deadline = time.Now().Add(cancel)
 	}
 	retryID := rec.ConversationID + "-" + strconv.Itoa(int(rec.Turn)) + "-1" // requestID(turn, 1)
 	retried, err := t.do(req, resp, deadline, retryID)

@@ -47,8 +47,10 @@ type Result struct {
 	Canceled string // why the run was cut short ("" if it ran to the end)
 	// ToolCallMismatches counts answers whose tool calls differed from the
 	// trace's; ParentFailed the graph requests not sent because a parent
-	// failed (recorded as parent_failed, not in Sent or Errors).
-	ToolCallMismatches, ParentFailed int64
+	// failed (recorded as parent_failed, not in Sent or Errors);
+	// CanceledByClient the requests canceled on purpose (in Sent, not in
+	// Errors).
+	ToolCallMismatches, ParentFailed, CanceledByClient int64
 }
 
 // Runner replays one Source. New validates and builds the clients;
@@ -97,6 +99,7 @@ type runState struct {
 
 	sent, done, errs, inflight atomic.Int64
 	mismatches, parentFailed   atomic.Int64 // graph.go
+	canceledByClient           atomic.Int64 // --cancel-rate: in sent, not in errs
 }
 
 // exchange is one request goroutine's reusable scratch.
@@ -286,7 +289,7 @@ func (rr *Runner) Run(ctx context.Context, sink record.Sink) (*Result, error) {
 	meta.Stamps = r.conns.stamp.Meta()
 	sink.SetRunMeta(meta)
 	res := &Result{Meta: meta, Sent: r.sent.Load(), Errors: r.errs.Load(),
-		ToolCallMismatches: r.mismatches.Load(), ParentFailed: r.parentFailed.Load()}
+		ToolCallMismatches: r.mismatches.Load(), ParentFailed: r.parentFailed.Load(), CanceledByClient: r.canceledByClient.Load()}
 	switch {
 	case timeoutHit.Load():
 		res.Canceled = fmt.Sprintf("--benchmark-timeout %v passed", r.cfg.BenchmarkTimeout)

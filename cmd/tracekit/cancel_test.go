@@ -1,0 +1,85 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
+	"github.com/tracekit/tracekit/trace"
+)
+
+// --cancel-rate 0.1 over 2,000 requests: 10% +/- 1.5% are canceled
+// mid-stream, recorded canceled_by_client and none as an error; the mock's
+// own log shows each of them, and only them, closed by the client; analyze
+// counts them apart from the failures; a rerun cancels the same requests.
+func TestCancelRate(t *testing.T) {
+	srv := mocktest.Start(t, nil)
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "t.parquet")
+	if _, stderr, code := runCLI(t, "synth", "--conversations", "2000", "--turns", "1", "--input-tokens", "8", "--output-tokens", "60",
+		"--rate", "0", "--seed", "9", "-o", tr); code != ExitOK {
+		t.Fatalf("synth: exit %d: %s", code, stderr)
+	}
+	canceled := func(name string) map[string]bool {
+		seen := len(srv.Log())
+		rec := filepath.Join(dir, name+".parquet")
+		stdout, stderr, code := runCLI(t, "replay", tr, "--target", srv.URL(), "--ignore-eos", "--max-concurrency", "200",
+			"--cancel-rate", "0.1", "--cancel-after", "10ms-30ms", "--max-error-rate", "0", "--progress", "none", "--no-analyze", "-o", rec)
+		if code != ExitOK {
+			t.Fatalf("replay: exit %d:\n%s\n%s", code, stdout, stderr)
+		}
+		got := map[string]bool{}
+		for _, r := range readRecords(t, rec) {
+			switch r.ErrorKind {
+			case trace.ErrCanceledByClient:
+				got[r.RequestID] = true
+				if len(r.EventNs) >= 60 || !strings.Contains(r.ErrorMessage, "canceled by the client") {
+					t.Errorf("%s canceled after %d of 60 events: %q", r.RequestID, len(r.EventNs), r.ErrorMessage)
+				}
+			case trace.ErrNone:
+			default:
+				t.Errorf("%s: %s %s", r.RequestID, r.ErrorKind, r.ErrorMessage)
+			}
+		}
+		for _, e := range srv.Log()[seen:] {
+			if gone := e.Outcome == "client_gone"; gone != got[e.RequestID] && strings.HasPrefix(e.RequestID, "conv-") {
+				t.Errorf("%s: the mock logged %q, replay canceled it: %v", e.RequestID, e.Outcome, got[e.RequestID])
+			}
+		}
+		js := filepath.Join(dir, name+".json")
+		if _, stderr, code := runCLI(t, "analyze", rec, "--json", js); code != ExitOK {
+			t.Fatalf("analyze: exit %d: %s", code, stderr)
+		}
+		b, err := os.ReadFile(js)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a struct {
+			Failed   int `json:"failed"`
+			Tracekit struct {
+				Failed           int `json:"failed"`
+				CanceledByClient int `json:"canceled_by_client"`
+			} `json:"tracekit"`
+		}
+		if err := json.Unmarshal(b, &a); err != nil {
+			t.Fatal(err)
+		}
+		if a.Tracekit.CanceledByClient != len(got) || a.Tracekit.Failed != 0 || a.Failed != len(got) {
+			t.Errorf("analyze: %+v, want %d canceled apart from 0 failed (and vLLM's failed %d)", a, len(got), len(got))
+		}
+		return got
+	}
+	first := canceled("a")
+	if n := len(first); n < 170 || n > 230 {
+		t.Errorf("%d of 2000 canceled, want 10%% +/- 1.5%%", n)
+	}
+	second := canceled("b")
+	for id := range first {
+		if !second[id] {
+			t.Errorf("%s canceled in the first run, not in the rerun", id)
+		}
+	}
+}
