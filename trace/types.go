@@ -317,8 +317,8 @@ const (
 	// (--cancel-rate), as a user who gives up does; not the server's
 	// failure, and counted apart from errors.
 	ErrCanceledByClient ErrorKind = "canceled_by_client"
-	ErrHeadersTimeout  ErrorKind = "headers_timeout"  // no response headers within --idle-timeout of the send
-	ErrNotStreaming    ErrorKind = "not_streaming"    // a stream was asked for and the server answered one JSON body
+	ErrHeadersTimeout   ErrorKind = "headers_timeout" // no response headers within --idle-timeout of the send
+	ErrNotStreaming     ErrorKind = "not_streaming"   // a stream was asked for and the server answered one JSON body
 	// ErrParentFailed: a graph node not sent because a parent it waits for
 	// failed (or was never sent); its message names the parent's request
 	// id and error kind. Nothing went over the network.
