@@ -134,6 +134,7 @@ beside the output, verified, removed after).`,
 	f.StringVar(&c.SessionHeader, "session-header", "", "send each conversation's session key in this header (e.g. X-Session-ID), so a KV-cache-aware router keeps it on one engine (default: none)")
 	f.StringVar(&c.SessionField, "session-field", "", "user: send the session key in the body's user field (messages: metadata.user_id)")
 	f.BoolVar(&c.SessionPerAgent, "session-per-agent", false, "agent graphs: a key per agent context (a sub-agent with a context of its own gets its own), not one per session")
+	f.DurationVar(&c.ConcurrencyRampDuration, "concurrency-ramp-duration", 0, "raise the requests in flight from 1 to --max-concurrency linearly over this time (0: all from the start)")
 	f.Float64Var(&c.CancelRate, "cancel-rate", 0, "fraction of requests to cancel on purpose mid-request, as users who give up (0-1; recorded as canceled_by_client)")
 	f.StringVar(&cancelAfter, "cancel-after", "1s", "when a canceled request is closed, after its send began: a distribution of durations (e.g. 500ms, 200ms-2s)")
 	f.Float64Var(&temperature, "temperature", 0, "sampling temperature (default: the server's)")

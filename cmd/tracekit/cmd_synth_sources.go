@@ -386,6 +386,8 @@ func (v *sizeValue) Set(s string) error {
 var (
 	commonFlags   = []string{"source", "seed", "tokenizer", "max-trace-size"}
 	scheduleFlags = []string{"rate", "burstiness", "token-time"}
+	// rampFlags are read with the schedule when --rate-ramp is given.
+	rampFlags = []string{"rate-ramp", "rate-ramp-start", "rate-ramp-duration", "rate-ramp-steps"}
 )
 
 // flagOptions records in the metadata every option the source read, with
@@ -400,6 +402,9 @@ func flagOptions(f *pflag.FlagSet, src synthSource, used map[string]string) map[
 	reads := slices.Concat(commonFlags, src.flags)
 	if !src.timed {
 		reads = append(reads, scheduleFlags...)
+		if f.Changed("rate-ramp") {
+			reads = append(reads, rampFlags...)
+		}
 	}
 	for _, name := range reads {
 		if v, ok := used[name]; ok {

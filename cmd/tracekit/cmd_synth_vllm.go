@@ -79,7 +79,7 @@ func init() {
 	for _, n := range strings.Fields(`dataset-name dataset-path num-prompts seed sharegpt-output-len random-input-len
 		random-output-len random-range-ratio random-prefix-len random-batch-size burstiness input-len output-len
 		request-rate max-concurrency ready-check-timeout-sec model served-model-name temperature base-url host port
-		endpoint backend tokenizer percentile-metrics metric-percentiles`) {
+		endpoint backend tokenizer percentile-metrics metric-percentiles ramp-up-strategy ramp-up-start-rps ramp-up-end-rps`) {
 		vllmKnown[n] = true
 	}
 	for n := range vllmIgnorable {
@@ -144,6 +144,8 @@ func parseVLLMCommand(line string) (*vllmCommand, error) {
 			vals[name] = val
 		case "no-oversample", "disable-shuffle", "no-reranker":
 			vals[name] = "true"
+		case "ramp-up-strategy", "ramp-up-start-rps", "ramp-up-end-rps":
+			vals[name] = val
 		case "request-rate":
 			if strings.EqualFold(val, "inf") {
 				val = "0"
@@ -271,6 +273,23 @@ func (c *vllmCommand) dataset(name string, vals map[string]string, refuse func(s
 	}
 	if v, ok := vals["request-rate"]; ok {
 		set("rate", v)
+	}
+	// vLLM ramps over the request index from the start to the end rate
+	// (its request rate then unused): tracekit's ramp over the
+	// conversations, without --rate-ramp-duration, is that ramp.
+	if s, ok := vals["ramp-up-strategy"]; ok {
+		start, okS := vals["ramp-up-start-rps"]
+		end, okE := vals["ramp-up-end-rps"]
+		if !okS || !okE {
+			refuse("--ramp-up-strategy needs --ramp-up-start-rps and --ramp-up-end-rps, as vLLM requires")
+		}
+		set("rate-ramp", s)
+		set("rate-ramp-start", start)
+		set("rate", end)
+	} else if _, ok := vals["ramp-up-start-rps"]; ok {
+		refuse("--ramp-up-start-rps without --ramp-up-strategy")
+	} else if _, ok := vals["ramp-up-end-rps"]; ok {
+		refuse("--ramp-up-end-rps without --ramp-up-strategy")
 	}
 	if v, ok := vals["model"]; ok {
 		c.replay = append(c.replay, "--model", v)

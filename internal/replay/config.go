@@ -167,6 +167,12 @@ type Config struct {
 	CancelRate  float64
 	CancelAfter Sampler
 
+	// ConcurrencyRampDuration, when > 0, raises the request slots from 1
+	// to MaxConcurrency linearly over that time from the run's start (as
+	// AIPerf's --concurrency-ramp-duration): slot k opens at
+	// (k-1)/(MaxConcurrency-1) of it.
+	ConcurrencyRampDuration time.Duration
+
 	Timing  Timing  // TimingClosed (default) or TimingTrace
 	History History // HistoryActual (default) or HistoryReference
 	Speed   float64 // time scale: 2 replays twice as fast; default 1
@@ -321,6 +327,9 @@ func (c Config) withDefaults(haveSource bool) (Config, error) {
 	if err := c.checkSession(); err != nil {
 		return c, err
 	}
+	if c.ConcurrencyRampDuration < 0 || (c.ConcurrencyRampDuration > 0 && c.MaxConcurrency < 2) {
+		return c, fieldErr("ConcurrencyRampDuration", "%v: a ramp needs a duration above 0 and a MaxConcurrency of at least 2", c.ConcurrencyRampDuration)
+	}
 	if c.CancelRate < 0 || c.CancelRate > 1 {
 		return c, fieldErr("CancelRate", "%g: want a fraction from 0 to 1", c.CancelRate)
 	}
@@ -427,6 +436,9 @@ func (c Config) meta() map[string]any {
 		"reset_prefix_cache": c.ResetPrefixCache, "no_probe": c.NoProbe, "insecure": c.Insecure,
 		"stamp_mode":     c.StampMode,
 		"session_header": c.SessionHeader, "session_field": c.SessionField, "session_per_agent": c.SessionPerAgent,
+	}
+	if c.ConcurrencyRampDuration > 0 {
+		m["concurrency_ramp_duration"] = c.ConcurrencyRampDuration.String()
 	}
 	if c.CancelRate > 0 {
 		m["cancel_rate"] = c.CancelRate

@@ -281,6 +281,7 @@ func (rr *Runner) Run(ctx context.Context, sink record.Sink) (*Result, error) {
 		defer t.Stop()
 	}
 
+	defer r.rampConcurrency(stopCtx)()
 	var wg sync.WaitGroup
 	feedErr := r.feed(runCtx, stopCtx, src, &wg)
 	wg.Wait()

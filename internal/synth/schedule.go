@@ -36,6 +36,21 @@ type Schedule struct {
 	// conversations. Without it conversation 0 starts at 0 and the gaps
 	// are left as drawn.
 	VLLMSpan bool
+
+	// Ramp, when set, makes the start rate change over the run from
+	// RampStart to Rate (conversations per second). With RampDuration the
+	// ramp is over time: the rate at time t is the ramp's at t/RampDuration
+	// (Rate after it), and the starts are a gamma renewal process of mean
+	// rate 1 mapped through the inverse of the cumulative rate (rampTime),
+	// so the expected count of starts by t is exactly ∫₀ᵗ rate. Without it
+	// the ramp is over the conversations, as vLLM's --ramp-up-strategy
+	// ramps over the request index: conversation i's gap is drawn at the
+	// rate of progress i/(N-1), and the starts are not rescaled.
+	// RampSteps is the steps ramp's plateau count.
+	Ramp         Ramp
+	RampStart    float64
+	RampDuration time.Duration
+	RampSteps    int
 }
 
 // DefaultTokenTime is the response-time estimate per output token (50
@@ -53,7 +68,7 @@ func (s Schedule) Validate() error {
 	if s.TokenTime < 0 {
 		return fieldErr("Schedule", "TokenTime", "token time %v must not be negative", s.TokenTime)
 	}
-	return nil
+	return s.validateRamp()
 }
 
 // Apply sets the start and arrival offsets of convs, in order, drawing the
@@ -63,6 +78,10 @@ func (s Schedule) Apply(convs []Conversation, seed int64) {
 	b := s.Burstiness
 	if b == 0 {
 		b = 1
+	}
+	if s.Ramp != RampNone {
+		s.applyRamp(convs, func(rate float64) float64 { return Gamma{Shape: b, Scale: 1 / (rate * b)}.Sample(r) })
+		return
 	}
 	gap := Gamma{Shape: b, Scale: 1 / (s.Rate * b)}
 	allAtOnce := s.Rate == 0 || math.IsInf(s.Rate, 1)
