@@ -134,4 +134,3 @@ func (s Schedule) applyRamp(convs []Conversation, gap func(rate float64) float64
 		SetArrivals(c, int64(math.Round(at*1e9)), s.TokenTime)
 	}
 }
-
