@@ -24,8 +24,8 @@ import (
 const JournalMagic = "tracekit.journal.v6\n"
 
 // journalMagicV5 is the journal of a build before Record's media fields
-// (WriteStartNs, RequestBytes, MediaItems, MediaBytes): its record
-// payloads end after Items. Recover still reads it.
+// (WriteStartNs, RequestBytes, MediaItems, MediaBytes) and Model: its
+// record payloads end after Items. Recover still reads it.
 const journalMagicV5 = "tracekit.journal.v5\n"
 
 // journalMagicV4 is the journal of a build before Record.Endpoint,
@@ -113,6 +113,8 @@ func AppendRecordPayload(dst []byte, r *Record) []byte {
 	for _, v := range [...]int64{r.WriteStartNs, r.RequestBytes, int64(r.MediaItems), r.MediaBytes} {
 		dst = binary.AppendVarint(dst, v)
 	}
+	dst = binary.AppendUvarint(dst, uint64(len(r.Model)))
+	dst = append(dst, r.Model...)
 	return dst
 }
 
@@ -194,7 +196,7 @@ const (
 	journalV2 = 2 // before Record.Parents, ToolCalls, ToolCallMismatch
 	journalV3 = 3 // before Record.After
 	journalV4 = 4 // before Record.Endpoint, ReasoningTokens, FirstAnswerEvent, Items
-	journalV5 = 5 // before Record.WriteStartNs, RequestBytes, MediaItems, MediaBytes
+	journalV5 = 5 // before Record.WriteStartNs, RequestBytes, MediaItems, MediaBytes, Model
 	journalV6 = 6
 )
 
@@ -247,9 +249,10 @@ func decodeRecord(body []byte, r *Record, ver int) error {
 		r.Endpoint = d.str()
 		r.ReasoningTokens, r.FirstAnswerEvent, r.Items = int32(d.varint()), int32(d.varint()), int32(d.varint())
 	}
-	r.WriteStartNs, r.RequestBytes, r.MediaItems, r.MediaBytes = 0, 0, 0, 0
+	r.WriteStartNs, r.RequestBytes, r.MediaItems, r.MediaBytes, r.Model = 0, 0, 0, 0, ""
 	if ver >= journalV6 {
 		r.WriteStartNs, r.RequestBytes, r.MediaItems, r.MediaBytes = d.varint(), d.varint(), int32(d.varint()), d.varint()
+		r.Model = d.str()
 	}
 	if d.err == nil && len(d.b) != 0 {
 		return fmt.Errorf("%d unexpected bytes after the record", len(d.b))

@@ -12,8 +12,9 @@ import (
 func TestJournalV1StillReads(t *testing.T) {
 	rec := Record{RequestID: "r1", ConversationID: "c", Turn: 2, SentNs: 5, EventNs: []int64{7, 9}, EventTokens: []int32{0, 3}, TokensExact: true}
 	v6 := AppendRecordPayload(nil, &rec)
-	// v5's payload: v6's without the four zero media varints.
-	v5 := v6[:len(v6)-4]
+	// v5's payload: v6's without the four zero media varints and the empty
+	// model's length.
+	v5 := v6[:len(v6)-5]
 	// v4's payload: v5's without the empty Endpoint and three zero
 	// varints (a byte each).
 	v4 := v5[:len(v5)-4]
@@ -68,7 +69,7 @@ func TestJournalGraphFields(t *testing.T) {
 		t.Fatalf("v3 graph fields lost: %v %+v", err, got)
 	}
 	p := AppendRecordPayload(nil, &Record{RequestID: "r2"})
-	jr, _ = NewJournalReader(bytes.NewReader(AppendJournalFrame([]byte(journalMagicV2), p[:len(p)-12])), "test", JournalMagic)
+	jr, _ = NewJournalReader(bytes.NewReader(AppendJournalFrame([]byte(journalMagicV2), p[:len(p)-13])), "test", JournalMagic)
 	got = Record{Parents: []int32{9}, ToolCalls: 9}
 	if err := jr.Next(&got); err != nil || got.Parents != nil || got.ToolCalls != 0 || got.RequestID != "r2" {
 		t.Fatalf("v2 journal: %v %+v", err, got)
@@ -86,7 +87,7 @@ func TestJournalAfter(t *testing.T) {
 		t.Fatalf("v4 After lost: %v %+v", err, got)
 	}
 	noAfter := AppendRecordPayload(nil, &Record{RequestID: "r2", Parents: []int32{RootParent}, ToolCalls: 1})
-	jr, _ = NewJournalReader(bytes.NewReader(AppendJournalFrame([]byte(journalMagicV3), noAfter[:len(noAfter)-9])), "test", JournalMagic)
+	jr, _ = NewJournalReader(bytes.NewReader(AppendJournalFrame([]byte(journalMagicV3), noAfter[:len(noAfter)-10])), "test", JournalMagic)
 	got = Record{After: []int32{9}}
 	if err := jr.Next(&got); err != nil || got.After != nil || got.RequestID != "r2" || len(got.Parents) != 1 || got.ToolCalls != 1 {
 		t.Fatalf("v3 journal: %v %+v", err, got)
@@ -103,7 +104,7 @@ func TestJournalEndpointFields(t *testing.T) {
 		t.Fatalf("v5 fields lost: %v %+v", err, got)
 	}
 	p := AppendRecordPayload(nil, &Record{RequestID: "r2", After: []int32{1}})
-	jr, _ = NewJournalReader(bytes.NewReader(AppendJournalFrame([]byte(journalMagicV4), p[:len(p)-8])), "test", JournalMagic)
+	jr, _ = NewJournalReader(bytes.NewReader(AppendJournalFrame([]byte(journalMagicV4), p[:len(p)-9])), "test", JournalMagic)
 	got = Record{Endpoint: "x", Items: 9}
 	if err := jr.Next(&got); err != nil || got.Endpoint != "" || got.Items != 0 || len(got.After) != 1 || got.RequestID != "r2" {
 		t.Fatalf("v4 journal: %v %+v", err, got)
@@ -113,14 +114,14 @@ func TestJournalEndpointFields(t *testing.T) {
 // A v6 journal carries what a request with media sent; a v5 one reads
 // them as 0 and still decodes the API fields.
 func TestJournalMediaFields(t *testing.T) {
-	rec := Record{RequestID: "r1", Endpoint: EndpointChat, Items: 2, WriteStartNs: 11, RequestBytes: 4 << 20, MediaItems: 2, MediaBytes: 3 << 20}
+	rec := Record{RequestID: "r1", Endpoint: EndpointChat, Items: 2, WriteStartNs: 11, RequestBytes: 4 << 20, MediaItems: 2, MediaBytes: 3 << 20, Model: "lora-a"}
 	jr, _ := NewJournalReader(bytes.NewReader(AppendJournalFrame([]byte(JournalMagic), AppendRecordPayload(nil, &rec))), "test", JournalMagic)
 	var got Record
-	if err := jr.Next(&got); err != nil || got.WriteStartNs != 11 || got.RequestBytes != 4<<20 || got.MediaItems != 2 || got.MediaBytes != 3<<20 {
+	if err := jr.Next(&got); err != nil || got.WriteStartNs != 11 || got.RequestBytes != 4<<20 || got.MediaItems != 2 || got.MediaBytes != 3<<20 || got.Model != "lora-a" {
 		t.Fatalf("v6 fields lost: %v %+v", err, got)
 	}
 	p := AppendRecordPayload(nil, &Record{RequestID: "r2", Items: 3})
-	jr, _ = NewJournalReader(bytes.NewReader(AppendJournalFrame([]byte(journalMagicV5), p[:len(p)-4])), "test", JournalMagic)
+	jr, _ = NewJournalReader(bytes.NewReader(AppendJournalFrame([]byte(journalMagicV5), p[:len(p)-5])), "test", JournalMagic)
 	got = Record{MediaItems: 9, RequestBytes: 9}
 	if err := jr.Next(&got); err != nil || got.MediaItems != 0 || got.RequestBytes != 0 || got.Items != 3 || got.RequestID != "r2" {
 		t.Fatalf("v5 journal: %v %+v", err, got)

@@ -27,7 +27,8 @@ const (
 	// (endpoint, reasoning_tokens, first_answer_event, items), stamped only
 	// on a recording that needs them (see Record.needsV4). Version 5 adds
 	// what a request with media sent (write_start_ns, request_bytes,
-	// media_items, media_bytes), stamped only on a recording with media.
+	// media_items, media_bytes) and a request's own model (model), stamped
+	// only on a recording with media or a model per request.
 	RecordingSchemaVersion = 5
 )
 
@@ -417,6 +418,10 @@ type Record struct {
 	RequestBytes int64 `parquet:"request_bytes" json:"request_bytes,omitempty"`
 	MediaItems   int32 `parquet:"media_items" json:"media_items,omitempty"`
 	MediaBytes   int64 `parquet:"media_bytes" json:"media_bytes,omitempty"`
+	// Model is the model the request named when its trace turn chose one
+	// (a model mix, an import that kept it); "" when it named the run's
+	// (RunMeta.Load.Model). Recordings before version 5 read "".
+	Model string `parquet:"model" json:"model,omitempty"`
 }
 
 // schemaVersion is the oldest recording schema version that holds r.
@@ -425,7 +430,7 @@ type Record struct {
 // role-only first chunk) is not reasoning: such a chat recording stays
 // readable by a version-3 reader.
 func (r *Record) schemaVersion() int {
-	if r.MediaItems > 0 {
+	if r.MediaItems > 0 || r.Model != "" {
 		return RecordingSchemaVersion
 	}
 	if (r.Endpoint != "" && r.Endpoint != EndpointChat && r.Endpoint != EndpointCompletions) ||

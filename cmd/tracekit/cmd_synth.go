@@ -95,8 +95,9 @@ type synthOptions struct {
 	// the API every request is sent on ("" = replay's --endpoint), and
 	// the shapes of the non-generating APIs' requests (distributions)
 	endpoint, batchSize, documents, queryTokens, documentTokens string
-	// reasoning tokens each generated answer starts with ("" = none)
-	reasoningTokens string
+	// reasoning tokens each generated answer starts with ("" = none), and
+	// the model mix ("" = none)
+	reasoningTokens, modelMix string
 
 	// agent sessions: distributions, and the options taken as they are
 	// (Tools, SubAgentContext).
@@ -149,6 +150,7 @@ func declareSynthFlags(f *pflag.FlagSet, o *synthOptions) {
 	// the API
 	f.StringVar(&o.endpoint, "endpoint", "", "API every request is sent on: "+strings.Join(trace.Endpoints, ", ")+" (default: replay's --endpoint); embeddings, rerank and score make single requests of corpus text")
 	f.StringVar(&o.reasoningTokens, "reasoning-tokens", "", "reasoning tokens each answer starts with, added to its output tokens: a distribution (default none; replay --mock-hints asks tracekit mock for them)")
+	f.StringVar(&o.modelMix, "model-mix", "", "split the conversations over models or LoRA adapters: 'base=0.5,lora-a=0.3,lora-b=0.2' (seeded, per conversation; the trace's model column)")
 	f.StringVar(&o.batchSize, "batch-size", synth.DefaultBatchSize, "embeddings: inputs per request: a distribution (each input has --input-tokens tokens)")
 	f.StringVar(&o.documents, "documents", synth.DefaultDocuments, "rerank, score: documents per query: a distribution")
 	f.StringVar(&o.queryTokens, "query-tokens", synth.DefaultQueryTokens, "rerank, score: tokens of the query: a distribution")
@@ -266,6 +268,13 @@ func runSynth(cmd *cobra.Command, o *synthOptions) error {
 		}
 		src.flags = append(slices.Clone(src.flags), "reasoning-tokens")
 	}
+	var models []synth.WeightedModel
+	if o.flags.Changed("model-mix") {
+		if models, err = synth.ParseModelMix(o.modelMix); err != nil {
+			return badInput(fmt.Errorf("--model-mix: %w", err))
+		}
+		src.flags = append(slices.Clone(src.flags), "model-mix")
+	}
 	if src.needsInput && o.input == "" {
 		return badInput(fmt.Errorf("--source %s needs --input FILE", name))
 	}
@@ -308,7 +317,7 @@ func runSynth(cmd *cobra.Command, o *synthOptions) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
-	res, err := synth.Generate(ctx, synth.Job{Source: source, Schedule: sched, Meta: meta, Output: o.output, Replace: o.force, Endpoint: o.endpoint, Reasoning: reasoning})
+	res, err := synth.Generate(ctx, synth.Job{Source: source, Schedule: sched, Meta: meta, Output: o.output, Replace: o.force, Endpoint: o.endpoint, Reasoning: reasoning, Models: models})
 	progress.done()
 	var outErr *synth.OutputError
 	switch {

@@ -222,6 +222,7 @@ func (r *runState) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace
 		PromptTokens:   -1, CompletionTokens: -1, CachedTokens: -1,
 		Parents: turn.Parents, // the trace's, never written: sinks may keep it
 		After:   turn.After,
+		Model:   turn.Model, // the turn's own; "" for the run's
 	}
 	rec.NonStreaming = turn.NonStreaming || !trace.Generates(string(ep)) // those answer one body
 

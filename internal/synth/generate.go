@@ -46,6 +46,17 @@ type Job struct {
 	// turn and added to its OutputTokens: the visible answer keeps its
 	// length, max_tokens covers both, as a reasoning model spends them.
 	Reasoning Dist
+	// Models, when not empty, gives each conversation the model of one of
+	// its entries (trace.Turn.Model on every turn that names none), drawn
+	// with the weights given: a traffic split over models or LoRA
+	// adapters behind one endpoint.
+	Models []WeightedModel
+}
+
+// WeightedModel is a model name and its share of the conversations.
+type WeightedModel struct {
+	Name   string
+	Weight float64
 }
 
 // Result summarises a written trace.
@@ -161,7 +172,18 @@ func (job *Job) finish(c Conversation) {
 			c[k].Endpoint = job.Endpoint
 		}
 	}
-	if job.Reasoning == nil || len(c) == 0 {
+	if len(c) == 0 {
+		return
+	}
+	if len(job.Models) > 0 {
+		m := pickModel(job.Models, rand.New(rand.NewPCG(uint64(job.Meta.Seed), fnv1a.String("model/"+c[0].ConversationID))))
+		for k := range c {
+			if c[k].Model == "" {
+				c[k].Model = m
+			}
+		}
+	}
+	if job.Reasoning == nil {
 		return
 	}
 	r := rand.New(rand.NewPCG(uint64(job.Meta.Seed), fnv1a.String(c[0].ConversationID)))
