@@ -152,6 +152,7 @@ func (s *Summary) writeExtras(b *bufio.Writer) {
 	for i, st := range []Stats{s.ITLPerEvent, s.ITLPerToken, s.ITLRequestMean, s.ITLFirstContent} {
 		statsRow(b, itlLabels[i], st)
 	}
+	s.writeFigures(b)
 
 	fmt.Fprintln(b, center("Latency from intended send (ms)", '-', 50))
 	s.statsHeader(b, "metric")
