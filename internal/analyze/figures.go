@@ -202,7 +202,8 @@ func (s *Summary) writeFiguresHTML(b *strings.Builder) {
 		v          Values
 	}{{"output_token_throughput_per_user", "tok/s", f.OutputTokenThroughputPerUser},
 		{"prefill_throughput_per_user", "tok/s", f.PrefillThroughputPerUser},
-		{"reasoning_token_count", "tokens", f.ReasoningTokenCount}, {"answer_token_count", "tokens", f.AnswerTokenCount}} {
+		{"reasoning_token_count", "tokens", f.ReasoningTokenCount}, {"answer_token_count", "tokens", f.AnswerTokenCount},
+		{"per_request_hit_rate", "ratio", s.Cache.PerRequest}, {"per_session_hit_rate", "ratio", s.Cache.PerSession}} {
 		var ps []float64
 		for _, p := range d.v.Percentiles {
 			ps = append(ps, p.Value)

@@ -118,3 +118,34 @@ func htmlOf(t *testing.T, s *Summary) string {
 	}
 	return b.String()
 }
+
+// Prefix-cache hit rates per request and per session, by hand: session A
+// hits 0 of 100 then 100 of 200 tokens, session B 25 of 50, then fails,
+// then does not report; a request that did not report counts nowhere.
+func TestCacheHitRatesPerRequestAndSession(t *testing.T) {
+	a0 := rec("a0", 0, 0, 0, 0, 300, 200, "", 100, 100, 2, 0, [2]int64{100, 1}, [2]int64{200, 1})
+	a1 := rec("a1", 1, 400, 400, 400, 700, 200, "", 200, 200, 2, 100, [2]int64{500, 1}, [2]int64{600, 1})
+	b0 := rec("b0", 0, 0, 0, 0, 300, 200, "", 50, 50, 2, 25, [2]int64{100, 1}, [2]int64{200, 1})
+	b1 := rec("b1", 1, 400, 400, 400, 700, 500, trace.ErrHTTPStatus, 60, 60, -1, 30)
+	b2 := rec("b2", 2, 800, 800, 800, 900, 200, "", 10, 10, 1, -1, [2]int64{850, 1})
+	a0.ConversationID, a1.ConversationID = "A", "A"
+	b0.ConversationID, b1.ConversationID, b2.ConversationID = "B", "B", "B"
+	c := Records([]trace.Record{a0, a1, b0, b1, b2}, trace.RunMeta{}, Options{Percentiles: []float64{50}}).Cache
+	if c.Reporting != 3 || c.CachedTokens != 125 || c.PromptTokens != 350 {
+		t.Fatalf("cache %+v", c)
+	}
+	// Requests: 0, 0.5, 0.5.
+	if c.PerRequest.Count != 3 {
+		t.Fatalf("per request over %d", c.PerRequest.Count)
+	}
+	near(t, "per request mean", c.PerRequest.Mean, 1.0/3)
+	near(t, "per request median", c.PerRequest.Median, 0.5)
+	near(t, "per request min", c.PerRequest.Min, 0)
+	// Sessions: A 100/300, B 25/50.
+	if c.PerSession.Count != 2 {
+		t.Fatalf("per session over %d", c.PerSession.Count)
+	}
+	near(t, "per session min", c.PerSession.Min, 1.0/3)
+	near(t, "per session max", c.PerSession.Max, 0.5)
+	near(t, "per session mean", c.PerSession.Mean, (1.0/3+0.5)/2)
+}
