@@ -10,18 +10,26 @@ import (
 	"github.com/tracekit/tracekit/internal/analyze"
 	"github.com/tracekit/tracekit/internal/mock"
 	"github.com/tracekit/tracekit/internal/mock/mocktest"
+	"github.com/tracekit/tracekit/trace"
 )
 
 // synth -> replay --scrape against a mock that reasons before every
 // answer and caches prefixes -> analyze --json: the per-request figures
 // and the cache hit rates are in the JSON under their documented keys,
 // and the token counts and hit rates are the mock's own (its log, and its
-// prefix-cache counters as scraped).
+// prefix-cache counters as scraped), on each API that reports reasoning
+// and cached tokens in its own words.
 func TestRequestFiguresAndCacheEndToEnd(t *testing.T) {
+	for _, ep := range []string{trace.EndpointChat, trace.EndpointResponses, trace.EndpointMessages} {
+		t.Run(ep, func(t *testing.T) { figuresAndCacheEndToEnd(t, ep) })
+	}
+}
+
+func figuresAndCacheEndToEnd(t *testing.T, ep string) {
 	srv := mocktest.Start(t, func(c *mock.Config) { c.Latency.ReasoningMean, c.Latency.ReasoningCV = 4, 0 })
 	dir := t.TempDir()
 	tr, rec, js := filepath.Join(dir, "t.parquet"), filepath.Join(dir, "r.parquet"), filepath.Join(dir, "r.json")
-	if _, stderr, code := runCLI(t, "synth", "--conversations", "4", "--turns", "3", "--input-tokens", "40", "--output-tokens", "12",
+	if _, stderr, code := runCLI(t, "synth", "--endpoint", ep, "--conversations", "4", "--turns", "3", "--input-tokens", "40", "--output-tokens", "12",
 		"--rate", "0", "--seed", "1", "-o", tr); code != ExitOK {
 		t.Fatalf("synth: exit %d: %s", code, stderr)
 	}
