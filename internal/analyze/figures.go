@@ -129,16 +129,41 @@ func (s *Summary) requestFigures(decode *Dist) {
 			reason.Add(float64(q.ReasoningNs))
 		}
 		if q.TPOTNs > 0 {
-			addValue(otps, 1e9/q.TPOTNs)
+			addValue(otps, q.outputTPSPerUser())
 		}
 		if q.TTFTNs > 0 {
-			addValue(ptps, float64(q.PromptTokens)/(float64(q.TTFTNs)/1e9))
+			addValue(ptps, q.prefillTPSPerUser())
 		}
 	}
 	f.TimeToSecondToken, f.TimeToFirstOutputToken, f.ReasoningDuration = ttst.Stats(ps), ttfo.Stats(ps), reason.Stats(ps)
 	f.DecodeITL = decode.Stats(ps)
 	f.OutputTokenThroughputPerUser, f.PrefillThroughputPerUser = valuesOf(otps, ps), valuesOf(ptps, ps)
 	f.ReasoningTokenCount, f.AnswerTokenCount = valuesOf(rtok, ps), valuesOf(atok, ps)
+}
+
+// outputTPSPerUser is 1 / TPOT in tok/s; 0 without a TPOT.
+func (q *Request) outputTPSPerUser() float64 {
+	if q.NonStreaming || q.TPOTNs <= 0 {
+		return 0
+	}
+	return 1e9 / q.TPOTNs
+}
+
+// prefillTPSPerUser is prompt tokens / TTFT in tok/s; 0 without a TTFT.
+func (q *Request) prefillTPSPerUser() float64 {
+	if q.NonStreaming || q.TTFTNs <= 0 {
+		return 0
+	}
+	return float64(q.PromptTokens) / (float64(q.TTFTNs) / 1e9)
+}
+
+// cacheHitRate is cached / prompt tokens; -1 when the server did not
+// report cached tokens (or the prompt is empty).
+func (q *Request) cacheHitRate() float64 {
+	if q.CachedTokens < 0 || q.PromptTokens <= 0 {
+		return -1
+	}
+	return float64(q.CachedTokens) / float64(q.PromptTokens)
 }
 
 // valuesRow prints Values in statsRow's columns.

@@ -64,6 +64,17 @@ func TestRequestFiguresHandComputed(t *testing.T) {
 			f.TotalReasoningTokens, f.TotalAnswerTokens, f.ReasoningFromUsage, f.ReasoningCounted)
 	}
 
+	// The per-request file's row of a.
+	row := s.row(&s.Reqs[0])
+	near(t, "row ttst", row.TTSTms, 50)
+	near(t, "row reasoning", row.ReasoningMs, 200)
+	near(t, "row output tps", row.OutputTPSPerUser, 1000.0/60)
+	near(t, "row prefill tps", row.PrefillTPSPerUser, 100)
+	near(t, "row cache hit rate", row.CacheHitRate, -1)
+	if row.ReasoningCount != 3 || row.AnswerCount != 3 {
+		t.Errorf("row tokens: reasoning %d answer %d", row.ReasoningCount, row.AnswerCount)
+	}
+
 	// The JSON carries them under AIPerf's names; text and HTML name them too.
 	b, err := json.Marshal(s)
 	if err != nil {

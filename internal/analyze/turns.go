@@ -78,8 +78,8 @@ func (s *Summary) cacheAndTurns() {
 			s.Cache.Reporting++
 			s.Cache.CachedTokens += int64(q.CachedTokens)
 			s.Cache.PromptTokens += int64(q.PromptTokens)
-			if q.PromptTokens > 0 {
-				addValue(perReq, float64(q.CachedTokens)/float64(q.PromptTokens))
+			if r := q.cacheHitRate(); r >= 0 {
+				addValue(perReq, r)
 			}
 			c := bySession[q.ConversationID]
 			if c == nil {
