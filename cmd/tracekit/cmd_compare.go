@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,6 +22,7 @@ func isSweepDir(path string) bool {
 func newCompareCmd() *cobra.Command {
 	var af analyzeFlags
 	var failOn []string
+	var verdictPath string
 	cmd := &cobra.Command{
 		Use:   "compare A.parquet B.parquet [flags]",
 		Short: "Show two recordings' serving metrics side by side with the change of each",
@@ -43,6 +45,9 @@ a threshold on one run against one run, not a test of significance.`,
 			gate, err := analyze.ParseGate(failOn)
 			if err != nil {
 				return badInput(err)
+			}
+			if verdictPath != "" && len(gate) == 0 {
+				return badInput(fmt.Errorf("--verdict %s: it records --fail-on's conditions, and none was given", verdictPath))
 			}
 			if isSweepDir(args[0]) && isSweepDir(args[1]) {
 				if len(gate) > 0 {
@@ -81,6 +86,16 @@ a threshold on one run against one run, not a test of significance.`,
 			if err := analyze.WriteGate(cmd.OutOrStdout(), results); err != nil {
 				return err
 			}
+			if verdictPath != "" {
+				v := analyze.Verdict(results, args[0], args[1])
+				if err := writeFile(verdictPath, func(f *os.File) error {
+					enc := json.NewEncoder(f)
+					enc.SetIndent("", "  ")
+					return enc.Encode(v)
+				}); err != nil {
+					return err
+				}
+			}
 			var failed []string
 			for _, r := range results {
 				if r.Failed {
@@ -95,5 +110,6 @@ a threshold on one run against one run, not a test of significance.`,
 	}
 	af.register(cmd.Flags())
 	cmd.Flags().StringArrayVar(&failOn, "fail-on", nil, "exit 1 when a condition holds, e.g. 'ttft.p99>+10%,output_throughput<-5%' (repeatable; see docs/commands/compare.md)")
+	cmd.Flags().StringVar(&verdictPath, "verdict", "", "with --fail-on, also write the verdict as JSON to FILE (passed, and each condition's A, B and change)")
 	return cmd
 }

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tracekit/tracekit/internal/analyze"
 	"github.com/tracekit/tracekit/internal/mock"
 	"github.com/tracekit/tracekit/internal/mock/mocktest"
 )
@@ -32,7 +35,8 @@ func TestCompareFailOn(t *testing.T) {
 	base, slow := replayTo("base.parquet", time.Millisecond), replayTo("slow.parquet", 10*time.Millisecond)
 
 	gate := "failed>+0,itl.median>+10%,output_throughput<-5%"
-	stdout, stderr, code := runCLI(t, "compare", base, slow, "--fail-on", gate)
+	verdict := filepath.Join(dir, "verdict.json")
+	stdout, stderr, code := runCLI(t, "compare", base, slow, "--fail-on", gate, "--verdict", verdict)
 	if code != ExitFailed || !strings.Contains(stderr, "itl.median>+10%") || !strings.Contains(stderr, "output_throughput<-5%") {
 		t.Fatalf("slower decode: exit %d, stderr %q: want 1 naming the ITL and throughput conditions", code, stderr)
 	}
@@ -43,6 +47,30 @@ func TestCompareFailOn(t *testing.T) {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("compare's output lacks %q:\n%s", want, stdout)
 		}
+	}
+	// The verdict file says the same.
+	b, err := os.ReadFile(verdict)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v analyze.GateVerdict
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Passed || v.Base != base || v.New != slow || len(v.Conditions) != 3 {
+		t.Fatalf("verdict %s", b)
+	}
+	for i, failed := range []bool{false, true, true} {
+		c := v.Conditions[i]
+		if c.Failed != failed || c.Change == nil {
+			t.Errorf("verdict condition %s: failed %v change %v, want failed %v", c.Text, c.Failed, c.Change, failed)
+		}
+	}
+	if c := v.Conditions[1]; c.Metric != "itl.median" || !c.Relative || c.Threshold != 10 || *c.Change <= 10 || c.B <= c.A {
+		t.Errorf("itl condition in the verdict: %+v", c)
+	}
+	if _, stderr, code := runCLI(t, "compare", base, slow, "--verdict", verdict); code != ExitUsage || !strings.Contains(stderr, "--verdict") {
+		t.Errorf("--verdict without --fail-on: exit %d, stderr %q", code, stderr)
 	}
 	// The same run twice changes nothing.
 	if stdout, stderr, code := runCLI(t, "compare", base, base, "--fail-on", gate); code != ExitOK || strings.Contains(stdout, "FAIL") {

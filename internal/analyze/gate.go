@@ -235,18 +235,7 @@ func WriteGate(w io.Writer, rs []GateResult) error {
 	fmt.Fprintln(bw, center(" Gate (--fail-on) ", '=', 98))
 	fmt.Fprintf(bw, "%-40s %14s %14s %14s %10s\n", "condition", "A", "B", "change", "verdict")
 	for _, r := range rs {
-		change := strconv.FormatFloat(r.Change, 'f', 2, 64)
-		switch {
-		case math.IsInf(r.Change, 0) && r.Change > 0:
-			change = "+inf"
-		case math.IsInf(r.Change, 0):
-			change = "-inf"
-		case r.Change >= 0:
-			change = "+" + change
-		}
-		if r.Relative {
-			change += "%"
-		}
+		change := r.changeText()
 		verdict := "pass"
 		if r.Failed {
 			verdict = "FAIL"
@@ -254,4 +243,52 @@ func WriteGate(w io.Writer, rs []GateResult) error {
 		fmt.Fprintf(bw, "%-40s %14.2f %14.2f %14s %10s\n", r.Text, r.A, r.B, change, verdict)
 	}
 	return bw.Flush()
+}
+
+// GateVerdict is the machine-readable outcome of a gate (compare
+// --verdict): Passed is false when any condition held.
+type GateVerdict struct {
+	Passed     bool          `json:"passed"`
+	Base       string        `json:"base"`
+	New        string        `json:"new"`
+	Conditions []GateOutcome `json:"conditions"`
+}
+
+// GateOutcome is a GateResult as JSON can carry it: Change is null when
+// infinite (a relative change from 0), and ChangeText always holds it as
+// printed ("+12.00%", "+inf%").
+type GateOutcome struct {
+	GateCondition
+	A          float64  `json:"a"`
+	B          float64  `json:"b"`
+	Change     *float64 `json:"change"`
+	ChangeText string   `json:"change_text"`
+	Failed     bool     `json:"failed"`
+}
+
+// Verdict builds the verdict of results for runs base and new.
+func Verdict(rs []GateResult, base, new string) GateVerdict {
+	v := GateVerdict{Passed: !GateFailed(rs), Base: base, New: new, Conditions: []GateOutcome{}}
+	for _, r := range rs {
+		v.Conditions = append(v.Conditions, GateOutcome{GateCondition: r.GateCondition, A: r.A, B: r.B,
+			Change: finite(r.Change), ChangeText: r.changeText(), Failed: r.Failed})
+	}
+	return v
+}
+
+// changeText formats the change as the gate's lines print it.
+func (r GateResult) changeText() string {
+	change := strconv.FormatFloat(r.Change, 'f', 2, 64)
+	switch {
+	case math.IsInf(r.Change, 1):
+		change = "+inf"
+	case math.IsInf(r.Change, -1):
+		change = "-inf"
+	case r.Change >= 0:
+		change = "+" + change
+	}
+	if r.Relative {
+		change += "%"
+	}
+	return change
 }

@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"testing"
@@ -48,8 +49,18 @@ func TestGateHandComputed(t *testing.T) {
 	}
 	// From zero, a relative change is infinite.
 	c, _ := ParseGate([]string{"failed>+100%"})
-	if rs, _ := EvaluateGate(c, a, b); !math.IsInf(rs[0].Change, 1) || !rs[0].Failed {
+	rs, _ = EvaluateGate(c, a, b)
+	if !math.IsInf(rs[0].Change, 1) || !rs[0].Failed {
 		t.Errorf("0 -> 2 failed: %+v", rs[0])
+	}
+	// JSON cannot carry infinity: the verdict leaves the number out and
+	// keeps the text.
+	v := Verdict(rs, "a.parquet", "b.parquet")
+	if v.Passed || v.Conditions[0].Change != nil || v.Conditions[0].ChangeText != "+inf%" {
+		t.Errorf("verdict %+v", v)
+	}
+	if _, err := json.Marshal(v); err != nil {
+		t.Error(err)
 	}
 	// A percentile not computed.
 	c, _ = ParseGate([]string{"ttft.p90>+1%"})
