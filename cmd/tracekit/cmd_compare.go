@@ -1,8 +1,11 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/tracekit/tracekit/internal/analyze"
@@ -18,6 +21,8 @@ func isSweepDir(path string) bool {
 // newCompareCmd builds the compare command.
 func newCompareCmd() *cobra.Command {
 	var af analyzeFlags
+	var failOn []string
+	var verdictPath string
 	cmd := &cobra.Command{
 		Use:   "compare A.parquet B.parquet [flags]",
 		Short: "Show two recordings' serving metrics side by side with the change of each",
@@ -25,12 +30,29 @@ func newCompareCmd() *cobra.Command {
 of analyze) and prints each metric of A and B, B - A and the relative change,
 marking which way is better.  A and B may each be a glob of shards. Two sweep
 directories (each with a sweep.json) are compared as 'tracekit sweep compare'
-does: their SLO answers, knees and step tables.`,
+does: their SLO answers, knees and step tables.
+
+--fail-on makes it a CI gate on two recordings: each condition is
+METRIC>CHANGE or METRIC<CHANGE, CHANGE relative to A with a % sign
+((B - A) / |A|), else absolute (B - A). compare prints a line per condition
+and exits 1 when any is met (a regression), 2 when one is malformed. It is
+a threshold on one run against one run, not a test of significance.`,
 		Example: `  tracekit compare baseline.parquet candidate.parquet --percentiles 50,99
+  tracekit compare base.parquet new.parquet --fail-on 'ttft.p99>+10%,itl.median>+5%,output_throughput<-5%'
   tracekit compare sweep-before/ sweep-after/`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			gate, err := analyze.ParseGate(failOn)
+			if err != nil {
+				return badInput(err)
+			}
+			if verdictPath != "" && len(gate) == 0 {
+				return badInput(fmt.Errorf("--verdict %s: it records --fail-on's conditions, and none was given", verdictPath))
+			}
 			if isSweepDir(args[0]) && isSweepDir(args[1]) {
+				if len(gate) > 0 {
+					return badInput(fmt.Errorf("--fail-on compares two recordings, not sweep directories (%s, %s)", args[0], args[1]))
+				}
 				var s [2]*sweep.Summary
 				for i, dir := range args {
 					var err error
@@ -54,9 +76,40 @@ does: their SLO answers, knees and step tables.`,
 					return analyzeErr(err)
 				}
 			}
-			return analyze.WriteCompare(cmd.OutOrStdout(), runs[0], runs[1], args[0], args[1])
+			if err := analyze.WriteCompare(cmd.OutOrStdout(), runs[0], runs[1], args[0], args[1]); err != nil || len(gate) == 0 {
+				return err
+			}
+			results, err := analyze.EvaluateGate(gate, runs[0], runs[1])
+			if err != nil {
+				return badInput(err)
+			}
+			if err := analyze.WriteGate(cmd.OutOrStdout(), results); err != nil {
+				return err
+			}
+			if verdictPath != "" {
+				v := analyze.Verdict(results, args[0], args[1])
+				if err := writeFile(verdictPath, func(f *os.File) error {
+					enc := json.NewEncoder(f)
+					enc.SetIndent("", "  ")
+					return enc.Encode(v)
+				}); err != nil {
+					return err
+				}
+			}
+			var failed []string
+			for _, r := range results {
+				if r.Failed {
+					failed = append(failed, r.Text)
+				}
+			}
+			if len(failed) > 0 {
+				return runFailed(fmt.Errorf("regression: %s (B %s against A %s)", strings.Join(failed, ", "), args[1], args[0]))
+			}
+			return nil
 		},
 	}
 	af.register(cmd.Flags())
+	cmd.Flags().StringArrayVar(&failOn, "fail-on", nil, "exit 1 when a condition holds, e.g. 'ttft.p99>+10%,output_throughput<-5%' (repeatable; see docs/commands/compare.md)")
+	cmd.Flags().StringVar(&verdictPath, "verdict", "", "with --fail-on, also write the verdict as JSON to FILE (passed, and each condition's A, B and change)")
 	return cmd
 }

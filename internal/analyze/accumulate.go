@@ -50,7 +50,7 @@ func newAccumulator(opts Options) *accumulator {
 	opts = opts.withDefaults()
 	a := &accumulator{opts: opts, dists: map[string]*Dist{}, errMsg: map[string]string{}, epITL: map[string][2]*Dist{}}
 	for _, m := range []string{"ttft", "tpot", "e2el", "itl", "itl_per_token", "itl_request_mean", "itl_first_content",
-		"corrected_ttft", "corrected_e2el", "queue", "send_delay"} {
+		"corrected_ttft", "corrected_e2el", "queue", "send_delay", "decode_itl"} {
 		a.dists[m] = newDist(opts.MaxExactSamples)
 	}
 	return a
@@ -119,6 +119,9 @@ func (a *accumulator) add(r *trace.Record, file int) {
 	d["corrected_ttft"].Add(float64(q.CorrectedTTFTNs))
 	itl := a.endpointITL(q.Endpoint)
 	a.addEvents(r.EventNs, r.EventTokens, itl[0], itl[1])
+	for i := 2; i < len(r.EventNs); i++ {
+		d["decode_itl"].Add(float64(r.EventNs[i] - r.EventNs[i-1]))
+	}
 }
 
 // emptyWindow is the error of a --window that selected no request of the

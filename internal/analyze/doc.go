@@ -10,7 +10,8 @@
 // everything into one Summary (the per-event statistics on their own
 // goroutines, each read in two passes: see summarize). Text (WriteText), JSON (WriteJSON), the per-request file
 // (WritePerRequest) and the HTML report (WriteHTML) are renderers of that one
-// Summary, so they never disagree; Compare diffs two Summaries.
+// Summary, so they never disagree; Compare diffs two Summaries, and a
+// gate (ParseGate, EvaluateGate) turns the diff into a CI verdict.
 //
 // Files by concern: read.go (opening, validating, aligning), shards.go
 // (directories, one run's shards, their clocks), accumulate.go
@@ -20,9 +21,11 @@
 // tokens), multiturn.go (vLLM multi-turn's table), session.go (session
 // metrics of graph conversations, from the records' parents), endpoints.go
 // (each API's figures: TTFO and reasoning for the generating ones, items
-// for embeddings, rerank and score), errorkinds.go,
+// for embeddings, rerank and score), figures.go (the per-request
+// figures beside vLLM's block: time to second token, TTFO, reasoning,
+// decode-only ITL, per-user rates), errorkinds.go,
 // health.go (client health), then the renderers text.go, json.go, html.go,
-// perrequest.go and compare.go.
+// perrequest.go and compare.go, and gate.go (compare --fail-on).
 //
 // Definitions are vLLM `bench serve`'s by default (see Derive and Summary):
 // success is vLLM's client's (HTTP 200, an event, no transport error: a
@@ -37,7 +40,8 @@
 // Memory: exact percentiles need every sample, 8 bytes per request for each
 // per-request distribution and 8 bytes per token event for each per-event
 // one (per-event ITL, per-token ITL, event times for the peak-throughput
-// bins: 24 bytes per event in all, sized up front from the files' footers),
+// bins: 24 bytes per event, sized up front from the files' footers; the
+// decode-only ITL another 8, grown as it fills),
 // plus one Request (~320 bytes) per request, plus one decoded row group. When a distribution passes Options.MaxExactSamples it switches to
 // a log-bucket histogram with relative error HistRelErr (0.1%), and the
 // peak-throughput bins switch to 1 ms resolution; Summary.Approximate says

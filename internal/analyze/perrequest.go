@@ -56,6 +56,18 @@ type RequestRow struct {
 	Answered        bool    `parquet:"answered"`
 	ReasoningTokens int32   `parquet:"reasoning_tokens"` // usage's reasoning tokens, -1 if not reported
 	Items           int32   `parquet:"items"`            // embeddings or rerank/score results returned
+	// The per-request figures (figures.go; 0 where a request has none):
+	// time to second token, reasoning duration, reasoning tokens (usage,
+	// else counted from the stream) and answer tokens, 1 / TPOT and
+	// prompt tokens / TTFT in tok/s, and cached / prompt tokens (-1 when
+	// the server did not report cached tokens).
+	TTSTms            float64 `parquet:"time_to_second_token_ms"`
+	ReasoningMs       float64 `parquet:"reasoning_duration_ms"`
+	ReasoningCount    int32   `parquet:"reasoning_token_count"`
+	AnswerCount       int32   `parquet:"answer_token_count"`
+	OutputTPSPerUser  float64 `parquet:"output_token_throughput_per_user"`
+	PrefillTPSPerUser float64 `parquet:"prefill_throughput_per_user"`
+	CacheHitRate      float64 `parquet:"cache_hit_rate"`
 }
 
 func (s *Summary) row(q *Request) RequestRow {
@@ -71,6 +83,8 @@ func (s *Summary) row(q *Request) RequestRow {
 		CorrectedTTFTms: f(q.CorrectedTTFTNs), CorrectedE2ELms: f(q.CorrectedE2ELNs), NonStreaming: q.NonStreaming,
 		Truncated: q.Truncated, Endpoint: q.Endpoint, TTFOms: f(q.TTFONs), Answered: q.Answered,
 		ReasoningTokens: q.ReasoningTokens, Items: q.Items,
+		TTSTms: f(q.TTSTNs), ReasoningMs: f(q.ReasoningNs), ReasoningCount: q.Reasoning, AnswerCount: q.Answer,
+		OutputTPSPerUser: q.outputTPSPerUser(), PrefillTPSPerUser: q.prefillTPSPerUser(), CacheHitRate: q.cacheHitRate(),
 	}
 }
 

@@ -64,6 +64,17 @@ type Request struct {
 	// stream).
 	TTFONs   int64
 	Answered bool
+	// TTSTNs is AIPerf's time to second token: the second streamed event
+	// minus the first (0 with fewer than two events). ReasoningNs is how
+	// long the stream reasoned before answering: the first event to the
+	// first answer event (TTFONs - TTFTNs), or to the last event for a
+	// stream of reasoning only; 0 when nothing streamed before the answer.
+	TTSTNs, ReasoningNs int64
+	// Reasoning is the reasoning token count: ReasoningTokens when usage
+	// reported it, else (ReasoningCounted) the tokens of the events before
+	// the first answer event. Answer = OutputTokens - Reasoning.
+	Reasoning, Answer int32
+	ReasoningCounted  bool
 	// thoughtFirst: an event carrying tokens came before the first answer
 	// event (reasoning streamed first, not just a role-only chunk).
 	thoughtFirst bool
@@ -184,6 +195,15 @@ func Derive(r *trace.Record, file int, opts Options) Request {
 		} else {
 			q.thoughtFirst = q.ClientOutputTokens > 0
 		}
+		if !q.NonStreaming && n > 1 {
+			q.TTSTNs = r.EventNs[1] - r.EventNs[0]
+		}
+		if q.thoughtFirst {
+			q.ReasoningNs = q.LastNs - q.FirstNs
+			if q.Answered {
+				q.ReasoningNs = q.TTFONs - q.TTFTNs
+			}
+		}
 		if !q.NonStreaming && q.OutputTokens > 1 {
 			q.TPOTNs = float64(q.E2ELNs-q.TTFTNs) / float64(q.OutputTokens-1)
 			q.ITLMeanNs = float64(q.LastNs-q.FirstNs) / float64(q.OutputTokens-1)
@@ -195,6 +215,17 @@ func Derive(r *trace.Record, file int, opts Options) Request {
 		// the body, and no event is needed to succeed.
 		q.E2ELNs, q.CorrectedE2ELNs = r.DoneNs-q.StartNs, r.DoneNs-q.IntendedNs
 		q.OutputTokens = 0
+	}
+	if generates {
+		q.Reasoning = max(q.ReasoningTokens, 0)
+		if q.ReasoningTokens < 0 && !q.NonStreaming {
+			q.ReasoningCounted = true
+			for i := 0; i < int(r.FirstAnswerEvent) && i < len(r.EventTokens); i++ {
+				q.Reasoning += r.EventTokens[i]
+			}
+		}
+		q.Reasoning = min(q.Reasoning, max(q.OutputTokens, 0))
+		q.Answer = q.OutputTokens - q.Reasoning
 	}
 	q.Success = opts.Success.succeeded(r, generates)
 	if !q.Success && q.ErrorKind == "" {

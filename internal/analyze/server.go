@@ -79,6 +79,12 @@ type ServerTarget struct {
 	RequestsFinished *ServerCounter `json:"requests_finished,omitempty"`
 	// PrefixCacheHitRate is hits / queries in tokens over the window.
 	PrefixCacheHitRate *float64 `json:"prefix_cache_hit_rate,omitempty"`
+	// ClientPrefixCacheHitRate is the same ratio from the client's side:
+	// usage cached tokens / prompt tokens of the completed requests sent to
+	// this target that reported cached tokens; ClientMinusServerHitRate
+	// their difference. Both nil without reports or the server's counters.
+	ClientPrefixCacheHitRate *float64 `json:"client_prefix_cache_hit_rate,omitempty"`
+	ClientMinusServerHitRate *float64 `json:"client_minus_server_hit_rate,omitempty"`
 
 	// Latency compares the server's histograms with the client's figures.
 	Latency []ServerLatency `json:"latency,omitempty"`
@@ -272,6 +278,12 @@ func (s *Summary) serverTarget(d *telemetry.Data, target string, sidecar int, sh
 	if c.PrefixHitRateOK {
 		t.PrefixCacheHitRate = finite(c.PrefixHitRate)
 	}
+	if t.PrefixCacheHitRate != nil {
+		if r := s.clientHitRate(target); r != nil {
+			t.ClientPrefixCacheHitRate = r
+			t.ClientMinusServerHitRate = finite(*r - *t.PrefixCacheHitRate)
+		}
+	}
 
 	client := s.clientSamples(target)
 	for _, h := range []struct {
@@ -323,6 +335,28 @@ func (s *Summary) serverTarget(d *telemetry.Data, target string, sidecar int, sh
 	t.Series = ServerSeries{Running: points("Running", telemetry.AggSum), Waiting: points("Waiting", telemetry.AggSum),
 		KVCacheUsage: points("KVCacheUsage", telemetry.AggMean)}
 	return t
+}
+
+// clientHitRate is the cached / prompt tokens of the completed requests
+// sent to target (its metrics URL) that reported cached tokens; nil when
+// none did.
+func (s *Summary) clientHitRate(target string) *float64 {
+	var cached, prompts int64
+	keys := map[string]bool{}
+	for i := range s.Reqs {
+		q := &s.Reqs[i]
+		if _, done := keys[q.Target]; !done {
+			keys[q.Target] = telemetry.MetricsURL(telemetry.Redact(q.Target)) == target
+		}
+		if keys[q.Target] && q.Success && q.CachedTokens >= 0 {
+			cached += int64(q.CachedTokens)
+			prompts += int64(q.PromptTokens)
+		}
+	}
+	if prompts == 0 {
+		return nil
+	}
+	return finite(float64(cached) / float64(prompts))
 }
 
 // scrapeFailures counts target's failed scrapes by kind, keeping the last

@@ -48,6 +48,9 @@ func (s *Summary) writeServer(b *bufio.Writer) {
 		}
 		if t.PrefixCacheHitRate != nil {
 			fmt.Fprintf(b, "%-40s %.2f\n", "Prefix-cache hit rate (%):", *t.PrefixCacheHitRate*100)
+			if c := t.ClientPrefixCacheHitRate; c != nil && t.ClientMinusServerHitRate != nil {
+				fmt.Fprintf(b, "%-40s %.2f (client - server %+.2f points)\n", "Prefix-cache hit rate, usage (%):", *c*100, *t.ClientMinusServerHitRate*100)
+			}
 		}
 		if c := t.GenerationTokens; c != nil {
 			fmt.Fprintf(b, "%-40s %.2f\n", "Generation tokens/s (server):", c.PerSecond)

@@ -103,6 +103,9 @@ type Summary struct {
 	// show them when ShowEndpoints.
 	Endpoints EndpointList `json:"endpoints"`
 
+	// Figures are the per-request figures beside vLLM's block (figures.go).
+	Figures RequestFigures `json:"per_request"`
+
 	Errors    []ErrorCount   `json:"errors_by_kind"`
 	Cache     CacheStats     `json:"cached_tokens"`
 	Turns     []TurnStats    `json:"per_turn"`
@@ -189,6 +192,7 @@ func (a *accumulator) finish(files []FileInfo) *Summary {
 	wg.Wait()
 	s.ITL = [...]Stats{s.ITLPerEvent, s.ITLPerToken, s.ITLRequestMean, s.ITLFirstContent}[s.Options.ITL]
 	s.endpoints(epITL)
+	s.requestFigures(s.dists["decode_itl"])
 	return s
 }
 

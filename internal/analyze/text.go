@@ -155,6 +155,7 @@ func (s *Summary) writeExtras(b *bufio.Writer) {
 	for i, st := range []Stats{s.ITLPerEvent, s.ITLPerToken, s.ITLRequestMean, s.ITLFirstContent} {
 		statsRow(b, itlLabels[i], st)
 	}
+	s.writeFigures(b)
 
 	fmt.Fprintln(b, center("Latency from intended send (ms)", '-', 50))
 	s.statsHeader(b, "metric")
@@ -181,6 +182,11 @@ func (s *Summary) writeExtras(b *bufio.Writer) {
 		fmt.Fprintf(b, "%-40s %d\n", "Requests reporting cached tokens:", s.Cache.Reporting)
 		fmt.Fprintf(b, "%-40s %d\n", "Cached prompt tokens:", s.Cache.CachedTokens)
 		fmt.Fprintf(b, "%-40s %.2f\n", "Cache hit rate (%):", s.Cache.HitRatio*100)
+		pct := func(v Values) string {
+			return fmt.Sprintf("mean %.2f, median %.2f, min %.2f, max %.2f over %d", v.Mean*100, v.Median*100, v.Min*100, v.Max*100, v.Count)
+		}
+		fmt.Fprintf(b, "%-40s %s requests\n", "Hit rate per request (%):", pct(s.Cache.PerRequest))
+		fmt.Fprintf(b, "%-40s %s sessions\n", "Hit rate per session (%):", pct(s.Cache.PerSession))
 	}
 
 	if len(s.Turns) > 0 {

@@ -14,6 +14,13 @@ type CacheStats struct {
 	CachedTokens int64   `json:"cached_tokens"`
 	PromptTokens int64   `json:"prompt_tokens"` // of the reporting requests
 	HitRatio     float64 `json:"hit_ratio"`     // CachedTokens / PromptTokens
+	// PerRequest is the distribution of each reporting request's hit
+	// rate, cached / prompt tokens (0..1; requests with a prompt).
+	PerRequest Values `json:"per_request_hit_rate"`
+	// PerSession is the distribution over conversations of their hit
+	// rate: the sum of their reporting requests' cached tokens / the sum
+	// of their prompt tokens, so a long turn weighs more than a short one.
+	PerSession Values `json:"per_session_hit_rate"`
 }
 
 // TurnStats aggregates the requests of one turn index (0-based) across
@@ -38,6 +45,11 @@ type TurnStats struct {
 
 func (s *Summary) cacheAndTurns() {
 	byTurn := map[int32]*TurnStats{}
+	lim, ps := s.Options.MaxExactSamples, s.Options.Percentiles
+	perReq := newDist(lim)
+	type session struct{ cached, prompts int64 }
+	bySession := map[string]*session{}
+	var order []string
 	for i := range s.Reqs {
 		q := &s.Reqs[i]
 		t := byTurn[q.Turn]
@@ -66,8 +78,26 @@ func (s *Summary) cacheAndTurns() {
 			s.Cache.Reporting++
 			s.Cache.CachedTokens += int64(q.CachedTokens)
 			s.Cache.PromptTokens += int64(q.PromptTokens)
+			if r := q.cacheHitRate(); r >= 0 {
+				addValue(perReq, r)
+			}
+			c := bySession[q.ConversationID]
+			if c == nil {
+				c = &session{}
+				bySession[q.ConversationID] = c
+				order = append(order, q.ConversationID)
+			}
+			c.cached += int64(q.CachedTokens)
+			c.prompts += int64(q.PromptTokens)
 		}
 	}
+	perSession := newDist(lim)
+	for _, id := range order {
+		if c := bySession[id]; c.prompts > 0 {
+			addValue(perSession, float64(c.cached)/float64(c.prompts))
+		}
+	}
+	s.Cache.PerRequest, s.Cache.PerSession = valuesOf(perReq, ps), valuesOf(perSession, ps)
 	s.Cache.HitRatio = ratio(float64(s.Cache.CachedTokens), float64(s.Cache.PromptTokens))
 	for _, t := range byTurn {
 		n := float64(t.Completed)
