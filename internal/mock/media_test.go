@@ -7,9 +7,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/parquet-go/parquet-go"
 
 	"github.com/tracekit/tracekit/internal/media"
 	"github.com/tracekit/tracekit/trace"
@@ -235,5 +240,51 @@ func TestMediaRejected(t *testing.T) {
 				t.Errorf("logged %s with %d completion tokens", e.Outcome, e.CompletionTokens)
 			}
 		})
+	}
+}
+
+// A log of schema version 3, before the media columns, reads with them 0.
+func TestLogV3ReadsWithoutMedia(t *testing.T) {
+	rt := reflect.TypeFor[LogEntry]()
+	var fields []reflect.StructField
+	var idx []int
+	for i := range rt.NumField() {
+		f := rt.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("parquet"), ",")
+		if name == "-" || strings.HasPrefix(name, "media_") {
+			continue
+		}
+		fields, idx = append(fields, f), append(idx, i)
+	}
+	v3 := reflect.StructOf(fields)
+	path := filepath.Join(t.TempDir(), "v3.parquet")
+	file, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := parquet.NewWriter(file, parquet.SchemaOf(reflect.New(v3).Interface()),
+		parquet.KeyValueMetadata(trace.MetaFormat, FormatLog),
+		parquet.KeyValueMetadata(trace.MetaSchemaVersion, "3"),
+		parquet.KeyValueMetadata(MetaLog, `{"url":"http://old"}`))
+	src := LogEntry{RequestID: "old-1", Endpoint: "chat", PromptTokens: 12, EventMonoNs: []int64{5}, EventTokens: []int32{1}, EventLatenessNs: []int64{0}}
+	row := reflect.New(v3).Elem()
+	for k, i := range idx {
+		row.Field(k).Set(reflect.ValueOf(src).Field(i))
+	}
+	if err := w.Write(row.Addr().Interface()); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := file.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rows, meta, err := ReadLog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].RequestID != "old-1" || rows[0].PromptTokens != 12 || rows[0].MediaItems != 0 || rows[0].MediaTokens != 0 || meta.URL != "http://old" {
+		t.Errorf("read %+v, meta %+v", rows, meta)
 	}
 }
