@@ -21,6 +21,7 @@ import (
 // URL (a data URI or http(s)) or as bare base64 (chat's input_audio).
 type mediaRef struct {
 	msg    int    // index in genRequest.msgs
+	param  string // the request field it is in: messages, or input
 	where  string // the part, for errors: messages[0].content[1].image_url
 	kind   string // trace.MediaImage, MediaVideo or MediaAudio
 	url    string
@@ -134,21 +135,21 @@ func (f *mediaFetcher) resolveMedia(ctx context.Context, refs []mediaRef) ([]med
 		r := &refs[i]
 		b, err := f.mediaBytes(ctx, r)
 		if err != nil {
-			return nil, invalid("messages", "%s: %v", r.where, err)
+			return nil, invalid(r.param, "%s: %v", r.where, err)
 		}
 		if r.format != "" && r.format != "wav" {
-			return nil, invalid("messages", "%s: audio format %q is not read by the mock (wav is)", r.where, r.format)
+			return nil, invalid(r.param, "%s: audio format %q is not read by the mock (wav is)", r.where, r.format)
 		}
 		info, err := media.Probe(b)
 		if err != nil {
-			return nil, invalid("messages", "%s: %v", r.where, err)
+			return nil, invalid(r.param, "%s: %v", r.where, err)
 		}
 		if info.Kind != r.kind {
-			return nil, invalid("messages", "%s: expected %s, the data is %s %s", r.where, article(r.kind), article(info.Kind), info.Format)
+			return nil, invalid(r.param, "%s: expected %s, the data is %s %s", r.where, article(r.kind), article(info.Kind), info.Format)
 		}
 		n, err := media.Tokens(info)
 		if err != nil {
-			return nil, invalid("messages", "%s: %v", r.where, err)
+			return nil, invalid(r.param, "%s: %v", r.where, err)
 		}
 		sum := sha256.Sum256(b)
 		items = append(items, mediaItem{msg: r.msg, tokens: n, bytes: len(b), sum: hex.EncodeToString(sum[:])})

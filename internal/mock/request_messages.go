@@ -159,9 +159,9 @@ func blockImages(raw json.RawMessage, m, msg int) ([]mediaRef, error) {
 				if mt == "" {
 					mt = "image/jpeg"
 				}
-				refs = append(refs, mediaRef{msg: msg, where: where + ".source", kind: trace.MediaImage, url: "data:" + mt + ";base64," + s.Data})
+				refs = append(refs, mediaRef{param: "messages", msg: msg, where: where + ".source", kind: trace.MediaImage, url: "data:" + mt + ";base64," + s.Data})
 			case s != nil && s.Type == "url" && s.URL != "":
-				refs = append(refs, mediaRef{msg: msg, where: where + ".source", kind: trace.MediaImage, url: s.URL})
+				refs = append(refs, mediaRef{param: "messages", msg: msg, where: where + ".source", kind: trace.MediaImage, url: s.URL})
 			default:
 				return nil, invalid("messages", "%s.source: expected {\"type\": \"base64\", \"media_type\", \"data\"} or {\"type\": \"url\", \"url\"}", where)
 			}

@@ -183,12 +183,12 @@ func messageText(i int, raw json.RawMessage) (string, []mediaRef, error) {
 			if !ok {
 				return "", nil, invalid("messages", "%s: expected {\"url\": a data URI or an http(s) URL}", where)
 			}
-			refs = append(refs, mediaRef{msg: i, where: where, kind: kind, url: url})
+			refs = append(refs, mediaRef{param: "messages", msg: i, where: where, kind: kind, url: url})
 		case "input_audio":
 			if p.Audio == nil || p.Audio.Data == "" || p.Audio.Format == "" {
 				return "", nil, invalid("messages", "%s: expected {\"data\": base64, \"format\": \"wav\" or \"mp3\"}", where)
 			}
-			refs = append(refs, mediaRef{msg: i, where: where, kind: trace.MediaAudio, data: p.Audio.Data, format: p.Audio.Format})
+			refs = append(refs, mediaRef{param: "messages", msg: i, where: where, kind: trace.MediaAudio, data: p.Audio.Data, format: p.Audio.Format})
 		}
 	}
 	return b.String(), refs, nil

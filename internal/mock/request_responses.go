@@ -204,12 +204,12 @@ func responsesMedia(raw json.RawMessage, item, msg int) ([]mediaRef, error) {
 			if !ok {
 				return nil, invalid("input", "%s: expected image_url, a data URI or an http(s) URL (file_id is not supported by the mock)", where)
 			}
-			refs = append(refs, mediaRef{msg: msg, where: where, kind: trace.MediaImage, url: url})
+			refs = append(refs, mediaRef{param: "input", msg: msg, where: where, kind: trace.MediaImage, url: url})
 		case "input_audio":
 			if p.Audio == nil || p.Audio.Data == "" || p.Audio.Format == "" {
 				return nil, invalid("input", "%s: expected input_audio {\"data\": base64, \"format\": \"wav\"}", where)
 			}
-			refs = append(refs, mediaRef{msg: msg, where: where, kind: trace.MediaAudio, data: p.Audio.Data, format: p.Audio.Format})
+			refs = append(refs, mediaRef{param: "input", msg: msg, where: where, kind: trace.MediaAudio, data: p.Audio.Data, format: p.Audio.Format})
 		}
 	}
 	return refs, nil
