@@ -46,7 +46,7 @@ func Check(m *trace.Media) error {
 		}
 		return nil
 	case trace.MediaVideo:
-		return fmt.Errorf("video %s: not made by this build", m.Format)
+		return checkVideo(m)
 	}
 	return fmt.Errorf("media kind %q: want image, video or audio", m.Kind)
 }
@@ -72,6 +72,8 @@ func Make(dst []byte, m *trace.Media) ([]byte, error) {
 	switch m.Kind {
 	case trace.MediaImage:
 		return appendImage(dst, m, r)
+	case trace.MediaVideo:
+		return appendVideo(dst, m, r)
 	default:
 		return appendWAV(dst, m, r), nil
 	}

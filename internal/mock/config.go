@@ -154,6 +154,11 @@ type Config struct {
 	KeepBodies bool `json:"keep_bodies"`
 	// MaxBodyBytes bounds a request body.
 	MaxBodyBytes int64 `json:"max_body_bytes"`
+	// MediaFetchTimeout bounds the fetch of a media item given by http(s)
+	// URL, MaxMediaBytes its size: beyond either the request gets a 400.
+	// vLLM's VLLM_IMAGE_FETCH_TIMEOUT defaults to 5 s.
+	MediaFetchTimeout Duration `json:"media_fetch_timeout"`
+	MaxMediaBytes     int64    `json:"max_media_bytes"`
 	// StrictAnthropic makes /v1/messages require the anthropic-version
 	// header (400 without) and an API key, x-api-key or Authorization
 	// (401 without), in Anthropic's error shape, as Anthropic's API does.
@@ -195,6 +200,8 @@ func DefaultConfig() Config {
 			SlowHeadersFor: Duration(2 * time.Second),
 		},
 		MaxBodyBytes:        32 << 20,
+		MediaFetchTimeout:   Duration(5 * time.Second),
+		MaxMediaBytes:       32 << 20,
 		ResponseStoreBytes:  64 << 20,
 		EmbeddingDimensions: 384,
 	}
@@ -249,6 +256,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("prefix_cache_tokens %d must be >= 0", l.PrefixCacheTokens)
 	case c.MaxBodyBytes < 1:
 		return fmt.Errorf("max_body_bytes %d must be >= 1", c.MaxBodyBytes)
+	case c.MediaFetchTimeout <= 0:
+		return fmt.Errorf("media_fetch_timeout %v must be above 0", c.MediaFetchTimeout.D())
+	case c.MaxMediaBytes < 1:
+		return fmt.Errorf("max_media_bytes %d must be >= 1", c.MaxMediaBytes)
 	case c.Model == "":
 		return errors.New("model must not be empty")
 	case c.ResponseStoreBytes < 0:

@@ -31,6 +31,11 @@
 //	     top_n, return_documents; results sorted by score
 //	POST /v1/score, /score   text_1 and text_2, each a string or a list
 //
+// Media in a generating request (chat image_url, video_url, input_audio;
+// Responses input_image; Messages image blocks) are fetched or decoded,
+// probed and charged as prompt tokens by internal/media's formula, or
+// answered with a 400 when a server could not load them (media.go).
+//
 // GET /v1/models, GET /health, POST /reset_prefix_cache, GET /metrics
 // (Prometheus text: vllm:num_requests_running/waiting, prompt and generation
 // token counters, prefix cache queries/hits, the latency histograms below,

@@ -237,17 +237,31 @@ func (x *exchange) planAnswer(id string) error {
 		}
 		x.req.msgs = append(append(append([]Message(nil), sys...), x.history...), msgs...)
 		x.history = append(append([]Message(nil), x.history...), msgs...)
+		// The request's own messages, and their media, follow the history.
+		for i := range x.req.media {
+			if x.req.media[i].msg >= len(sys) {
+				x.req.media[i].msg += len(x.req.msgs) - len(msgs) - len(sys)
+			}
+		}
 	} else if x.api == api.Responses {
 		x.history = msgs
 		if len(msgs) > 0 && msgs[0].Role == "system" {
 			x.history = msgs[1:]
 		}
 	}
-	var err error
-	if x.p, err = buildPrompt(x.req, s.tokens); err != nil {
+	items, err := s.media.resolveMedia(x.ctx, x.req.media)
+	if err != nil {
+		return err
+	}
+	if x.p, err = buildPrompt(x.req, items, s.tokens); err != nil {
 		return err
 	}
 	x.e.Messages, x.e.MessagesHash, x.e.PromptTokens = int32(x.p.messages), hashHex(x.p.hash), int32(x.p.tokens)
+	for _, it := range items {
+		x.e.MediaItems++
+		x.e.MediaTokens += int32(it.tokens)
+		x.e.MediaBytes += int64(it.bytes)
+	}
 	maxTokens, err := x.maxTokens()
 	if err != nil {
 		return err
@@ -388,6 +402,8 @@ func (x *exchange) prefill() int64 {
 	cached := min(s.cache.lookup(x.p.segs), max(x.p.tokens-1, 0))
 	x.e.CachedTokens = int32(cached)
 	s.m.promptTokens.Add(int64(x.p.tokens))
+	s.m.mediaItems.Add(int64(x.e.MediaItems))
+	s.m.mediaTokens.Add(int64(x.e.MediaTokens))
 	s.m.cacheQueries.Add(int64(x.p.tokens))
 	s.m.cacheHits.Add(int64(cached))
 	first := x.e.AdmitMonoNs + int64(s.cfg.Latency.prefill(x.p.tokens-cached))

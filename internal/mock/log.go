@@ -12,7 +12,7 @@ import (
 // trace.MetaFormat and trace.MetaSchemaVersion.
 const (
 	FormatLog        = "tracekit.mock_log"
-	LogSchemaVersion = 3
+	LogSchemaVersion = 4
 	// MetaLog is the key of the LogMeta JSON in the file's metadata.
 	MetaLog = "tracekit.mock_meta"
 )
@@ -74,6 +74,13 @@ type LogEntry struct {
 	ReasoningTokens  int32 `parquet:"reasoning_tokens" json:"reasoning_tokens"`
 	FirstAnswerEvent int32 `parquet:"first_answer_event" json:"first_answer_event"`
 	Items            int32 `parquet:"items" json:"items"`
+	// MediaItems, MediaTokens and MediaBytes are the request's images,
+	// video and audio items, the prompt tokens they took (part of
+	// PromptTokens; media.Tokens) and their decoded bytes. Logs before
+	// schema version 4 read 0.
+	MediaItems  int32 `parquet:"media_items" json:"media_items"`
+	MediaTokens int32 `parquet:"media_tokens" json:"media_tokens"`
+	MediaBytes  int64 `parquet:"media_bytes" json:"media_bytes"`
 	// PlannedTTFTNs is the model's time to first token: queueing + prefill.
 	PlannedTTFTNs int64 `parquet:"planned_ttft_ns" json:"planned_ttft_ns"`
 

@@ -15,6 +15,7 @@ type metrics struct {
 	faults, badRequests     atomic.Int64
 	clientGone              atomic.Int64
 	promptTokens, genTokens atomic.Int64
+	mediaItems, mediaTokens atomic.Int64 // of the prompts prefilled; mediaTokens are part of promptTokens
 	cacheQueries, cacheHits atomic.Int64
 	events                  atomic.Int64
 	slowStreams             atomic.Int64   // handed back from the scheduler: the client did not keep up
@@ -98,6 +99,8 @@ func (m *metrics) writePrometheus(w io.Writer, model string) {
 	counter("tracekit_mock_faults_total", "Requests given an injected fault.", m.faults.Load())
 	counter("tracekit_mock_bad_requests_total", "Requests rejected as invalid.", m.badRequests.Load())
 	counter("tracekit_mock_client_gone_total", "Streams the client closed early.", m.clientGone.Load())
+	counter("tracekit_mock_media_items_total", "Images, video and audio items in the prompts prefilled.", m.mediaItems.Load())
+	counter("tracekit_mock_media_tokens_total", "Prompt tokens the media items took (part of vllm:prompt_tokens_total).", m.mediaTokens.Load())
 	counter("tracekit_mock_events_total", "Stream events with choices written.", m.events.Load())
 	counter("tracekit_mock_slow_streams_total", "Streams whose client did not read fast enough for non-blocking writes; each went on on its own goroutine.", m.slowStreams.Load())
 	counter("tracekit_mock_idle_closes_total", "Keep-alive connections closed silently after the idle time (idle_close or an idleclose fault).", m.idleCloses.Load())

@@ -66,7 +66,9 @@ func chain(h uint64, role, content string) uint64 {
 // role, a NUL byte, its content and a NUL byte, in order, as 16 hex digits.
 // A completion prompt hashes as one message with role "prompt"; a
 // Responses request's instructions and a Messages request's system prompt
-// are a first message with role "system".
+// are a first message with role "system". A message's media items follow
+// it as messages of role "media" whose content is the lower-case hex
+// SHA-256 of the item's bytes.
 func HashMessages(msgs []Message) string {
 	h := uint64(fnv1a.Offset)
 	for _, m := range msgs {
@@ -99,6 +101,10 @@ type genRequest struct {
 
 	noReasoning bool // the request turned reasoning off
 	budget      int  // a cap on reasoning tokens (Messages thinking.budget_tokens), 0 none
+
+	// media are the request's images, video and audio items, each in
+	// the message (an index in msgs) that carries it.
+	media []mediaRef
 
 	// Responses: the response whose transcript goes before msgs, and
 	// whether this one's is kept for a later request.
@@ -189,20 +195,30 @@ func atLeastOne(name string, v *int) error {
 const completionBlock = 256
 
 // buildPrompt counts and hashes the prompt of a validated request: its
-// messages, or a completion prompt.
-func buildPrompt(req *genRequest, tc TokenCounter) (prompt, error) {
+// messages and their media items, or a completion prompt.
+func buildPrompt(req *genRequest, media []mediaItem, tc TokenCounter) (prompt, error) {
 	if req.prompt == nil {
-		return messagesPrompt(req.msgs, tc), nil
+		return messagesPrompt(req.msgs, media, tc), nil
 	}
 	return completionPrompt(req.prompt, tc)
 }
 
-// messagesPrompt chains msgs, one prefix-cache segment per message.
-func messagesPrompt(msgs []Message, tc TokenCounter) prompt {
+// messagesPrompt chains msgs, one prefix-cache segment per message. A
+// message's media items (media, in message order) follow its text in the
+// chain as messages of role "media" whose content is the hex SHA-256 of
+// their bytes, so that the same text with other images is another prompt
+// (as a server's prefix cache keys blocks on the images' hashes), and
+// their tokens count with the message.
+func messagesPrompt(msgs []Message, media []mediaItem, tc TokenCounter) prompt {
 	p := prompt{hash: fnv1a.Offset, messages: len(msgs), segs: make([]segment, 0, len(msgs))}
-	for _, m := range msgs {
+	for i, m := range msgs {
 		p.hash = chain(p.hash, m.Role, m.Content)
 		p.tokens += tc.Count(m.Content)
+		for len(media) > 0 && media[0].msg == i {
+			p.hash = chain(p.hash, "media", media[0].sum)
+			p.tokens += media[0].tokens
+			media = media[1:]
+		}
 		p.segs = append(p.segs, segment{p.hash, p.tokens})
 	}
 	return p

@@ -2,7 +2,10 @@ package mock
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
+
+	"github.com/tracekit/tracekit/trace"
 )
 
 // messagesRequest is the subset of an Anthropic Messages request body the
@@ -33,6 +36,7 @@ type messagesRequest struct {
 // block is one content block of a Messages request.
 type block struct {
 	Type     string          `json:"type"`
+	Source   *imageSource    `json:"source"` // image
 	Text     string          `json:"text"`
 	Content  json.RawMessage `json:"content"` // tool_result: a string or blocks
 	Thinking string          `json:"thinking"`
@@ -79,6 +83,11 @@ func parseMessages(body []byte) (*genRequest, error) {
 		if err != nil {
 			return nil, invalid("messages", "messages.%d.content: %v", i, err)
 		}
+		refs, err := blockImages(m.Content, i, len(g.msgs))
+		if err != nil {
+			return nil, err
+		}
+		g.media = append(g.media, refs...)
 		g.msgs = append(g.msgs, Message{m.Role, text})
 	}
 	if t := req.Thinking; t != nil {
@@ -115,6 +124,56 @@ func parseMessages(body []byte) (*genRequest, error) {
 		}
 	}
 	return g, nil
+}
+
+// imageSource is an image block's source: base64 data with its media
+// type, or a URL.
+type imageSource struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type"`
+	Data      string `json:"data"`
+	URL       string `json:"url"`
+}
+
+// blockImages reads the image blocks of a message's content, in order, as
+// vLLM does: a base64 source becomes a data URI of its media type, a URL
+// source the URL. msg is the index the message takes in the request's
+// messages. Images inside a tool_result count with the message.
+func blockImages(raw json.RawMessage, m, msg int) ([]mediaRef, error) {
+	if !present(raw) || raw[0] != '[' {
+		return nil, nil
+	}
+	var blocks []block
+	if err := json.Unmarshal(raw, &blocks); err != nil {
+		return nil, invalidContent
+	}
+	var refs []mediaRef
+	for j, bl := range blocks {
+		where := fmt.Sprintf("messages.%d.content.%d", m, j)
+		switch bl.Type {
+		case "image":
+			s := bl.Source
+			switch {
+			case s != nil && s.Type == "base64" && s.Data != "":
+				mt := s.MediaType
+				if mt == "" {
+					mt = "image/jpeg"
+				}
+				refs = append(refs, mediaRef{param: "messages", msg: msg, where: where + ".source", kind: trace.MediaImage, url: "data:" + mt + ";base64," + s.Data})
+			case s != nil && s.Type == "url" && s.URL != "":
+				refs = append(refs, mediaRef{param: "messages", msg: msg, where: where + ".source", kind: trace.MediaImage, url: s.URL})
+			default:
+				return nil, invalid("messages", "%s.source: expected {\"type\": \"base64\", \"media_type\", \"data\"} or {\"type\": \"url\", \"url\"}", where)
+			}
+		case "tool_result":
+			inner, err := blockImages(bl.Content, m, msg)
+			if err != nil {
+				return nil, err
+			}
+			refs = append(refs, inner...)
+		}
+	}
+	return refs, nil
 }
 
 // blocksText is content given as a string or an array of blocks: the text

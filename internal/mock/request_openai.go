@@ -2,7 +2,10 @@ package mock
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
+
+	"github.com/tracekit/tracekit/trace"
 )
 
 // openAIRequest is the subset of a chat or completions request body the
@@ -65,11 +68,12 @@ func parseOpenAI(body []byte, chat bool) (*genRequest, error) {
 			if m.Role == "" {
 				return nil, invalid("messages", "messages[%d]: field \"role\" is required", i)
 			}
-			text, err := messageText(i, m.Content)
+			text, refs, err := messageText(i, m.Content)
 			if err != nil {
 				return nil, err
 			}
 			g.msgs[i] = Message{m.Role, text}
+			g.media = append(g.media, refs...)
 		}
 		if err := g.chatTools(req.Tools, req.ToolChoice); err != nil {
 			return nil, err
@@ -119,31 +123,73 @@ func (g *genRequest) chatTools(rawTools, rawChoice json.RawMessage) error {
 	return nil
 }
 
+// chatPart is one content part of a chat message: text, or an image,
+// video or audio item.
+type chatPart struct {
+	Type     string          `json:"type"`
+	Text     string          `json:"text"`
+	ImageURL json.RawMessage `json:"image_url"` // {"url": ...} (or the URL itself)
+	VideoURL json.RawMessage `json:"video_url"`
+	Audio    *struct {
+		Data   string `json:"data"`
+		Format string `json:"format"`
+	} `json:"input_audio"`
+}
+
+// partURL reads an image_url or video_url member: {"url": ...}, or the URL
+// as a string.
+func partURL(raw json.RawMessage) (string, bool) {
+	var o struct {
+		URL string `json:"url"`
+	}
+	if json.Unmarshal(raw, &o) == nil && o.URL != "" {
+		return o.URL, true
+	}
+	var s string
+	return s, json.Unmarshal(raw, &s) == nil && s != ""
+}
+
 // messageText returns a chat message's content: a string, null, or an
-// array of parts whose text parts are joined.
-func messageText(i int, raw json.RawMessage) (string, error) {
+// array of parts whose text parts are joined; and its media parts
+// (image_url, video_url, input_audio), in order.
+func messageText(i int, raw json.RawMessage) (string, []mediaRef, error) {
 	if !present(raw) {
-		return "", nil
+		return "", nil, nil
 	}
 	var s string
 	if raw[0] == '"' {
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", invalid("messages", "messages[%d].content: %v", i, err)
+			return "", nil, invalid("messages", "messages[%d].content: %v", i, err)
 		}
-		return s, nil
+		return s, nil, nil
 	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
+	var parts []chatPart
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", invalid("messages", "messages[%d].content: expected a string or an array of content parts", i)
+		return "", nil, invalid("messages", "messages[%d].content: expected a string or an array of content parts", i)
 	}
 	var b strings.Builder
-	for _, p := range parts {
-		if p.Type == "text" {
+	var refs []mediaRef
+	for j, p := range parts {
+		where := fmt.Sprintf("messages[%d].content[%d].%s", i, j, p.Type)
+		switch p.Type {
+		case "text":
 			b.WriteString(p.Text)
+		case "image_url", "video_url":
+			raw, kind := p.ImageURL, trace.MediaImage
+			if p.Type == "video_url" {
+				raw, kind = p.VideoURL, trace.MediaVideo
+			}
+			url, ok := partURL(raw)
+			if !ok {
+				return "", nil, invalid("messages", "%s: expected {\"url\": a data URI or an http(s) URL}", where)
+			}
+			refs = append(refs, mediaRef{param: "messages", msg: i, where: where, kind: kind, url: url})
+		case "input_audio":
+			if p.Audio == nil || p.Audio.Data == "" || p.Audio.Format == "" {
+				return "", nil, invalid("messages", "%s: expected {\"data\": base64, \"format\": \"wav\" or \"mp3\"}", where)
+			}
+			refs = append(refs, mediaRef{param: "messages", msg: i, where: where, kind: trace.MediaAudio, data: p.Audio.Data, format: p.Audio.Format})
 		}
 	}
-	return b.String(), nil
+	return b.String(), refs, nil
 }

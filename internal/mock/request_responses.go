@@ -3,7 +3,10 @@ package mock
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
+
+	"github.com/tracekit/tracekit/trace"
 )
 
 // responsesRequest is the subset of an OpenAI Responses request body the
@@ -104,6 +107,11 @@ func parseResponses(body []byte) (*genRequest, error) {
 				if err != nil {
 					return nil, invalid("input", "input[%d].content: %v", i, err)
 				}
+				refs, err := responsesMedia(it.Content, i, len(g.msgs))
+				if err != nil {
+					return nil, err
+				}
+				g.media = append(g.media, refs...)
 				g.msgs = append(g.msgs, Message{it.Role, text})
 			case it.Type == "":
 				return nil, invalid("input", "input[%d]: expected an item with \"type\" or \"role\"", i)
@@ -173,6 +181,38 @@ func partsText(raw json.RawMessage, types ...string) (string, error) {
 		}
 	}
 	return b.String(), nil
+}
+
+// responsesMedia reads the media parts of an input message's content:
+// input_image with image_url (a data URI or an http(s) URL, as a string or
+// {"url"}), and chat's input_audio part, which AIPerf sends here too. msg
+// is the index the message takes in the request's messages.
+func responsesMedia(raw json.RawMessage, item, msg int) ([]mediaRef, error) {
+	if !present(raw) || raw[0] != '[' {
+		return nil, nil
+	}
+	var parts []chatPart
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return nil, invalid("input", "input[%d].content: expected an array of content parts", item)
+	}
+	var refs []mediaRef
+	for j, p := range parts {
+		where := fmt.Sprintf("input[%d].content[%d].%s", item, j, p.Type)
+		switch p.Type {
+		case "input_image":
+			url, ok := partURL(p.ImageURL)
+			if !ok {
+				return nil, invalid("input", "%s: expected image_url, a data URI or an http(s) URL (file_id is not supported by the mock)", where)
+			}
+			refs = append(refs, mediaRef{param: "input", msg: msg, where: where, kind: trace.MediaImage, url: url})
+		case "input_audio":
+			if p.Audio == nil || p.Audio.Data == "" || p.Audio.Format == "" {
+				return nil, invalid("input", "%s: expected input_audio {\"data\": base64, \"format\": \"wav\"}", where)
+			}
+			refs = append(refs, mediaRef{param: "input", msg: msg, where: where, kind: trace.MediaAudio, data: p.Audio.Data, format: p.Audio.Format})
+		}
+	}
+	return refs, nil
 }
 
 // outputText is a function_call_output's output: a string, or parts.

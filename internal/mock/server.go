@@ -37,6 +37,7 @@ type Server struct {
 	slots chan struct{} // batch capacity: a request holds one slot while running
 	cache *prefixCache
 	store *responseStore // Responses transcripts for previous_response_id
+	media *mediaFetcher  // gets media items given by URL
 	m     metrics
 	lw    *logWriter // nil without LogPath
 	ids   atomic.Uint64
@@ -73,6 +74,7 @@ func Start(cfg Config) (*Server, error) {
 		slots:    make(chan struct{}, cfg.Latency.MaxNumSeqs),
 		cache:    newPrefixCache(cfg.Latency.PrefixCacheTokens),
 		store:    newResponseStore(cfg.ResponseStoreBytes),
+		media:    newMediaFetcher(cfg.MediaFetchTimeout.D(), cfg.MaxMediaBytes),
 	}
 	s.m.init(cfg)
 	if s.tokens == nil {
