@@ -74,9 +74,11 @@ func (j *Joined) Matched() int { return len(j.Diffs) }
 // non-streaming answer (embeddings, rerank, score, or stream false) is one
 // body: the client's one event, stamped when the body's read completed, is
 // paired with the mock's write of that body (LogEntry.HeadersMonoNs: the
-// mock stamps it as it hands headers and body, one write, to the
-// connection); the constant write and transit time is in the probe's
-// offset as for events. Only log entries
+// mock stamps it just before writing headers and body, having recorded the
+// entry, so that a client holding the answer finds it in the log); the
+// constant write and transit time is in the probe's offset as for events,
+// but the mock's own writing of a large body (several segments) is in the
+// error. Only log entries
 // whose id starts with prefix take part (a shared remote mock also logs
 // other steps' requests). startMono is the recording's RunMeta.StartMonoNs.
 //
