@@ -50,8 +50,8 @@ func perS(v float64) string {
 }
 func mib(v float64) string { return fmt.Sprintf("%.0f MiB", v/(1<<20)) }
 
-// hotPaths: SSE parsing and event stamping (record's benchmarks) and
-// record encoding (this folder's BenchmarkRecordEncode).
+// hotPaths: SSE parsing, each streaming API's decoder and event stamping
+// (record's benchmarks) and record encoding (this folder's BenchmarkRecordEncode).
 func hotPaths(ctx context.Context, e *env) ([]figure, error) {
 	const sec = "Hot paths (go test -bench)"
 	rows, cmd, err := goBench(ctx, e, "./internal/record/", "Feed|StampOverhead", "-benchmem", "-benchtime", "0.5s")
@@ -83,6 +83,13 @@ func hotPaths(ctx context.Context, e *env) ([]figure, error) {
 			Value: fmt.Sprintf("p50 %.0f ns, p99 %.0f ns", p.Metrics["p50-ns"], p.Metrics["p99-ns"]), Command: cmd,
 			Note: "how long after its stamp an event is parsed: the stamp is taken before parsing, so this is not an error"})
 	}
+	// Each decoder's best of 5 short runs, interleaved: on a shared
+	// machine one slow run says more about the neighbours than the decoder.
+	drows, dcmd, err := goBench(ctx, e, "./internal/record/", "Decoders", "-benchmem", "-benchtime", "0.2s", "-count", "5")
+	if err != nil {
+		return figs, err
+	}
+	figs = append(figs, decoderFigures(sec, drows, dcmd)...)
 	rows, cmd, err = goBench(ctx, e, "./bench/", "RecordEncode", "-benchmem", "-benchtime", "20000x")
 	if err != nil {
 		return figs, err

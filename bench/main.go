@@ -131,6 +131,7 @@ func stages() []stage {
 		{"mock", 3 * time.Minute, mockBench},
 		{"capture proxy", 9 * time.Minute, proxyOverhead},
 		{"calibrate", 4 * time.Minute, calibrateBench},
+		{"calibrate endpoints", 3 * time.Minute, calibrateEndpointsBench}, // endpoints.go
 		{"stamps", 10 * time.Minute, stampsBench},
 		{"deadlock", 6 * time.Minute, deadlockBench},
 		{"shard skew", 3 * time.Minute, shardSkew},

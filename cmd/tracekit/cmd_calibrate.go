@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/tracekit/tracekit/internal/calibrate"
+	"github.com/tracekit/tracekit/trace"
 )
 
 // newCalibrateCmd builds the calibrate command.
@@ -44,7 +46,15 @@ with a CPU burner inside the client (--burners goroutines spinning in 100us
 slices between yields); --scrape-pair N runs a stream step without and then
 with scraping the mock's /metrics every --scrape-interval. --stamp
 goroutine,kernel,kernel-offset runs every step once per replay stamp mode,
-back to back, each against its own probe's offset. Every step also prints its
+back to back, each against its own probe's offset. --endpoint
+chat,completions,responses,messages,embeddings,rerank,score runs every step,
+the probe included, once per API listed (default chat), each against its own
+probe's offset, the endpoint named in every row: streaming APIs join event i
+to event i (the events with output: Responses' and Messages' opening,
+closing and ping events count on neither side); embeddings, rerank and score
+answer one body, joined as such ("body" in the join column): the client's
+stamp of the body's completion against the mock's write of it. Every step
+also prints its
 TTFT inflation p50: the client's stamp of each request's first event minus
 the mock's write of it, no offset removed.
 
@@ -61,6 +71,7 @@ elsewhere: give that FILE as --mock-log; calibrate waits for it to be complete
 		Example: `  tracekit calibrate
   tracekit calibrate --streams 1000,5000,10000 --events-per-s 4000,20000,40000 --rates 500,2000,5000 --json cal.json
   tracekit calibrate --streams 100,500 --duration 3s --mock inprocess --max-error 500us
+  tracekit calibrate --streams 200 --endpoint chat,responses,messages,embeddings
   tracekit calibrate --streams 10 --bursts 500,1000 --burn 500 --scrape-pair 1000 --stamp goroutine,kernel,kernel-offset
   tracekit mock --listen 127.0.0.1:8000 --emit-log truth.parquet &   # then:
   tracekit calibrate --target http://127.0.0.1:8000 --mock-log truth.parquet --streams 200`,
@@ -111,6 +122,7 @@ elsewhere: give that FILE as --mock-log; calibrate waits for it to be complete
 	f.IntSliceVar(&c.ScrapePairs, "scrape-pair", nil, "stream steps run twice: without and with scraping the mock's /metrics")
 	f.DurationVar(&c.ScrapeInterval, "scrape-interval", time.Second, "scrape interval of --scrape-pair's second step")
 	f.StringSliceVar(&c.Stamps, "stamp", nil, "replay stamp modes to run every step in, side by side (goroutine,kernel,kernel-offset); default replay's default only")
+	f.StringSliceVar(&c.Endpoints, "endpoint", nil, "APIs to run every step on, side by side ("+strings.Join(trace.Endpoints, ",")+"); default chat only")
 	f.StringVar(&c.Dir, "keep", "", "keep each step's trace, recording and mock log in this directory")
 	f.StringVar(&jsonOut, "json", "", "also write the report as JSON to this file")
 	return cmd

@@ -81,6 +81,7 @@ var calibrateFieldFlags = map[string]string{
 	"calibrate.Config.ScrapePairs":    "scrape-pair",
 	"calibrate.Config.ScrapeInterval": "scrape-interval",
 	"calibrate.Config.Stamps":         "stamp",
+	"calibrate.Config.Endpoints":      "endpoint",
 	"replay.Config.StampMode":         "stamp", // a --stamp value, checked by replay
 }
 

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/tracekit/tracekit/internal/fielderr"
 	"github.com/tracekit/tracekit/internal/replay"
+	"github.com/tracekit/tracekit/trace"
 )
 
 // Modes of running the mock.
@@ -57,6 +59,29 @@ type Step struct {
 	// Stamp is the replay stamp mode of the step (replay.Config.StampMode);
 	// "" is replay's default.
 	Stamp string `json:"stamp,omitempty"`
+	// Endpoint is the API the step's requests go to (trace.Endpoints);
+	// "" is chat, named in no step (a run without Config.Endpoints).
+	Endpoint string `json:"endpoint,omitempty"`
+}
+
+// API is the endpoint the step sends on: Endpoint, or chat.
+func (s Step) API() string {
+	if s.Endpoint == "" {
+		return trace.EndpointChat
+	}
+	return s.Endpoint
+}
+
+// offsetKey names the probe whose offset a step's errors are taken
+// against: one probe per endpoint and stamp mode ("" without either).
+func (s Step) offsetKey() string {
+	switch {
+	case s.Endpoint != "" && s.Stamp != "":
+		return s.Endpoint + "/" + s.Stamp
+	case s.Endpoint != "":
+		return s.Endpoint
+	}
+	return s.Stamp
 }
 
 // Name is a short label for tables and file names.
@@ -74,7 +99,8 @@ func (s Step) base() string {
 	return fmt.Sprintf("streams=%d", s.Streams)
 }
 
-// suffix names a step's variations: "+burn", "+scrape", "/" stamp mode.
+// suffix names a step's variations: "+burn", "+scrape", "/" stamp mode,
+// "@" endpoint.
 func (s Step) suffix() string {
 	var out string
 	if s.Burner {
@@ -85,6 +111,9 @@ func (s Step) suffix() string {
 	}
 	if s.Stamp != "" {
 		out += "/" + s.Stamp
+	}
+	if s.Endpoint != "" {
+		out += "@" + s.Endpoint
 	}
 	return out
 }
@@ -130,6 +159,13 @@ type Config struct {
 	// back, and each mode's errors are taken against its own probe's
 	// offset. Empty: one run per step in replay's default mode.
 	Stamps []string
+	// Endpoints are the APIs (trace.Endpoints) every step, the probe
+	// included, runs on: once per endpoint, back to back (inside that, once
+	// per stamp mode), each endpoint's errors against its own probe's
+	// offset. Streaming APIs join event by event; embeddings, rerank and
+	// score answer one body, joined on its completion (Result.Join).
+	// Empty: chat only, as a step without an endpoint.
+	Endpoints []string
 
 	Mode string // ModeProcess (default) or ModeInProcess; ignored with Target
 	// MockCommand starts a `tracekit mock` (program and leading args, e.g.
@@ -229,6 +265,16 @@ func (c Config) withDefaults() (Config, error) {
 			return c, fieldErr("Stamps", "%s value %q (#%d): %w", fielderr.Name("Stamps"), m, i+1, err)
 		}
 	}
+	seen := map[string]bool{}
+	for i, e := range c.Endpoints {
+		if !trace.KnownEndpoint(e) {
+			return c, fieldErr("Endpoints", "%s value %q (#%d): expected one of %s", fielderr.Name("Endpoints"), e, i+1, strings.Join(trace.Endpoints, ", "))
+		}
+		if seen[e] {
+			return c, fieldErr("Endpoints", "%s value %q (#%d): given twice", fielderr.Name("Endpoints"), e, i+1)
+		}
+		seen[e] = true
+	}
 	for i, v := range c.EventsPerS {
 		if !(v > 0) || math.IsInf(v, 0) {
 			return c, fieldErr("EventsPerS", "%s value %g (#%d): expected a positive rate", fielderr.Name("EventsPerS"), v, i+1)
@@ -250,18 +296,25 @@ func fieldErr(field, format string, args ...any) error {
 
 // Ladder returns the steps of c in run order: the probe, the rate steps,
 // the stream steps, each group by increasing load, then the burst steps,
-// the burner steps and the scrape pairs in the order given. With Stamps,
-// each step is repeated once per mode, back to back.
+// the burner steps and the scrape pairs in the order given. With
+// Endpoints, each step is repeated once per endpoint, and with Stamps each
+// of those once per mode, back to back.
 func (c Config) Ladder() []Step {
 	steps := c.ladder()
-	if len(c.Stamps) == 0 {
-		return steps
+	eps, modes := c.Endpoints, c.Stamps
+	if len(eps) == 0 {
+		eps = []string{""}
 	}
-	var out []Step
+	if len(modes) == 0 {
+		modes = []string{""}
+	}
+	out := make([]Step, 0, len(steps)*len(eps)*len(modes))
 	for _, s := range steps {
-		for _, m := range c.Stamps {
-			s.Stamp = m
-			out = append(out, s)
+		for _, e := range eps {
+			for _, m := range modes {
+				s.Endpoint, s.Stamp = e, m
+				out = append(out, s)
+			}
 		}
 	}
 	return out

@@ -19,6 +19,19 @@
 //	step, and steady state: see below), CPU, RSS, matched/unmatched events,
 //	pass/fail against MaxError
 //
+// # Per endpoint
+//
+// Config.Endpoints runs every step, the probe included, once per API
+// (Step.Endpoint; each endpoint with its own probe and offset). A
+// streaming API joins event by event: the mock logs and the client records
+// the same events, those that carry output (chat's role chunk included;
+// Responses' and Messages' opening, closing and ping events on neither
+// side), so event i is event i; Join counts the requests where the counts
+// differ as unmatched, and token mismatches where the client's exact usage
+// disagrees with the log. Embeddings, rerank and score answer one body:
+// the client's body-complete stamp is paired with the mock's write of the
+// body (Result.Join "body").
+//
 // # The offset
 //
 // Client and mock stamp with the same clock (clock.Mono, CLOCK_MONOTONIC), so

@@ -23,6 +23,13 @@ type Joined struct {
 	EventsClient, EventsServer, Unmatched int
 	// Errors counts records with an error kind.
 	Errors int
+	// TokenMismatches counts matched streamed events whose token counts
+	// differ between the two sides (with exact usage on the client side,
+	// a sign that event i of one is not event i of the other).
+	TokenMismatches int
+	// Bodies counts matched requests joined on their body rather than
+	// on events (non-streaming answers: see Join).
+	Bodies int
 	// FirstDiffs are the Diffs of each matched request's first event
 	// (the server's first-event write to the client's stamp of it: what the
 	// client adds to TTFT), sorted.
@@ -61,8 +68,17 @@ func (j *Joined) Matched() int { return len(j.Diffs) }
 
 // Join pairs records with log entries by request id (the X-Request-Id
 // replay sends, which the mock logs) and events by index: the two sides
-// list exactly the same events (non-empty choices, chat's role chunk
-// included), so event i of one is event i of the other. Only log entries
+// list exactly the same events (those with output: chat's role chunk
+// included; Responses' and Messages' opening, closing and ping events on
+// neither side), so event i of one is event i of the other. A
+// non-streaming answer (embeddings, rerank, score, or stream false) is one
+// body: the client's one event, stamped when the body's read completed, is
+// paired with the mock's write of that body (LogEntry.HeadersMonoNs: the
+// mock stamps it just before writing headers and body, having recorded the
+// entry, so that a client holding the answer finds it in the log); the
+// constant write and transit time is in the probe's offset as for events,
+// but the mock's own writing of a large body (several segments) is in the
+// error. Only log entries
 // whose id starts with prefix take part (a shared remote mock also logs
 // other steps' requests). startMono is the recording's RunMeta.StartMonoNs.
 //
@@ -93,22 +109,30 @@ func Join(recs []trace.Record, startMono int64, log []mock.LogEntry, prefix stri
 			continue
 		}
 		seen[r.RequestID] = true
-		n := min(len(r.EventNs), len(e.EventMonoNs))
-		j.Unmatched += len(r.EventNs) - n + len(e.EventMonoNs) - n
+		ev := serverEvents(e)
+		n := min(len(r.EventNs), len(ev))
+		j.Unmatched += len(r.EventNs) - n + len(ev) - n
 		if n > 0 {
-			j.FirstDiffs = append(j.FirstDiffs, startMono+r.EventNs[0]-e.EventMonoNs[0])
+			j.FirstDiffs = append(j.FirstDiffs, startMono+r.EventNs[0]-ev[0])
+			if !e.Stream {
+				j.Bodies++
+			}
 		}
 		for k := range n {
-			j.Diffs = append(j.Diffs, startMono+r.EventNs[k]-e.EventMonoNs[k])
-			writes = append(writes, e.EventMonoNs[k])
+			j.Diffs = append(j.Diffs, startMono+r.EventNs[k]-ev[k])
+			writes = append(writes, ev[k])
 			j.FirstNs, j.LastNs = min(j.FirstNs, r.EventNs[k]), max(j.LastNs, r.EventNs[k])
+			if e.Stream && r.TokensExact && k < len(r.EventTokens) && k < len(e.EventTokens) && r.EventTokens[k] != e.EventTokens[k] {
+				j.TokenMismatches++
+			}
 		}
 	}
 	for id, e := range byID {
-		j.EventsServer += len(e.EventMonoNs)
+		ev := serverEvents(e)
+		j.EventsServer += len(ev)
 		if !seen[id] {
 			j.RequestsUnmatched++
-			j.Unmatched += len(e.EventMonoNs)
+			j.Unmatched += len(ev)
 		}
 	}
 	if len(j.Diffs) == 0 {
@@ -125,7 +149,7 @@ func Join(recs []trace.Record, startMono int64, log []mock.LogEntry, prefix stri
 func (j *Joined) steady(byID map[string]*mock.LogEntry, writes []int64) {
 	var firsts, lasts []int64
 	for _, e := range byID {
-		if ev := e.EventMonoNs; len(ev) > 0 {
+		if ev := serverEvents(e); len(ev) > 0 {
 			firsts, lasts = append(firsts, ev[0]), append(lasts, ev[len(ev)-1])
 		}
 	}
@@ -146,6 +170,19 @@ func (j *Joined) steady(byID map[string]*mock.LogEntry, writes []int64) {
 		}
 	}
 	slices.Sort(j.SteadyDiffs)
+}
+
+// serverEvents is what the mock wrote of e's answer, in the clients's
+// event terms: a stream's events, or a non-streaming answer's body as one
+// event (its write, when the mock answered 200; none otherwise).
+func serverEvents(e *mock.LogEntry) []int64 {
+	if e.Stream || len(e.EventMonoNs) > 0 {
+		return e.EventMonoNs
+	}
+	if e.Status == 200 && e.HeadersMonoNs != 0 {
+		return []int64{e.HeadersMonoNs}
+	}
+	return nil
 }
 
 // quantile returns the q-quantile of sorted by the nearest-rank method

@@ -17,9 +17,10 @@ import (
 // event on either side found its partner, and its p99 error is at most
 // maxErr.
 //
-// With several stamp modes each mode has its own probe, and a step's
-// offset is its mode's: a kernel stamp is taken before the wake-up that a
-// goroutine stamp includes, so the constant parts differ.
+// With several stamp modes or endpoints each (endpoint, mode) has its own
+// probe, and a step's offset is its own: a kernel stamp is taken before the
+// wake-up that a goroutine stamp includes, and a body's write and transit
+// differ from an event's, so the constant parts differ.
 func (rep *Report) finish(maxErr time.Duration) {
 	offsets := map[string]int64{}
 	first, named := true, false
@@ -27,8 +28,8 @@ func (rep *Report) finish(maxErr time.Duration) {
 		if r.Step.Kind != KindProbe {
 			continue
 		}
-		offsets[r.Step.Stamp] = r.RawMedianNs
-		named = named || r.Step.Stamp != ""
+		offsets[r.Step.offsetKey()] = r.RawMedianNs
+		named = named || r.Step.offsetKey() != ""
 		if first {
 			rep.OffsetNs, first = r.RawMedianNs, false
 		}
@@ -38,7 +39,7 @@ func (rep *Report) finish(maxErr time.Duration) {
 	}
 	for i := range rep.Steps {
 		r := &rep.Steps[i]
-		off, ok := offsets[r.Step.Stamp]
+		off, ok := offsets[r.Step.offsetKey()]
 		if !ok {
 			off = rep.OffsetNs
 		}
@@ -59,6 +60,9 @@ func (rep *Report) finish(maxErr time.Duration) {
 		}
 		if r.Unmatched > 0 {
 			why = append(why, fmt.Sprintf("%d unmatched events", r.Unmatched))
+		}
+		if r.TokenMismatches > 0 {
+			why = append(why, fmt.Sprintf("%d events with other token counts on the two sides", r.TokenMismatches))
 		}
 		if r.Matched == 0 {
 			why = append(why, "no event matched")
@@ -123,12 +127,12 @@ func (rep *Report) WriteText(w io.Writer) error {
 		for _, m := range modes {
 			parts = append(parts, fmt.Sprintf("%s %s", m, fmtNs(rep.OffsetsNs[m])))
 		}
-		fmt.Fprintf(w, "offset removed per stamp mode: %s (%s)\n\n", strings.Join(parts, ", "), rep.Offset)
+		fmt.Fprintf(w, "offset removed per %s: %s (%s)\n\n", rep.offsetsOf(), strings.Join(parts, ", "), rep.Offset)
 	} else {
 		fmt.Fprintf(w, "offset removed: %s (%s)\n\n", fmtNs(rep.OffsetNs), rep.Offset)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "step\trequests\tevents/s\tlag p50\tp99\tmax\terror p50\tp99\tmax\tttft infl p50\tstamps\tclient cores\tclient RSS\tmock cores\tmatched\tunmatched\terrors\tpass\t")
+	fmt.Fprintln(tw, "step\tendpoint\tjoin\trequests\tevents/s\tlag p50\tp99\tmax\terror p50\tp99\tmax\tttft infl p50\tstamps\tclient cores\tclient RSS\tmock cores\tmatched\tunmatched\terrors\tpass\t")
 	for _, r := range rep.Steps {
 		mc := "-"
 		if r.MockCores > 0 {
@@ -142,8 +146,8 @@ func (rep *Report) WriteText(w io.Writer) error {
 		if stamps == "" {
 			stamps = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.0f MiB\t%s\t%d\t%d\t%d\t%s\t\n",
-			r.Name, r.Requests, r.EventsPerS, fmtNs(r.LagP50Ns), fmtNs(r.LagP99Ns), fmtNs(r.LagMaxNs),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.0f MiB\t%s\t%d\t%d\t%d\t%s\t\n",
+			r.Name, r.Endpoint, r.Join, r.Requests, r.EventsPerS, fmtNs(r.LagP50Ns), fmtNs(r.LagP99Ns), fmtNs(r.LagMaxNs),
 			fmtNs(r.ErrP50Ns), fmtNs(r.ErrP99Ns), fmtNs(r.ErrMaxNs), fmtNs(r.TTFTInflP50Ns), stamps, r.ClientCores, float64(r.ClientRSSBytes)/(1<<20),
 			mc, r.Matched, r.Unmatched, r.Errors, pass)
 	}
@@ -158,6 +162,22 @@ func (rep *Report) WriteText(w io.Writer) error {
 	}
 	_, err := fmt.Fprintf(w, "\n%s\n", rep.Verdict)
 	return err
+}
+
+// offsetsOf says what the offsets are kept per: stamp mode, endpoint or
+// both.
+func (rep *Report) offsetsOf() string {
+	var eps, modes bool
+	for _, r := range rep.Steps {
+		eps, modes = eps || r.Step.Endpoint != "", modes || r.Step.Stamp != ""
+	}
+	switch {
+	case eps && modes:
+		return "endpoint and stamp mode"
+	case eps:
+		return "endpoint"
+	}
+	return "stamp mode"
 }
 
 // writeSteady prints the steady-state error of the stream steps that

@@ -16,15 +16,24 @@ import (
 type Result struct {
 	Step Step   `json:"step"`
 	Name string `json:"name"`
+	// Endpoint is the API the step ran on (chat without Config.Endpoints).
+	Endpoint string `json:"endpoint"`
+	// Join is how the step's stamps met the mock's: JoinEvents (a stream,
+	// event i to event i) or JoinBody (one body per request: the client's
+	// body-complete stamp to the mock's write of the body).
+	Join string `json:"join"`
 
-	Requests          int     `json:"requests"`
-	Errors            int     `json:"errors"` // records with an error kind
-	EventsClient      int     `json:"events_client"`
-	EventsServer      int     `json:"events_server"`
-	Matched           int     `json:"matched"`
-	Unmatched         int     `json:"unmatched"`
-	RequestsUnmatched int     `json:"requests_unmatched"`
-	EventsPerS        float64 `json:"events_per_s"` // matched events over their client-stamp span
+	Requests          int `json:"requests"`
+	Errors            int `json:"errors"` // records with an error kind
+	EventsClient      int `json:"events_client"`
+	EventsServer      int `json:"events_server"`
+	Matched           int `json:"matched"`
+	Unmatched         int `json:"unmatched"`
+	RequestsUnmatched int `json:"requests_unmatched"`
+	// TokenMismatches counts matched events whose token counts differ
+	// between the client and the mock (see Joined.TokenMismatches).
+	TokenMismatches int     `json:"token_mismatches"`
+	EventsPerS      float64 `json:"events_per_s"` // matched events over their client-stamp span
 
 	LagP50Ns int64 `json:"dispatch_lag_p50_ns"`
 	LagP99Ns int64 `json:"dispatch_lag_p99_ns"`
@@ -71,6 +80,12 @@ type Result struct {
 
 	diffs []int64 // sorted raw diffs, until finish
 }
+
+// Joins of Result.Join.
+const (
+	JoinEvents = "events" // streamed events, by index
+	JoinBody   = "body"   // one non-streaming body per request
+)
 
 // Steady is a stream step's error over its steady-state window: events
 // whose server write time lies strictly between the last stream's first
@@ -244,8 +259,9 @@ func (r *stepRun) result() (Result, error) {
 	}
 	j := Join(recs, meta.StartMonoNs, r.log, r.plan.prefix)
 	res := Result{
-		Step: r.plan.step, Name: r.plan.step.Name(),
-		Requests: j.Requests, Errors: j.Errors, EventsClient: j.EventsClient, EventsServer: j.EventsServer,
+		Step: r.plan.step, Name: r.plan.step.Name(), Endpoint: r.plan.step.API(), Join: JoinEvents,
+		TokenMismatches: j.TokenMismatches,
+		Requests:        j.Requests, Errors: j.Errors, EventsClient: j.EventsClient, EventsServer: j.EventsServer,
 		Matched: j.Matched(), Unmatched: j.Unmatched, RequestsUnmatched: j.RequestsUnmatched,
 		LagP50Ns: r.health.DispatchLagP50Ns, LagP99Ns: r.health.DispatchLagP99Ns, LagMaxNs: r.health.DispatchLagMaxNs,
 		RawMedianNs:   quantile(j.Diffs, 0.5),
@@ -267,6 +283,9 @@ func (r *stepRun) result() (Result, error) {
 	}
 	if span := j.LastNs - j.FirstNs; span > 0 {
 		res.EventsPerS = float64(j.Matched()) / (float64(span) / 1e9)
+	}
+	if !trace.Generates(res.Endpoint) {
+		res.Join = JoinBody
 	}
 	res.diffs = j.Diffs
 	res.Steady = steadyOf(r.plan.step, j)

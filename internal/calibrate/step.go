@@ -81,12 +81,14 @@ func size(s Step, d, itl time.Duration, idx int) plan {
 
 // mockConfig is the mock's latency model for p: no jitter, no per-token
 // or per-sequence cost, so every event is due exactly one ITL after the
-// previous one and the first one ITL after arrival.
+// previous one and the first one ITL after arrival. Every answer runs to
+// its max_tokens: replay asks so with ignore_eos, which a Messages request
+// does not carry, so the drawn output length is set past any max_tokens.
 func (p plan) mockConfig() mock.Config {
 	c := mock.DefaultConfig()
 	c.Latency = mock.Latency{
 		PrefillBase: mock.Duration(p.itl), DecodeBase: mock.Duration(p.itl),
-		TokensPerEvent: 1, MaxNumSeqs: p.seqs, OutputMean: 1, MaxModelLen: 1 << 20,
+		TokensPerEvent: 1, MaxNumSeqs: p.seqs, OutputMean: 1 << 20, MaxModelLen: 1 << 20,
 	}
 	return c
 }
@@ -106,7 +108,18 @@ func (p plan) turns() []trace.Turn {
 		turns[i] = trace.Turn{
 			ConversationID: id, StartOffsetNs: at, ArrivalOffsetNs: at,
 			Messages:    []trace.Message{{Role: "user", Content: "calibration stream " + id, Tokens: 4}},
-			InputTokens: 4, OutputTokens: int32(p.maxTokens),
+			InputTokens: 4, OutputTokens: int32(p.maxTokens), Endpoint: p.step.Endpoint,
+		}
+		switch p.step.Endpoint {
+		case trace.EndpointEmbeddings: // a batch of two inputs
+			turns[i].Messages = []trace.Message{{Role: trace.RoleInput, Content: "calibration input " + id, Tokens: 4},
+				{Role: trace.RoleInput, Content: "calibration input two " + id, Tokens: 4}}
+			turns[i].InputTokens, turns[i].OutputTokens = 8, 0
+		case trace.EndpointRerank, trace.EndpointScore: // a query and two documents
+			turns[i].Messages = []trace.Message{{Role: trace.RoleQuery, Content: "calibration query " + id, Tokens: 4},
+				{Role: trace.RoleDocument, Content: "calibration document " + id, Tokens: 4},
+				{Role: trace.RoleDocument, Content: "calibration document two " + id, Tokens: 4}}
+			turns[i].InputTokens, turns[i].OutputTokens = 12, 0
 		}
 	}
 	return turns
