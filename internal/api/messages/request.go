@@ -126,11 +126,9 @@ func AppendRequest(dst []byte, r *api.Request, history, msgs []trace.Message) []
 	} else {
 		dst = append(dst, `,"stream":true`...)
 	}
-	if r.Temperature != nil {
-		dst = append(dst, `,"temperature":`...)
-		dst = strconv.AppendFloat(dst, *r.Temperature, 'g', -1, 64)
-	}
-	dst = r.AppendExtra(dst)
+	// ignore_eos is vLLM's, as on chat: sent only when asked for (the
+	// Anthropic API itself refuses fields it does not know).
+	dst = r.AppendCommon(dst)
 	return append(dst, '}')
 }
 

@@ -37,3 +37,19 @@ func TestAppendRequestBlocks(t *testing.T) {
 		t.Error("not JSON")
 	}
 }
+
+// --ignore-eos reaches a Messages body as on chat (vLLM's field), after
+// the stream and before the temperature and the extra body; without it
+// nothing is sent that the Anthropic API would refuse.
+func TestAppendRequestIgnoreEOS(t *testing.T) {
+	temp := 0.5
+	msgs := []trace.Message{{Role: "user", Content: "Hi"}}
+	b := AppendRequest(nil, &api.Request{Model: "m", MaxTokens: 8, IgnoreEOS: true, Temperature: &temp, Extra: []byte(`"top_k":3`)}, nil, msgs)
+	want := `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"Hi"}]}],"max_tokens":8,"stream":true,"ignore_eos":true,"temperature":0.5,"top_k":3}`
+	if string(b) != want {
+		t.Errorf("body\n%s\nwant\n%s", b, want)
+	}
+	if b := AppendRequest(nil, &api.Request{Model: "m", MaxTokens: 8}, nil, msgs); json.Valid(b) && string(b) != `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"Hi"}]}],"max_tokens":8,"stream":true}` {
+		t.Errorf("plain body %s", b)
+	}
+}
