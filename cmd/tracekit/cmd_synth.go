@@ -97,6 +97,9 @@ type synthOptions struct {
 	endpoint, batchSize, documents, queryTokens, documentTokens string
 	// reasoning tokens each generated answer starts with ("" = none)
 	reasoningTokens string
+	// media on each turn's user message: distributions and shapes
+	images, imageSize, imageFormat, audioSeconds, videos, videoSize string
+	videoFrames                                                     int32
 
 	// agent sessions: distributions, and the options taken as they are
 	// (Tools, SubAgentContext).
@@ -145,6 +148,13 @@ func declareSynthFlags(f *pflag.FlagSet, o *synthOptions) {
 	// the API
 	f.StringVar(&o.endpoint, "endpoint", "", "API every request is sent on: "+strings.Join(trace.Endpoints, ", ")+" (default: replay's --endpoint); embeddings, rerank and score make single requests of corpus text")
 	f.StringVar(&o.reasoningTokens, "reasoning-tokens", "", "reasoning tokens each answer starts with, added to its output tokens: a distribution (default none; replay --mock-hints asks tracekit mock for them)")
+	f.StringVar(&o.images, "images", "", "images on each request's user message: a distribution (default none); replay sends them after the text")
+	f.StringVar(&o.imageSize, "image-size", "512x512", "images: WxH, or a comma-separated list drawn from uniformly, e.g. 1024x1024,1280x720")
+	f.StringVar(&o.imageFormat, "image-format", "jpeg", "images: png or jpeg (random pixels; jpeg at quality 75, as vLLM's random-mm)")
+	f.StringVar(&o.audioSeconds, "audio-seconds", "", "an audio clip (WAV, 16 kHz mono) on each request's user message, its length a distribution of durations (default none)")
+	f.StringVar(&o.videos, "videos", "", "videos (mp4) on each request's user message: a distribution (default none)")
+	f.StringVar(&o.videoSize, "video-size", "512x512", "videos: WxH of each frame")
+	f.Int32Var(&o.videoFrames, "video-frames", 16, "videos: frames of each video")
 	f.StringVar(&o.batchSize, "batch-size", synth.DefaultBatchSize, "embeddings: inputs per request: a distribution (each input has --input-tokens tokens)")
 	f.StringVar(&o.documents, "documents", synth.DefaultDocuments, "rerank, score: documents per query: a distribution")
 	f.StringVar(&o.queryTokens, "query-tokens", synth.DefaultQueryTokens, "rerank, score: tokens of the query: a distribution")
@@ -262,6 +272,13 @@ func runSynth(cmd *cobra.Command, o *synthOptions) error {
 		}
 		src.flags = append(slices.Clone(src.flags), "reasoning-tokens")
 	}
+	mediaOpts, err := o.mediaOptions()
+	if err != nil {
+		return badInput(err)
+	}
+	if mediaOpts != nil {
+		src.flags = append(slices.Clone(src.flags), mediaFlags...)
+	}
 	if src.needsInput && o.input == "" {
 		return badInput(fmt.Errorf("--source %s needs --input FILE", name))
 	}
@@ -304,7 +321,7 @@ func runSynth(cmd *cobra.Command, o *synthOptions) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
-	res, err := synth.Generate(ctx, synth.Job{Source: source, Schedule: sched, Meta: meta, Output: o.output, Replace: o.force, Endpoint: o.endpoint, Reasoning: reasoning})
+	res, err := synth.Generate(ctx, synth.Job{Source: source, Schedule: sched, Meta: meta, Output: o.output, Replace: o.force, Endpoint: o.endpoint, Reasoning: reasoning, Media: mediaOpts})
 	progress.done()
 	var outErr *synth.OutputError
 	switch {

@@ -54,6 +54,11 @@ func (o *synthOptions) checkEndpoint(name string) error {
 	if f.Changed("reasoning-tokens") && (o.pooling() || ep == trace.EndpointCompletions) {
 		bad = append(bad, "--reasoning-tokens: --endpoint "+ep+" streams no reasoning (use chat, responses or messages)")
 	}
+	for _, m := range []struct{ flag, kind string }{{"images", trace.MediaImage}, {"videos", trace.MediaVideo}, {"audio-seconds", trace.MediaAudio}} {
+		if f.Changed(m.flag) && !trace.CarriesMedia(ep, m.kind) {
+			bad = append(bad, fmt.Sprintf("--%s: --endpoint %s carries no %s (chat carries images, video and audio; responses and messages images only)", m.flag, ep, m.kind))
+		}
+	}
 	if o.pooling() {
 		switch {
 		case name == "agent":
@@ -134,4 +139,54 @@ func buildPooling(f *synthOptions, in sourceInputs) (synth.Source, error) {
 		return nil, err
 	}
 	return synth.NewPooling(o)
+}
+
+// mediaFlags are the flags of media on user messages, which every
+// generating source reads.
+var mediaFlags = []string{"images", "image-size", "image-format", "audio-seconds", "videos", "video-size", "video-frames"}
+
+// mediaOptions reads the media flags: nil when none asks for media. The
+// shapes are checked here, before anything is generated, each error
+// naming its flag.
+func (o *synthOptions) mediaOptions() (*synth.MediaOptions, error) {
+	f := o.flags
+	if !f.Changed("images") && !f.Changed("videos") && !f.Changed("audio-seconds") {
+		for _, n := range []string{"image-size", "image-format", "video-size", "video-frames"} {
+			if f.Changed(n) {
+				return nil, fmt.Errorf("--%s shapes media: give --images, --videos or --audio-seconds with it", n)
+			}
+		}
+		return nil, nil
+	}
+	m := &synth.MediaOptions{ImageFormat: o.imageFormat, VideoFrames: o.videoFrames}
+	if m.ImageFormat != "png" && m.ImageFormat != "jpeg" {
+		return nil, fmt.Errorf("--image-format %q: want png or jpeg", m.ImageFormat)
+	}
+	var err error
+	if m.ImageSizes, err = synth.ParseSizes(o.imageSize); err != nil {
+		return nil, fmt.Errorf("--image-size: %w", err)
+	}
+	vs, err := synth.ParseSizes(o.videoSize)
+	if err != nil || len(vs) != 1 {
+		return nil, fmt.Errorf("--video-size %q: want one WIDTHxHEIGHT, e.g. 640x360", o.videoSize)
+	}
+	m.VideoSize = vs[0]
+	for _, d := range []struct {
+		flag distFlag
+		dst  *synth.Dist
+	}{
+		{distFlag{"images", &o.images, synth.Count}, &m.Images},
+		{distFlag{"videos", &o.videos, synth.Count}, &m.Videos},
+		{distFlag{"audio-seconds", &o.audioSeconds, synth.Seconds}, &m.AudioSeconds},
+	} {
+		if f.Changed(d.flag.name) {
+			if *d.dst, err = d.flag.parse(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := m.Check(); err != nil {
+		return nil, err
+	}
+	return m, nil
 }

@@ -92,6 +92,13 @@ func checkTurn(t *trace.Turn, ep Endpoint) error {
 	if !trace.KnownEndpoint(string(ep)) {
 		return fmt.Errorf("endpoint %q: expected one of %s", ep, strings.Join(trace.Endpoints, ", "))
 	}
+	for i := range t.Messages {
+		for j := range t.Messages[i].Media {
+			if k := t.Messages[i].Media[j].Kind; !trace.CarriesMedia(string(ep), k) {
+				return fmt.Errorf("message %d carries %s media, which %s cannot carry", i, k, ep)
+			}
+		}
+	}
 	gen := trace.Generates(string(ep))
 	if gen {
 		for i := range t.Messages {
@@ -143,7 +150,7 @@ func checkTurn(t *trace.Turn, ep Endpoint) error {
 // sent on chat or completions: only then does the run's probe (a chat or
 // completions request) tell anything.
 func (r *Runner) checkEndpoints() error {
-	r.sendsChat, r.checked = false, true
+	r.sendsChat, r.checked, r.hasMedia = false, true, false
 	var next func() ([]trace.Turn, error)
 	switch s := r.src.(type) {
 	case *MemorySource:
@@ -172,6 +179,7 @@ func (r *Runner) checkEndpoints() error {
 		if err != nil {
 			return err
 		}
+		r.hasMedia = r.hasMedia || convHasMedia(conv)
 		r.sendsChat = r.sendsChat || chat
 	}
 }
@@ -233,6 +241,7 @@ func (r *runState) closedLoopAPI(runCtx, stopCtx context.Context, conv []trace.T
 		msgs, tokens := r.messages(turn)
 		gen := trace.Generates(string(ep))
 		input := tokens
+		ex.media = mediaOf(msgs)
 		switch {
 		case !gen:
 			ex.body = r.appendAPIBody(ex.body[:0], ep, r.model(turn), turn, nil, msgs, "")
@@ -242,6 +251,7 @@ func (r *runState) closedLoopAPI(runCtx, stopCtx context.Context, conv []trace.T
 		default:
 			ex.body = r.appendAPIBody(ex.body[:0], ep, r.model(turn), turn, hist, msgs, "")
 			input += histTokens
+			ex.media = ex.media.plus(mediaOf(hist))
 		}
 		if !r.waitUntil(stopCtx, at) {
 			return
@@ -282,9 +292,11 @@ func (r *runState) openLoopAPI(runCtx, stopCtx context.Context, conv []trace.Tur
 		gen := trace.Generates(string(ep))
 		bp := r.bodies.Get().(*[]byte)
 		input := tokens
+		media := mediaOf(msgs)
 		if gen {
 			*bp = r.appendAPIBody((*bp)[:0], ep, r.model(turn), turn, hist, msgs, "")
 			input += histTokens
+			media = media.plus(mediaOf(hist))
 		} else {
 			*bp = r.appendAPIBody((*bp)[:0], ep, r.model(turn), turn, nil, msgs, "")
 		}
@@ -298,6 +310,7 @@ func (r *runState) openLoopAPI(runCtx, stopCtx context.Context, conv []trace.Tur
 			defer r.bodies.Put(bp)
 			ex := r.exPool.Get().(*exchange)
 			defer r.exPool.Put(ex)
+			ex.media = media
 			r.do(runCtx, stopCtx, ex, turn, *bp, input, at)
 		}()
 		if gen && k+1 < len(conv) {

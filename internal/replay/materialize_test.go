@@ -167,11 +167,11 @@ func TestPrefetchBudget(t *testing.T) {
 		c[0].Messages = []trace.Message{{Role: "user", Tokens: 100, Virtual: true, BlockSeed: int64(i)}}
 		turns = append(turns, c...)
 	}
-	mat, err := newMaterializer(meta)
+	mat, err := newMaterializer(meta, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, one := mat.fill(turns[:1])
+	_, one, _ := mat.fill(turns[:1])
 	state := func(p *prefetch) (queued int, ended bool) {
 		p.mu.Lock()
 		defer p.mu.Unlock()

@@ -77,9 +77,12 @@ type Runner struct {
 	// so the probe, a chat or completions request, is worth sending.
 	sendsChat bool
 	checked   bool // checkEndpoints read the whole source; else feed checks each conversation
-	prepared  bool
-	total     int64                    // requests the source holds for this shard (an estimate under limits)
-	cur       atomic.Pointer[runState] // the run under way, once its clock started
+	// hasMedia: some message carries media (checkEndpoints), which the
+	// prefetch stage makes before the requests are due.
+	hasMedia bool
+	prepared bool
+	total    int64                    // requests the source holds for this shard (an estimate under limits)
+	cur      atomic.Pointer[runState] // the run under way, once its clock started
 }
 
 // runState is the state of one run: its clock, its stop, its counters and its
@@ -108,6 +111,10 @@ type exchange struct {
 	body   []byte
 	rec    trace.Record
 	out    outcome // what the last exchange saw
+	// media is what the next request's body carries of media (history
+	// included), set by its sender before do: the record's MediaItems
+	// and MediaBytes.
+	media tally
 }
 
 // New validates cfg and builds the clients for a run of src; a nil src
@@ -144,13 +151,13 @@ func (r *Runner) build() error {
 		tok = tokenizer.Default()
 	}
 	r.tok = tok
-	if r.mat, err = newMaterializer(r.meta); err != nil {
-		return err
-	}
 	r.conns = newConnSet(&r.cfg)
 	r.bo = bodyOptions{endpoint: cfg.Endpoint, ignoreEOS: cfg.IgnoreEOS, temperature: cfg.Temperature,
 		continuousUsage: cfg.ContinuousUsage == "on", extra: cfg.extraInner(), reasoningEffort: cfg.ReasoningEffort}
 	if err := r.checkEndpoints(); err != nil {
+		return err
+	}
+	if r.mat, err = newMaterializer(r.meta, r.hasMedia); err != nil {
 		return err
 	}
 	maxConns := math.MaxInt32

@@ -46,6 +46,8 @@ type Job struct {
 	// turn and added to its OutputTokens: the visible answer keeps its
 	// length, max_tokens covers both, as a reasoning model spends them.
 	Reasoning Dist
+	// Media, when not nil, is the media each turn's user message carries.
+	Media *MediaOptions
 }
 
 // Result summarises a written trace.
@@ -151,8 +153,8 @@ func CreatedAt() (string, error) {
 }
 
 // finish sets what the job adds to every conversation c of its source:
-// the endpoint of turns that have none, then the reasoning tokens of the
-// generating ones. The reasoning draws of a conversation come from a
+// the endpoint of turns that have none, the media of user messages
+// (MediaOptions.apply), then the reasoning tokens of the generating ones. The reasoning draws of a conversation come from a
 // generator seeded by the trace's seed and the conversation's id, so they
 // do not depend on the order conversations are written in.
 func (job *Job) finish(c Conversation) {
@@ -160,6 +162,9 @@ func (job *Job) finish(c Conversation) {
 		if c[k].Endpoint == "" {
 			c[k].Endpoint = job.Endpoint
 		}
+	}
+	if job.Media != nil {
+		job.Media.apply(c, job.Meta.Seed)
 	}
 	if job.Reasoning == nil || len(c) == 0 {
 		return
