@@ -7,7 +7,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -177,5 +179,88 @@ func TestMediaSynthReplayEndToEnd(t *testing.T) {
 		if r.WriteStartNs <= 0 || r.WriteStartNs > r.SentNs || r.SentNs > r.DoneNs {
 			t.Errorf("%s: write_start_ns %d sent_ns %d done_ns %d: want 0 < write start <= sent <= done", r.RequestID, r.WriteStartNs, r.SentNs, r.DoneNs)
 		}
+	}
+}
+
+// Media an endpoint cannot carry, and absurd shapes, are refused before
+// anything is written, naming the flag (and the endpoint).
+func TestSynthMediaRefusals(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--endpoint", "completions", "--images", "1"}, []string{"--images", "completions"}},
+		{[]string{"--endpoint", "messages", "--audio-seconds", "1"}, []string{"--audio-seconds", "messages"}},
+		{[]string{"--endpoint", "responses", "--videos", "1"}, []string{"--videos", "responses"}},
+		{[]string{"--endpoint", "embeddings", "--images", "1"}, []string{"--images", "embeddings"}},
+		{[]string{"--images", "1", "--image-size", "100000x100000"}, []string{"--image-size", "100000x100000"}},
+		{[]string{"--images", "1", "--image-size", "12x"}, []string{"--image-size"}},
+		{[]string{"--images", "1", "--image-format", "gif"}, []string{"--image-format", "gif"}},
+		{[]string{"--videos", "1", "--video-frames", "0"}, []string{"--video-frames"}},
+		{[]string{"--image-size", "64x64"}, []string{"--image-size", "--images"}},
+	} {
+		out := filepath.Join(t.TempDir(), "t.parquet")
+		_, stderr, code := runCLI(t, append([]string{"synth", "--conversations", "2", "-o", out}, c.args...)...)
+		if code != ExitUsage {
+			t.Errorf("synth %v: exit %d, want %d\n%s", c.args, code, ExitUsage, stderr)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("synth %v: message does not name %q: %s", c.args, w, stderr)
+			}
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("synth %v wrote %s", c.args, out)
+		}
+	}
+}
+
+// Media are virtual in a trace (a seed and a shape): 10,000 requests with
+// two 1024x1024 images each stay under 2 MB, and the same flags and seed
+// give the same items.
+func TestSynthMediaTraceStaysSmall(t *testing.T) {
+	dir := t.TempDir()
+	var paths [2]string
+	for i := range paths {
+		paths[i] = filepath.Join(dir, fmt.Sprintf("t%d.parquet", i))
+		stdout, stderr, code := runCLI(t, "synth", "--conversations", "10000", "--turns", "1", "--input-tokens", "8", "--output-tokens", "8",
+			"--images", "2", "--image-size", "1024x1024", "--seed", "3", "-o", paths[i])
+		if code != ExitOK {
+			t.Fatalf("synth: exit %d\n%s%s", code, stdout, stderr)
+		}
+	}
+	st, err := os.Stat(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() >= 2<<20 {
+		t.Errorf("the trace is %d bytes, want under 2 MB", st.Size())
+	}
+	a, _, err := trace.ReadTurns(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := trace.ReadTurns(paths[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a) != 10000 || len(b) != len(a) {
+		t.Fatalf("%d and %d requests, want 10000", len(a), len(b))
+	}
+	seeds := map[int64]bool{}
+	for i := range a {
+		ma, mb := a[i].Messages[len(a[i].Messages)-1].Media, b[i].Messages[len(b[i].Messages)-1].Media
+		if len(ma) != 2 || !slices.Equal(ma, mb) {
+			t.Fatalf("request %d: media %+v and %+v, want the same two images", i, ma, mb)
+		}
+		for _, m := range ma {
+			if m.Kind != trace.MediaImage || m.Format != "jpeg" || m.Width != 1024 || m.Height != 1024 {
+				t.Fatalf("request %d: item %+v, want a 1024x1024 jpeg image", i, m)
+			}
+			seeds[m.Seed] = true
+		}
+	}
+	if len(seeds) != 20000 {
+		t.Errorf("%d distinct seeds among 20000 images", len(seeds))
 	}
 }
