@@ -100,6 +100,10 @@ type synthOptions struct {
 	// media on each turn's user message: distributions and shapes
 	images, imageSize, imageFormat, audioSeconds, videos, videoSize string
 	videoFrames                                                     int32
+	// vLLM random-mm's item sampling
+	mmBase            int
+	mmRatio           float64
+	mmLimit, mmBucket string
 
 	// agent sessions: distributions, and the options taken as they are
 	// (Tools, SubAgentContext).
@@ -155,6 +159,10 @@ func declareSynthFlags(f *pflag.FlagSet, o *synthOptions) {
 	f.StringVar(&o.videos, "videos", "", "videos (mp4) on each request's user message: a distribution (default none)")
 	f.StringVar(&o.videoSize, "video-size", "512x512", "videos: WxH of each frame")
 	f.Int32Var(&o.videoFrames, "video-frames", 16, "videos: frames of each video")
+	f.IntVar(&o.mmBase, "random-mm-base-items-per-request", 1, "images and videos per request as vLLM's random-mm draws them: the base count (any --random-mm-* flag turns this sampling on)")
+	f.Float64Var(&o.mmRatio, "random-mm-num-mm-items-range-ratio", 0, "random-mm: counts uniform in [floor(base*(1-r)), ceil(base*(1+r))], 0 <= r <= 1, capped by the limits")
+	f.StringVar(&o.mmLimit, "random-mm-limit-mm-per-prompt", synth.DefaultRandomMMLimit, "random-mm: the most items of each modality per request, a dict")
+	f.StringVar(&o.mmBucket, "random-mm-bucket-config", synth.DefaultRandomMMBuckets, "random-mm: a Python dict of (height, width, frames) to probability; 1 frame is an image, more a video")
 	f.StringVar(&o.batchSize, "batch-size", synth.DefaultBatchSize, "embeddings: inputs per request: a distribution (each input has --input-tokens tokens)")
 	f.StringVar(&o.documents, "documents", synth.DefaultDocuments, "rerank, score: documents per query: a distribution")
 	f.StringVar(&o.queryTokens, "query-tokens", synth.DefaultQueryTokens, "rerank, score: tokens of the query: a distribution")

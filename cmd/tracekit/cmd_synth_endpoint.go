@@ -143,14 +143,21 @@ func buildPooling(f *synthOptions, in sourceInputs) (synth.Source, error) {
 
 // mediaFlags are the flags of media on user messages, which every
 // generating source reads.
-var mediaFlags = []string{"images", "image-size", "image-format", "audio-seconds", "videos", "video-size", "video-frames"}
+var mediaFlags = append([]string{"images", "image-size", "image-format", "audio-seconds", "videos", "video-size", "video-frames"},
+	randomMMFlags...)
+
+// randomMMFlags are vLLM random-mm's item flags, which synth takes under
+// the same names (and --from-vllm passes on).
+var randomMMFlags = []string{"random-mm-base-items-per-request", "random-mm-num-mm-items-range-ratio",
+	"random-mm-limit-mm-per-prompt", "random-mm-bucket-config"}
 
 // mediaOptions reads the media flags: nil when none asks for media. The
 // shapes are checked here, before anything is generated, each error
 // naming its flag.
 func (o *synthOptions) mediaOptions() (*synth.MediaOptions, error) {
 	f := o.flags
-	if !f.Changed("images") && !f.Changed("videos") && !f.Changed("audio-seconds") {
+	mm := slices.ContainsFunc(randomMMFlags, f.Changed)
+	if !f.Changed("images") && !f.Changed("videos") && !f.Changed("audio-seconds") && !mm {
 		for _, n := range []string{"image-size", "image-format", "video-size", "video-frames"} {
 			if f.Changed(n) {
 				return nil, fmt.Errorf("--%s shapes media: give --images, --videos or --audio-seconds with it", n)
@@ -182,6 +189,24 @@ func (o *synthOptions) mediaOptions() (*synth.MediaOptions, error) {
 		if f.Changed(d.flag.name) {
 			if *d.dst, err = d.flag.parse(); err != nil {
 				return nil, err
+			}
+		}
+	}
+	if mm {
+		limits, err := synth.ParseMMLimits(o.mmLimit)
+		if err != nil {
+			return nil, err
+		}
+		buckets, err := synth.ParseMMBuckets(o.mmBucket)
+		if err != nil {
+			return nil, err
+		}
+		if m.RandomMM, err = synth.NewRandomMM(o.mmBase, o.mmRatio, limits, buckets); err != nil {
+			return nil, err
+		}
+		for _, k := range m.Kinds() {
+			if !trace.CarriesMedia(o.endpoint, k) {
+				return nil, fmt.Errorf("--random-mm-bucket-config: --endpoint %s carries no %s", o.endpoint, k)
 			}
 		}
 	}

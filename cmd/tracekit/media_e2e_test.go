@@ -264,3 +264,47 @@ func TestSynthMediaTraceStaysSmall(t *testing.T) {
 		t.Errorf("%d distinct seeds among 20000 images", len(seeds))
 	}
 }
+
+// --from-vllm with vLLM's random-mm dataset: the text of its random
+// dataset, and per request the images and videos its sampler draws:
+// base 3, ratio 0, limits image 1 video 2 make every request exactly one
+// image (a (h 40, w 60) bucket: 60 wide) and two 8-frame videos; it is
+// sent on chat, as vLLM's openai-chat backend does.
+func TestSynthFromVLLMRandomMM(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "mm.parquet")
+	line := `vllm bench serve --backend openai-chat --endpoint /v1/chat/completions --dataset-name random-mm --num-prompts 50 ` +
+		`--random-input-len 32 --random-output-len 8 --random-mm-base-items-per-request 3 ` +
+		`--random-mm-limit-mm-per-prompt '{"image": 1, "video": 2}' --random-mm-bucket-config '{(40, 60, 1): 0.9, (16, 16, 8): 0.1}'`
+	stdout, stderr, code := runCLI(t, "synth", "--from-vllm", line, "-o", out)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s%s", code, stdout, stderr)
+	}
+	rows, _, err := trace.ReadTurns(out)
+	if err != nil || len(rows) != 50 {
+		t.Fatalf("%d rows, %v", len(rows), err)
+	}
+	for _, r := range rows {
+		items := r.Messages[len(r.Messages)-1].Media
+		img, vid := 0, 0
+		for _, it := range items {
+			switch {
+			case it.Kind == trace.MediaImage && it.Width == 60 && it.Height == 40 && it.Format == "jpeg":
+				img++
+			case it.Kind == trace.MediaVideo && it.Width == 16 && it.Height == 16 && it.Frames == 8 && it.Format == "mp4":
+				vid++
+			default:
+				t.Fatalf("%s: item %+v of no bucket", r.ConversationID, it)
+			}
+		}
+		if img != 1 || vid != 2 {
+			t.Fatalf("%s: %d images and %d videos, want 1 and 2", r.ConversationID, img, vid)
+		}
+	}
+	if !strings.Contains(stdout, "--endpoint chat") {
+		t.Errorf("the replay command printed does not send on chat:\n%s", stdout)
+	}
+	_, stderr, code = runCLI(t, "synth", "--from-vllm", "vllm bench serve --dataset-name random-mm", "-o", filepath.Join(t.TempDir(), "x.parquet"))
+	if code != ExitUsage || !strings.Contains(stderr, "openai-chat") {
+		t.Errorf("random-mm on the completions backend: exit %d: %s", code, stderr)
+	}
+}

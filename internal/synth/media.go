@@ -48,6 +48,9 @@ type MediaOptions struct {
 	// AudioSeconds is the length of the one audio clip (WAV) of each
 	// request, in seconds; a draw under a millisecond adds none.
 	AudioSeconds Dist
+	// RandomMM, when not nil, draws each request's images and videos as
+	// vLLM's random-mm dataset does, instead of Images and Videos.
+	RandomMM *RandomMM
 }
 
 // Check refuses a shape internal/media would refuse to make, naming the
@@ -62,6 +65,18 @@ func (o *MediaOptions) Check() error {
 	if o.Videos != nil {
 		if err := checkVideo(o.VideoSize, o.VideoFrames); err != nil {
 			return err
+		}
+	}
+	if o.RandomMM != nil {
+		for _, b := range o.RandomMM.Buckets {
+			m := trace.Media{Kind: trace.MediaImage, Format: "jpeg", Width: b.W, Height: b.H}
+			err := media.Check(&m)
+			if b.Frames > 1 {
+				err = checkVideo(Size{b.W, b.H}, b.Frames)
+			}
+			if err != nil {
+				return fmt.Errorf("--random-mm-bucket-config (%d, %d, %d): %w", b.H, b.W, b.Frames, err)
+			}
 		}
 	}
 	return nil
@@ -81,10 +96,10 @@ func checkVideo(s Size, frames int32) error {
 // Kinds lists the media kinds o can put on a request.
 func (o *MediaOptions) Kinds() []string {
 	var k []string
-	if o.Images != nil {
+	if o.Images != nil || o.RandomMM != nil && o.RandomMM.Limits[trace.MediaImage] > 0 {
 		k = append(k, trace.MediaImage)
 	}
-	if o.Videos != nil {
+	if o.Videos != nil || o.RandomMM != nil && o.RandomMM.Limits[trace.MediaVideo] > 0 {
 		k = append(k, trace.MediaVideo)
 	}
 	if o.AudioSeconds != nil {
@@ -130,6 +145,9 @@ func (o *MediaOptions) apply(c Conversation, seed int64) {
 // draw is one request's media items.
 func (o *MediaOptions) draw(r *rand.Rand) []trace.Media {
 	var items []trace.Media
+	if o.RandomMM != nil {
+		items = o.RandomMM.draw(r)
+	}
 	if o.Images != nil {
 		for range sampleInt(o.Images, r) {
 			s := o.ImageSizes[r.IntN(len(o.ImageSizes))]
