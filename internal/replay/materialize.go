@@ -33,6 +33,7 @@ type materializer struct {
 	made   atomic.Int64      // messages whose text was made: the tests' count
 	lastNs atomic.Int64      // clock.Mono() at the last one made: the tests' too
 	items  atomic.Int64      // media items made: the tests' count
+	urls   *mediaServer      // when set, items are sent as its URLs
 }
 
 // newMaterializer returns the trace's materializer, nil when it has no
@@ -102,7 +103,7 @@ func (m *materializer) fill(conv []trace.Turn) ([]trace.Turn, int, error) {
 	if len(todo) == 0 {
 		return conv, n, nil
 	}
-	made, err := makeMedia(todo)
+	made, err := makeMedia(todo, m.urls)
 	if err != nil && len(conv) > 0 {
 		err = fmt.Errorf("conversation %q: %w", conv[0].ConversationID, err)
 	}
@@ -122,8 +123,9 @@ func needsData(items []trace.Media) bool {
 
 // makeMedia makes the bytes of items on up to GOMAXPROCS goroutines (an
 // image of a megapixel takes tens of milliseconds to encode), all ended
-// before it returns, and returns the bytes made.
-func makeMedia(items []*trace.Media) (int, error) {
+// before it returns, and returns the bytes made. With urls, each is
+// also kept there and sent as its URL.
+func makeMedia(items []*trace.Media, urls *mediaServer) (int, error) {
 	workers := min(len(items), runtime.GOMAXPROCS(0))
 	var (
 		next  atomic.Int64
@@ -150,6 +152,9 @@ func makeMedia(items []*trace.Media) (int, error) {
 					continue
 				}
 				it.Data = string(b)
+				if urls != nil {
+					it.URL = urls.put(it, it.Data)
+				}
 				total.Add(int64(len(b)))
 			}
 		})

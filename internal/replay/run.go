@@ -80,6 +80,7 @@ type Runner struct {
 	// hasMedia: some message carries media (checkEndpoints), which the
 	// prefetch stage makes before the requests are due.
 	hasMedia bool
+	media    *mediaServer // serves the media under Config.MediaURLBase; nil without
 	prepared bool
 	total    int64                    // requests the source holds for this shard (an estimate under limits)
 	cur      atomic.Pointer[runState] // the run under way, once its clock started
@@ -160,6 +161,12 @@ func (r *Runner) build() error {
 	if r.mat, err = newMaterializer(r.meta, r.hasMedia); err != nil {
 		return err
 	}
+	if cfg.MediaURLBase != "" && r.hasMedia {
+		if r.media, err = startMediaServer(cfg.MediaURLBase); err != nil {
+			return err
+		}
+		r.mat.urls = r.media
+	}
 	maxConns := math.MaxInt32
 	if cfg.MaxConcurrency > 0 {
 		maxConns = cfg.MaxConcurrency
@@ -208,6 +215,10 @@ func (r *Runner) Close() error {
 	}
 	if r.conns != nil { // nil when build failed before it
 		r.conns.stamp.Close() // the arrival observer's process
+	}
+	if r.media != nil {
+		r.media.close()
+		r.media = nil
 	}
 	if r.ownSrc != nil {
 		return r.ownSrc.Close()
