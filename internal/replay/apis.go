@@ -14,6 +14,7 @@ import (
 	"github.com/tracekit/tracekit/internal/api/messages"
 	"github.com/tracekit/tracekit/internal/api/rerank"
 	"github.com/tracekit/tracekit/internal/api/responses"
+	"github.com/tracekit/tracekit/internal/media"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -94,8 +95,18 @@ func checkTurn(t *trace.Turn, ep Endpoint) error {
 	}
 	for i := range t.Messages {
 		for j := range t.Messages[i].Media {
-			if k := t.Messages[i].Media[j].Kind; !trace.CarriesMedia(string(ep), k) {
-				return fmt.Errorf("message %d carries %s media, which %s cannot carry", i, k, ep)
+			it := &t.Messages[i].Media[j]
+			if !trace.CarriesMedia(string(ep), it.Kind) {
+				return fmt.Errorf("message %d carries %s media, which %s cannot carry", i, it.Kind, ep)
+			}
+			if it.Data != "" {
+				continue // made or loaded already
+			}
+			if it.Hash != "" {
+				return fmt.Errorf("message %d media item %d is a stored item (%s), which this build does not send", i, j, it.Hash)
+			}
+			if err := media.Check(it); err != nil {
+				return fmt.Errorf("message %d media item %d: %w", i, j, err)
 			}
 		}
 	}

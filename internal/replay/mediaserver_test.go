@@ -122,3 +122,25 @@ func TestMediaName(t *testing.T) {
 		}
 	}
 }
+
+// A trace whose media cannot be made (a video, before this build makes
+// them; a stored item) is refused before the run, naming the
+// conversation and turn.
+func TestMediaRefusedBeforeRun(t *testing.T) {
+	for _, m := range []trace.Media{{Kind: trace.MediaImage, Format: "gif", Width: 2, Height: 2},
+		{Kind: trace.MediaImage, Format: "png", Hash: "ab12"},
+		{Kind: trace.MediaAudio, Format: "wav"}} {
+		c := conv("bad", 1, 0, 0, 2)
+		c[0].Messages[len(c[0].Messages)-1].Media = []trace.Media{m}
+		_, err := New(Config{Targets: []string{"http://127.0.0.1:1"}, NoProbe: true, Model: "m"}, NewMemorySource(trace.TraceMeta{}, c))
+		if err == nil || !strings.Contains(err.Error(), `"bad" turn 0`) {
+			t.Errorf("%+v: %v", m, err)
+		}
+	}
+	c := conv("img", 1, 0, 0, 2)
+	c[0].Messages[len(c[0].Messages)-1].Media = []trace.Media{{Kind: trace.MediaAudio, Format: "wav", DurationMs: 5}}
+	_, err := New(Config{Targets: []string{"http://127.0.0.1:1"}, NoProbe: true, Model: "m", Endpoint: EndpointMessages}, NewMemorySource(trace.TraceMeta{}, c))
+	if err == nil || !strings.Contains(err.Error(), "audio") || !strings.Contains(err.Error(), "messages") {
+		t.Errorf("audio on messages: %v", err)
+	}
+}

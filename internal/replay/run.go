@@ -459,6 +459,10 @@ func (r *runState) feed(runCtx, stopCtx context.Context, src Source, wg *sync.Wa
 			if _, err := r.checkConv(conv); err != nil {
 				return &TraceError{Path: r.cfg.Trace, Err: err}
 			}
+			if !r.hasMedia && convHasMedia(conv) {
+				// nothing made its bytes: the source was not read before the run
+				return &TraceError{Path: r.cfg.Trace, Err: fmt.Errorf("conversation %q carries media, which replay sends from a trace file or a MemorySource only", conv[0].ConversationID)}
+			}
 		}
 		if len(conv) > 0 && !r.launch(runCtx, stopCtx, conv, wg) {
 			return nil
