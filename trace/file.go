@@ -401,6 +401,15 @@ func OpenTrace(path string) (*TraceReader, error) {
 // NumRows is the number of rows in the file.
 func (t *TraceReader) NumRows() int64 { return t.r.pf.NumRows() }
 
+// SchemaVersion is the schema version the file is stamped with: the
+// oldest that holds every row (TraceSchemaVersion and earlier), so a
+// reader learns before reading rows whether any carries media.
+func (t *TraceReader) SchemaVersion() int {
+	vs, _ := t.r.pf.Lookup(MetaSchemaVersion)
+	v, _ := strconv.Atoi(vs) // checked when the file was opened
+	return v
+}
+
 // Read fills rows and returns how many it read; io.EOF at the end. The
 // reader may reuse the slices already in rows: copy a row's lists before
 // handing the same rows to Read again. Every row is checked (Turn.Check):

@@ -76,6 +76,19 @@ func Generates(e string) bool {
 	return e != EndpointEmbeddings && e != EndpointRerank && e != EndpointScore
 }
 
+// CarriesMedia reports whether requests to endpoint e can carry media of
+// kind (MediaImage, MediaVideo, MediaAudio): chat ("" included) all
+// three; Responses and Messages images only; the others none.
+func CarriesMedia(e, kind string) bool {
+	switch e {
+	case "", EndpointChat:
+		return kind == MediaImage || kind == MediaVideo || kind == MediaAudio
+	case EndpointResponses, EndpointMessages:
+		return kind == MediaImage
+	}
+	return false
+}
+
 // Message roles of the non-generating endpoints' items (Turn.Messages).
 const (
 	RoleInput    = "input"    // embeddings: one input of the batch
@@ -155,6 +168,14 @@ type Media struct {
 	Hash string `parquet:"hash" json:"hash,omitempty"`
 	// Bytes is the encoded size when known (a real item's), else 0.
 	Bytes int64 `parquet:"bytes" json:"bytes,omitempty"`
+
+	// Data holds the item's bytes once a reader has made or loaded them
+	// for sending (replay, before the request is due); never stored. A
+	// string, so that Media stays comparable (a key of a map of items).
+	Data string `parquet:"-" json:"-"`
+	// URL, when set by a reader, is where the receiver fetches the bytes
+	// instead of from the request (replay --media-url-base); never stored.
+	URL string `parquet:"-" json:"-"`
 }
 
 // MediaFileSuffix names the file beside a trace that holds its real media

@@ -126,6 +126,7 @@ beside the output, verified, removed after).`,
 	f.StringVar((*string)(&c.ResponsesState), "responses-state", string(replay.ResponsesClient), "how a Responses conversation carries its history: client (whole, as input items) or server (previous_response_id and the new items; closed loop)")
 	f.StringVar(&c.ReasoningEffort, "reasoning-effort", "", "low, medium or high: Responses' reasoning.effort, chat's reasoning_effort (default: not sent)")
 	f.IntVar(&c.ThinkingBudget, "thinking-budget", 0, "Messages: ask for extended thinking with this many budget tokens (0: not sent)")
+	f.StringVar(&c.MediaURLBase, "media-url-base", "", "serve the trace's images, video and audio from this host at this http URL (e.g. http://127.0.0.1:8089/media; port 0: any) and send their URLs instead of data URIs")
 	f.StringVar(&c.Model, "model", "", "model name (default: the first of the target's /v1/models)")
 	f.StringVar(&apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key (sent as a Bearer token, as x-api-key on messages; never recorded)")
 	f.StringArrayVar(&headers, "header", nil, "extra request header K:V (repeatable)")

@@ -98,6 +98,13 @@ type synthOptions struct {
 	// reasoning tokens each generated answer starts with ("" = none), and
 	// the model mix ("" = none)
 	reasoningTokens, modelMix string
+	// media on each turn's user message: distributions and shapes
+	images, imageSize, imageFormat, audioSeconds, videos, videoSize string
+	videoFrames                                                     int32
+	// vLLM random-mm's item sampling
+	mmBase            int
+	mmRatio           float64
+	mmLimit, mmBucket string
 
 	// agent sessions: distributions, and the options taken as they are
 	// (Tools, SubAgentContext).
@@ -151,6 +158,17 @@ func declareSynthFlags(f *pflag.FlagSet, o *synthOptions) {
 	f.StringVar(&o.endpoint, "endpoint", "", "API every request is sent on: "+strings.Join(trace.Endpoints, ", ")+" (default: replay's --endpoint); embeddings, rerank and score make single requests of corpus text")
 	f.StringVar(&o.reasoningTokens, "reasoning-tokens", "", "reasoning tokens each answer starts with, added to its output tokens: a distribution (default none; replay --mock-hints asks tracekit mock for them)")
 	f.StringVar(&o.modelMix, "model-mix", "", "split the conversations over models or LoRA adapters: 'base=0.5,lora-a=0.3,lora-b=0.2' (seeded, per conversation; the trace's model column)")
+	f.StringVar(&o.images, "images", "", "images on each request's user message: a distribution (default none); replay sends them after the text")
+	f.StringVar(&o.imageSize, "image-size", "512x512", "images: WxH, or a comma-separated list drawn from uniformly, e.g. 1024x1024,1280x720")
+	f.StringVar(&o.imageFormat, "image-format", "jpeg", "images: png or jpeg (random pixels; jpeg at quality 75, as vLLM's random-mm)")
+	f.StringVar(&o.audioSeconds, "audio-seconds", "", "an audio clip (WAV, 16 kHz mono) on each request's user message, its length a distribution of durations (default none)")
+	f.StringVar(&o.videos, "videos", "", "videos (mp4) on each request's user message: a distribution (default none)")
+	f.StringVar(&o.videoSize, "video-size", "512x512", "videos: WxH of each frame")
+	f.Int32Var(&o.videoFrames, "video-frames", 16, "videos: frames of each video")
+	f.IntVar(&o.mmBase, "random-mm-base-items-per-request", 1, "images and videos per request as vLLM's random-mm draws them: the base count (any --random-mm-* flag turns this sampling on)")
+	f.Float64Var(&o.mmRatio, "random-mm-num-mm-items-range-ratio", 0, "random-mm: counts uniform in [floor(base*(1-r)), ceil(base*(1+r))], 0 <= r <= 1, capped by the limits")
+	f.StringVar(&o.mmLimit, "random-mm-limit-mm-per-prompt", synth.DefaultRandomMMLimit, "random-mm: the most items of each modality per request, a dict")
+	f.StringVar(&o.mmBucket, "random-mm-bucket-config", synth.DefaultRandomMMBuckets, "random-mm: a Python dict of (height, width, frames) to probability; 1 frame is an image, more a video")
 	f.StringVar(&o.batchSize, "batch-size", synth.DefaultBatchSize, "embeddings: inputs per request: a distribution (each input has --input-tokens tokens)")
 	f.StringVar(&o.documents, "documents", synth.DefaultDocuments, "rerank, score: documents per query: a distribution")
 	f.StringVar(&o.queryTokens, "query-tokens", synth.DefaultQueryTokens, "rerank, score: tokens of the query: a distribution")
@@ -275,6 +293,13 @@ func runSynth(cmd *cobra.Command, o *synthOptions) error {
 		}
 		src.flags = append(slices.Clone(src.flags), "model-mix")
 	}
+	mediaOpts, err := o.mediaOptions()
+	if err != nil {
+		return badInput(err)
+	}
+	if mediaOpts != nil {
+		src.flags = append(slices.Clone(src.flags), mediaFlags...)
+	}
 	if src.needsInput && o.input == "" {
 		return badInput(fmt.Errorf("--source %s needs --input FILE", name))
 	}
@@ -317,7 +342,7 @@ func runSynth(cmd *cobra.Command, o *synthOptions) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
-	res, err := synth.Generate(ctx, synth.Job{Source: source, Schedule: sched, Meta: meta, Output: o.output, Replace: o.force, Endpoint: o.endpoint, Reasoning: reasoning, Models: models})
+	res, err := synth.Generate(ctx, synth.Job{Source: source, Schedule: sched, Meta: meta, Output: o.output, Replace: o.force, Endpoint: o.endpoint, Reasoning: reasoning, Models: models, Media: mediaOpts})
 	progress.done()
 	var outErr *synth.OutputError
 	switch {

@@ -54,6 +54,11 @@ func (o *synthOptions) checkEndpoint(name string) error {
 	if f.Changed("reasoning-tokens") && (o.pooling() || ep == trace.EndpointCompletions) {
 		bad = append(bad, "--reasoning-tokens: --endpoint "+ep+" streams no reasoning (use chat, responses or messages)")
 	}
+	for _, m := range []struct{ flag, kind string }{{"images", trace.MediaImage}, {"videos", trace.MediaVideo}, {"audio-seconds", trace.MediaAudio}} {
+		if f.Changed(m.flag) && !trace.CarriesMedia(ep, m.kind) {
+			bad = append(bad, fmt.Sprintf("--%s: --endpoint %s carries no %s (chat carries images, video and audio; responses and messages images only)", m.flag, ep, m.kind))
+		}
+	}
 	if o.pooling() {
 		switch {
 		case name == "agent":
@@ -134,4 +139,79 @@ func buildPooling(f *synthOptions, in sourceInputs) (synth.Source, error) {
 		return nil, err
 	}
 	return synth.NewPooling(o)
+}
+
+// mediaFlags are the flags of media on user messages, which every
+// generating source reads.
+var mediaFlags = append([]string{"images", "image-size", "image-format", "audio-seconds", "videos", "video-size", "video-frames"},
+	randomMMFlags...)
+
+// randomMMFlags are vLLM random-mm's item flags, which synth takes under
+// the same names (and --from-vllm passes on).
+var randomMMFlags = []string{"random-mm-base-items-per-request", "random-mm-num-mm-items-range-ratio",
+	"random-mm-limit-mm-per-prompt", "random-mm-bucket-config"}
+
+// mediaOptions reads the media flags: nil when none asks for media. The
+// shapes are checked here, before anything is generated, each error
+// naming its flag.
+func (o *synthOptions) mediaOptions() (*synth.MediaOptions, error) {
+	f := o.flags
+	mm := slices.ContainsFunc(randomMMFlags, f.Changed)
+	if !f.Changed("images") && !f.Changed("videos") && !f.Changed("audio-seconds") && !mm {
+		for _, n := range []string{"image-size", "image-format", "video-size", "video-frames"} {
+			if f.Changed(n) {
+				return nil, fmt.Errorf("--%s shapes media: give --images, --videos or --audio-seconds with it", n)
+			}
+		}
+		return nil, nil
+	}
+	m := &synth.MediaOptions{ImageFormat: o.imageFormat, VideoFrames: o.videoFrames}
+	if m.ImageFormat != "png" && m.ImageFormat != "jpeg" {
+		return nil, fmt.Errorf("--image-format %q: want png or jpeg", m.ImageFormat)
+	}
+	var err error
+	if m.ImageSizes, err = synth.ParseSizes(o.imageSize); err != nil {
+		return nil, fmt.Errorf("--image-size: %w", err)
+	}
+	vs, err := synth.ParseSizes(o.videoSize)
+	if err != nil || len(vs) != 1 {
+		return nil, fmt.Errorf("--video-size %q: want one WIDTHxHEIGHT, e.g. 640x360", o.videoSize)
+	}
+	m.VideoSize = vs[0]
+	for _, d := range []struct {
+		flag distFlag
+		dst  *synth.Dist
+	}{
+		{distFlag{"images", &o.images, synth.Count}, &m.Images},
+		{distFlag{"videos", &o.videos, synth.Count}, &m.Videos},
+		{distFlag{"audio-seconds", &o.audioSeconds, synth.Seconds}, &m.AudioSeconds},
+	} {
+		if f.Changed(d.flag.name) {
+			if *d.dst, err = d.flag.parse(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if mm {
+		limits, err := synth.ParseMMLimits(o.mmLimit)
+		if err != nil {
+			return nil, err
+		}
+		buckets, err := synth.ParseMMBuckets(o.mmBucket)
+		if err != nil {
+			return nil, err
+		}
+		if m.RandomMM, err = synth.NewRandomMM(o.mmBase, o.mmRatio, limits, buckets); err != nil {
+			return nil, err
+		}
+		for _, k := range m.Kinds() {
+			if !trace.CarriesMedia(o.endpoint, k) {
+				return nil, fmt.Errorf("--random-mm-bucket-config: --endpoint %s carries no %s", o.endpoint, k)
+			}
+		}
+	}
+	if err := m.Check(); err != nil {
+		return nil, err
+	}
+	return m, nil
 }

@@ -79,7 +79,9 @@ func init() {
 	for _, n := range strings.Fields(`dataset-name dataset-path num-prompts seed sharegpt-output-len random-input-len
 		random-output-len random-range-ratio random-prefix-len random-batch-size burstiness input-len output-len
 		request-rate max-concurrency ready-check-timeout-sec model served-model-name temperature base-url host port
-		endpoint backend tokenizer percentile-metrics metric-percentiles ramp-up-strategy ramp-up-start-rps ramp-up-end-rps`) {
+		endpoint backend tokenizer percentile-metrics metric-percentiles
+		random-mm-base-items-per-request random-mm-num-mm-items-range-ratio random-mm-limit-mm-per-prompt
+		random-mm-bucket-config ramp-up-strategy ramp-up-start-rps ramp-up-end-rps`) {
 		vllmKnown[n] = true
 	}
 	for n := range vllmIgnorable {
@@ -91,7 +93,7 @@ func init() {
 }
 
 // vllmDatasets are the --dataset-name values tracekit reads.
-var vllmDatasets = map[string]bool{"sharegpt": true, "random": true, "random-rerank": true}
+var vllmDatasets = map[string]bool{"sharegpt": true, "random": true, "random-mm": true, "random-rerank": true}
 
 // parseVLLMCommand reads line, a vllm bench serve (or benchmark_serving.py)
 // command line. Words before the first flag (vllm bench serve, python
@@ -134,13 +136,15 @@ func parseVLLMCommand(line string) (*vllmCommand, error) {
 		switch name {
 		case "dataset-name":
 			if !vllmDatasets[val] {
-				refuse("--dataset-name %s: tracekit reads vLLM's sharegpt, random and random-rerank datasets only", val)
+				refuse("--dataset-name %s: tracekit reads vLLM's sharegpt, random, random-mm and random-rerank datasets only", val)
 			}
 			dataset = val
 		case "dataset-path":
 			c.synth = append(c.synth, [2]string{"input", val})
 		case "num-prompts", "seed", "sharegpt-output-len", "random-input-len", "random-output-len", "random-range-ratio",
-			"random-prefix-len", "random-batch-size", "burstiness", "input-len", "output-len":
+			"random-prefix-len", "random-batch-size", "burstiness", "input-len", "output-len",
+			"random-mm-base-items-per-request", "random-mm-num-mm-items-range-ratio", "random-mm-limit-mm-per-prompt",
+			"random-mm-bucket-config":
 			vals[name] = val
 		case "no-oversample", "disable-shuffle", "no-reranker":
 			vals[name] = "true"
@@ -305,6 +309,9 @@ func (c *vllmCommand) dataset(name string, vals map[string]string, refuse func(s
 			}
 		}
 	}
+	if name != "random-mm" {
+		only(randomMMFlags, "for --dataset-name random-mm only")
+	}
 	prompts := 1000 // vLLM's --num-prompts default
 	if v, ok := vals["num-prompts"]; ok {
 		n, err := strconv.Atoi(v)
@@ -326,8 +333,23 @@ func (c *vllmCommand) dataset(name string, vals map[string]string, refuse func(s
 				}
 			}
 			only([]string{"random-input-len", "random-output-len", "random-range-ratio", "random-prefix-len", "random-batch-size"}, "a random dataset flag, not read by --dataset-name sharegpt")
-		case "random":
+		case "random", "random-mm":
 			set("source", "vllm-random")
+			if name == "random-mm" {
+				if c.endpoint != trace.EndpointChat {
+					refuse("--dataset-name random-mm: vLLM sends its images and videos on --backend openai-chat (/v1/chat/completions), not on %s", c.endpoint)
+				}
+				// the items per request always, so synth draws them
+				// even when every random-mm flag is vLLM's default
+				if _, ok := vals[randomMMFlags[0]]; !ok {
+					vals[randomMMFlags[0]] = "1"
+				}
+				for _, k := range randomMMFlags {
+					if v, ok := vals[k]; ok {
+						set(k, v)
+					}
+				}
+			}
 			for _, k := range []string{"random-input-len", "random-output-len", "random-range-ratio", "random-prefix-len"} {
 				if v, ok := vals[k]; ok {
 					set(k, v)

@@ -26,6 +26,7 @@ var replayFieldFlags = map[string]string{
 	"replay.Config.ResponsesState":          "responses-state",
 	"replay.Config.ReasoningEffort":         "reasoning-effort",
 	"replay.Config.ThinkingBudget":          "thinking-budget",
+	"replay.Config.MediaURLBase":            "media-url-base",
 	"replay.Config.Model":                   "model",
 	"replay.Config.Headers":                 "header",
 	"replay.Config.ExtraBody":               "extra-body",

@@ -14,6 +14,7 @@ import (
 	"github.com/tracekit/tracekit/internal/api/messages"
 	"github.com/tracekit/tracekit/internal/api/rerank"
 	"github.com/tracekit/tracekit/internal/api/responses"
+	"github.com/tracekit/tracekit/internal/media"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -92,6 +93,23 @@ func checkTurn(t *trace.Turn, ep Endpoint) error {
 	if !trace.KnownEndpoint(string(ep)) {
 		return fmt.Errorf("endpoint %q: expected one of %s", ep, strings.Join(trace.Endpoints, ", "))
 	}
+	for i := range t.Messages {
+		for j := range t.Messages[i].Media {
+			it := &t.Messages[i].Media[j]
+			if !trace.CarriesMedia(string(ep), it.Kind) {
+				return fmt.Errorf("message %d carries %s media, which %s cannot carry", i, it.Kind, ep)
+			}
+			if it.Data != "" {
+				continue // made or loaded already
+			}
+			if it.Hash != "" {
+				return fmt.Errorf("message %d media item %d is a stored item (%s), which this build does not send", i, j, it.Hash)
+			}
+			if err := media.Check(it); err != nil {
+				return fmt.Errorf("message %d media item %d: %w", i, j, err)
+			}
+		}
+	}
 	gen := trace.Generates(string(ep))
 	if gen {
 		for i := range t.Messages {
@@ -143,7 +161,7 @@ func checkTurn(t *trace.Turn, ep Endpoint) error {
 // sent on chat or completions: only then does the run's probe (a chat or
 // completions request) tell anything.
 func (r *Runner) checkEndpoints() error {
-	r.sendsChat, r.checked = false, true
+	r.sendsChat, r.checked, r.hasMedia = false, true, false
 	var next func() ([]trace.Turn, error)
 	switch s := r.src.(type) {
 	case *MemorySource:
@@ -172,6 +190,7 @@ func (r *Runner) checkEndpoints() error {
 		if err != nil {
 			return err
 		}
+		r.hasMedia = r.hasMedia || convHasMedia(conv)
 		r.sendsChat = r.sendsChat || chat
 	}
 }
@@ -233,6 +252,7 @@ func (r *runState) closedLoopAPI(runCtx, stopCtx context.Context, conv []trace.T
 		msgs, tokens := r.messages(turn)
 		gen := trace.Generates(string(ep))
 		input := tokens
+		ex.media = mediaOf(msgs)
 		switch {
 		case !gen:
 			ex.body = r.appendAPIBody(ex.body[:0], ep, r.model(turn), turn, nil, msgs, "")
@@ -242,6 +262,7 @@ func (r *runState) closedLoopAPI(runCtx, stopCtx context.Context, conv []trace.T
 		default:
 			ex.body = r.appendAPIBody(ex.body[:0], ep, r.model(turn), turn, hist, msgs, "")
 			input += histTokens
+			ex.media = ex.media.plus(mediaOf(hist))
 		}
 		if !r.waitUntil(stopCtx, at) {
 			return
@@ -283,9 +304,11 @@ func (r *runState) openLoopAPI(runCtx, stopCtx context.Context, conv []trace.Tur
 		gen := trace.Generates(string(ep))
 		bp := r.bodies.Get().(*[]byte)
 		input := tokens
+		media := mediaOf(msgs)
 		if gen {
 			*bp = r.appendAPIBody((*bp)[:0], ep, r.model(turn), turn, hist, msgs, "")
 			input += histTokens
+			media = media.plus(mediaOf(hist))
 		} else {
 			*bp = r.appendAPIBody((*bp)[:0], ep, r.model(turn), turn, nil, msgs, "")
 		}
@@ -300,6 +323,7 @@ func (r *runState) openLoopAPI(runCtx, stopCtx context.Context, conv []trace.Tur
 			ex := r.exPool.Get().(*exchange)
 			defer r.exPool.Put(ex)
 			ex.agent = 0
+			ex.media = media
 			r.do(runCtx, stopCtx, ex, turn, *bp, input, at)
 		}()
 		if gen && k+1 < len(conv) {

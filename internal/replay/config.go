@@ -126,12 +126,16 @@ type Config struct {
 	// ThinkingBudget, when positive, asks Messages for extended thinking
 	// with that budget of tokens.
 	ThinkingBudget int
-	Model          string            // empty: the first model of the target's /v1/models
-	APIKey         string            // sent as a Bearer token; never recorded
-	Headers        map[string]string // extra request headers
-	IgnoreEOS      bool
-	Temperature    *float64
-	ExtraBody      string // a JSON object merged into every request body
+	// MediaURLBase, when set, is an http URL of this host (port 0: any)
+	// replay serves the trace's media under while it runs: requests
+	// carry each item's URL there instead of a data URI.
+	MediaURLBase string
+	Model        string            // empty: the first model of the target's /v1/models
+	APIKey       string            // sent as a Bearer token; never recorded
+	Headers      map[string]string // extra request headers
+	IgnoreEOS    bool
+	Temperature  *float64
+	ExtraBody    string // a JSON object merged into every request body
 	// ContinuousUsage asks for vLLM's continuous_usage_stats: "auto"
 	// (default: probe the server once before the run), "on" or "off".
 	ContinuousUsage string
@@ -464,6 +468,9 @@ func (c Config) meta() map[string]any {
 	}
 	if c.ThinkingBudget > 0 {
 		m["thinking_budget"] = c.ThinkingBudget
+	}
+	if c.MediaURLBase != "" {
+		m["media_url_base"] = c.MediaURLBase
 	}
 	return m
 }

@@ -25,7 +25,8 @@ var errStaleConn = errors.New("the pooled connection was idle too long to trust"
 
 // conn wraps every connection fasthttp dials (above TLS, so it sees the
 // plain HTTP exchange). It exists for what fasthttp gives no hook for:
-//   - wroteNs: when a request's bytes were last written (its actual send time);
+//   - wroteNs: when a request's bytes were last written (its actual send time),
+//     and writeStartNs when its first write began;
 //   - idle: a per-read idle timeout. fasthttp's own read deadline covers the
 //     whole streamed body, so before each Read (response headers included)
 //     we set the deadline to min(request deadline, now + idle);
@@ -50,9 +51,12 @@ type conn struct {
 	set  *connSet
 	addr connAddr
 
-	wroteNs     atomic.Int64 // clock.Mono() after the last Write returned
-	readNs      atomic.Int64 // clock.Mono() after the last Read that returned bytes (or the dial)
-	reqDeadline atomic.Int64 // unix ns of the read deadline fasthttp set; 0: none
+	wroteNs atomic.Int64 // clock.Mono() after the last Write returned
+	// writeStartNs is clock.Mono() before the first Write of the current
+	// request: with wroteNs, how long a large body took to hand over.
+	writeStartNs atomic.Int64
+	readNs       atomic.Int64 // clock.Mono() after the last Read that returned bytes (or the dial)
+	reqDeadline  atomic.Int64 // unix ns of the read deadline fasthttp set; 0: none
 
 	requests atomic.Int32 // requests started on this connection
 	writing  atomic.Bool  // the current request is being written or awaits its first response byte
@@ -85,6 +89,7 @@ func (c *conn) Write(p []byte) (int, error) {
 		}
 		c.writing.Store(true)
 		c.gotByte.Store(false)
+		c.writeStartNs.Store(clock.Mono())
 	}
 	n, err := c.Conn.Write(p)
 	c.wroteNs.Store(clock.Mono())

@@ -38,6 +38,7 @@ func (r *runState) closedLoop(runCtx, stopCtx context.Context, conv []trace.Turn
 	cb := convBody{buf: ex.body[:0]}
 	defer func() { ex.body = cb.buf[:0] }()
 	var histTokens int32
+	var histMedia tally // answers carry none: the media of the messages so far
 	for k := range conv {
 		turn := &conv[k]
 		if k > 0 {
@@ -45,6 +46,8 @@ func (r *runState) closedLoop(runCtx, stopCtx context.Context, conv []trace.Turn
 		}
 		model := r.model(turn)
 		msgs, tokens := r.messages(turn)
+		histMedia = histMedia.plus(mediaOf(msgs))
+		ex.media = histMedia
 		for i := range msgs {
 			cb.add(&r.bo, model, &msgs[i])
 		}
@@ -122,10 +125,13 @@ func (r *runState) openLoop(runCtx, stopCtx context.Context, conv []trace.Turn) 
 	// overlap. One prepared body per conversation at a time.
 	var hist encMsgs
 	var histTokens int32
+	var histMedia tally
 	for k := range conv {
 		turn := &conv[k]
 		at := r.start + r.scale(turn.ArrivalOffsetNs)
 		msgs, tokens := r.messages(turn)
+		histMedia = histMedia.plus(mediaOf(msgs))
+		media := histMedia
 		for i := range msgs {
 			hist.add(&r.bo, &msgs[i])
 		}
@@ -143,6 +149,7 @@ func (r *runState) openLoop(runCtx, stopCtx context.Context, conv []trace.Turn) 
 			ex := r.exPool.Get().(*exchange)
 			defer r.exPool.Put(ex)
 			ex.agent = 0
+			ex.media = media
 			r.do(runCtx, stopCtx, ex, turn, *bp, input, at)
 		}()
 		if k+1 == len(conv) {
@@ -225,6 +232,10 @@ func (r *runState) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace
 		Model:   turn.Model, // the turn's own; "" for the run's
 	}
 	rec.NonStreaming = turn.NonStreaming || !trace.Generates(string(ep)) // those answer one body
+	if ex.media.items > 0 {                                              // what a request with media sent; 0 for others (trace.Record)
+		rec.MediaItems, rec.MediaBytes, rec.RequestBytes = ex.media.items, ex.media.bytes, int64(len(body))
+	}
+	ex.media = tally{}
 
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
@@ -307,6 +318,9 @@ func (r *runState) exchangeOnce(runCtx context.Context, t *target, req *fasthttp
 	if c != nil {
 		if w := c.wroteNs.Load(); w >= slot {
 			rec.SentNs = w - r.start
+			if ws := c.writeStartNs.Load(); rec.MediaItems > 0 && ws >= slot {
+				rec.WriteStartNs = ws - r.start
+			}
 		}
 	}
 	if err != nil {

@@ -330,6 +330,7 @@ func (r *runState) prepareNode(nodes []gnode, i int) (*exchange, int32) {
 	tr.tokens = input
 	n.tr = tr
 	ex := r.exPool.Get().(*exchange)
+	ex.media = mediaOf(tr.msgs)
 	if ep := r.endpointOf(n.turn); !r.encodedHere(ep) {
 		ex.body = r.appendAPIBody(ex.body[:0], ep, r.model(n.turn), n.turn, tr.msgs, nil, "")
 	} else {
@@ -549,6 +550,7 @@ func (r *runState) graphOpen(runCtx, stopCtx context.Context, conv []trace.Turn)
 			break
 		}
 		input := hist.tokens + tokens
+		media := mediaOf(hist.msgs).plus(mediaOf(msgs))
 		launched++
 		go func() {
 			defer func() { done <- struct{}{} }()
@@ -556,6 +558,7 @@ func (r *runState) graphOpen(runCtx, stopCtx context.Context, conv []trace.Turn)
 			ex := r.exPool.Get().(*exchange)
 			defer r.exPool.Put(ex)
 			ex.agent = n.agent
+			ex.media = media
 			r.do(runCtx, stopCtx, ex, n.turn, *bp, input, at)
 		}()
 	}

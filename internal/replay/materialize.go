@@ -3,12 +3,14 @@ package replay
 import (
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 
 	"github.com/tracekit/tracekit/internal/blocktext"
 	"github.com/tracekit/tracekit/internal/clock"
+	"github.com/tracekit/tracekit/internal/media"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -19,24 +21,31 @@ const (
 	prefetchBytes = 64 << 20
 )
 
-// materializer makes the text of a trace's virtual messages
-// (trace.Message.Virtual) with the generator the trace names
-// (trace.TraceMeta.Prompts): the same function of the same fields synth
-// used when it stored text, so the bytes sent are those of the
-// equivalent --prompt-text trace.
+// materializer makes what a trace holds only virtually, before requests
+// are due: the text of virtual messages (trace.Message.Virtual) with the
+// generator the trace names (trace.TraceMeta.Prompts), the same function
+// of the same fields synth used when it stored text, so the bytes sent are
+// those of the equivalent --prompt-text trace; and the bytes of virtual
+// media items (internal/media), into trace.Media.Data.
 type materializer struct {
-	blocks *blocktext.Blocks
-	made   atomic.Int64 // messages whose text was made: the tests' count
-	lastNs atomic.Int64 // clock.Mono() at the last one made: the tests' too
+	blocks *blocktext.Blocks // nil when the trace has no virtual prompts
+	media  bool              // some message carries media
+	made   atomic.Int64      // messages whose text was made: the tests' count
+	lastNs atomic.Int64      // clock.Mono() at the last one made: the tests' too
+	items  atomic.Int64      // media items made: the tests' count
+	urls   *mediaServer      // when set, items are sent as its URLs
 }
 
 // newMaterializer returns the trace's materializer, nil when it has no
-// virtual prompts. A generator this build does not know is refused: other
-// text would be a different benchmark.
-func newMaterializer(meta trace.TraceMeta) (*materializer, error) {
+// virtual prompts and hasMedia is false. A generator this build does not
+// know is refused: other text would be a different benchmark.
+func newMaterializer(meta trace.TraceMeta, hasMedia bool) (*materializer, error) {
 	g := meta.Prompts
 	if g == nil {
-		return nil, nil
+		if !hasMedia {
+			return nil, nil
+		}
+		return &materializer{media: true}, nil
 	}
 	if g.Name != trace.PromptGeneratorBlocks {
 		return nil, fmt.Errorf("the trace's virtual prompts are made by generator %q, which this tracekit does not know (it knows %q)", g.Name, trace.PromptGeneratorBlocks)
@@ -45,18 +54,23 @@ func newMaterializer(meta trace.TraceMeta) (*materializer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("preparing the trace's virtual prompts: %w", err)
 	}
-	return &materializer{blocks: b}, nil
+	return &materializer{blocks: b, media: hasMedia}, nil
 }
 
-// fill returns conv with the text of its virtual messages made, and the
-// bytes made. The turns and messages that change are copies: a
-// MemorySource's caller keeps its own.
-func (m *materializer) fill(conv []trace.Turn) ([]trace.Turn, int) {
+// fill returns conv with the text of its virtual messages and the bytes
+// of its media made, and the bytes made. The turns, messages and media
+// that change are copies: a MemorySource's caller keeps its own. An item
+// that cannot be made (a real item, whose bytes this build does not load;
+// a video before this build makes them) is an error naming it.
+func (m *materializer) fill(conv []trace.Turn) ([]trace.Turn, int, error) {
 	copied, n := false, 0
+	var todo []*trace.Media
 	for i := range conv {
 		var msgs []trace.Message
 		for j, msg := range conv[i].Messages {
-			if !msg.Virtual || msg.Content != "" {
+			text := m.blocks != nil && msg.Virtual && msg.Content == ""
+			media := m.media && needsData(msg.Media)
+			if !text && !media {
 				continue
 			}
 			if !copied {
@@ -64,6 +78,17 @@ func (m *materializer) fill(conv []trace.Turn) ([]trace.Turn, int) {
 			}
 			if msgs == nil {
 				msgs = slices.Clone(conv[i].Messages)
+			}
+			if media {
+				msgs[j].Media = slices.Clone(msg.Media)
+				for k := range msgs[j].Media {
+					if msgs[j].Media[k].Data == "" {
+						todo = append(todo, &msgs[j].Media[k])
+					}
+				}
+			}
+			if !text {
+				continue
 			}
 			hashes := conv[i].PrefixHashes
 			m.made.Add(1)
@@ -75,7 +100,67 @@ func (m *materializer) fill(conv []trace.Turn) ([]trace.Turn, int) {
 			conv[i].Messages = msgs
 		}
 	}
-	return conv, n
+	if len(todo) == 0 {
+		return conv, n, nil
+	}
+	made, err := makeMedia(todo, m.urls)
+	if err != nil && len(conv) > 0 {
+		err = fmt.Errorf("conversation %q: %w", conv[0].ConversationID, err)
+	}
+	m.items.Add(int64(len(todo)))
+	m.lastNs.Store(clock.Mono())
+	return conv, n + made, err
+}
+
+func needsData(items []trace.Media) bool {
+	for i := range items {
+		if items[i].Data == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// makeMedia makes the bytes of items on up to GOMAXPROCS goroutines (an
+// image of a megapixel takes tens of milliseconds to encode), all ended
+// before it returns, and returns the bytes made. With urls, each is
+// also kept there and sent as its URL.
+func makeMedia(items []*trace.Media, urls *mediaServer) (int, error) {
+	workers := min(len(items), runtime.GOMAXPROCS(0))
+	var (
+		next  atomic.Int64
+		total atomic.Int64
+		wg    sync.WaitGroup
+		errMu sync.Mutex
+		first error
+	)
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(items) {
+					return
+				}
+				it := items[i]
+				b, err := media.Make(nil, it)
+				if err != nil {
+					errMu.Lock()
+					if first == nil {
+						first = fmt.Errorf("media item (%s %s, seed %d): %w", it.Kind, it.Format, it.Seed, err)
+					}
+					errMu.Unlock()
+					continue
+				}
+				it.Data = string(b)
+				if urls != nil {
+					it.URL = urls.put(it, it.Data)
+				}
+				total.Add(int64(len(b)))
+			}
+		})
+	}
+	wg.Wait()
+	return int(total.Load()), first
 }
 
 // prefetch is the run's look-ahead between the trace source and feed (the
@@ -150,7 +235,7 @@ func (p *prefetch) run() {
 		}
 		n := 0
 		if err == nil && len(conv) > 0 && p.mine(conv) {
-			conv, n = p.mat.fill(conv)
+			conv, n, err = p.mat.fill(conv)
 		}
 		p.mu.Lock()
 		// The first conversation always fits, so one larger than the
@@ -214,3 +299,37 @@ func (p *prefetch) Meta() trace.TraceMeta { return p.src.Meta() }
 
 // Len implements Source.
 func (p *prefetch) Len() int64 { return p.src.Len() }
+
+// convHasMedia reports whether a message of conv carries media.
+func convHasMedia(conv []trace.Turn) bool {
+	for i := range conv {
+		for j := range conv[i].Messages {
+			if len(conv[i].Messages[j].Media) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// tally is media items and their bytes: what a request sends of media
+// (trace.Record.MediaItems, MediaBytes).
+type tally struct {
+	items int32
+	bytes int64
+}
+
+// plus is t and u together.
+func (t tally) plus(u tally) tally { return tally{t.items + u.items, t.bytes + u.bytes} }
+
+// mediaOf tallies the media of msgs.
+func mediaOf(msgs []trace.Message) tally {
+	var t tally
+	for i := range msgs {
+		for j := range msgs[i].Media {
+			t.items++
+			t.bytes += int64(len(msgs[i].Media[j].Data))
+		}
+	}
+	return t
+}

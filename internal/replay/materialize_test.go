@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracekit/tracekit/internal/media"
 	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/internal/synth"
 	"github.com/tracekit/tracekit/trace"
@@ -167,11 +168,11 @@ func TestPrefetchBudget(t *testing.T) {
 		c[0].Messages = []trace.Message{{Role: "user", Tokens: 100, Virtual: true, BlockSeed: int64(i)}}
 		turns = append(turns, c...)
 	}
-	mat, err := newMaterializer(meta)
+	mat, err := newMaterializer(meta, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, one := mat.fill(turns[:1])
+	_, one, _ := mat.fill(turns[:1])
 	state := func(p *prefetch) (queued int, ended bool) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -266,5 +267,68 @@ func TestPrefetchDoneBeforeClock(t *testing.T) {
 	}
 	if last, start := r.mat.lastNs.Load(), sink.RunMeta().StartMonoNs; last >= start {
 		t.Errorf("the last prompt was made %v after the clock started", time.Duration(last-start))
+	}
+}
+
+// The media of a trace are made by the look-ahead before the run's clock
+// starts, all of them, never while requests are dispatched; each record
+// counts the items its body carried (history included) and their bytes,
+// and when the write of the body began.
+func TestMediaMadeBeforeClock(t *testing.T) {
+	srv := mocktest.Start(t, nil)
+	var turns []trace.Turn
+	const convs = 20
+	for i := range convs {
+		c := conv(fmt.Sprintf("m%03d", i), 2, time.Duration(i)*time.Millisecond, 0, 2)
+		for k := range c {
+			c[k].Messages[len(c[k].Messages)-1].Media = []trace.Media{
+				{Kind: trace.MediaImage, Format: "png", Width: 64, Height: 32, Seed: int64(10*i + k)},
+				{Kind: trace.MediaAudio, Format: "wav", DurationMs: 20, Seed: int64(10*i + k)},
+			}
+		}
+		turns = append(turns, c...)
+	}
+	r, err := New(Config{Targets: []string{srv.URL()}, IgnoreEOS: true, Timing: TimingTrace}, NewMemorySource(trace.TraceMeta{Tokenizer: "o200k_base"}, turns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sink := &memSink{}
+	res, err := r.Run(ctx, sink)
+	if err != nil || res.Sent != 2*convs {
+		t.Fatalf("%d sent, %v", res.Sent, err)
+	}
+	if made := r.mat.items.Load(); made != 4*convs {
+		t.Fatalf("%d media items made, want %d", made, 4*convs)
+	}
+	if last, start := r.mat.lastNs.Load(), sink.RunMeta().StartMonoNs; last >= start {
+		t.Errorf("the last item was made %v after the clock started", time.Duration(last-start))
+	}
+	sizes := map[string]int64{} // conversation/turn: media bytes of the turn
+	for _, tu := range turns {
+		for _, it := range tu.Messages[len(tu.Messages)-1].Media {
+			b, err := media.Make(nil, &it)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sizes[fmt.Sprint(tu.ConversationID, tu.Turn)] += int64(len(b))
+		}
+	}
+	for _, rec := range sink.Records() {
+		want, items := sizes[fmt.Sprint(rec.ConversationID, rec.Turn)], int32(2)
+		if rec.Turn > 0 { // turn 0's media again in the history
+			want, items = want+sizes[fmt.Sprint(rec.ConversationID, rec.Turn-1)], 4
+		}
+		if rec.ErrorKind != trace.ErrNone {
+			t.Errorf("%s: %s %s", rec.RequestID, rec.ErrorKind, rec.ErrorMessage)
+		}
+		if rec.MediaItems != items || rec.MediaBytes != want || rec.RequestBytes <= want {
+			t.Errorf("%s: %d items of %d bytes in %d, want %d of %d", rec.RequestID, rec.MediaItems, rec.MediaBytes, rec.RequestBytes, items, want)
+		}
+		if rec.WriteStartNs <= 0 || rec.WriteStartNs > rec.SentNs {
+			t.Errorf("%s: write start %d, sent %d", rec.RequestID, rec.WriteStartNs, rec.SentNs)
+		}
 	}
 }

@@ -79,9 +79,13 @@ type Runner struct {
 	// so the probe, a chat or completions request, is worth sending.
 	sendsChat bool
 	checked   bool // checkEndpoints read the whole source; else feed checks each conversation
-	prepared  bool
-	total     int64                    // requests the source holds for this shard (an estimate under limits)
-	cur       atomic.Pointer[runState] // the run under way, once its clock started
+	// hasMedia: some message carries media (checkEndpoints), which the
+	// prefetch stage makes before the requests are due.
+	hasMedia bool
+	media    *mediaServer // serves the media under Config.MediaURLBase; nil without
+	prepared bool
+	total    int64                    // requests the source holds for this shard (an estimate under limits)
+	cur      atomic.Pointer[runState] // the run under way, once its clock started
 }
 
 // runState is the state of one run: its clock, its stop, its counters and its
@@ -118,6 +122,10 @@ type exchange struct {
 	agent       int32
 	session     []byte
 	withSession []byte
+	// media is what the next request's body carries of media (history
+	// included), set by its sender before do: the record's MediaItems
+	// and MediaBytes.
+	media tally
 }
 
 // New validates cfg and builds the clients for a run of src; a nil src
@@ -154,14 +162,20 @@ func (r *Runner) build() error {
 		tok = tokenizer.Default()
 	}
 	r.tok = tok
-	if r.mat, err = newMaterializer(r.meta); err != nil {
-		return err
-	}
 	r.conns = newConnSet(&r.cfg)
 	r.bo = bodyOptions{endpoint: cfg.Endpoint, ignoreEOS: cfg.IgnoreEOS, temperature: cfg.Temperature,
 		continuousUsage: cfg.ContinuousUsage == "on", extra: cfg.extraInner(), reasoningEffort: cfg.ReasoningEffort}
 	if err := r.checkEndpoints(); err != nil {
 		return err
+	}
+	if r.mat, err = newMaterializer(r.meta, r.hasMedia); err != nil {
+		return err
+	}
+	if cfg.MediaURLBase != "" && r.hasMedia {
+		if r.media, err = startMediaServer(cfg.MediaURLBase); err != nil {
+			return err
+		}
+		r.mat.urls = r.media
 	}
 	maxConns := math.MaxInt32
 	if cfg.MaxConcurrency > 0 {
@@ -211,6 +225,10 @@ func (r *Runner) Close() error {
 	}
 	if r.conns != nil { // nil when build failed before it
 		r.conns.stamp.Close() // the arrival observer's process
+	}
+	if r.media != nil {
+		r.media.close()
+		r.media = nil
 	}
 	if r.ownSrc != nil {
 		return r.ownSrc.Close()
@@ -451,6 +469,10 @@ func (r *runState) feed(runCtx, stopCtx context.Context, src Source, wg *sync.Wa
 		if !r.checked && len(conv) > 0 && r.mine(conv) {
 			if _, err := r.checkConv(conv); err != nil {
 				return &TraceError{Path: r.cfg.Trace, Err: err}
+			}
+			if !r.hasMedia && convHasMedia(conv) {
+				// nothing made its bytes: the source was not read before the run
+				return &TraceError{Path: r.cfg.Trace, Err: fmt.Errorf("conversation %q carries media, which replay sends from a trace file or a MemorySource only", conv[0].ConversationID)}
 			}
 		}
 		if len(conv) > 0 && !r.launch(runCtx, stopCtx, conv, wg) {

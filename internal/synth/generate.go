@@ -51,6 +51,8 @@ type Job struct {
 	// with the weights given: a traffic split over models or LoRA
 	// adapters behind one endpoint.
 	Models []WeightedModel
+	// Media, when not nil, is the media each turn's user message carries.
+	Media *MediaOptions
 }
 
 // WeightedModel is a model name and its share of the conversations.
@@ -162,8 +164,8 @@ func CreatedAt() (string, error) {
 }
 
 // finish sets what the job adds to every conversation c of its source:
-// the endpoint of turns that have none, then the reasoning tokens of the
-// generating ones. The reasoning draws of a conversation come from a
+// the endpoint of turns that have none, the media of user messages
+// (MediaOptions.apply), then the reasoning tokens of the generating ones. The reasoning draws of a conversation come from a
 // generator seeded by the trace's seed and the conversation's id, so they
 // do not depend on the order conversations are written in.
 func (job *Job) finish(c Conversation) {
@@ -171,6 +173,9 @@ func (job *Job) finish(c Conversation) {
 		if c[k].Endpoint == "" {
 			c[k].Endpoint = job.Endpoint
 		}
+	}
+	if job.Media != nil {
+		job.Media.apply(c, job.Meta.Seed)
 	}
 	if len(c) == 0 {
 		return

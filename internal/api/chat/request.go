@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"github.com/tracekit/tracekit/internal/api"
 	js "github.com/tracekit/tracekit/internal/api/jsonscan"
 	"strconv"
 
@@ -103,9 +104,12 @@ func AppendMessage(dst []byte, m *trace.Message) []byte {
 	dst = append(dst, `{"role":`...)
 	dst = AppendString(dst, m.Role)
 	dst = append(dst, `,"content":`...)
-	if m.Content == "" && len(m.ToolCalls) > 0 {
+	switch {
+	case len(m.Media) > 0:
+		dst = appendParts(dst, m)
+	case m.Content == "" && len(m.ToolCalls) > 0:
 		dst = append(dst, "null"...)
-	} else {
+	default:
 		dst = AppendString(dst, m.Content)
 	}
 	if len(m.ToolCalls) > 0 {
@@ -130,6 +134,37 @@ func AppendMessage(dst []byte, m *trace.Message) []byte {
 		dst = AppendString(dst, m.ToolCallID)
 	}
 	return append(dst, '}')
+}
+
+// appendParts appends the content of a message with media: its text
+// part, then a part per item in order, as vLLM and OpenAI take them:
+// image_url and video_url with a data URI (or the item's URL), audio as
+// input_audio's base64 data and format (audio_url when it has a URL).
+func appendParts(dst []byte, m *trace.Message) []byte {
+	dst = append(dst, `[{"type":"text","text":`...)
+	dst = AppendString(dst, m.Content)
+	dst = append(dst, '}')
+	for i := range m.Media {
+		it := &m.Media[i]
+		switch {
+		case it.Kind == trace.MediaAudio && it.URL == "":
+			dst = append(dst, `,{"type":"input_audio","input_audio":{"data":"`...)
+			dst = api.AppendBase64(dst, it)
+			dst = append(dst, `","format":`...)
+			dst = AppendString(dst, it.Format)
+			dst = append(dst, "}}"...)
+			continue
+		case it.Kind == trace.MediaAudio:
+			dst = append(dst, `,{"type":"audio_url","audio_url":{"url":`...)
+		case it.Kind == trace.MediaVideo:
+			dst = append(dst, `,{"type":"video_url","video_url":{"url":`...)
+		default:
+			dst = append(dst, `,{"type":"image_url","image_url":{"url":`...)
+		}
+		dst = api.AppendDataURI(dst, it)
+		dst = append(dst, "}}"...)
+	}
+	return append(dst, ']')
 }
 
 // AppendString appends s as a JSON string literal.

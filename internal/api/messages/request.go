@@ -150,6 +150,27 @@ func appendBlocks(dst []byte, m *trace.Message) []byte {
 		dst = append(dst, '}')
 		n++
 	}
+	for i := range m.Media {
+		it := &m.Media[i]
+		if it.Kind != trace.MediaImage {
+			continue // Messages carries images only: refused before the run
+		}
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		n++
+		if it.URL != "" {
+			dst = append(dst, `{"type":"image","source":{"type":"url","url":`...)
+			dst = api.AppendString(dst, it.URL)
+		} else {
+			dst = append(dst, `{"type":"image","source":{"type":"base64","media_type":`...)
+			dst = api.AppendString(dst, api.MIME(it))
+			dst = append(dst, `,"data":"`...)
+			dst = api.AppendBase64(dst, it)
+			dst = append(dst, '"')
+		}
+		dst = append(dst, "}}"...)
+	}
 	for i := range m.ToolCalls {
 		c := &m.ToolCalls[i]
 		if n > 0 {

@@ -127,7 +127,11 @@ func appendItems(dst []byte, m *trace.Message, n int) ([]byte, int) {
 		dst = append(dst, `{"type":"message","role":`...)
 		dst = api.AppendString(dst, m.Role)
 		dst = append(dst, `,"content":`...)
-		dst = api.AppendString(dst, m.Content)
+		if len(m.Media) > 0 {
+			dst = appendParts(dst, m)
+		} else {
+			dst = api.AppendString(dst, m.Content)
+		}
 		dst = append(dst, '}')
 	}
 	for i := range m.ToolCalls {
@@ -142,4 +146,22 @@ func appendItems(dst []byte, m *trace.Message, n int) ([]byte, int) {
 		dst = append(dst, '}')
 	}
 	return dst, n
+}
+
+// appendParts appends the content of a message with media: an
+// input_text part, then an input_image part per image, its image_url a
+// data URI (or the item's URL). Responses carries images only: synth and
+// replay refuse other kinds on it before anything is sent.
+func appendParts(dst []byte, m *trace.Message) []byte {
+	dst = append(dst, `[{"type":"input_text","text":`...)
+	dst = api.AppendString(dst, m.Content)
+	dst = append(dst, '}')
+	for i := range m.Media {
+		if it := &m.Media[i]; it.Kind == trace.MediaImage {
+			dst = append(dst, `,{"type":"input_image","image_url":`...)
+			dst = api.AppendDataURI(dst, it)
+			dst = append(dst, '}')
+		}
+	}
+	return append(dst, ']')
 }
