@@ -49,6 +49,8 @@ var (
 
 // synthSources are the sources, by name.
 var synthSources = []synthSource{
+	{name: "aiperf-dag", summary: "AIPerf dag_jsonl sessions (--input): spawned and forked sub-agents as dependency graphs, started by --rate",
+		needsInput: true, flags: []string{"input", "conversations", "limit", "model"}, build: buildAIPerfDAG},
 	importer("azure", "Azure LLM inference CSV trace, 2023 or 2024 (--input): real arrivals and lengths", importFlags,
 		func(_ *synthOptions, o synth.ImportOptions) (synth.Source, error) { return synth.NewAzure(o) }),
 	importer("bailian", "Qwen-Bailian JSONL trace (--input): real multi-turn conversations and timing", importFlags,
@@ -304,6 +306,17 @@ func buildOTel(f *synthOptions, in sourceInputs) (synth.Source, error) {
 	}
 	in.used["limit"] = strconv.Itoa(o.Limit)
 	return synth.NewOTel(o)
+}
+
+// buildAIPerfDAG reads the AIPerf dag_jsonl import's flags.
+func buildAIPerfDAG(f *synthOptions, in sourceInputs) (synth.Source, error) {
+	o := synth.AIPerfDAGOptions{Path: f.input, Tokenizer: in.tok, MaxBytes: int64(f.maxBytes),
+		Limit: f.imports.Limit, Model: f.imports.Model}
+	if o.Limit == 0 {
+		o.Limit = f.conversations
+	}
+	in.used["limit"] = strconv.Itoa(o.Limit)
+	return synth.NewAIPerfDAG(o)
 }
 
 // importOptions are the options every production-trace import shares:

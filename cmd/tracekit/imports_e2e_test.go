@@ -1,0 +1,236 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
+	"github.com/tracekit/tracekit/trace"
+)
+
+// sourceNode is one request of an agentic source file, named as the test
+// reads the file: "session/turn".
+type sourceNode = string
+
+// replayImport synthesizes src with --source source, replays the trace
+// closed-loop against the mock and checks, node by node against deps (the
+// source file's nodes and what each waits for, read by the test itself),
+// that the trace holds exactly the source's nodes and dependencies and that
+// the recording sent no node before every node it depends on was done.
+// key names a trace turn's node from the turn (its messages).
+func replayImport(t *testing.T, source, src string, deps map[sourceNode][]sourceNode, key func(trace.Turn) sourceNode) {
+	t.Helper()
+	srv := mocktest.Start(t, func(c *mock.Config) { c.Latency.DecodeBase = mock.Duration(200 * time.Microsecond) })
+	dir := t.TempDir()
+	tr, rec := filepath.Join(dir, "trace.parquet"), filepath.Join(dir, "rec.parquet")
+	if _, stderr, code := runCLI(t, "synth", "--source", source, "--input", src, "--model", "tracekit-mock", "--rate", "0", "-o", tr); code != ExitOK {
+		t.Fatalf("synth exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := runCLI(t, "replay", tr, "--target", srv.URL(), "--model", "tracekit-mock", "--speed", "100",
+		"--ignore-eos", "--progress", "none", "--no-analyze", "-o", rec); code != ExitOK {
+		t.Fatalf("replay exit %d: %s", code, stderr)
+	}
+	turns := readTurns(t, tr)
+	nodeOf := map[string]sourceNode{} // conversation/turn -> source node
+	for _, tu := range turns {
+		n := key(tu)
+		if _, ok := deps[n]; !ok {
+			t.Fatalf("trace turn %s/%d is no node of the source (%q)", tu.ConversationID, tu.Turn, n)
+		}
+		if slices.Contains(mapValues(nodeOf), n) {
+			t.Fatalf("source node %s is in the trace twice", n)
+		}
+		nodeOf[fmt.Sprintf("%s/%d", tu.ConversationID, tu.Turn)] = n
+	}
+	if len(nodeOf) != len(deps) {
+		t.Fatalf("the trace holds %d of the source's %d nodes", len(nodeOf), len(deps))
+	}
+	recs := readRecords(t, rec)
+	byNode := map[sourceNode]trace.Record{}
+	for _, r := range recs {
+		if r.ErrorKind != "" {
+			t.Fatalf("%s: %s %s", r.RequestID, r.ErrorKind, r.ErrorMessage)
+		}
+		byNode[nodeOf[fmt.Sprintf("%s/%d", r.ConversationID, r.Turn)]] = r
+	}
+	if len(byNode) != len(deps) {
+		t.Fatalf("%d records for %d nodes", len(byNode), len(deps))
+	}
+	checked := 0
+	for _, tu := range turns {
+		n := nodeOf[fmt.Sprintf("%s/%d", tu.ConversationID, tu.Turn)]
+		var got []sourceNode
+		edges := slices.Concat(tu.Parents, tu.After)
+		if len(tu.Parents) == 0 && tu.Turn > 0 {
+			edges = append(edges, tu.Turn-1)
+		}
+		for _, p := range edges {
+			if p != trace.RootParent {
+				got = append(got, nodeOf[fmt.Sprintf("%s/%d", tu.ConversationID, p)])
+			}
+		}
+		want := slices.Clone(deps[n])
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("node %s: the trace waits for %v, the source for %v", n, got, want)
+		}
+		r := byNode[n]
+		for _, d := range want {
+			if w := byNode[d]; r.SentNs < w.DoneNs {
+				t.Errorf("node %s sent at %d, before %s was done at %d", n, r.SentNs, d, w.DoneNs)
+			}
+			checked++
+		}
+	}
+	t.Logf("%d nodes, %d dependencies checked", len(deps), checked)
+}
+
+func mapValues(m map[string]sourceNode) []sourceNode {
+	var v []sourceNode
+	for _, x := range m {
+		v = append(v, x)
+	}
+	return v
+}
+
+// dagDeps reads an AIPerf dag_jsonl file the simple way: every session's
+// turns, each waiting for the session's previous turn; a forked or
+// spawned session's first turn for the turn that started it (a
+// pre_session_spawns child for what its starter's first turn waits for);
+// a join turn for the spawned session's last turn. A bare fork ends its
+// session after the forking turn. It also returns each node's last message
+// text, which names it in the trace.
+func dagDeps(t *testing.T, path string) (map[sourceNode][]sourceNode, map[string]sourceNode) {
+	t.Helper()
+	type turn struct {
+		Messages []struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+		Forks  []json.RawMessage `json:"forks"`
+		Spawns []json.RawMessage `json:"spawns"`
+	}
+	type session struct {
+		ID    string   `json:"session_id"`
+		Pre   []string `json:"pre_session_spawns"`
+		Turns []turn   `json:"turns"`
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var sessions []session
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		var s session
+		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+			t.Fatal(err)
+		}
+		sessions = append(sessions, s)
+	}
+	node := func(s string, k int) sourceNode { return fmt.Sprintf("%s/%d", s, k) }
+	last := map[string]int{}
+	for _, s := range sessions {
+		last[s.ID] = len(s.Turns) - 1
+		for k, tu := range s.Turns {
+			for _, fk := range tu.Forks {
+				if fk[0] == '"' && k < last[s.ID] {
+					last[s.ID] = k
+				}
+			}
+		}
+	}
+	deps := map[sourceNode][]sourceNode{}
+	names := map[string]sourceNode{}
+	firstDeps := map[string][]sourceNode{} // extra waits of a child's first turn
+	preOf := map[string]string{}           // pre-spawned child -> starter
+	for _, s := range sessions {
+		for _, c := range s.Pre {
+			preOf[c] = s.ID
+		}
+		for k := 0; k <= last[s.ID]; k++ {
+			tu := s.Turns[k]
+			for _, fk := range tu.Forks {
+				var id string
+				if json.Unmarshal(fk, &id) != nil {
+					var o struct{ Child string }
+					json.Unmarshal(fk, &o)
+					id = o.Child
+				}
+				firstDeps[id] = append(firstDeps[id], node(s.ID, k))
+			}
+			for _, sp := range tu.Spawns {
+				var id string
+				if json.Unmarshal(sp, &id) == nil {
+					firstDeps[id] = append(firstDeps[id], node(s.ID, k))
+					deps[node(s.ID, k+1)] = append(deps[node(s.ID, k+1)], node(id, last[id]))
+					continue
+				}
+				var o struct {
+					Children []string `json:"children"`
+					JoinAt   int      `json:"join_at"`
+				}
+				json.Unmarshal(sp, &o)
+				for _, c := range o.Children {
+					firstDeps[c] = append(firstDeps[c], node(s.ID, k))
+					deps[node(s.ID, o.JoinAt)] = append(deps[node(s.ID, o.JoinAt)], node(c, last[c]))
+				}
+			}
+		}
+	}
+	for _, s := range sessions {
+		for k := 0; k <= last[s.ID]; k++ {
+			n := node(s.ID, k)
+			deps[n] = append(deps[n], []sourceNode{}...)
+			if k > 0 {
+				deps[n] = append(deps[n], node(s.ID, k-1))
+			}
+			msgs := s.Turns[k].Messages
+			var text string
+			if err := json.Unmarshal(msgs[len(msgs)-1].Content, &text); err != nil {
+				var parts []struct{ Text string }
+				json.Unmarshal(msgs[len(msgs)-1].Content, &parts)
+				text = parts[0].Text
+			}
+			names[text] = n
+		}
+		deps[node(s.ID, 0)] = append(deps[node(s.ID, 0)], firstDeps[s.ID]...)
+	}
+	for c, by := range preOf {
+		deps[node(c, 0)] = append(deps[node(c, 0)], deps[node(by, 0)]...)
+	}
+	return deps, names
+}
+
+// AIPerf dag_jsonl sessions replayed against the mock honour every spawn,
+// fork and join of the source file: the fixture (every rule) and the
+// shared samples.
+func TestAIPerfDAGReplayHonoursDependencies(t *testing.T) {
+	files := []string{filepath.Join("testdata", "synth", "aiperf_dag.jsonl")}
+	shared := filepath.Join("..", "..", "..", "shared", "data", "aiperf_dag")
+	if m, _ := filepath.Glob(filepath.Join(shared, "*.dag.jsonl")); len(m) > 0 {
+		files = append(files, m...)
+	} else {
+		t.Log("shared data absent: the fixture only")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			deps, names := dagDeps(t, f)
+			replayImport(t, "aiperf-dag", f, deps, func(tu trace.Turn) sourceNode {
+				return names[tu.Messages[len(tu.Messages)-1].Content]
+			})
+		})
+	}
+}
