@@ -42,6 +42,7 @@ var synthGoldenCases = []struct {
 		"--tool-result-tokens", "10-40", "--tool-latency", "200ms-2s", "--input-tokens", "10-30", "--output-tokens", "5-15",
 		"--system-tokens", "20", "--tools", "3", "--rate", "1", "--burstiness", "0.5", "--seed", "9"}},
 	{"aiperf-dag", []string{"--source", "aiperf-dag", "--input", "testdata/synth/aiperf_dag.jsonl", "--rate", "1", "--seed", "3"}},
+	{"weka", []string{"--source", "weka", "--input", "testdata/synth/weka.jsonl"}},
 	{"otel", []string{"--source", "otel", "--input", "testdata/synth/otel_spans.json", "--model", "m1"}},
 	{"responses", []string{"--endpoint", "responses", "--conversations", "2", "--turns", "2", "--input-tokens", "10-20",
 		"--output-tokens", "5", "--rate", "1", "--seed", "12"}},

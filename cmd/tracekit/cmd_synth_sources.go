@@ -66,6 +66,8 @@ var synthSources = []synthSource{
 		timed: true, flags: agentFlags, build: buildAgent},
 	{name: "otel", summary: "OpenTelemetry GenAI spans (--input FILE|DIR: span-list JSON or OTLP JSON): agent workflows as dependency graphs",
 		timed: true, needsInput: true, flags: []string{"input", "conversations", "limit", "model", "max-idle"}, build: buildOTel},
+	{name: "weka", summary: "Weka / kv-cache-tester agentic coding traces (--input FILE|DIR): calls and subagents as dependency graphs, hash-block prefix reuse",
+		timed: true, needsInput: true, flags: []string{"input", "conversations", "limit", "model"}, build: buildWeka},
 	importer("mooncake", "Mooncake JSONL trace (--input): real arrivals, lengths and hash-prefix reuse", importFlags,
 		func(_ *synthOptions, o synth.ImportOptions) (synth.Source, error) { return synth.NewMooncake(o) }),
 	{name: "sharegpt", summary: "ShareGPT JSON or JSONL conversations (--input), with reference answers; --turns/--input-tokens/--output-tokens filter",
@@ -317,6 +319,16 @@ func buildAIPerfDAG(f *synthOptions, in sourceInputs) (synth.Source, error) {
 	}
 	in.used["limit"] = strconv.Itoa(o.Limit)
 	return synth.NewAIPerfDAG(o)
+}
+
+// buildWeka reads the Weka import's flags.
+func buildWeka(f *synthOptions, in sourceInputs) (synth.Source, error) {
+	o := synth.WekaOptions{Path: f.input, MaxBytes: int64(f.maxBytes), Limit: f.imports.Limit, Model: f.imports.Model}
+	if o.Limit == 0 {
+		o.Limit = f.conversations
+	}
+	in.used["limit"] = strconv.Itoa(o.Limit)
+	return synth.NewWeka(o)
 }
 
 // importOptions are the options every production-trace import shares:

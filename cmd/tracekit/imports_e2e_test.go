@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,13 +29,16 @@ type sourceNode = string
 // key names a trace turn's node from the turn (its messages).
 func replayImport(t *testing.T, source, src string, deps map[sourceNode][]sourceNode, key func(trace.Turn) sourceNode) {
 	t.Helper()
-	srv := mocktest.Start(t, func(c *mock.Config) { c.Latency.DecodeBase = mock.Duration(200 * time.Microsecond) })
+	srv := mocktest.Start(t, func(c *mock.Config) {
+		c.Latency.DecodeBase = mock.Duration(200 * time.Microsecond)
+		c.Latency.MaxModelLen = 1 << 20 // agentic coding prompts pass 100k tokens
+	})
 	dir := t.TempDir()
 	tr, rec := filepath.Join(dir, "trace.parquet"), filepath.Join(dir, "rec.parquet")
 	if _, stderr, code := runCLI(t, "synth", "--source", source, "--input", src, "--model", "tracekit-mock", "--rate", "0", "-o", tr); code != ExitOK {
 		t.Fatalf("synth exit %d: %s", code, stderr)
 	}
-	if _, stderr, code := runCLI(t, "replay", tr, "--target", srv.URL(), "--model", "tracekit-mock", "--speed", "100",
+	if _, stderr, code := runCLI(t, "replay", tr, "--target", srv.URL(), "--model", "tracekit-mock", "--speed", "1000",
 		"--ignore-eos", "--progress", "none", "--no-analyze", "-o", rec); code != ExitOK {
 		t.Fatalf("replay exit %d: %s", code, stderr)
 	}
@@ -230,6 +234,144 @@ func TestAIPerfDAGReplayHonoursDependencies(t *testing.T) {
 			deps, names := dagDeps(t, f)
 			replayImport(t, "aiperf-dag", f, deps, func(tu trace.Turn) sourceNode {
 				return names[tu.Messages[len(tu.Messages)-1].Content]
+			})
+		})
+	}
+}
+
+// wekaDeps reads Weka sessions (a file of one object, JSON Lines, or a
+// directory of .json files) the simple way: a parent call waits for the
+// parent call before it; a subagent's first call for the parent call
+// before its marker, each next call for the one before; the first parent
+// call after the marker whose t is at or after the subagent's end (marker
+// t + duration_ms, else its last call's t + api_time) for its last call.
+// A nested t below the marker's is relative to it. Nodes are named
+// "session/arrival ms/in/out", which is what the trace shows of them.
+func wekaDeps(t *testing.T, path string) map[sourceNode][]sourceNode {
+	t.Helper()
+	type call struct {
+		T          float64  `json:"t"`
+		Type       string   `json:"type"`
+		In         int      `json:"in"`
+		Out        int      `json:"out"`
+		APITime    float64  `json:"api_time"`
+		DurationMs *float64 `json:"duration_ms"`
+		Requests   []call   `json:"requests"`
+	}
+	type session struct {
+		ID       string `json:"id"`
+		Requests []call `json:"requests"`
+	}
+	var sessions []session
+	files := []string{path}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		files, _ = filepath.Glob(filepath.Join(path, "*.json"))
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := json.NewDecoder(strings.NewReader(string(b)))
+		for d.More() {
+			var s session
+			if err := d.Decode(&s); err != nil {
+				t.Fatal(err)
+			}
+			sessions = append(sessions, s)
+		}
+	}
+	deps := map[sourceNode][]sourceNode{}
+	for _, s := range sessions {
+		t0 := math.Inf(1)
+		for _, r := range s.Requests {
+			t0 = math.Min(t0, r.T)
+			for _, q := range r.Requests {
+				at := q.T
+				if at < r.T {
+					at += r.T
+				}
+				t0 = math.Min(t0, at)
+			}
+		}
+		name := func(at float64, c call) sourceNode {
+			return fmt.Sprintf("%s/%d/%d/%d", s.ID, int64(math.Round((at-t0)*1e3)), c.In, max(c.Out, 1))
+		}
+		add := func(n sourceNode, d ...sourceNode) {
+			if _, dup := deps[n]; dup {
+				t.Fatalf("two calls named %s: the test cannot tell them apart", n)
+			}
+			deps[n] = d
+		}
+		type join struct {
+			after int // list index of the marker
+			end   float64
+			last  sourceNode
+		}
+		var joins []join
+		prev := ""
+		for i, r := range s.Requests {
+			if r.Type != "subagent" {
+				n := name(r.T, r)
+				if prev != "" {
+					add(n, prev)
+				} else {
+					add(n)
+				}
+				prev = n
+				continue
+			}
+			p := prev
+			var end float64
+			for _, q := range r.Requests {
+				at := q.T
+				if at < r.T {
+					at += r.T
+				}
+				n := name(at, q)
+				if p != "" {
+					add(n, p)
+				} else {
+					add(n)
+				}
+				p, end = n, at+q.APITime
+			}
+			if r.DurationMs != nil {
+				end = r.T + *r.DurationMs/1e3
+			}
+			if len(r.Requests) > 0 {
+				joins = append(joins, join{i, end, p})
+			}
+		}
+		for _, j := range joins {
+			for _, r := range s.Requests[j.after+1:] {
+				if r.Type != "subagent" && r.T >= j.end {
+					n := name(r.T, r)
+					deps[n] = append(deps[n], j.last)
+					break
+				}
+			}
+		}
+	}
+	return deps
+}
+
+// Weka sessions replayed against the mock honour every call order,
+// subagent spawn and join of the source: the fixture (JSON Lines, both
+// subagent clocks, a background subagent) and the shared traces.
+func TestWekaReplayHonoursDependencies(t *testing.T) {
+	inputs := []string{filepath.Join("testdata", "synth", "weka.jsonl")}
+	shared := filepath.Join("..", "..", "..", "shared", "data", "weka")
+	if _, err := os.Stat(shared); err == nil {
+		inputs = append(inputs, shared)
+	} else {
+		t.Log("shared data absent: the fixture only")
+	}
+	for _, in := range inputs {
+		t.Run(filepath.Base(in), func(t *testing.T) {
+			deps := wekaDeps(t, in)
+			replayImport(t, "weka", in, deps, func(tu trace.Turn) sourceNode {
+				return fmt.Sprintf("%s/%d/%d/%d", tu.ConversationID, int64(math.Round(float64(tu.ArrivalOffsetNs-tu.StartOffsetNs)/1e6)), tu.InputTokens, tu.OutputTokens)
 			})
 		})
 	}

@@ -31,7 +31,9 @@
 //	  - The agentic imports build dependency graphs (trace.Turn.Parents,
 //	    After, RootParent): OTel (otel.go, spans) and AIPerfDAG
 //	    (aiperfdag.go, dag_jsonl sessions whose spawns, forks and joins
-//	    become parent and wait-only edges).
+//	    become parent and wait-only edges) and Weka (weka.go, coding
+//	    sessions whose calls and subagents wait on each other, prompts
+//	    virtual from their hash blocks).
 //	  - compress.go opens every input file (source inputs, text files,
 //	    configs) plain, gzip or zstd, told by its magic bytes.
 //	  - jsonerr.go places every JSON decoding error (ShareGPT records,

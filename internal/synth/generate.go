@@ -95,6 +95,9 @@ func Generate(ctx context.Context, job Job) (Result, error) {
 		stampEndpoint(c, job.Endpoint)
 	}
 	meta := withReport(job.Meta, job.Source.Name(), res.Report)
+	if p, ok := job.Source.(Prompter); ok {
+		meta.Prompts = p.Prompts()
+	}
 	if err := Write(ctx, job.Output, job.Replace, meta, convs); err != nil {
 		if ctx.Err() != nil {
 			return res, err
