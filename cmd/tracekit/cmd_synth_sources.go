@@ -78,6 +78,8 @@ var synthSources = []synthSource{
 	{name: "vllm-sharegpt", summary: "ShareGPT (--input) sampled as vLLM bench serve does: the first two messages of each record, its validity filter, oversampling",
 		needsInput: true, flags: []string{"input", "conversations", "sharegpt-output-len", "no-oversample", "disable-shuffle"},
 		build: buildVLLMShareGPT},
+	{name: "swe-agent", summary: "SWE-agent trajectories (--input FILE.traj|DIR): each model call of the history with its answer and tool latency, started by --rate",
+		needsInput: true, flags: []string{"input", "conversations", "limit", "model"}, build: buildSWEAgent},
 	{name: "synthetic", summary: "conversations of corpus text with token-exact lengths drawn from distributions",
 		flags: syntheticFlags, build: buildSynthetic},
 }
@@ -329,6 +331,16 @@ func buildWeka(f *synthOptions, in sourceInputs) (synth.Source, error) {
 	}
 	in.used["limit"] = strconv.Itoa(o.Limit)
 	return synth.NewWeka(o)
+}
+
+// buildSWEAgent reads the SWE-agent import's flags.
+func buildSWEAgent(f *synthOptions, in sourceInputs) (synth.Source, error) {
+	o := synth.SWEAgentOptions{Path: f.input, Tokenizer: in.tok, MaxBytes: int64(f.maxBytes), Limit: f.imports.Limit, Model: f.imports.Model}
+	if o.Limit == 0 {
+		o.Limit = f.conversations
+	}
+	in.used["limit"] = strconv.Itoa(o.Limit)
+	return synth.NewSWEAgent(o)
 }
 
 // importOptions are the options every production-trace import shares:

@@ -376,3 +376,69 @@ func TestWekaReplayHonoursDependencies(t *testing.T) {
 		})
 	}
 }
+
+// sweDeps reads SWE-agent trajectories the simple way: every assistant
+// message of a history is a call, which waits for the call before it.
+// Calls are named "session/k" and found in the trace by their answer.
+func sweDeps(t *testing.T, path string) (map[sourceNode][]sourceNode, map[string]sourceNode) {
+	t.Helper()
+	files := []string{path}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		files, _ = filepath.Glob(filepath.Join(path, "*.traj"))
+	}
+	deps := map[sourceNode][]sourceNode{}
+	names := map[string]sourceNode{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tr struct {
+			History []struct {
+				Role    string `json:"role"`
+				Content string `json:"content"`
+			} `json:"history"`
+		}
+		if err := json.Unmarshal(b, &tr); err != nil {
+			t.Fatal(err)
+		}
+		id := strings.TrimSuffix(filepath.Base(f), ".traj")
+		k := 0
+		for _, h := range tr.History {
+			if h.Role != "assistant" {
+				continue
+			}
+			n := fmt.Sprintf("%s/%d", id, k)
+			deps[n] = nil
+			if k > 0 {
+				deps[n] = []sourceNode{fmt.Sprintf("%s/%d", id, k-1)}
+			}
+			if _, dup := names[id+"\x00"+h.Content]; dup {
+				t.Fatalf("%s: two answers %q: the test cannot tell them apart", f, h.Content)
+			}
+			names[id+"\x00"+h.Content] = n
+			k++
+		}
+	}
+	return deps, names
+}
+
+// SWE-agent sessions replayed against the mock send every call after the
+// one before it was answered: the fixture and the shared trajectories.
+func TestSWEAgentReplayHonoursDependencies(t *testing.T) {
+	inputs := []string{filepath.Join("testdata", "synth", "swe_agent.traj")}
+	shared := filepath.Join("..", "..", "..", "shared", "data", "swe_agent")
+	if _, err := os.Stat(shared); err == nil {
+		inputs = append(inputs, shared)
+	} else {
+		t.Log("shared data absent: the fixture only")
+	}
+	for _, in := range inputs {
+		t.Run(filepath.Base(in), func(t *testing.T) {
+			deps, names := sweDeps(t, in)
+			replayImport(t, "swe-agent", in, deps, func(tu trace.Turn) sourceNode {
+				return names[tu.ConversationID+"\x00"+tu.ReferenceAnswer]
+			})
+		})
+	}
+}

@@ -33,7 +33,8 @@
 //	    (aiperfdag.go, dag_jsonl sessions whose spawns, forks and joins
 //	    become parent and wait-only edges) and Weka (weka.go, coding
 //	    sessions whose calls and subagents wait on each other, prompts
-//	    virtual from their hash blocks).
+//	    virtual from their hash blocks); SWEAgent (sweagent.go) reads
+//	    SWE-agent trajectories as chats with tool latencies.
 //	  - compress.go opens every input file (source inputs, text files,
 //	    configs) plain, gzip or zstd, told by its magic bytes.
 //	  - jsonerr.go places every JSON decoding error (ShareGPT records,
