@@ -44,6 +44,7 @@ var synthGoldenCases = []struct {
 	{"aiperf-dag", []string{"--source", "aiperf-dag", "--input", "testdata/synth/aiperf_dag.jsonl", "--rate", "1", "--seed", "3"}},
 	{"weka", []string{"--source", "weka", "--input", "testdata/synth/weka.jsonl"}},
 	{"swe-agent", []string{"--source", "swe-agent", "--input", "testdata/synth/swe_agent.traj", "--rate", "1", "--seed", "4"}},
+	{"dynamo", []string{"--source", "dynamo", "--input", "testdata/synth/dynamo.jsonl"}},
 	{"otel", []string{"--source", "otel", "--input", "testdata/synth/otel_spans.json", "--model", "m1"}},
 	{"responses", []string{"--endpoint", "responses", "--conversations", "2", "--turns", "2", "--input-tokens", "10-20",
 		"--output-tokens", "5", "--rate", "1", "--seed", "12"}},

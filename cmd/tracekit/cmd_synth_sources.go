@@ -68,6 +68,8 @@ var synthSources = []synthSource{
 		timed: true, needsInput: true, flags: []string{"input", "conversations", "limit", "model", "max-idle"}, build: buildOTel},
 	{name: "weka", summary: "Weka / kv-cache-tester agentic coding traces (--input FILE|DIR): calls and subagents as dependency graphs, hash-block prefix reuse",
 		timed: true, needsInput: true, flags: []string{"input", "conversations", "limit", "model"}, build: buildWeka},
+	{name: "dynamo", summary: "NVIDIA Dynamo request traces (--input FILE|DIR of JSONL segments): agent sessions and sub-agents as dependency graphs, hash-block prefix reuse",
+		timed: true, needsInput: true, flags: []string{"input", "conversations", "limit", "model"}, build: buildDynamo},
 	importer("mooncake", "Mooncake JSONL trace (--input): real arrivals, lengths and hash-prefix reuse", importFlags,
 		func(_ *synthOptions, o synth.ImportOptions) (synth.Source, error) { return synth.NewMooncake(o) }),
 	{name: "sharegpt", summary: "ShareGPT JSON or JSONL conversations (--input), with reference answers; --turns/--input-tokens/--output-tokens filter",
@@ -341,6 +343,16 @@ func buildSWEAgent(f *synthOptions, in sourceInputs) (synth.Source, error) {
 	}
 	in.used["limit"] = strconv.Itoa(o.Limit)
 	return synth.NewSWEAgent(o)
+}
+
+// buildDynamo reads the Dynamo import's flags.
+func buildDynamo(f *synthOptions, in sourceInputs) (synth.Source, error) {
+	o := synth.DynamoOptions{Path: f.input, MaxBytes: int64(f.maxBytes), Limit: f.imports.Limit, Model: f.imports.Model}
+	if o.Limit == 0 {
+		o.Limit = f.conversations
+	}
+	in.used["limit"] = strconv.Itoa(o.Limit)
+	return synth.NewDynamo(o)
 }
 
 // importOptions are the options every production-trace import shares:

@@ -442,3 +442,107 @@ func TestSWEAgentReplayHonoursDependencies(t *testing.T) {
 		})
 	}
 }
+
+// dynamoDeps reads Dynamo agent request traces the simple way, by
+// Dynamo's documented lowering: a session's requests chained in start
+// order; a child session's first request waits for the latest parent
+// request started at or before it; the first later parent request started
+// at or after the child's last end waits for the child's last-finishing
+// request. Nodes are named "start ms from the trace start/in/out".
+func dynamoDeps(t *testing.T, path string) map[sourceNode][]sourceNode {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type req struct {
+		session, parent string
+		start, end      float64
+		in, out         int
+	}
+	var reqs []req
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r struct {
+			EventType    string          `json:"event_type"`
+			Event        json.RawMessage `json:"event"`
+			AgentContext struct {
+				SessionID       string `json:"session_id"`
+				ParentSessionID string `json:"parent_session_id"`
+			} `json:"agent_context"`
+			Request struct {
+				Received float64 `json:"request_received_ms"`
+				Total    float64 `json:"total_time_ms"`
+				In       int     `json:"input_tokens"`
+				Out      int     `json:"output_tokens"`
+			} `json:"request"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Event) > 0 {
+			if err := json.Unmarshal(r.Event, &r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if r.EventType == "request_end" {
+			reqs = append(reqs, req{r.AgentContext.SessionID, r.AgentContext.ParentSessionID, r.Request.Received, r.Request.Received + r.Request.Total, r.Request.In, r.Request.Out})
+		}
+	}
+	origin := math.Inf(1)
+	bySession := map[string][]req{}
+	for _, r := range reqs {
+		origin = math.Min(origin, r.start)
+		bySession[r.session] = append(bySession[r.session], r)
+	}
+	name := func(r req) sourceNode {
+		return fmt.Sprintf("%d/%d/%d", int64(math.Round(r.start-origin)), r.in, max(r.out, 1))
+	}
+	deps := map[sourceNode][]sourceNode{}
+	for _, rs := range bySession {
+		slices.SortFunc(rs, func(a, b req) int { return int(a.start - b.start) })
+		for k, r := range rs {
+			deps[name(r)] = nil
+			if k > 0 {
+				deps[name(r)] = []sourceNode{name(rs[k-1])}
+			}
+		}
+	}
+	for _, rs := range bySession {
+		par := bySession[rs[0].parent]
+		if rs[0].parent == "" || par == nil {
+			continue
+		}
+		launch := -1
+		for k, p := range par {
+			if p.start <= rs[0].start {
+				launch = k
+			}
+		}
+		if launch >= 0 {
+			deps[name(rs[0])] = append(deps[name(rs[0])], name(par[launch]))
+		}
+		last := rs[0]
+		for _, r := range rs {
+			if r.end >= last.end {
+				last = r
+			}
+		}
+		for k, p := range par {
+			if k > launch && p.start >= last.end {
+				deps[name(p)] = append(deps[name(p)], name(last))
+				break
+			}
+		}
+	}
+	return deps
+}
+
+// Dynamo agent traces replayed against the mock honour every session
+// chain, sub-agent launch and join of the source file (no public capture
+// exists: the fixture only).
+func TestDynamoReplayHonoursDependencies(t *testing.T) {
+	in := filepath.Join("testdata", "synth", "dynamo.jsonl")
+	replayImport(t, "dynamo", in, dynamoDeps(t, in), func(tu trace.Turn) sourceNode {
+		return fmt.Sprintf("%d/%d/%d", int64(math.Round(float64(tu.ArrivalOffsetNs)/1e6)), tu.InputTokens, tu.OutputTokens)
+	})
+}

@@ -34,7 +34,8 @@
 //	    become parent and wait-only edges) and Weka (weka.go, coding
 //	    sessions whose calls and subagents wait on each other, prompts
 //	    virtual from their hash blocks); SWEAgent (sweagent.go) reads
-//	    SWE-agent trajectories as chats with tool latencies.
+//	    SWE-agent trajectories as chats with tool latencies; Dynamo
+//	    (dynamo.go) lowers Dynamo's request traces as Dynamo documents.
 //	  - compress.go opens every input file (source inputs, text files,
 //	    configs) plain, gzip or zstd, told by its magic bytes.
 //	  - jsonerr.go places every JSON decoding error (ShareGPT records,
