@@ -49,6 +49,8 @@ var (
 
 // synthSources are the sources, by name.
 var synthSources = []synthSource{
+	{name: "aiperf-dag", summary: "AIPerf dag_jsonl sessions (--input): spawned and forked sub-agents as dependency graphs, started by --rate",
+		needsInput: true, flags: []string{"input", "conversations", "limit", "model"}, build: buildAIPerfDAG},
 	importer("azure", "Azure LLM inference CSV trace, 2023 or 2024 (--input): real arrivals and lengths", importFlags,
 		func(_ *synthOptions, o synth.ImportOptions) (synth.Source, error) { return synth.NewAzure(o) }),
 	importer("bailian", "Qwen-Bailian JSONL trace (--input): real multi-turn conversations and timing", importFlags,
@@ -64,6 +66,10 @@ var synthSources = []synthSource{
 		timed: true, flags: agentFlags, build: buildAgent},
 	{name: "otel", summary: "OpenTelemetry GenAI spans (--input FILE|DIR: span-list JSON or OTLP JSON): agent workflows as dependency graphs",
 		timed: true, needsInput: true, flags: []string{"input", "conversations", "limit", "model", "max-idle"}, build: buildOTel},
+	{name: "weka", summary: "Weka / kv-cache-tester agentic coding traces (--input FILE|DIR): calls and subagents as dependency graphs, hash-block prefix reuse",
+		timed: true, needsInput: true, flags: []string{"input", "conversations", "limit", "model"}, build: buildWeka},
+	{name: "dynamo", summary: "NVIDIA Dynamo request traces (--input FILE|DIR of JSONL segments): agent sessions and sub-agents as dependency graphs, hash-block prefix reuse",
+		timed: true, needsInput: true, flags: []string{"input", "conversations", "limit", "model"}, build: buildDynamo},
 	importer("mooncake", "Mooncake JSONL trace (--input): real arrivals, lengths and hash-prefix reuse", importFlags,
 		func(_ *synthOptions, o synth.ImportOptions) (synth.Source, error) { return synth.NewMooncake(o) }),
 	{name: "sharegpt", summary: "ShareGPT JSON or JSONL conversations (--input), with reference answers; --turns/--input-tokens/--output-tokens filter",
@@ -74,6 +80,8 @@ var synthSources = []synthSource{
 	{name: "vllm-sharegpt", summary: "ShareGPT (--input) sampled as vLLM bench serve does: the first two messages of each record, its validity filter, oversampling",
 		needsInput: true, flags: []string{"input", "conversations", "sharegpt-output-len", "no-oversample", "disable-shuffle"},
 		build: buildVLLMShareGPT},
+	{name: "swe-agent", summary: "SWE-agent trajectories (--input FILE.traj|DIR): each model call of the history with its answer and tool latency, started by --rate",
+		needsInput: true, flags: []string{"input", "conversations", "limit", "model"}, build: buildSWEAgent},
 	{name: "synthetic", summary: "conversations of corpus text with token-exact lengths drawn from distributions",
 		flags: syntheticFlags, build: buildSynthetic},
 }
@@ -304,6 +312,47 @@ func buildOTel(f *synthOptions, in sourceInputs) (synth.Source, error) {
 	}
 	in.used["limit"] = strconv.Itoa(o.Limit)
 	return synth.NewOTel(o)
+}
+
+// buildAIPerfDAG reads the AIPerf dag_jsonl import's flags.
+func buildAIPerfDAG(f *synthOptions, in sourceInputs) (synth.Source, error) {
+	o := synth.AIPerfDAGOptions{Path: f.input, Tokenizer: in.tok, MaxBytes: int64(f.maxBytes),
+		Limit: f.imports.Limit, Model: f.imports.Model}
+	if o.Limit == 0 {
+		o.Limit = f.conversations
+	}
+	in.used["limit"] = strconv.Itoa(o.Limit)
+	return synth.NewAIPerfDAG(o)
+}
+
+// buildWeka reads the Weka import's flags.
+func buildWeka(f *synthOptions, in sourceInputs) (synth.Source, error) {
+	o := synth.WekaOptions{Path: f.input, MaxBytes: int64(f.maxBytes), Limit: f.imports.Limit, Model: f.imports.Model}
+	if o.Limit == 0 {
+		o.Limit = f.conversations
+	}
+	in.used["limit"] = strconv.Itoa(o.Limit)
+	return synth.NewWeka(o)
+}
+
+// buildSWEAgent reads the SWE-agent import's flags.
+func buildSWEAgent(f *synthOptions, in sourceInputs) (synth.Source, error) {
+	o := synth.SWEAgentOptions{Path: f.input, Tokenizer: in.tok, MaxBytes: int64(f.maxBytes), Limit: f.imports.Limit, Model: f.imports.Model}
+	if o.Limit == 0 {
+		o.Limit = f.conversations
+	}
+	in.used["limit"] = strconv.Itoa(o.Limit)
+	return synth.NewSWEAgent(o)
+}
+
+// buildDynamo reads the Dynamo import's flags.
+func buildDynamo(f *synthOptions, in sourceInputs) (synth.Source, error) {
+	o := synth.DynamoOptions{Path: f.input, MaxBytes: int64(f.maxBytes), Limit: f.imports.Limit, Model: f.imports.Model}
+	if o.Limit == 0 {
+		o.Limit = f.conversations
+	}
+	in.used["limit"] = strconv.Itoa(o.Limit)
+	return synth.NewDynamo(o)
 }
 
 // importOptions are the options every production-trace import shares:

@@ -28,6 +28,14 @@
 //	    Blocks), stream.go (rows grouped within a bounded window and
 //	    written as conversations complete: Streamer), importrows.go (JSONL lines and CSV rows, the bad-row
 //	    policy) and importvalues.go (exact decimal and timestamp parsing).
+//	  - The agentic imports build dependency graphs (trace.Turn.Parents,
+//	    After, RootParent): OTel (otel.go, spans) and AIPerfDAG
+//	    (aiperfdag.go, dag_jsonl sessions whose spawns, forks and joins
+//	    become parent and wait-only edges) and Weka (weka.go, coding
+//	    sessions whose calls and subagents wait on each other, prompts
+//	    virtual from their hash blocks); SWEAgent (sweagent.go) reads
+//	    SWE-agent trajectories as chats with tool latencies; Dynamo
+//	    (dynamo.go) lowers Dynamo's request traces as Dynamo documents.
 //	  - compress.go opens every input file (source inputs, text files,
 //	    configs) plain, gzip or zstd, told by its magic bytes.
 //	  - jsonerr.go places every JSON decoding error (ShareGPT records,

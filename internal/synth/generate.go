@@ -115,6 +115,9 @@ func Generate(ctx context.Context, job Job) (Result, error) {
 		job.finish(c)
 	}
 	meta := withReport(job.Meta, job.Source.Name(), res.Report)
+	if p, ok := job.Source.(Prompter); ok {
+		meta.Prompts = p.Prompts()
+	}
 	if err := Write(ctx, job.Output, job.Replace, meta, convs); err != nil {
 		if ctx.Err() != nil {
 			return res, err
