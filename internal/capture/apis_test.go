@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -249,5 +252,43 @@ func TestCaptureResponsesChain(t *testing.T) {
 	}
 	if rows[3].ConversationID == conv {
 		t.Errorf("an unchained request joined the chain: %+v", rows[3])
+	}
+}
+
+// Only the native APIs pass unrecorded, warned about once per path; the
+// Responses and Messages paths are recorded and not warned about.
+func TestCaptureWarnsOnlyNativeAPIs(t *testing.T) {
+	up := quickMock(t)
+	var mu sync.Mutex
+	var logs strings.Builder
+	ps, err := capture.StartProxy(capture.ProxyConfig{Upstream: up.URL(), OutDir: t.TempDir(), Tokenizer: tokenizer.Default(),
+		Logf: func(f string, a ...any) { mu.Lock(); fmt.Fprintf(&logs, f+"\n", a...); mu.Unlock() }}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := func(path, body string) {
+		resp, err := http.Post(ps.URL()+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	for range 2 {
+		post("/api/chat", `{"model":"m","messages":[{"role":"user","content":"x"}]}`)
+	}
+	post("/v1/responses", `{"model":"tracekit-mock","input":"x","max_output_tokens":3}`)
+	post("/v1/messages", `{"model":"tracekit-mock","max_tokens":3,"messages":[{"role":"user","content":"x"}]}`)
+	if err := ps.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	log := logs.String()
+	mu.Unlock()
+	if strings.Count(log, "/api/chat is LLM traffic in Ollama's native chat API") != 1 || strings.Contains(log, "POST /v1/") {
+		t.Errorf("log:\n%s", log)
+	}
+	if rows := readTurns(t, ps.Proxy().Segments()[0].Trace); len(rows) != 2 || rows[0].Endpoint != trace.EndpointResponses || rows[1].Endpoint != trace.EndpointMessages {
+		t.Errorf("captured %+v, want a Responses turn and a Messages turn", rows)
 	}
 }
