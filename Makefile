@@ -74,7 +74,8 @@ notebook-check:
 
 # The official OpenAI and Anthropic SDKs (Node.js, installed from npm into a
 # throw-away folder) against tracekit mock: Responses, embeddings, chat and
-# Messages answers each SDK must accept, checked against the mock's log.
+# Messages answers each SDK must accept, checked against the mock's log;
+# then the same calls through tracekit capture, and the captured trace replayed.
 # openai 6.x: the 7.x line needs Node.js 22.
 sdk-check:
 	@d=$$(mktemp -d); trap 'rm -rf $$d' EXIT; \

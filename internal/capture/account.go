@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/tracekit/tracekit/internal/api"
 	"github.com/tracekit/tracekit/internal/fnv1a"
 	"github.com/tracekit/tracekit/internal/record"
 
@@ -16,8 +17,8 @@ import (
 // (a client sends its next turn only after this response ended); token
 // counting, the slow part, runs on the accounting worker (accountWorker),
 // which the segment waits for.
-func (p *Proxy) account(seg *segment, ex *exchange, call *llmCall, r *http.Request) {
-	if call == nil { // not a JSON completion request after all: forwarded, not recorded
+func (p *Proxy) account(seg *segment, ex *exchange, call *api.Call, r *http.Request) {
+	if call == nil { // not a request of its API after all: forwarded, not recorded
 		p.streams.Put(ex.stream)
 		seg.inflight.Done()
 		return
@@ -28,7 +29,7 @@ func (p *Proxy) account(seg *segment, ex *exchange, call *llmCall, r *http.Reque
 		Target:     p.target,
 		IntendedNs: ex.arrival - seg.origin, SlotNs: ex.arrival - seg.origin,
 		SentNs: res.sentNs - seg.origin, DoneNs: res.doneNs - seg.origin,
-		Status: int32(res.status), MaxTokens: call.maxTokens,
+		Status: int32(res.status), MaxTokens: call.MaxTokens, Endpoint: string(ex.spec.Name),
 	}
 	if res.headersNs != 0 {
 		rec.HeadersNs = res.headersNs - seg.origin
@@ -36,11 +37,17 @@ func (p *Proxy) account(seg *segment, ex *exchange, call *llmCall, r *http.Reque
 	// A non-streaming exchange (the request asked for one JSON body, or the
 	// upstream answered a stream request with one) has a single event: the
 	// body completely read, carrying every completion token.
-	rec.NonStreaming = !call.stream || (res.sendErr == nil && res.status/100 == 2 && !res.sse)
+	rec.NonStreaming = !call.Stream || (res.sendErr == nil && res.status/100 == 2 && !res.sse)
 	answer := ex.stream.Text()
 	answerMsg := trace.Message{Role: "assistant", Content: answer, ToolCalls: answerToolCalls(ex.stream)}
-	turn := trace.Turn{ArrivalOffsetNs: ex.arrival - seg.origin, Model: call.model, NonStreaming: !call.stream,
-		Tools: call.tools, ToolChoice: call.toolChoice}
+	turn := trace.Turn{ArrivalOffsetNs: ex.arrival - seg.origin, Model: call.Model, NonStreaming: !call.Stream,
+		Tools: call.Tools, ToolChoice: call.ToolChoice}
+	if ex.spec.Name != api.Chat && ex.spec.Name != api.Completions {
+		// chat and completions turns keep "" (replay's --endpoint), as
+		// before endpoints were recorded
+		turn.Endpoint = string(ex.spec.Name)
+	}
+	respID := ex.stream.ResponseID()
 	if !p.cfg.RedactContent {
 		turn.ReferenceAnswer = answer
 		turn.ReferenceToolCalls = answerMsg.ToolCalls
@@ -60,8 +67,15 @@ func (p *Proxy) account(seg *segment, ex *exchange, call *llmCall, r *http.Reque
 		if c.seq > 0 && c.seg == seg {
 			histLen = -1 // the client's history layout is unknown: keep the new tail below
 		}
-	} else if call.chat {
-		m = p.convs.match(call.messages)
+	} else if call.PreviousResponseID != "" {
+		// a Responses request on server-held history: it continues the
+		// turn whose answer had that id; its items are all new
+		if pr := p.convs.byResponse(call.PreviousResponseID); pr != nil {
+			m = match{c: pr.c, parents: []*turnRef{pr}}
+			c = pr.c
+		}
+	} else if call.Conversation {
+		m = p.convs.match(call.Messages)
 		c, histLen = m.c, m.histLen
 	}
 	if c == nil {
@@ -96,7 +110,7 @@ func (p *Proxy) account(seg *segment, ex *exchange, call *llmCall, r *http.Reque
 	}
 	if histLen < 0 { // session header: new messages are those after the last assistant message
 		histLen = 0
-		for i, m := range call.messages {
+		for i, m := range call.Messages {
 			if m.Role == "assistant" {
 				histLen = i + 1
 			}
@@ -107,13 +121,19 @@ func (p *Proxy) account(seg *segment, ex *exchange, call *llmCall, r *http.Reque
 	c.prevDone = res.doneNs
 	turn.ConversationID, turn.Turn = c.id, seq-c.segBase
 	turn.StartOffsetNs = c.start - seg.origin
-	if call.chat {
-		p.convs.register(c, seg, seq, call.messages, answerMsg, res.doneNs)
+	if call.Conversation {
+		ref := p.convs.register(c, seg, seq, call.Messages, answerMsg, res.doneNs)
+		if respID != "" {
+			p.convs.registerResponse(respID, ref)
+		}
 	}
 	p.mu.Unlock()
 
 	rec.ConversationID, rec.Turn = turn.ConversationID, turn.Turn
-	turn.Messages = append([]trace.Message(nil), call.messages[histLen:]...)
+	turn.Messages = append([]trace.Message(nil), call.Messages[histLen:]...)
+	// a Responses request chained by previous_response_id sends its
+	// instructions again; the history replay rebuilds holds them already
+	chained := call.PreviousResponseID != "" && turn.Turn > 0
 
 	// The rest runs off the request path, on the accounting worker; the
 	// segment waits for it.
@@ -126,16 +146,23 @@ func (p *Proxy) account(seg *segment, ex *exchange, call *llmCall, r *http.Reque
 		}
 		p.settle(rec, res, ex.stream)
 		var all int32
-		for i := range call.messages {
-			m := &call.messages[i]
-			m.Tokens = int32(messageTokens(p.tok.Count, m))
+		for i := range call.Messages {
+			m := &call.Messages[i]
+			if !m.Virtual { // token ids sent as such: their count is set
+				m.Tokens = int32(messageTokens(p.tok.Count, m))
+			}
 			all += m.Tokens
 		}
 		rec.InputTokens = all
+		for i := range turn.Messages {
+			turn.Messages[i].Tokens = call.Messages[histLen+i].Tokens
+		}
+		if chained {
+			turn.Messages = dropSystem(turn.Messages)
+		}
 		var bytes int64
 		for i := range turn.Messages {
 			m := &turn.Messages[i]
-			m.Tokens = call.messages[histLen+i].Tokens
 			turn.InputTokens += m.Tokens
 			bytes += int64(len(m.Content))
 			if p.cfg.RedactContent {
@@ -145,9 +172,11 @@ func (p *Proxy) account(seg *segment, ex *exchange, call *llmCall, r *http.Reque
 				}
 			}
 		}
-		turn.OutputTokens = outputTokens(rec, call, answer, p.tok.Count)
+		if ex.spec.Streams {
+			turn.OutputTokens = outputTokens(rec, call, answer, p.tok.Count)
+		}
 		if p.cfg.RedactContent {
-			turn.PrefixHashes = p.prefixHashes(call.messages)
+			turn.PrefixHashes = p.prefixHashes(call.Messages)
 		}
 		bytes += int64(len(turn.ReferenceAnswer))
 		w, err := seg.recorder()
@@ -287,7 +316,7 @@ func (p *Proxy) prefixHashes(msgs []trace.Message) []int64 {
 // each event's text once: content, reasoning and tool calls; the sum
 // reuses that, rather than counting the answer a second time), else the
 // answer counted, else the request's max_tokens.
-func outputTokens(rec *trace.Record, call *llmCall, answer string, count func(string) int) int32 {
+func outputTokens(rec *trace.Record, call *api.Call, answer string, count func(string) int) int32 {
 	var events int32
 	for _, n := range rec.EventTokens {
 		events += n
@@ -299,8 +328,19 @@ func outputTokens(rec *trace.Record, call *llmCall, answer string, count func(st
 		return events
 	case answer != "":
 		return int32(count(answer))
-	case call.maxTokens > 0:
-		return call.maxTokens
+	case call.MaxTokens > 0:
+		return call.MaxTokens
 	}
 	return 1
+}
+
+// dropSystem is msgs without its system and developer messages.
+func dropSystem(msgs []trace.Message) []trace.Message {
+	out := msgs[:0]
+	for _, m := range msgs {
+		if m.Role != "system" && m.Role != "developer" {
+			out = append(out, m)
+		}
+	}
+	return out
 }

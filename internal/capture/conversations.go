@@ -8,7 +8,8 @@ import (
 	"github.com/tracekit/tracekit/trace"
 )
 
-// conversations groups chat requests into conversations, and agentic ones
+// conversations groups requests carrying a history (chat, Responses,
+// Messages) into conversations, and agentic ones
 // into dependency graphs, by their message history.
 //
 // Each finished turn registers its transcript: the hash of (its messages +
@@ -45,8 +46,11 @@ type conversations struct {
 	ansCur, ansOld map[uint64][]*turnRef // by answer message hash
 	max            int
 	byKey          map[string]*conv // conversations named by a session header, same bound
-	next           int64
-	mh, states     []uint64 // scratch of match, under the proxy's lock
+	// respCur, respOld: turns by their answer's Responses id (two
+	// generations, as cur and old)
+	respCur, respOld map[string]*turnRef
+	next             int64
+	mh, states       []uint64 // scratch of match, under the proxy's lock
 }
 
 // conv is one conversation as the proxy has seen it. Turn numbers restart
@@ -78,7 +82,8 @@ func newConversations(max int) *conversations {
 		max = 2
 	}
 	return &conversations{seed: maphash.MakeSeed(), cur: map[uint64]*turnRef{}, old: map[uint64]*turnRef{},
-		ansCur: map[uint64][]*turnRef{}, ansOld: map[uint64][]*turnRef{}, max: max, byKey: map[string]*conv{}}
+		ansCur: map[uint64][]*turnRef{}, ansOld: map[uint64][]*turnRef{}, max: max, byKey: map[string]*conv{},
+		respCur: map[string]*turnRef{}, respOld: map[string]*turnRef{}}
 }
 
 // messageHash hashes one message, normalised (role, trimmed content, tool
@@ -211,13 +216,33 @@ func (cs *conversations) match(msgs []trace.Message) match {
 	return m
 }
 
-// register records that c's turn seq ended at done with answer after msgs.
-func (cs *conversations) register(c *conv, seg *segment, seq int32, msgs []trace.Message, answer trace.Message, done int64) {
+// register records that c's turn seq ended at done with answer after msgs,
+// and returns its entry.
+func (cs *conversations) register(c *conv, seg *segment, seq int32, msgs []trace.Message, answer trace.Message, done int64) *turnRef {
 	cs.hashes(msgs)
 	a := cs.messageHash(&answer)
 	r := &turnRef{c: c, seg: seg, seq: seq, n: len(msgs) + 1, h: chain(cs.states[len(msgs)], a), done: done}
 	cs.put(r.h, r)
 	cs.ansCur[a] = append(cs.ansCur[a], r)
+	return r
+}
+
+// registerResponse records that the answer of turn r had the Responses
+// id id, which a later request names as its previous_response_id.
+func (cs *conversations) registerResponse(id string, r *turnRef) {
+	if len(cs.respCur) >= cs.max/2 {
+		cs.respOld, cs.respCur = cs.respCur, make(map[string]*turnRef, cs.max/2)
+	}
+	cs.respCur[id] = r
+}
+
+// byResponse is the turn whose answer had the Responses id id, nil when
+// none (or it is forgotten).
+func (cs *conversations) byResponse(id string) *turnRef {
+	if r, ok := cs.respCur[id]; ok {
+		return r
+	}
+	return cs.respOld[id]
 }
 
 // session returns the conversation named key by a session header.

@@ -5,24 +5,26 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/tracekit/tracekit/internal/api/apis"
 	"github.com/tracekit/tracekit/internal/capture/h1proxy"
 	"github.com/tracekit/tracekit/internal/record"
 )
 
-// Open is the proxy's h1proxy.Tap: it watches every POST to a completion
-// endpoint (its body is then read whole, for parseLLMCall), and warns once
-// per path about known LLM endpoints it cannot parse. Everything else
-// passes unwatched.
+// Open is the proxy's h1proxy.Tap: it watches every POST to an API's
+// endpoint (apis.ByPath; its body is then read whole, for the API's
+// request parser), and warns once per path about known LLM endpoints it
+// cannot parse. Everything else passes unwatched.
 func (p *Proxy) Open(r *http.Request, arrival int64) h1proxy.Exchange {
 	if r.Method != http.MethodPost {
 		return nil
 	}
-	if !isLLMPath(r.URL.Path) {
+	spec, ok := apis.ByPath(r.URL.Path)
+	if !ok {
 		p.warnUnparsed(r.URL.Path)
 		return nil
 	}
 	p.enter()
-	return &exchange{p: p, r: r, arrival: arrival}
+	return &exchange{p: p, r: r, spec: spec, arrival: arrival}
 }
 
 var _ h1proxy.Tap = (*Proxy)(nil)
@@ -50,6 +52,7 @@ type fwdResult struct {
 type exchange struct {
 	p       *Proxy
 	r       *http.Request
+	spec    *apis.Spec // the API the request path is for
 	arrival int64
 	body    []byte
 	seg     *segment // nil: forwarded, not recorded (a probe, or no segment)
@@ -74,7 +77,13 @@ func (x *exchange) Body(body []byte) {
 		return
 	}
 	x.seg, x.stream = seg, p.streams.Get().(*record.Stream)
-	x.stream.Reset()
+	if err := x.stream.SetAPI(x.spec.Name); err != nil { // resets it
+		p.cfg.Logf("capture: %v (request forwarded, not recorded)", err)
+		p.streams.Put(x.stream)
+		x.seg, x.stream = nil, nil
+		seg.inflight.Done()
+		return
+	}
 	x.rc.stream = x.stream
 }
 
@@ -101,7 +110,7 @@ func (x *exchange) End(o h1proxy.Outcome) {
 	res := &x.res
 	res.sentNs, res.doneNs, res.status = o.SentNs, o.DoneNs, o.Status
 	res.sendErr, res.readErr, res.clientGone = o.SendErr, o.ReadErr, o.ClientGone
-	x.p.account(x.seg, x, parseLLMCall(x.body), x.r)
+	x.p.account(x.seg, x, parseCall(x.spec, x.body), x.r)
 }
 
 // maxJSONBody bounds the non-streaming body kept for parsing.

@@ -31,24 +31,31 @@ type Spec struct {
 	// NewEncoder makes the mock's encoder of a generating API; nil for
 	// the others (their packages have body encoders of their own shape).
 	NewEncoder func() api.Encoder
+	// ParseRequest reads a request body into what a trace turn needs
+	// (capture records each request with it).
+	ParseRequest func(body []byte) (*api.Call, error)
 }
 
 // table lists the APIs; order matters to ByPath (a longer suffix first).
 var table = []Spec{
 	{Name: api.Chat, Paths: []string{"/v1/chat/completions", "/chat/completions"}, Streams: true,
-		NewDecoder: func() api.Decoder { return chat.NewDecoder() }, NewEncoder: func() api.Encoder { return chat.NewEncoder() }},
+		NewDecoder: func() api.Decoder { return chat.NewDecoder() }, NewEncoder: func() api.Encoder { return chat.NewEncoder() },
+		ParseRequest: chat.ParseRequest},
 	{Name: api.Completions, Paths: []string{"/v1/completions", "/completions"}, Streams: true,
-		NewDecoder: completions.NewDecoder, NewEncoder: func() api.Encoder { return completions.NewEncoder() }},
+		NewDecoder: completions.NewDecoder, NewEncoder: func() api.Encoder { return completions.NewEncoder() },
+		ParseRequest: completions.ParseRequest},
 	{Name: api.Responses, Paths: []string{"/v1/responses", "/responses"}, Streams: true,
-		NewDecoder: func() api.Decoder { return responses.NewDecoder() }, NewEncoder: func() api.Encoder { return responses.NewEncoder() }},
+		NewDecoder: func() api.Decoder { return responses.NewDecoder() }, NewEncoder: func() api.Encoder { return responses.NewEncoder() },
+		ParseRequest: responses.ParseRequest},
 	{Name: api.Messages, Paths: []string{"/v1/messages", "/messages"}, Streams: true,
-		NewDecoder: func() api.Decoder { return messages.NewDecoder() }, NewEncoder: func() api.Encoder { return messages.NewEncoder() }},
+		NewDecoder: func() api.Decoder { return messages.NewDecoder() }, NewEncoder: func() api.Encoder { return messages.NewEncoder() },
+		ParseRequest: messages.ParseRequest},
 	{Name: api.Embeddings, Paths: []string{"/v1/embeddings", "/embeddings"},
-		NewDecoder: func() api.Decoder { return embeddings.NewDecoder() }},
+		NewDecoder: func() api.Decoder { return embeddings.NewDecoder() }, ParseRequest: embeddings.ParseRequest},
 	{Name: api.Rerank, Paths: []string{"/v1/rerank", "/v2/rerank", "/rerank"},
-		NewDecoder: func() api.Decoder { return rerank.NewDecoder() }},
+		NewDecoder: func() api.Decoder { return rerank.NewDecoder() }, ParseRequest: rerank.ParseRequest},
 	{Name: api.Score, Paths: []string{"/v1/score", "/score"},
-		NewDecoder: func() api.Decoder { return rerank.NewScoreDecoder() }},
+		NewDecoder: func() api.Decoder { return rerank.NewScoreDecoder() }, ParseRequest: rerank.ParseScoreRequest},
 }
 
 // Lookup returns the Spec of the API named name.

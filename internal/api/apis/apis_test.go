@@ -11,8 +11,8 @@ import (
 func TestTable(t *testing.T) {
 	for _, name := range []api.Name{api.Chat, api.Completions, api.Responses, api.Messages, api.Embeddings, api.Rerank, api.Score} {
 		s, ok := Lookup(name)
-		if !ok || s.NewDecoder() == nil {
-			t.Fatalf("%s: no entry or no decoder", name)
+		if !ok || s.NewDecoder() == nil || s.ParseRequest == nil {
+			t.Fatalf("%s: no entry, no decoder or no request parser", name)
 		}
 		if (s.NewEncoder != nil) != s.Streams {
 			t.Errorf("%s: streams %v but encoder %v", name, s.Streams, s.NewEncoder != nil)
