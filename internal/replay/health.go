@@ -42,14 +42,14 @@ func (m *monitor) finish() *trace.Health {
 // observer's CPU too (only while the run's connections are open).
 func (m *monitor) sample(obs bool) *trace.Health {
 	h := &trace.Health{
-		DispatchLagP50Ns:   m.lag.Quantile(0.5),
-		DispatchLagP99Ns:   m.lag.Quantile(0.99),
-		DispatchLagMaxNs:   m.lag.Max(),
-		SchedLatP99Ns:      schedP99(m.startSch, schedHist()),
-		CPUSeconds:         float64(cpuTime()-m.startCPU) / 1e9,
-		WallSeconds:        time.Since(m.startWall).Seconds(),
-		MaxRSSBytes:        maxRSS(),
-		Cores:              runtime.GOMAXPROCS(0),
+		DispatchLagP50Ns: m.lag.Quantile(0.5),
+		DispatchLagP99Ns: m.lag.Quantile(0.99),
+		DispatchLagMaxNs: m.lag.Max(),
+		SchedLatP99Ns:    schedP99(m.startSch, schedHist()),
+		CPUSeconds:       float64(cpuTime()-m.startCPU) / 1e9,
+		WallSeconds:      time.Since(m.startWall).Seconds(),
+		MaxRSSBytes:      maxRSS(),
+		Cores:            runtime.GOMAXPROCS(0),
 	}
 	if obs {
 		h.ObserverCPUSeconds = float64(m.obsCPU()-m.startObs) / 1e9
