@@ -2,11 +2,15 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -131,5 +135,46 @@ func TestProgressDashboardDegradesWithoutTerminal(t *testing.T) {
 		"--progress", "dashboard", "-o", filepath.Join(t.TempDir(), "run.parquet"))
 	if code != ExitOK || !strings.Contains(stderr, "stderr is not a terminal") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+// The live page in headless Chromium while a replay runs: its script
+// follows the event stream and renders the run's figures (read back from
+// the DOM Chromium dumps once the last, finished event closed the
+// stream).
+func TestServeUIRendersInChromium(t *testing.T) {
+	const chromium = "/usr/bin/chromium"
+	if _, err := os.Stat(chromium); err != nil {
+		t.Skip("no /usr/bin/chromium")
+	}
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	const n = 30
+	url, code := liveRunFixture(t, n, 8*time.Second) // Chromium starts well within it
+	connect(t, url).Body.Close()
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second) // hang guard, not a budget
+	defer cancel()
+	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+		"--user-data-dir="+filepath.Join(dir, "profile"), "--virtual-time-budget=60000", "--dump-dom", url)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	dom, err := cmd.Output()
+	if c := <-code; c != ExitOK {
+		t.Fatalf("replay exit %d", c)
+	}
+	if err != nil {
+		t.Fatalf("chromium: %v\n%s", err, stderr.String())
+	}
+	page := string(dom)
+	for _, want := range []string{`<span id="state">(finished)</span>`, fmt.Sprintf(`<b id="done">%d / %d</b>`, n, n), `<b id="failed">0</b>`, "dispatch lag p50"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the rendered page lacks %q:\n%s", want, page)
+		}
+	}
+	if strings.Contains(page, `<tr id="ttft"><td>TTFT</td><td>-</td>`) || !strings.Contains(page, `<tr id="ttft"><td>TTFT</td><td>`) {
+		t.Errorf("no TTFT figures rendered:\n%s", page)
 	}
 }
