@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync/atomic"
 
 	"github.com/spf13/pflag"
 
 	"github.com/tracekit/tracekit/internal/live"
+	"github.com/tracekit/tracekit/internal/replay"
 	"github.com/tracekit/tracekit/internal/telemetry"
+	"github.com/tracekit/tracekit/trace"
 )
 
 // liveFlags are the live view's flags of replay, sweep and capture
@@ -106,5 +109,62 @@ func scrapeGauges(sc *telemetry.Sidecar) func() []live.Gauge {
 			gs = append(gs, g)
 		}
 		return gs
+	}
+}
+
+// stepsLive is the live view of a run of steps (a sweep): a view per step,
+// its dashboard while the step runs, and one page for them all, which
+// shows the current step and says finished only once every step ended.
+type stepsLive struct {
+	dashboard bool
+	stderr    io.Writer
+	cur       atomic.Pointer[live.View]
+	finished  atomic.Bool
+	srv       *live.Server
+}
+
+// startStepsLive starts the page when --serve-ui is given; dashboard is
+// whether each step draws one.
+func startStepsLive(dashboard bool, f *liveFlags, stderr io.Writer) *stepsLive {
+	s := &stepsLive{dashboard: dashboard, stderr: stderr}
+	if f != nil && f.serveUI != "" {
+		srv, err := live.Serve(f.serveUI, s, 0)
+		if err != nil {
+			fmt.Fprintf(stderr, "warning: --serve-ui %s: %v (the run goes on without the page)\n", f.serveUI, err)
+		} else {
+			s.srv = srv
+			fmt.Fprintf(stderr, "live page: %s\n", srv.URL())
+		}
+	}
+	return s
+}
+
+// Snapshot is the current step's, finished only once the run ended.
+func (s *stepsLive) Snapshot() live.Snapshot {
+	v := s.cur.Load()
+	if v == nil {
+		return live.Snapshot{Label: "waiting for the first step", FailedByKind: map[string]int64{}, Finished: s.finished.Load()}
+	}
+	snap := v.Snapshot()
+	snap.Finished = s.finished.Load()
+	return snap
+}
+
+// step is sweep.ReplayOptions.StepView.
+func (s *stepsLive) step(label string, r *replay.Runner) (func(*trace.Record), func()) {
+	feed := live.NewFeed(0)
+	l := startLive(feed, replaySources(r, nil), label, s.dashboard, nil, s.stderr)
+	s.cur.Store(l.view)
+	return feed.Offer, l.stop
+}
+
+// stop ends the page with a last, finished event.
+func (s *stepsLive) stop() {
+	if s == nil {
+		return
+	}
+	s.finished.Store(true)
+	if s.srv != nil {
+		s.srv.Close()
 	}
 }

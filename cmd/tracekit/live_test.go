@@ -178,3 +178,65 @@ func TestServeUIRendersInChromium(t *testing.T) {
 		t.Errorf("no TTFT figures rendered:\n%s", page)
 	}
 }
+
+// readEvents reads snapshots from the event stream at url until one is
+// finished.
+func readEvents(t *testing.T, url string) []live.Snapshot {
+	t.Helper()
+	resp := connect(t, url)
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	var snaps []live.Snapshot
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var s live.Snapshot
+		if err := json.Unmarshal([]byte(data), &s); err != nil {
+			t.Fatalf("event %q: %v", data, err)
+		}
+		snaps = append(snaps, s)
+		if s.Finished {
+			break
+		}
+	}
+	if len(snaps) == 0 || !snaps[len(snaps)-1].Finished {
+		t.Fatalf("%d events, the last not finished (scan: %v)", len(snaps), sc.Err())
+	}
+	return snaps
+}
+
+// A sweep's live page follows its steps on one event stream and says
+// finished once the last step ended.
+func TestSweepServeUIFollowsSteps(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end sweep")
+	}
+	srv := sweepMock(t)
+	tr := sweepTrace(t, 400, 20)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	code := make(chan int, 1)
+	var stderr bytes.Buffer
+	go func() {
+		code <- run([]string{"sweep", tr, "--target", srv.URL(), "--out", filepath.Join(t.TempDir(), "sweep"), "--speed", "1,2",
+			"--step-duration", "2s", "--max-client-lag", "1s", "--serve-ui", addr}, io.Discard, &stderr)
+	}()
+	snaps := readEvents(t, "http://"+addr+"/events")
+	if c := <-code; c != ExitOK {
+		t.Fatalf("sweep exit %d\n%s", c, stderr.String())
+	}
+	last := snaps[len(snaps)-1]
+	if !strings.HasPrefix(last.Label, "sweep step 2 ") || last.Done == 0 || last.E2EL.N == 0 {
+		t.Errorf("last event: label %q, done %d, e2el %+v", last.Label, last.Done, last.E2EL)
+	}
+	if !strings.Contains(stderr.String(), "step 1 speed 1x") {
+		t.Errorf("the progress lines are gone with only --serve-ui:\n%s", stderr.String())
+	}
+}

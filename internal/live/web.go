@@ -14,11 +14,15 @@ import (
 //go:embed assets/index.html
 var assets embed.FS
 
+// Snapshotter is what the page shows: a View, or a run of several (a
+// sweep's steps one after another).
+type Snapshotter interface{ Snapshot() Snapshot }
+
 // Server serves the live page (GET /) and its server-sent events (GET
 // /events: one "snapshot" event of Snapshot JSON every Every, and a last
 // one with finished true once the run ended).
 type Server struct {
-	view  *View
+	view  Snapshotter
 	every time.Duration
 	ln    net.Listener
 	srv   *http.Server
@@ -47,9 +51,9 @@ func CheckAddr(addr string, public bool) error {
 	return nil
 }
 
-// Serve listens on addr and serves v until Close. every is the event
+// Serve listens on addr and serves v's snapshots until Close. every is the event
 // period (0: 1 s).
-func Serve(addr string, v *View, every time.Duration) (*Server, error) {
+func Serve(addr string, v Snapshotter, every time.Duration) (*Server, error) {
 	if every <= 0 {
 		every = time.Second
 	}
