@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tracekit/tracekit/internal/analyze"
+	"github.com/tracekit/tracekit/internal/live"
 	"github.com/tracekit/tracekit/internal/record"
 	"github.com/tracekit/tracekit/internal/redact"
 	"github.com/tracekit/tracekit/internal/replay"
@@ -37,6 +38,7 @@ func newReplayCmd() *cobra.Command {
 		enums            replayEnums
 		d                distOpts
 		scrape           scrapeFlags
+		lf               liveFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "replay TRACE.parquet --target URL [flags]",
@@ -112,7 +114,10 @@ beside the output, verified, removed after).`,
 			if _, err := replay.ParseStampMode(c.StampMode); err != nil {
 				return badInput(err)
 			}
-			scrape.insecure, o.scrape = c.Insecure, &scrape
+			if err := lf.validate(); err != nil {
+				return badInput(err)
+			}
+			scrape.insecure, o.scrape, o.live = c.Insecure, &scrape, &lf
 			return runReplay(cmd, c, o)
 		},
 	}
@@ -162,10 +167,11 @@ beside the output, verified, removed after).`,
 	f.BoolVar(&c.ResetPrefixCache, "reset-prefix-cache", false, "POST /reset_prefix_cache to every target before the run")
 	f.BoolVar(&c.NoProbe, "no-probe", false, "skip the tiny request that checks each target and the model before the clock starts (--continuous-usage auto is then off)")
 	f.StringVar(&dispatcher, "dispatcher", "precise", "precise (absolute CLOCK_MONOTONIC timerfd in Go's poller, adaptive early release and spin) or sleep (Go timers, for comparison)")
-	f.StringVar(&o.progress, "progress", "auto", "auto (a bar on a terminal, else a line every 10 s), bar, plain or none")
+	f.StringVar(&o.progress, "progress", "auto", "auto (a bar on a terminal, else a line every 10 s), bar, dashboard (live figures on a terminal, else the line), plain or none")
 	f.BoolVar(&o.noAnalyze, "no-analyze", false, "do not print the analysis at the end")
 	d.register(f)
 	scrape.register(f, "target")
+	lf.register(f)
 	cmd.MarkFlagRequired("target")
 	return cmd
 }
@@ -178,6 +184,7 @@ type replayOpts struct {
 	maxErrorRate  float64 // < 0: not given
 	dist          distOpts
 	scrape        *scrapeFlags
+	live          *liveFlags
 }
 
 // runReplay checks the output, prepares the run (nothing is written if
@@ -230,11 +237,17 @@ func runReplay(cmd *cobra.Command, c replay.Config, o replayOpts) error {
 	var rec *record.Recorder
 	var scr *runScrape
 	stopProgress := func() {}
+	var lv *liveRun
 	open := func(r *replay.Runner) (record.Sink, error) {
 		var err error
-		rec, err = record.NewRecorder(o.out, trace.RunMeta{TracekitVersion: trace.Version, Targets: c.Targets, Command: c.Command},
-			record.RecorderOptions{Queue: max(1024, 2*c.MaxConcurrency), Lock: lock,
-				Scrub: redact.FromContext(cmd.Context())})
+		ro := record.RecorderOptions{Queue: max(1024, 2*c.MaxConcurrency), Lock: lock,
+			Scrub: redact.FromContext(cmd.Context())}
+		var feed *live.Feed
+		if wantLive(o.progress, o.live, stderr) {
+			feed = live.NewFeed(0)
+			ro.Tap = feed.Offer // the recorder's writer feeds the view, never a request
+		}
+		rec, err = record.NewRecorder(o.out, trace.RunMeta{TracekitVersion: trace.Version, Targets: c.Targets, Command: c.Command}, ro)
 		if err != nil {
 			return nil, err
 		}
@@ -245,10 +258,14 @@ func runReplay(cmd *cobra.Command, c replay.Config, o replayOpts) error {
 		// The scraper starts with the run, so its clock and the recording's agree.
 		var sink record.Sink
 		scr, sink = startRunScrape(ctx, o.scrape, c.Targets, o.out, o.force, rec, stderr)
+		if feed != nil {
+			lv = startLive(feed, replaySources(r, scr), "replay "+o.out, o.progress == "dashboard" && isTerminal(stderr), o.live, stderr)
+		}
 		return sink, nil
 	}
 	res, runErr := replay.Record(ctx, c, nil, open)
 	stopProgress()
+	lv.stop()
 	scr.finish(stderr)
 	var cfgErr *replay.ConfigError
 	var prepErr *replay.PrepareError
@@ -351,6 +368,13 @@ func lockOutput(out string) (*record.OutputLock, error) {
 
 // startProgress prints progress until the returned function is called.
 func startProgress(w io.Writer, r *replay.Runner, mode string) func() {
+	if mode == "dashboard" {
+		if isTerminal(w) {
+			return func() {} // the live dashboard shows the progress
+		}
+		fmt.Fprintln(w, "--progress dashboard: stderr is not a terminal, printing a progress line every 10 s instead")
+		mode = "plain"
+	}
 	if mode == "auto" {
 		mode = "plain"
 		if isTerminal(w) {
@@ -386,6 +410,28 @@ func startProgress(w io.Writer, r *replay.Runner, mode string) func() {
 		}
 	}()
 	return func() { close(done); <-stopped }
+}
+
+// replaySources are the live view's sources of a replay run.
+func replaySources(r *replay.Runner, scr *runScrape) live.Sources {
+	src := live.Sources{
+		Counts: func() live.Counts {
+			s := r.Stats()
+			return live.Counts{Total: s.Total, Sent: s.Sent, Done: s.Done, Failed: s.Errors, InFlight: s.InFlight, Elapsed: s.Elapsed}
+		},
+		Health: func() live.Health {
+			h := r.HealthSoFar()
+			if h == nil {
+				return live.Health{}
+			}
+			return live.Health{DispatchLagP50Ns: h.DispatchLagP50Ns, DispatchLagP99Ns: h.DispatchLagP99Ns, DispatchLagMaxNs: h.DispatchLagMaxNs,
+				SchedLatP99Ns: h.SchedLatP99Ns, CPUSeconds: h.CPUSeconds, Cores: h.Cores}
+		},
+	}
+	if scr != nil {
+		src.Server = scrapeGauges(scr.sc)
+	}
+	return src
 }
 
 // progressLine renders done/total, errors, in flight, rate and ETA, with a

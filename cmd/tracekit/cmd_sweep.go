@@ -33,6 +33,8 @@ type sweepFlags struct {
 	stepRequests                   int
 	stepDuration, stepTimeout      time.Duration
 	drainTimeout, progressEvery    time.Duration
+	progress                       string
+	live                           liveFlags
 	noEarlyStop                    bool
 	apiKeyEnv                      string
 	headers                        []string
@@ -116,6 +118,8 @@ dispatch lag, scheduler latency, send delay or CPU over --max-client-lag or
 	fl.DurationVar(&f.stepTimeout, "step-timeout", 10*time.Minute, "end a step after this long, canceling its requests in flight (0: none)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", time.Minute, "after a step, wait up to this long for the targets' /metrics to show no running or waiting request")
 	fl.DurationVar(&f.progressEvery, "progress-every", 2*time.Second, "how often a step's progress is printed on stderr")
+	fl.StringVar(&f.progress, "progress", "lines", "lines (a step's progress every --progress-every) or dashboard (each step's live figures on a terminal, else the lines)")
+	f.live.register(fl)
 	fl.IntVar(&c.Warmup, "warmup", 0, "the first N requests of every step are warm-up (not measured)")
 	fl.Uint64Var(&c.Seed, "seed", 0, "seed of the synthesized text, the same for every step")
 	fl.BoolVar(&c.ResetPrefixCache, "reset-prefix-cache", false, "POST /reset_prefix_cache to every target before every step")
@@ -308,6 +312,12 @@ func runSweep(cmd *cobra.Command, f sweepFlags, c replay.Config) error {
 	if f.progressEvery <= 0 {
 		return badInput(fmt.Errorf("--progress-every %v: expected a positive duration", f.progressEvery))
 	}
+	if f.progress != "lines" && f.progress != "dashboard" {
+		return badInput(fmt.Errorf("--progress %q: expected lines or dashboard", f.progress))
+	}
+	if err := f.live.validate(); err != nil {
+		return badInput(err)
+	}
 	plan, fixed, err := f.plan(cmd, len(crit.SLO) > 0)
 	if err != nil {
 		return badInput(err)
@@ -326,6 +336,15 @@ func runSweep(cmd *cobra.Command, f sweepFlags, c replay.Config) error {
 	if f.scrape.insecure = c.Insecure; f.scrape.enabled() { // one sidecar per step, beside its recording
 		so := f.scrape.sidecarOptions(c.Targets)
 		o.Scrape = &so
+	}
+	dashboard := f.progress == "dashboard" && isTerminal(stderr)
+	if f.progress == "dashboard" && !dashboard {
+		fmt.Fprintln(stderr, "--progress dashboard: stderr is not a terminal, printing the progress lines instead")
+	}
+	if dashboard || f.live.serveUI != "" {
+		sl := startStepsLive(dashboard, &f.live, stderr)
+		defer sl.stop()
+		o.StepView, o.StepDraws = sl.step, dashboard
 	}
 	st, err := sweep.NewReplayStepper(o)
 	if err != nil {

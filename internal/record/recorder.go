@@ -43,6 +43,10 @@ type RecorderOptions struct {
 	// server may echo the key it was sent) before it is written; nil still
 	// removes Bearer tokens.
 	Scrub *redact.Scrubber
+	// Tap, when set, sees each record once it is written, on the writer
+	// goroutine (never a request's): a live view's feed. It must not wait
+	// and must not keep rec or its slices.
+	Tap func(rec *trace.Record)
 }
 
 // JournalPath is where a Recorder writing path keeps its journal.
@@ -345,6 +349,11 @@ func (r *Recorder) writeBatch() {
 	}
 	clear(r.batch) // drop references to pooled slices
 	r.written.Add(int64(len(r.held)))
+	if r.opts.Tap != nil {
+		for _, c := range r.held {
+			r.opts.Tap(c)
+		}
+	}
 }
 
 // sync makes the journal durable, with the latest run meta.

@@ -33,19 +33,28 @@ func startMonitor(obsCPU func() int64) *monitor {
 // finish returns the health of the run so far, with warnings when the
 // figures say the client may have delayed requests.
 func (m *monitor) finish() *trace.Health {
-	h := &trace.Health{
-		DispatchLagP50Ns:   m.lag.Quantile(0.5),
-		DispatchLagP99Ns:   m.lag.Quantile(0.99),
-		DispatchLagMaxNs:   m.lag.Max(),
-		SchedLatP99Ns:      schedP99(m.startSch, schedHist()),
-		CPUSeconds:         float64(cpuTime()-m.startCPU) / 1e9,
-		ObserverCPUSeconds: float64(m.obsCPU()-m.startObs) / 1e9,
-		WallSeconds:        time.Since(m.startWall).Seconds(),
-		MaxRSSBytes:        maxRSS(),
-		Cores:              runtime.GOMAXPROCS(0),
-	}
-	h.CPUSeconds += h.ObserverCPUSeconds
+	h := m.sample(true)
 	h.Warnings = h.Assess()
+	return h
+}
+
+// sample returns the health of the run so far; with obs, the arrival
+// observer's CPU too (only while the run's connections are open).
+func (m *monitor) sample(obs bool) *trace.Health {
+	h := &trace.Health{
+		DispatchLagP50Ns: m.lag.Quantile(0.5),
+		DispatchLagP99Ns: m.lag.Quantile(0.99),
+		DispatchLagMaxNs: m.lag.Max(),
+		SchedLatP99Ns:    schedP99(m.startSch, schedHist()),
+		CPUSeconds:       float64(cpuTime()-m.startCPU) / 1e9,
+		WallSeconds:      time.Since(m.startWall).Seconds(),
+		MaxRSSBytes:      maxRSS(),
+		Cores:            runtime.GOMAXPROCS(0),
+	}
+	if obs {
+		h.ObserverCPUSeconds = float64(m.obsCPU()-m.startObs) / 1e9
+		h.CPUSeconds += h.ObserverCPUSeconds
+	}
 	return h
 }
 

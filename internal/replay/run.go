@@ -246,6 +246,18 @@ func (r *Runner) Stats() Stats {
 	return s
 }
 
+// HealthSoFar returns the client's health since the run started (the
+// figures Run puts in the recording at the end, without warnings and
+// without the arrival observer's CPU, which ends with the connections),
+// nil before the clock started; safe to call during and after Run.
+func (r *Runner) HealthSoFar() *trace.Health {
+	rn := r.cur.Load()
+	if rn == nil {
+		return nil
+	}
+	return rn.mon.sample(false)
+}
+
 // Config returns the configuration with defaults applied.
 func (r *Runner) Config() Config { return r.cfg }
 
@@ -278,9 +290,9 @@ func (rr *Runner) Run(ctx context.Context, sink record.Sink) (*Result, error) {
 	if err := r.startClock(ctx, &meta); err != nil {
 		return nil, err // nothing was sent: a nil Result
 	}
+	r.mon = startMonitor(r.conns.stamp.ObserverCPU) // before cur: HealthSoFar reads it
 	rr.cur.Store(r)
 	sink.SetRunMeta(meta)
-	r.mon = startMonitor(r.conns.stamp.ObserverCPU)
 
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()

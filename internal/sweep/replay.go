@@ -67,6 +67,14 @@ type ReplayOptions struct {
 	// Progress receives progress lines every ProgressEvery (default 2 s).
 	Progress      io.Writer
 	ProgressEvery time.Duration
+	// StepView, when set, watches each step live: it is called as the
+	// step's recording opens and returns the recorder's Tap (the writer
+	// goroutine hands it each written record; it must not wait) and the
+	// stop called when the step's run ended. With StepDraws (it draws on
+	// the terminal) the periodic progress lines are off; the step lines
+	// stay.
+	StepView  func(label string, r *replay.Runner) (tap func(*trace.Record), stop func())
+	StepDraws bool
 	// HTTPClient does the preflight and drain requests; default one with
 	// a 5 s timeout (honouring Base.Insecure).
 	HTTPClient *http.Client
@@ -264,9 +272,14 @@ func (s *ReplayStepper) Step(ctx context.Context, spec StepSpec) (_ StepResult, 
 	stopProgress := func() {}
 	open := func(r *replay.Runner) (record.Sink, error) {
 		var err error
-		rec, err = record.NewRecorder(recPath, trace.RunMeta{TracekitVersion: trace.Version, Targets: cfg.Targets, Command: cfg.Command},
-			record.RecorderOptions{Queue: max(1024, 2*cfg.MaxConcurrency), Scrub: scrub})
+		ro := record.RecorderOptions{Queue: max(1024, 2*cfg.MaxConcurrency), Scrub: scrub}
+		stopView := func() {}
+		if s.o.StepView != nil {
+			ro.Tap, stopView = s.o.StepView(fmt.Sprintf("sweep step %d %s", spec.Index, spec.Load), r)
+		}
+		rec, err = record.NewRecorder(recPath, trace.RunMeta{TracekitVersion: trace.Version, Targets: cfg.Targets, Command: cfg.Command}, ro)
 		if err != nil {
+			stopView()
 			return nil, err
 		}
 		var sink record.Sink = rec
@@ -278,7 +291,11 @@ func (s *ReplayStepper) Step(ctx context.Context, spec StepSpec) (_ StepResult, 
 		}
 		// The scraper starts with the run, so its clock and the recording's agree.
 		sc, ms, sink = stepScrape(ctx, s.o.Scrape, recPath, sink, &res.Notes)
-		stopProgress = s.progress(spec, r)
+		stopLines := func() {}
+		if s.o.StepView == nil || !s.o.StepDraws {
+			stopLines = s.progress(spec, r)
+		}
+		stopProgress = func() { stopLines(); stopView() }
 		return sink, nil
 	}
 	s.logf("step %d (%s): %s%s", spec.Index, spec.Phase, spec.Load, offeredNote(offered, spec.Load.Axis))

@@ -219,3 +219,6 @@ func (m *MetaSink) Drop() {
 		m.next.SetRunMeta(meta)
 	}
 }
+
+// Stats counts each endpoint's scrapes so far (a live view's figures).
+func (sc *Sidecar) Stats() []EndpointStats { return sc.s.Stats() }
