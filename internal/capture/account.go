@@ -141,6 +141,7 @@ func (p *Proxy) account(seg *segment, ex *exchange, call *api.Call, r *http.Requ
 		defer seg.inflight.Done()
 		defer p.streams.Put(ex.stream)
 		ex.stream.Fill(rec)
+		ex.stream.FillAnswer(rec)
 		for i := range rec.EventNs {
 			rec.EventNs[i] -= seg.origin
 		}
@@ -174,6 +175,9 @@ func (p *Proxy) account(seg *segment, ex *exchange, call *api.Call, r *http.Requ
 		}
 		if ex.spec.Streams {
 			turn.OutputTokens = outputTokens(rec, call, answer, p.tok.Count)
+			if rec.ReasoningTokens > 0 && rec.ReasoningTokens <= turn.OutputTokens {
+				turn.ReasoningTokens = rec.ReasoningTokens // replay's --mock-hints asks the mock for them
+			}
 		}
 		if p.cfg.RedactContent {
 			turn.PrefixHashes = p.prefixHashes(call.Messages)

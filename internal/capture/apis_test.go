@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/tracekit/tracekit/internal/capture"
+	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/internal/record"
 	"github.com/tracekit/tracekit/internal/replay"
 	"github.com/tracekit/tracekit/internal/tokenizer"
@@ -290,5 +292,33 @@ func TestCaptureWarnsOnlyNativeAPIs(t *testing.T) {
 	}
 	if rows := readTurns(t, ps.Proxy().Segments()[0].Trace); len(rows) != 2 || rows[0].Endpoint != trace.EndpointResponses || rows[1].Endpoint != trace.EndpointMessages {
 		t.Errorf("captured %+v, want a Responses turn and a Messages turn", rows)
+	}
+}
+
+// The reasoning tokens a server reports go into the captured turn, so a
+// replay with --mock-hints asks the mock for as many.
+func TestCaptureKeepsReasoningTokens(t *testing.T) {
+	up := mocktest.Start(t, func(c *mock.Config) { c.Latency.OutputMean, c.Latency.ReasoningMean, c.Latency.ReasoningCV = 5, 4, 0 })
+	dir := t.TempDir()
+	ps, err := capture.StartProxy(capture.ProxyConfig{Upstream: up.URL(), OutDir: dir, Tokenizer: tokenizer.Default()}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayTo(t, apiTrace(t), ps.URL())
+	if err := ps.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range readTurns(t, ps.Proxy().Segments()[0].Trace) {
+		if r.Endpoint != trace.EndpointResponses && r.Endpoint != trace.EndpointMessages {
+			continue
+		}
+		n++
+		if r.ReasoningTokens != 4 || r.OutputTokens < 4 {
+			t.Errorf("%s %s/%d: %d reasoning of %d output tokens, want the mock's 4", r.Endpoint, r.ConversationID, r.Turn, r.ReasoningTokens, r.OutputTokens)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no Responses or Messages turn captured")
 	}
 }

@@ -464,6 +464,19 @@ func (s *Stream) Fill(rec *trace.Record) {
 	rec.PromptTokens, rec.CompletionTokens, rec.CachedTokens = clamp32(s.usage.Prompt), clamp32(s.usage.Completion), clamp32(s.usage.Cached)
 }
 
+// FillAnswer sets the record's fields that say how the answer was made,
+// beyond chat's: its reasoning tokens (the usage's, -1 when not reported),
+// its first answer event (len(EventNs) when none came) and its items
+// (embeddings, rerank results, scores; 0 for none). Call it after Fill.
+func (s *Stream) FillAnswer(rec *trace.Record) {
+	rec.ReasoningTokens = clamp32(s.Usage().Reasoning)
+	rec.FirstAnswerEvent = int32(min(s.FirstAnswer(), len(rec.EventNs)))
+	rec.Items = 0
+	if n := s.Items(); n > 0 {
+		rec.Items = int32(min(n, 1<<31-1))
+	}
+}
+
 // Verdict reports what the parser saw of the body, for the caller's
 // classification: trace.ErrMalformed with the first bad event or error
 // object (an error the server reported in the stream included: its words

@@ -341,21 +341,5 @@ func (r *runState) openLoopAPI(runCtx, stopCtx context.Context, conv []trace.Tur
 // its endpoint, reasoning tokens, first answer event and items.
 func fillAPI(rec *trace.Record, ex *exchange, ep Endpoint) {
 	rec.Endpoint = string(ep)
-	u := ex.stream.Usage()
-	rec.ReasoningTokens = clampTokens(u.Reasoning)
-	rec.FirstAnswerEvent = int32(min(ex.stream.FirstAnswer(), len(rec.EventNs)))
-	if n := ex.stream.Items(); n > 0 {
-		rec.Items = int32(min(n, 1<<31-1))
-	} else {
-		rec.Items = 0
-	}
-}
-
-// clampTokens narrows a usage count for a record's int32 columns; below
-// zero (not reported) is -1.
-func clampTokens(v int64) int32 {
-	if v < 0 {
-		return -1
-	}
-	return int32(min(v, 1<<31-1))
+	ex.stream.FillAnswer(rec)
 }
