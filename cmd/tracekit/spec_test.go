@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/tracekit/tracekit/internal/analyze"
 	"github.com/tracekit/tracekit/internal/mock"
 	"github.com/tracekit/tracekit/internal/mock/mocktest"
+	"github.com/tracekit/tracekit/internal/sweep"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -127,6 +129,63 @@ func TestSpecDecodeScrapeAndStreamAgree(t *testing.T) {
 	for _, want := range []string{"Spec acceptance rate (%):", "Spec mean acceptance length:", "Stream tokens per decode event:"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("analyze output lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+// sweep --scrape against the speculative mock and a DCGM exporter: every
+// step carries its acceptance figures, which the stream's tokens per
+// event equal, and its energy in whole 4 J steps of the exporter's
+// counters, with the per-token and per-request figures from the step's
+// 16 requests of 16 tokens.
+func TestSweepSpecDecodeAndEnergyPerStep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long end-to-end run: make test runs it")
+	}
+	srv := mocktest.Start(t, func(c *mock.Config) {
+		c.Latency.DecodeBase = mock.Duration(5 * time.Millisecond)
+		c.Latency.SpecK, c.Latency.SpecAccept = 3, 0.7
+	})
+	tr := specTrace(t, 16, 16)
+	dcgm := httptest.NewServer(&fakeDCGM{})
+	defer dcgm.Close()
+	out := filepath.Join(t.TempDir(), "sweep")
+	args := []string{"sweep", tr, "--target", srv.URL(), "--out", out, "--max-concurrency", "1,8", "--step-requests", "16",
+		"--ignore-eos", "--max-client-lag", "1s", "--progress-every", "100ms", "--scrape", "--scrape-interval", "50ms", "--scrape-timeout", "10s",
+		"--scrape-url", dcgm.URL + "/metrics"}
+	stdout, stderr, code := runCLI(t, args...)
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	s, err := sweep.ReadSummary(out)
+	if err != nil || len(s.Steps) != 2 {
+		t.Fatalf("sweep.json: %+v %v", s, err)
+	}
+	for _, st := range s.Steps {
+		sv := st.Server
+		if sv == nil || sv.SpecMeanAcceptanceLength == nil || sv.SpecAcceptanceRate == nil || sv.StreamTokensPerEvent == nil {
+			t.Fatalf("step %d: no speculative decoding figures: %+v", st.Index, sv)
+		}
+		if math.Abs(*sv.SpecMeanAcceptanceLength-*sv.StreamTokensPerEvent) > 1e-12 || *sv.SpecMeanAcceptanceLength <= 1 {
+			t.Errorf("step %d: mean acceptance length %g from the counters, %g tokens per event in the stream",
+				st.Index, *sv.SpecMeanAcceptanceLength, *sv.StreamTokensPerEvent)
+		}
+		// With k = 3: 1 + accepted/drafts = 1 + 3 x accepted/draft tokens.
+		if math.Abs(*sv.SpecMeanAcceptanceLength-(1+3**sv.SpecAcceptanceRate)) > 1e-12 {
+			t.Errorf("step %d: length %g and rate %g disagree for k = 3", st.Index, *sv.SpecMeanAcceptanceLength, *sv.SpecAcceptanceRate)
+		}
+		step := (dcgmStepMJ[0] + dcgmStepMJ[1]) / 1e3
+		if sv.EnergyJ == nil || *sv.EnergyJ < step || math.Abs(*sv.EnergyJ/step-math.Round(*sv.EnergyJ/step)) > 1e-9 {
+			t.Fatalf("step %d: energy %v J, want whole steps of %g J", st.Index, sv.EnergyJ, step)
+		}
+		if sv.TokensPerJoule == nil || math.Abs(*sv.TokensPerJoule**sv.EnergyJ-16*16) > 1e-6 ||
+			sv.JoulesPerRequest == nil || math.Abs(*sv.JoulesPerRequest*16-*sv.EnergyJ) > 1e-6 || sv.MeanPowerW == nil || *sv.MeanPowerW <= 0 {
+			t.Errorf("step %d: per-token, per-request or power figures off: %+v", st.Index, sv)
+		}
+	}
+	for _, want := range []string{"spec accept ", " tok/J, "} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("sweep table lacks %q:\n%s", want, stdout)
 		}
 	}
 }
