@@ -95,10 +95,13 @@ func TestSpecDecodeScrapeAndStreamAgree(t *testing.T) {
 		t.Fatalf("log: %d steps emitting %d tokens; counters: %d drafts, %d accepted", steps, emitted, truth.SpecDrafts, truth.SpecAcceptedTokens)
 	}
 
-	jsonPath := filepath.Join(dir, "a.json")
-	text, stderr, code := runCLI(t, "analyze", out, "--json", jsonPath)
+	jsonPath, htmlPath := filepath.Join(dir, "a.json"), filepath.Join(dir, "a.html")
+	text, stderr, code := runCLI(t, "analyze", out, "--json", jsonPath, "--html", htmlPath)
 	if code != ExitOK {
 		t.Fatalf("analyze exit %d: %s", code, stderr)
+	}
+	if page, _ := os.ReadFile(htmlPath); !strings.Contains(string(page), "Spec mean acceptance length:") {
+		t.Errorf("the HTML report lacks the speculative decoding figures")
 	}
 	sr := readServerJSON(t, jsonPath)
 	if len(sr.Targets) != 1 || sr.Targets[0].Spec == nil {
