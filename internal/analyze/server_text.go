@@ -123,8 +123,10 @@ func writeSpec(b *bufio.Writer, sp *ServerSpec) {
 			fmt.Fprintln(b)
 		}
 	}
-	fmt.Fprintln(b, "NOTE: mean acceptance length is 1 + accepted / drafts (vLLM's: tokens per step, the bonus token included);")
-	fmt.Fprintln(b, "      the stream's tokens per decode event should match it when every step is streamed as one event")
+	if sp.MeanAcceptanceLength != nil {
+		fmt.Fprintln(b, "NOTE: mean acceptance length is 1 + accepted / drafts (vLLM's: tokens per step, the bonus token included);")
+		fmt.Fprintln(b, "      the stream's tokens per decode event should match it when every step is streamed as one event")
+	}
 }
 
 // writeEnergy prints the energy figures (nothing when nil).
