@@ -160,8 +160,9 @@ type ServerQuantile struct {
 // counters (vLLM): AcceptanceRate = accepted / draft tokens, and
 // MeanAcceptanceLength = 1 + accepted / drafts, vLLM's definition: the
 // tokens one step emits, the bonus token included. SGLang exports only
-// its own mean acceptance length, a gauge (ServerAcceptLength, its mean
-// over the window's scrapes). From the stream: the tokens per event after
+// its own mean acceptance length and (newer versions) acceptance rate, as
+// gauges (ServerAcceptLength, ServerAcceptRate: their means over the
+// window's scrapes). From the stream: the tokens per event after
 // the first (one event per decode step; exact when the server reports
 // usage on every chunk) of the successful streamed requests sent to this
 // target.
@@ -172,6 +173,7 @@ type ServerSpec struct {
 	AcceptanceRate       *float64       `json:"acceptance_rate,omitempty"`
 	MeanAcceptanceLength *float64       `json:"mean_acceptance_length,omitempty"`
 	ServerAcceptLength   *ServerGauge   `json:"server_accept_length,omitempty"`
+	ServerAcceptRate     *ServerGauge   `json:"server_accept_rate,omitempty"` // SGLang's gauge, 0..1
 
 	// The stream's side: decode events (content events after the first)
 	// and their tokens; StreamTokensPerEvent is their ratio, and the
@@ -347,6 +349,9 @@ func (s *Summary) serverTarget(d *telemetry.Data, target string, sidecar int, sh
 	}
 
 	t.Spec = s.serverSpec(target, c, counter, gauge("SpecAcceptLength", g.SpecAcceptLength))
+	if t.Spec != nil {
+		t.Spec.ServerAcceptRate = gauge("SpecAcceptRate", g.SpecAcceptRate)
+	}
 	t.Energy = s.serverEnergy(g, c)
 
 	client := s.clientSamples(target)

@@ -112,6 +112,9 @@ func writeSpec(b *bufio.Writer, sp *ServerSpec) {
 	if g := sp.ServerAcceptLength; g != nil {
 		fmt.Fprintf(b, "%-40s %.3f (mean of %d scrapes)\n", "Spec accept length (server gauge):", g.Mean, g.Samples)
 	}
+	if g := sp.ServerAcceptRate; g != nil {
+		fmt.Fprintf(b, "%-40s %.2f (mean of %d scrapes)\n", "Spec accept rate, server gauge (%):", g.Mean*100, g.Samples)
+	}
 	if sp.StreamTokensPerEvent != nil {
 		fmt.Fprintf(b, "%-40s %.3f (%d tokens / %d decode events)\n", "Stream tokens per decode event:", *sp.StreamTokensPerEvent,
 			sp.StreamTokens, sp.StreamEvents)

@@ -21,9 +21,9 @@ type Names struct {
 	// Speculative decoding counters (summed over series): draft steps,
 	// tokens proposed, and of them accepted. SpecAcceptLength is a gauge
 	// of the mean acceptance length, for a server that exports no
-	// counters (SGLang).
+	// counters (SGLang), SpecAcceptRate one of its acceptance rate.
 	SpecDrafts, SpecDraftTokens, SpecAccepted []string
-	SpecAcceptLength                          []string
+	SpecAcceptLength, SpecAcceptRate          []string
 
 	// Histogram families.
 	TTFT, ITL, TPOT, E2E, QueueTime []string
@@ -71,8 +71,10 @@ var SGLang = Names{
 	PrefixQueries:    []string{"sglang:prompt_tokens_total"},
 	PrefixHits:       []string{"sglang:cached_tokens_total"},
 	Requests:         []string{"sglang:num_requests_total"},
-	// A gauge: the mean accepted length of the last logging interval.
+	// Gauges over the last logging interval: the mean accepted length,
+	// and (newer versions) the acceptance rate.
 	SpecAcceptLength: []string{"sglang:spec_accept_length"},
+	SpecAcceptRate:   []string{"sglang:spec_accept_rate"},
 	TTFT:             []string{"sglang:time_to_first_token_seconds"},
 	ITL:              []string{"sglang:inter_token_latency_seconds"},
 	E2E:              []string{"sglang:e2e_request_latency_seconds"},
@@ -103,7 +105,7 @@ var Servers = []Names{VLLM, SGLang, TGI}
 func (n Names) all() []string {
 	var out []string
 	for _, l := range [][]string{n.Running, n.Waiting, n.KVCacheUsage, n.Preemptions, n.PromptTokens,
-		n.GenerationTokens, n.PrefixQueries, n.PrefixHits, n.Requests, n.SpecDrafts, n.SpecDraftTokens, n.SpecAccepted, n.SpecAcceptLength} {
+		n.GenerationTokens, n.PrefixQueries, n.PrefixHits, n.Requests, n.SpecDrafts, n.SpecDraftTokens, n.SpecAccepted, n.SpecAcceptLength, n.SpecAcceptRate} {
 		out = append(out, l...)
 	}
 	for _, l := range [][]string{n.TTFT, n.ITL, n.TPOT, n.E2E, n.QueueTime} {

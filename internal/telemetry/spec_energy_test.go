@@ -22,6 +22,7 @@ func TestSummarizeSpecGaugeAndEnergy(t *testing.T) {
 			trace.MetricSample{TimeNs: at, Target: sg, Name: trace.ScrapeRowName, Type: trace.MetricScrape, Value: 1, Status: 200},
 			row(at, sg, "sglang:num_running_reqs", trace.MetricGauge, 4),
 			row(at, sg, "sglang:spec_accept_length", trace.MetricGauge, 2+f), // 2, 3, 4
+			row(at, sg, "sglang:spec_accept_rate", trace.MetricGauge, 0.5),
 			trace.MetricSample{TimeNs: at, Target: dc, Name: trace.ScrapeRowName, Type: trace.MetricScrape, Value: 1, Status: 200},
 			row(at, dc, DCGMEnergy, trace.MetricCounter, 7e9+1000*f, gpu("0")),
 			row(at, dc, DCGMEnergy, trace.MetricCounter, 3e9+3000*f, gpu("1")),
@@ -33,6 +34,9 @@ func TestSummarizeSpecGaugeAndEnergy(t *testing.T) {
 	s := SummarizeTarget(d, sg, All)
 	if s.Server != "sglang" || !s.SpecAcceptLength.OK || s.SpecAcceptLength.Mean != 3 || s.Used["SpecAcceptLength"] != "sglang:spec_accept_length" {
 		t.Errorf("sglang: server %q, accept length %+v", s.Server, s.SpecAcceptLength)
+	}
+	if !s.SpecAcceptRate.OK || s.SpecAcceptRate.Mean != 0.5 {
+		t.Errorf("sglang: accept rate %+v", s.SpecAcceptRate)
 	}
 	if s.SpecDrafts.OK || s.EnergyMJ.OK {
 		t.Errorf("sglang: drafts %+v energy %+v from metrics it lacks", s.SpecDrafts, s.EnergyMJ)

@@ -30,7 +30,7 @@ type Summary struct {
 	// accepted (counters), and a server's own mean acceptance length
 	// (gauge, SGLang).
 	SpecDrafts, SpecDraftTokens, SpecAccepted CounterStat
-	SpecAcceptLength                          GaugeStat
+	SpecAcceptLength, SpecAcceptRate          GaugeStat
 
 	// Energy (DCGM): the GPUs' energy counters summed, in mJ (Series is
 	// the number of GPUs), and their power draw summed per scrape, in W.
@@ -121,6 +121,7 @@ func SummarizeTarget(d *Data, target string, w Window) Summary {
 	s.SpecDraftTokens = counter("SpecDraftTokens", n.SpecDraftTokens)
 	s.SpecAccepted = counter("SpecAccepted", n.SpecAccepted)
 	s.SpecAcceptLength = gauge("SpecAcceptLength", n.SpecAcceptLength, AggMean)
+	s.SpecAcceptRate = gauge("SpecAcceptRate", n.SpecAcceptRate, AggMean)
 	s.TTFT = hist("TTFT", n.TTFT)
 	s.ITL = hist("ITL", n.ITL)
 	s.TPOT = hist("TPOT", n.TPOT)
