@@ -38,6 +38,8 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"inspect", "a", "b"}, "arg"},
 		{[]string{"no-such-command"}, "unknown command"},
 		{[]string{"mock", "--max-num-seqs", "many"}, "--max-num-seqs"},
+		{[]string{"mock", "--spec-k", "2", "--tokens-per-event", "3"}, "spec_k 2 and tokens_per_event 3"},
+		{[]string{"mock", "--spec-k", "2", "--spec-accept", "2"}, "spec_accept 2 must be between 0 and 1"},
 		{[]string{"replay", "x.parquet", "--target", "http://127.0.0.1:1", "--timing", "often"}, `--timing "often": expected one of closed, trace`},
 		{[]string{"replay", "x.parquet", "--target", "http://127.0.0.1:1", "--target-policy", "random"}, `--target-policy "random": expected one of round-robin, conversation`},
 		{[]string{"sweep", "x.parquet", "--target", "http://127.0.0.1:1", "--out", "d", "--history", "mine"}, `--history "mine": expected one of actual, reference`},

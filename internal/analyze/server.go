@@ -89,6 +89,13 @@ type ServerTarget struct {
 	// Latency compares the server's histograms with the client's figures.
 	Latency []ServerLatency `json:"latency,omitempty"`
 
+	// Spec is speculative decoding: the server's counters beside the
+	// stream's tokens per event. Nil when neither side shows drafting.
+	Spec *ServerSpec `json:"spec_decode,omitempty"`
+	// Energy is the GPUs' energy over the window (a DCGM exporter's
+	// counters). Nil when the target exports none.
+	Energy *ServerEnergy `json:"energy,omitempty"`
+
 	// Series are the gauges' samples on the analysis clock, for charts.
 	Series ServerSeries `json:"series"`
 }
@@ -147,6 +154,62 @@ type ServerQuantile struct {
 	BucketHighMs        *float64 `json:"bucket_high_ms"` // nil: +Inf
 	ClientMs            *float64 `json:"client_ms"`
 	ClientMinusServerMs *float64 `json:"client_minus_server_ms"`
+}
+
+// ServerSpec is speculative decoding over the window. From the server's
+// counters (vLLM): AcceptanceRate = accepted / draft tokens, and
+// MeanAcceptanceLength = 1 + accepted / drafts, vLLM's definition: the
+// tokens one step emits, the bonus token included. SGLang exports only
+// its own mean acceptance length and (newer versions) acceptance rate, as
+// gauges (ServerAcceptLength, ServerAcceptRate: their means over the
+// window's scrapes). From the stream: the tokens per event after
+// the first (one event per decode step; exact when the server reports
+// usage on every chunk) of the successful streamed requests sent to this
+// target.
+type ServerSpec struct {
+	Drafts               *ServerCounter `json:"drafts,omitempty"`
+	DraftTokens          *ServerCounter `json:"draft_tokens,omitempty"`
+	AcceptedTokens       *ServerCounter `json:"accepted_tokens,omitempty"`
+	AcceptanceRate       *float64       `json:"acceptance_rate,omitempty"`
+	MeanAcceptanceLength *float64       `json:"mean_acceptance_length,omitempty"`
+	ServerAcceptLength   *ServerGauge   `json:"server_accept_length,omitempty"`
+	ServerAcceptRate     *ServerGauge   `json:"server_accept_rate,omitempty"` // SGLang's gauge, 0..1
+
+	// The stream's side: decode events (content events after the first)
+	// and their tokens; StreamTokensPerEvent is their ratio, and the
+	// percentiles spread it over requests (each request's own mean).
+	StreamEvents         int64    `json:"stream_decode_events"`
+	StreamTokens         int64    `json:"stream_decode_tokens"`
+	StreamTokensPerEvent *float64 `json:"stream_tokens_per_event,omitempty"`
+	StreamPerRequest     []PValue `json:"stream_tokens_per_event_per_request,omitempty"`
+}
+
+// PValue is one percentile of a distribution.
+type PValue struct {
+	P float64 `json:"p"`
+	V float64 `json:"v"`
+}
+
+// ServerEnergy is the GPUs' energy over the window, from the increase of
+// DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION (mJ since boot, one series per
+// GPU) between the scrapes bracketing it, summed over GPUs.
+// MeanPowerW is Joules over the bracketing scrapes' span; PowerGaugeW the
+// mean over the window's scrapes of DCGM_FI_DEV_POWER_USAGE summed over
+// GPUs. The per-token and per-request figures divide by the whole
+// analysis' output tokens and completed requests (every target's: a GPU
+// exporter does not know which requests it served).
+type ServerEnergy struct {
+	Metric           string   `json:"metric"`
+	GPUs             int      `json:"gpus"`
+	Joules           float64  `json:"joules"`
+	SpanS            float64  `json:"span_s"`
+	MeanPowerW       float64  `json:"mean_power_w"`
+	PowerGaugeW      *float64 `json:"power_gauge_w,omitempty"`
+	Resets           int      `json:"resets,omitempty"`
+	OutputTokens     int64    `json:"output_tokens"`
+	TokensPerJoule   *float64 `json:"output_tokens_per_joule,omitempty"`
+	Requests         int      `json:"requests"`
+	JoulesPerRequest *float64 `json:"joules_per_request,omitempty"`
 }
 
 // ServerPoint is one sample: seconds on the analysis clock, value.
@@ -284,6 +347,12 @@ func (s *Summary) serverTarget(d *telemetry.Data, target string, sidecar int, sh
 			t.ClientMinusServerHitRate = finite(*r - *t.PrefixCacheHitRate)
 		}
 	}
+
+	t.Spec = s.serverSpec(target, c, counter, gauge("SpecAcceptLength", g.SpecAcceptLength))
+	if t.Spec != nil {
+		t.Spec.ServerAcceptRate = gauge("SpecAcceptRate", g.SpecAcceptRate)
+	}
+	t.Energy = s.serverEnergy(g, c)
 
 	client := s.clientSamples(target)
 	for _, h := range []struct {

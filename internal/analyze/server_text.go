@@ -58,6 +58,8 @@ func (s *Summary) writeServer(b *bufio.Writer) {
 		if c := t.PromptTokens; c != nil {
 			fmt.Fprintf(b, "%-40s %.0f\n", "Prompt tokens (server):", c.Increase)
 		}
+		writeSpec(b, t.Spec)
+		writeEnergy(b, t.Energy)
 		if len(t.Latency) > 0 {
 			fmt.Fprintf(b, "%-6s %4s %10s %21s %10s %13s\n", "ms", "p", "server", "bucket", "client", "client-server")
 			for _, l := range t.Latency {
@@ -90,4 +92,70 @@ func msOrInf(v *float64) string {
 		return "+Inf"
 	}
 	return strconv.FormatFloat(*v, 'f', 2, 64)
+}
+
+// writeSpec prints the speculative decoding figures (nothing when nil).
+func writeSpec(b *bufio.Writer, sp *ServerSpec) {
+	if sp == nil {
+		return
+	}
+	if sp.Drafts != nil {
+		fmt.Fprintf(b, "%-40s %.0f drafts, %s draft tokens, %s accepted\n", "Spec decode (server):", sp.Drafts.Increase,
+			counterOrDash(sp.DraftTokens), counterOrDash(sp.AcceptedTokens))
+	}
+	if sp.AcceptanceRate != nil {
+		fmt.Fprintf(b, "%-40s %.2f\n", "Spec acceptance rate (%):", *sp.AcceptanceRate*100)
+	}
+	if sp.MeanAcceptanceLength != nil {
+		fmt.Fprintf(b, "%-40s %.3f\n", "Spec mean acceptance length:", *sp.MeanAcceptanceLength)
+	}
+	if g := sp.ServerAcceptLength; g != nil {
+		fmt.Fprintf(b, "%-40s %.3f (mean of %d scrapes)\n", "Spec accept length (server gauge):", g.Mean, g.Samples)
+	}
+	if g := sp.ServerAcceptRate; g != nil {
+		fmt.Fprintf(b, "%-40s %.2f (mean of %d scrapes)\n", "Spec accept rate, server gauge (%):", g.Mean*100, g.Samples)
+	}
+	if sp.StreamTokensPerEvent != nil {
+		fmt.Fprintf(b, "%-40s %.3f (%d tokens / %d decode events)\n", "Stream tokens per decode event:", *sp.StreamTokensPerEvent,
+			sp.StreamTokens, sp.StreamEvents)
+		if len(sp.StreamPerRequest) > 0 {
+			fmt.Fprintf(b, "%-40s", "  per request:")
+			for _, p := range sp.StreamPerRequest {
+				fmt.Fprintf(b, " p%s %.3f", pWord(p.P), p.V)
+			}
+			fmt.Fprintln(b)
+		}
+	}
+	if sp.MeanAcceptanceLength != nil {
+		fmt.Fprintln(b, "NOTE: mean acceptance length is 1 + accepted / drafts (vLLM's: tokens per step, the bonus token included);")
+		fmt.Fprintln(b, "      the stream's tokens per decode event should match it when every step is streamed as one event")
+	}
+}
+
+// writeEnergy prints the energy figures (nothing when nil).
+func writeEnergy(b *bufio.Writer, e *ServerEnergy) {
+	if e == nil {
+		return
+	}
+	fmt.Fprintf(b, "%-40s %.1f J over %.2f s (%d GPUs)\n", "Energy (GPUs):", e.Joules, e.SpanS, e.GPUs)
+	fmt.Fprintf(b, "%-40s %.1f\n", "Mean power (W):", e.MeanPowerW)
+	if e.PowerGaugeW != nil {
+		fmt.Fprintf(b, "%-40s %.1f\n", "Mean power, power gauge (W):", *e.PowerGaugeW)
+	}
+	if e.TokensPerJoule != nil {
+		fmt.Fprintf(b, "%-40s %.4f\n", "Output tokens per joule:", *e.TokensPerJoule)
+	}
+	if e.JoulesPerRequest != nil {
+		fmt.Fprintf(b, "%-40s %.3f\n", "Joules per request:", *e.JoulesPerRequest)
+	}
+	if e.Resets > 0 {
+		fmt.Fprintf(b, "NOTE: the energy counter reset %d times in the window (a GPU or exporter restarted)\n", e.Resets)
+	}
+}
+
+func counterOrDash(c *ServerCounter) string {
+	if c == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(c.Increase, 'f', 0, 64)
 }

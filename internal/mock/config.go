@@ -62,6 +62,15 @@ type Latency struct {
 	// TokensPerEvent is how many tokens each SSE event carries (1 = one
 	// event per token; k > 1 imitates speculative decoding or chunked output).
 	TokensPerEvent int `json:"tokens_per_event"`
+	// SpecK > 0 turns on speculative decoding: each decode step proposes
+	// SpecK draft tokens, accepts each in turn with probability SpecAccept
+	// until the first rejection, and emits the accepted ones plus the
+	// bonus token as one event (1 to SpecK+1 tokens, fewer at the end of
+	// the reasoning, a tool call or the output), in one decode step's
+	// time. The step's counts go to vLLM's vllm:spec_decode_* counters.
+	// It replaces tokens_per_event, which must then be 1.
+	SpecK      int     `json:"spec_k"`
+	SpecAccept float64 `json:"spec_accept"`
 	// MaxNumSeqs is the batch capacity: requests beyond it wait (FIFO).
 	MaxNumSeqs int `json:"max_num_seqs"`
 	// OutputMean and OutputCV give the log-normal output length drawn when a
@@ -240,6 +249,14 @@ func (c Config) Validate() error {
 		return fmt.Errorf("jitter_cv %g must be >= 0", l.JitterCV)
 	case l.TokensPerEvent < 1:
 		return fmt.Errorf("tokens_per_event %d must be >= 1", l.TokensPerEvent)
+	case l.SpecK < 0:
+		return fmt.Errorf("spec_k %d must be >= 0", l.SpecK)
+	case l.SpecK > maxSpecK:
+		return fmt.Errorf("spec_k %d must be <= %d", l.SpecK, maxSpecK)
+	case !(l.SpecAccept >= 0 && l.SpecAccept <= 1):
+		return fmt.Errorf("spec_accept %g must be between 0 and 1", l.SpecAccept)
+	case l.SpecK > 0 && l.TokensPerEvent > 1:
+		return fmt.Errorf("spec_k %d and tokens_per_event %d: speculative decoding sets the tokens per event; leave tokens_per_event at 1", l.SpecK, l.TokensPerEvent)
 	case l.MaxNumSeqs < 1:
 		return fmt.Errorf("max_num_seqs %d must be >= 1", l.MaxNumSeqs)
 	case l.OutputMean < 1:

@@ -186,7 +186,11 @@
 // Responses or Messages stream its opening events in the same write); every
 // following event carries TokensPerEvent tokens (fewer at the end of the
 // reasoning or of a tool call) and is due the sum of their ITLs after the
-// previous one. Output counts reasoning: a reasoning phase of R tokens is
+// previous one. With Latency.SpecK > 0 (speculative decoding) an event is
+// one decode step instead: 1 + the accepted ones of SpecK draft tokens,
+// each accepted with probability SpecAccept until the first rejection, due
+// one ITL after the previous, and counted in vLLM's vllm:spec_decode_*
+// counters. Output counts reasoning: a reasoning phase of R tokens is
 // followed by the drawn answer length, R plus it capped at max_tokens. max_tokens defaults to MaxModelLen minus the
 // prompt; prompt + max_tokens above MaxModelLen is a 400, as in vLLM.
 //

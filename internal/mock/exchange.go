@@ -58,12 +58,13 @@ type exchange struct {
 
 	// The event loop's state, owned by the handler goroutine or, while
 	// the stream is on it, by a scheduler.
-	sched       int64 // when event sent is due
-	ev          int   // events planned
-	sent, tok   int   // events and tokens sent so far
-	take        int   // tokens of the prepared event
-	role        bool  // the prepared event is chat's role chunk
-	cached      bool  // the prompt is in the prefix cache
+	sched       int64  // when event sent is due
+	ev          int    // events planned
+	sent, tok   int    // events and tokens sent so far
+	take        int    // tokens of the prepared event
+	specSeed    uint64 // speculative decoding: the draws of every step (Latency.SpecK > 0)
+	role        bool   // the prepared event is chat's role chunk
+	cached      bool   // the prompt is in the prefix cache
 	pending     pendingWrite
 	lastTokNs   int64 // when the last event with tokens was written
 	firstAnswer int   // index of the first logged event with answer tokens, -1 before
@@ -297,6 +298,9 @@ func (x *exchange) planAnswer(id string) error {
 			x.toolNames, x.e.ToolCalls, x.e.FinishReason = names[:calls], int32(calls), "tool_calls"
 		}
 	}
+	if s.cfg.Latency.SpecK > 0 {
+		x.specSeed = x.rng.Uint64() // drawn last: without speculation the other draws are unchanged
+	}
 	x.ev = x.plannedEvents()
 	return nil
 }
@@ -343,7 +347,11 @@ func (x *exchange) takeAt(tok int) int {
 	if tok == 0 {
 		return 1
 	}
-	end := min(tok+x.s.cfg.Latency.TokensPerEvent, int(x.e.CompletionTokens))
+	width := x.s.cfg.Latency.TokensPerEvent
+	if l := &x.s.cfg.Latency; l.SpecK > 0 {
+		width = 1 + specAccepted(x.specSeed, tok, l.SpecK, l.SpecAccept)
+	}
+	end := min(tok+width, int(x.e.CompletionTokens))
 	switch {
 	case tok < x.reasoning:
 		end = min(end, x.reasoning)

@@ -28,12 +28,30 @@ type metrics struct {
 	ttft, itl, e2e, queue *histogram
 	kvTokens              atomic.Int64 // prompt + generated tokens of the admitted requests
 	kvCapacity            int64        // Latency.PrefixCacheTokens
+
+	// Speculative decoding (Latency.SpecK > 0): vLLM's counters.
+	specK                               int
+	specDrafts, specDraft, specAccepted atomic.Int64
+	specPerPos                          []atomic.Int64 // accepted at draft position i
+}
+
+// specStep counts one speculative decode step that emitted accepted + 1
+// tokens (the bonus token is not a draft's).
+func (m *metrics) specStep(accepted int) {
+	m.specDrafts.Add(1)
+	m.specDraft.Add(int64(m.specK))
+	m.specAccepted.Add(int64(accepted))
+	for i := range accepted {
+		m.specPerPos[i].Add(1)
+	}
 }
 
 func (m *metrics) init(cfg Config) {
 	m.ttft, m.itl = newHistogram(ttftBuckets), newHistogram(itlBuckets)
 	m.e2e, m.queue = newHistogram(requestLatencyBuckets), newHistogram(requestLatencyBuckets)
 	m.kvCapacity = int64(cfg.Latency.PrefixCacheTokens)
+	m.specK = cfg.Latency.SpecK
+	m.specPerPos = make([]atomic.Int64, m.specK)
 }
 
 // kvUsage models vllm:kv_cache_usage_perc: the tokens the admitted
@@ -58,6 +76,10 @@ type Stats struct {
 	PromptTokens     int64 `json:"prompt_tokens"`
 	GenerationTokens int64 `json:"generation_tokens"`
 	CacheHitTokens   int64 `json:"cache_hit_tokens"`
+	// Speculative decoding: steps, draft tokens proposed, of them accepted.
+	SpecDrafts         int64 `json:"spec_drafts"`
+	SpecDraftTokens    int64 `json:"spec_draft_tokens"`
+	SpecAcceptedTokens int64 `json:"spec_accepted_tokens"`
 }
 
 func (m *metrics) stats() Stats {
@@ -68,6 +90,7 @@ func (m *metrics) stats() Stats {
 		LatenessMaxNs: m.lateness.Max(),
 		PromptTokens:  m.promptTokens.Load(), GenerationTokens: m.genTokens.Load(),
 		CacheHitTokens: m.cacheHits.Load(),
+		SpecDrafts:     m.specDrafts.Load(), SpecDraftTokens: m.specDraft.Load(), SpecAcceptedTokens: m.specAccepted.Load(),
 	}
 }
 
@@ -89,6 +112,16 @@ func (m *metrics) writePrometheus(w io.Writer, model string) {
 	counter("vllm:generation_tokens_total", "Tokens generated.", m.genTokens.Load())
 	counter("vllm:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.", m.cacheQueries.Load())
 	counter("vllm:prefix_cache_hits_total", "Prompt tokens found in the prefix cache.", m.cacheHits.Load())
+	if m.specK > 0 { // vLLM exports them only with a speculative config
+		counter("vllm:spec_decode_num_drafts_total", "Speculative decode steps.", m.specDrafts.Load())
+		counter("vllm:spec_decode_num_draft_tokens_total", "Draft tokens proposed.", m.specDraft.Load())
+		counter("vllm:spec_decode_num_accepted_tokens_total", "Draft tokens accepted.", m.specAccepted.Load())
+		name := "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+		fmt.Fprintf(w, "# HELP %s Draft tokens accepted, by position in the draft.\n# TYPE %s counter\n", name, name)
+		for i := range m.specPerPos {
+			fmt.Fprintf(w, "%s{model_name=%q,position=\"%d\"} %d\n", name, model, i, m.specPerPos[i].Load())
+		}
+	}
 	m.ttft.write(w, "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", model)
 	m.itl.write(w, "vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", model)
 	m.itl.write(w, "vllm:time_per_output_token_seconds", "Histogram of time per output token in seconds (vLLM's older name of vllm:inter_token_latency_seconds, the same observations).", model)

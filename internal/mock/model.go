@@ -105,3 +105,26 @@ func (l Latency) itl(rng *rand.Rand, running int) time.Duration {
 	base := l.DecodeBase.D() + time.Duration(max(running-1, 0))*l.DecodePerSeq.D()
 	return time.Duration(float64(base) * logNormal(rng, l.JitterCV))
 }
+
+// maxSpecK bounds Latency.SpecK (vLLM's num_speculative_tokens is single
+// digits in practice).
+const maxSpecK = 64
+
+// specAccepted is how many of k draft tokens the speculative step at
+// output token tok accepts: each in turn with probability p until the
+// first rejection. It is a pure function of (seed, tok), so planning the
+// events and streaming them draw the same steps.
+func specAccepted(seed uint64, tok, k int, p float64) int {
+	z := seed ^ uint64(tok)*0x9e3779b97f4a7c15
+	for i := range k {
+		z += 0x9e3779b97f4a7c15 // splitmix64
+		v := z
+		v = (v ^ v>>30) * 0xbf58476d1ce4e5b9
+		v = (v ^ v>>27) * 0x94d049bb133111eb
+		v ^= v >> 31
+		if float64(v>>11)/(1<<53) >= p {
+			return i
+		}
+	}
+	return k
+}

@@ -33,7 +33,11 @@ func (x *exchange) prepare() (streamEnd, bool) {
 		if !x.role {
 			x.take = x.takeAt(x.tok) // the first token alone, out of prefill
 			if x.tok > 0 {
-				for range x.take {
+				steps := x.take
+				if x.s.cfg.Latency.SpecK > 0 {
+					steps = 1 // a speculative step emits all its tokens at once
+				}
+				for range steps {
 					x.sched += int64(x.s.cfg.Latency.itl(x.rng, int(x.s.m.running.Load())))
 				}
 			}
@@ -113,6 +117,9 @@ func (x *exchange) logEvent(now int64) {
 		}
 		x.lastTokNs = now
 		x.holdKV(x.take)
+		if x.tok > 0 && x.s.cfg.Latency.SpecK > 0 {
+			x.s.m.specStep(x.take - 1)
+		}
 	}
 	late := max(now-x.sched, 0)
 	x.e.EventMonoNs = append(x.e.EventMonoNs, now)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/tracekit/tracekit/internal/analyze"
@@ -25,6 +26,21 @@ type StepServer struct {
 	WaitingMax  *float64 `json:"waiting_max,omitempty"`
 	RunningMean *float64 `json:"running_mean,omitempty"`
 	RunningMax  *float64 `json:"running_max,omitempty"`
+
+	// Speculative decoding over the targets: accepted / draft tokens, and
+	// 1 + accepted / drafts (vLLM's mean acceptance length), from their
+	// counters summed; the stream's tokens per decode event beside them.
+	SpecAcceptanceRate       *float64 `json:"spec_acceptance_rate,omitempty"`
+	SpecMeanAcceptanceLength *float64 `json:"spec_mean_acceptance_length,omitempty"`
+	StreamTokensPerEvent     *float64 `json:"stream_tokens_per_event,omitempty"`
+
+	// Energy: the GPUs' joules over the step (every DCGM target's, summed),
+	// their mean power, and the step's output tokens per joule and joules
+	// per completed request.
+	EnergyJ          *float64 `json:"energy_j,omitempty"`
+	MeanPowerW       *float64 `json:"mean_power_w,omitempty"`
+	TokensPerJoule   *float64 `json:"output_tokens_per_joule,omitempty"`
+	JoulesPerRequest *float64 `json:"joules_per_request,omitempty"`
 }
 
 // measureServer reduces an analysis' server section to a StepServer; nil
@@ -58,7 +74,62 @@ func measureServer(s *analyze.Summary) *StepServer {
 	st.KVUsageMean, st.KVUsageMax = agg(func(t *analyze.ServerTarget) *analyze.ServerGauge { return t.KVCacheUsage }, true)
 	st.WaitingMean, st.WaitingMax = agg(func(t *analyze.ServerTarget) *analyze.ServerGauge { return t.Waiting }, false)
 	st.RunningMean, st.RunningMax = agg(func(t *analyze.ServerTarget) *analyze.ServerGauge { return t.Running }, false)
+	st.spec(s.Server.Targets)
+	st.energy(s)
 	return st
+}
+
+// spec sums the targets' speculative decoding counts.
+func (st *StepServer) spec(ts []analyze.ServerTarget) {
+	var drafts, draftTokens, accepted float64
+	var events, tokens int64
+	for i := range ts {
+		sp := ts[i].Spec
+		if sp == nil {
+			continue
+		}
+		if sp.Drafts != nil && sp.DraftTokens != nil && sp.AcceptedTokens != nil {
+			drafts += sp.Drafts.Increase
+			draftTokens += sp.DraftTokens.Increase
+			accepted += sp.AcceptedTokens.Increase
+		}
+		events, tokens = events+sp.StreamEvents, tokens+sp.StreamTokens
+	}
+	ratio := func(a, b, plus float64) *float64 {
+		if b <= 0 {
+			return nil
+		}
+		v := plus + a/b
+		return &v
+	}
+	st.SpecAcceptanceRate = ratio(accepted, draftTokens, 0)
+	st.SpecMeanAcceptanceLength = ratio(accepted, drafts, 1)
+	if st.SpecMeanAcceptanceLength != nil || events > 0 && tokens > events {
+		st.StreamTokensPerEvent = ratio(float64(tokens), float64(events), 0)
+	}
+}
+
+// energy sums the DCGM targets' energy over the step.
+func (st *StepServer) energy(s *analyze.Summary) {
+	var joules, watts float64
+	n := 0
+	for i := range s.Server.Targets {
+		if e := s.Server.Targets[i].Energy; e != nil {
+			joules, watts, n = joules+e.Joules, watts+e.MeanPowerW, n+1
+		}
+	}
+	if n == 0 {
+		return
+	}
+	st.EnergyJ, st.MeanPowerW = &joules, &watts
+	if joules > 0 {
+		v := float64(s.TotalOutput) / joules
+		st.TokensPerJoule = &v
+	}
+	if s.Completed > 0 {
+		v := joules / float64(s.Completed)
+		st.JoulesPerRequest = &v
+	}
 }
 
 func baseName(p string) string {
@@ -102,6 +173,13 @@ func finishScrape(sc *telemetry.Sidecar, ms *telemetry.MetaSink, notes *[]string
 	}
 }
 
+func fixedOrDash(v *float64, digits int) string {
+	if v == nil || math.IsNaN(*v) {
+		return "-"
+	}
+	return strconv.FormatFloat(*v, 'f', digits, 64)
+}
+
 func pctOrDash(v *float64, scale float64) string {
 	if v == nil || math.IsNaN(*v) {
 		return "-"
@@ -115,8 +193,18 @@ func (r *StepResult) serverCell() string {
 	if r.Server == nil {
 		return "-"
 	}
-	return "KV " + pctOrDash(r.Server.KVUsageMean, 100) + "/" + pctOrDash(r.Server.KVUsageMax, 100) + "%, waiting " +
-		pctOrDash(r.Server.WaitingMean, 1) + "/" + pctOrDash(r.Server.WaitingMax, 1)
+	v := r.Server
+	out := "KV " + pctOrDash(v.KVUsageMean, 100) + "/" + pctOrDash(v.KVUsageMax, 100) + "%, waiting " +
+		pctOrDash(v.WaitingMean, 1) + "/" + pctOrDash(v.WaitingMax, 1)
+	if v.SpecMeanAcceptanceLength != nil || v.StreamTokensPerEvent != nil {
+		out += ", spec accept " + pctOrDash(v.SpecAcceptanceRate, 100) + "% length " + fixedOrDash(v.SpecMeanAcceptanceLength, 3) +
+			" (stream " + fixedOrDash(v.StreamTokensPerEvent, 3) + ")"
+	}
+	if v.EnergyJ != nil {
+		out += ", " + fixedOrDash(v.EnergyJ, 1) + " J, " + fixedOrDash(v.MeanPowerW, 1) + " W, " +
+			fixedOrDash(v.TokensPerJoule, 4) + " tok/J, " + fixedOrDash(v.JoulesPerRequest, 3) + " J/req"
+	}
+	return out
 }
 
 // hasServer reports whether any step has server figures.
@@ -134,7 +222,7 @@ func (s *Summary) writeServerText(b *bufio.Writer) {
 	if !s.hasServer() {
 		return
 	}
-	fmt.Fprintln(b, "server (from each step's /metrics; mean/max over the step):")
+	fmt.Fprintln(b, "server (from each step's /metrics; mean/max over the step; spec decode and energy from counters over the step):")
 	for i := range s.Steps {
 		r := &s.Steps[i]
 		fmt.Fprintf(b, "%4d %-20s %s\n", r.Index, r.Load.String(), r.serverCell())

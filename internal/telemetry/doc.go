@@ -102,6 +102,10 @@
 // the most names present): requests running and waiting, KV-cache usage,
 // preemptions, prompt and generation tokens (TokensPerSecond), the prefix
 // cache hit rate (hits / queries, in tokens, over the window), and the
-// TTFT, ITL, TPOT, E2E and queue-time histograms, plus counts of failed
-// scrapes by kind. A metric the server does not export has OK false.
+// TTFT, ITL, TPOT, E2E and queue-time histograms, speculative decoding's
+// draft and accepted counters (SGLang: its acceptance-length gauge), plus
+// counts of failed scrapes by kind. A metric the server does not export
+// has OK false. Any target exporting a DCGM exporter's energy counter and
+// power gauge (DCGMEnergy, DCGMPower) also gets them summed over GPUs,
+// recognised server or not.
 package telemetry

@@ -18,6 +18,13 @@ type Names struct {
 	PrefixHits       []string // of which found
 	Requests         []string // requests finished
 
+	// Speculative decoding counters (summed over series): draft steps,
+	// tokens proposed, and of them accepted. SpecAcceptLength is a gauge
+	// of the mean acceptance length, for a server that exports no
+	// counters (SGLang), SpecAcceptRate one of its acceptance rate.
+	SpecDrafts, SpecDraftTokens, SpecAccepted []string
+	SpecAcceptLength, SpecAcceptRate          []string
+
 	// Histogram families.
 	TTFT, ITL, TPOT, E2E, QueueTime []string
 }
@@ -38,10 +45,14 @@ var VLLM = Names{
 	PrefixQueries:    []string{"vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"},
 	PrefixHits:       []string{"vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"},
 	Requests:         []string{"vllm:request_success_total"},
-	TTFT:             []string{"vllm:time_to_first_token_seconds"},
-	ITL:              []string{"vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"},
-	E2E:              []string{"vllm:e2e_request_latency_seconds"},
-	QueueTime:        []string{"vllm:request_queue_time_seconds"},
+	// vllm/v1/spec_decode/metrics.py (SpecDecodingProm).
+	SpecDrafts:      []string{"vllm:spec_decode_num_drafts_total"},
+	SpecDraftTokens: []string{"vllm:spec_decode_num_draft_tokens_total"},
+	SpecAccepted:    []string{"vllm:spec_decode_num_accepted_tokens_total"},
+	TTFT:            []string{"vllm:time_to_first_token_seconds"},
+	ITL:             []string{"vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"},
+	E2E:             []string{"vllm:e2e_request_latency_seconds"},
+	QueueTime:       []string{"vllm:request_queue_time_seconds"},
 }
 
 // SGLang: names confirmed in sgl-project/sglang
@@ -60,6 +71,10 @@ var SGLang = Names{
 	PrefixQueries:    []string{"sglang:prompt_tokens_total"},
 	PrefixHits:       []string{"sglang:cached_tokens_total"},
 	Requests:         []string{"sglang:num_requests_total"},
+	// Gauges over the last logging interval: the mean accepted length,
+	// and (newer versions) the acceptance rate.
+	SpecAcceptLength: []string{"sglang:spec_accept_length"},
+	SpecAcceptRate:   []string{"sglang:spec_accept_rate"},
 	TTFT:             []string{"sglang:time_to_first_token_seconds"},
 	ITL:              []string{"sglang:inter_token_latency_seconds"},
 	E2E:              []string{"sglang:e2e_request_latency_seconds"},
@@ -90,7 +105,7 @@ var Servers = []Names{VLLM, SGLang, TGI}
 func (n Names) all() []string {
 	var out []string
 	for _, l := range [][]string{n.Running, n.Waiting, n.KVCacheUsage, n.Preemptions, n.PromptTokens,
-		n.GenerationTokens, n.PrefixQueries, n.PrefixHits, n.Requests} {
+		n.GenerationTokens, n.PrefixQueries, n.PrefixHits, n.Requests, n.SpecDrafts, n.SpecDraftTokens, n.SpecAccepted, n.SpecAcceptLength, n.SpecAcceptRate} {
 		out = append(out, l...)
 	}
 	for _, l := range [][]string{n.TTFT, n.ITL, n.TPOT, n.E2E, n.QueueTime} {
@@ -118,3 +133,13 @@ func (d *Data) Detect(target string) (Names, bool) {
 	}
 	return best, bestN > 0
 }
+
+// DCGM: NVIDIA's dcgm-exporter, names and units from its
+// etc/default-counters.csv. Energy is read from any target that exports
+// it, whatever server (if any) it is.
+const (
+	// DCGMEnergy is a counter per GPU: energy since boot, in mJ.
+	DCGMEnergy = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
+	// DCGMPower is a gauge per GPU: power draw, in W.
+	DCGMPower = "DCGM_FI_DEV_POWER_USAGE"
+)

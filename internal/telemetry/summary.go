@@ -26,6 +26,17 @@ type Summary struct {
 	PrefixHitRate   float64
 	PrefixHitRateOK bool
 
+	// Speculative decoding: draft steps, draft tokens proposed and of them
+	// accepted (counters), and a server's own mean acceptance length
+	// (gauge, SGLang).
+	SpecDrafts, SpecDraftTokens, SpecAccepted CounterStat
+	SpecAcceptLength, SpecAcceptRate          GaugeStat
+
+	// Energy (DCGM): the GPUs' energy counters summed, in mJ (Series is
+	// the number of GPUs), and their power draw summed per scrape, in W.
+	EnergyMJ CounterStat
+	PowerW   GaugeStat
+
 	// Server-side latency distributions over the window, in seconds.
 	TTFT, ITL, TPOT, E2E, QueueTime HistogramStat
 
@@ -55,6 +66,12 @@ func SummarizeTarget(d *Data, target string, w Window) Summary {
 			s.Failed++
 			s.FailedByKind[sc.ErrorKind]++
 		}
+	}
+	if ss := d.Find(target, DCGMEnergy); len(ss) > 0 {
+		s.EnergyMJ, s.Used["EnergyMJ"] = SumCounters(ss, w), DCGMEnergy
+	}
+	if ss := d.Find(target, DCGMPower); len(ss) > 0 {
+		s.PowerW, s.Used["PowerW"] = Gauge(Combine(ss, AggSum), w), DCGMPower
 	}
 	n, ok := d.Detect(target)
 	if !ok {
@@ -100,6 +117,11 @@ func SummarizeTarget(d *Data, target string, w Window) Summary {
 	if s.PrefixQueries.OK && s.PrefixHits.OK && s.PrefixQueries.Increase > 0 {
 		s.PrefixHitRate, s.PrefixHitRateOK = s.PrefixHits.Increase/s.PrefixQueries.Increase, true
 	}
+	s.SpecDrafts = counter("SpecDrafts", n.SpecDrafts)
+	s.SpecDraftTokens = counter("SpecDraftTokens", n.SpecDraftTokens)
+	s.SpecAccepted = counter("SpecAccepted", n.SpecAccepted)
+	s.SpecAcceptLength = gauge("SpecAcceptLength", n.SpecAcceptLength, AggMean)
+	s.SpecAcceptRate = gauge("SpecAcceptRate", n.SpecAcceptRate, AggMean)
 	s.TTFT = hist("TTFT", n.TTFT)
 	s.ITL = hist("ITL", n.ITL)
 	s.TPOT = hist("TPOT", n.TPOT)
