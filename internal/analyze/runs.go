@@ -52,6 +52,8 @@ type RunSet struct {
 	TCritical  float64   `json:"t_critical"` // t(1-α/2, N-1)
 	Metrics    []RunStat `json:"metrics"`
 	Note       string    `json:"note,omitempty"`
+
+	sums []*Summary // the runs, for gate metrics beyond Metrics
 }
 
 // RunPath is the recording of run i (from 1) of a set written to out:
@@ -115,7 +117,7 @@ func AggregateRuns(names []string, sums []*Summary, conf float64) (*RunSet, erro
 		return nil, fmt.Errorf("confidence %g: expected a level between 0 and 1, e.g. 0.95: %w", conf, ErrBadInput)
 	}
 	n := len(sums)
-	rs := &RunSet{Runs: names, Confidence: conf}
+	rs := &RunSet{Runs: names, Confidence: conf, sums: sums}
 	if n > 1 {
 		rs.TCritical = TQuantile(1-(1-conf)/2, float64(n-1))
 	}
@@ -164,14 +166,27 @@ func (st *RunStat) fill(t float64) {
 	st.CILow, st.CIHigh = st.Mean-st.HalfWidth, st.Mean+st.HalfWidth
 }
 
-// stat returns the set's statistics of a gate metric.
-func (rs *RunSet) stat(metric string) (RunStat, bool) {
+// stat returns the set's statistics of a gate metric, computing them from
+// the runs when Metrics does not hold it.
+func (rs *RunSet) stat(metric string) (RunStat, error) {
 	for _, m := range rs.Metrics {
 		if m.Metric == metric {
-			return m, true
+			return m, nil
 		}
 	}
-	return RunStat{}, false
+	st := RunStat{Metric: metric, Name: metric}
+	for i, s := range rs.sums {
+		v, err := gateValue(s, metric)
+		if err != nil {
+			return st, fmt.Errorf("%s: %w", rs.Runs[i], err)
+		}
+		st.Values = append(st.Values, v)
+	}
+	if len(st.Values) == 0 {
+		return st, fmt.Errorf("metric %s is not in the run set: %w", metric, ErrBadInput)
+	}
+	st.fill(rs.TCritical)
+	return st, nil
 }
 
 // WriteText prints one line per metric: mean, sd, CV and the interval.

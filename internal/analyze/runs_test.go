@@ -57,3 +57,41 @@ func TestRunPath(t *testing.T) {
 		}
 	}
 }
+
+// --beyond-ci: a change past the threshold fails only when the intervals
+// are disjoint in its direction.
+func TestGateRunsBeyondCI(t *testing.T) {
+	set := func(vals ...float64) *RunSet {
+		st := RunStat{Metric: "ttft.p99", Values: vals}
+		tc := TQuantile(0.975, float64(len(vals)-1))
+		st.fill(tc)
+		return &RunSet{Runs: make([]string, len(vals)), Confidence: 0.95, TCritical: tc, Metrics: []RunStat{st}}
+	}
+	base := set(100, 101, 99)
+	noisy := set(100, 140, 130) // mean +23%, interval reaches below A's
+	clear := set(120, 121, 119) // mean +20%, interval above A's
+	conds, err := ParseGate([]string{"ttft.p99>+10%"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		b                   *RunSet
+		beyond, fail, noise bool
+	}{
+		{noisy, false, true, false},
+		{noisy, true, false, true},
+		{clear, true, true, false},
+		{base, true, false, false},
+	} {
+		rs, err := EvaluateGateRuns(conds, base, c.b, c.beyond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := rs[0]; r.Failed != c.fail || r.WithinNoise != c.noise || r.A != 100 {
+			t.Errorf("B %v beyond-ci %v: %+v, want failed %v within noise %v", c.b.Metrics[0].Values, c.beyond, r, c.fail, c.noise)
+		}
+	}
+	if _, err := EvaluateGateRuns([]GateCondition{{Metric: "ttft.p50"}}, base, base, false); err == nil {
+		t.Error("a metric the sets lack and cannot compute: no error")
+	}
+}
