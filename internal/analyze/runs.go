@@ -125,7 +125,7 @@ func AggregateRuns(names []string, sums []*Summary, conf float64) (*RunSet, erro
 	case n == 1:
 		rs.Note = "one run: no spread and no interval; run at least 3 to estimate the noise"
 	case n < 3:
-		rs.Note = fmt.Sprintf("%d runs: the interval rests on %d degree of freedom and is very wide; run at least 3", n, n-1)
+		rs.Note = "2 runs: the interval rests on 1 degree of freedom and is very wide; run at least 3"
 	}
 	for _, m := range runMetrics(sums[0]) {
 		st := RunStat{Metric: m.key, Name: m.name}
@@ -202,7 +202,7 @@ func (rs *RunSet) WriteText(w io.Writer) error {
 		fmt.Fprintf(bw, "%-34s %14.2f %12.2f %7.2f%% [%16.2f, %16.2f]\n", m.Name, m.Mean, m.StdDev, 100*m.CV, m.CILow, m.CIHigh)
 	}
 	if rs.TCritical > 0 {
-		fmt.Fprintf(bw, "Student's t with %d degrees of freedom: t = %.4f; std is the sample std (N-1)\n", len(rs.Runs)-1, rs.TCritical)
+		fmt.Fprintf(bw, "Student's t with %s: t = %.4f; std is the sample std (N-1)\n", plural(len(rs.Runs)-1, "degree of freedom", "degrees of freedom"), rs.TCritical)
 	}
 	if rs.Note != "" {
 		fmt.Fprintln(bw, "NOTE:", rs.Note)
@@ -250,7 +250,7 @@ td:first-child,th:first-child{text-align:left} .note{color:#555}
 	}
 	b.WriteString("</table>\n")
 	if rs.TCritical > 0 {
-		fmt.Fprintf(&b, "<p class=\"note\">Mean ± t·sd/√N, Student's t with %d degrees of freedom (t = %.4f); sd is the sample standard deviation.</p>\n", len(rs.Runs)-1, rs.TCritical)
+		fmt.Fprintf(&b, "<p class=\"note\">Mean ± t·sd/√N, Student's t with %s (t = %.4f); sd is the sample standard deviation.</p>\n", plural(len(rs.Runs)-1, "degree of freedom", "degrees of freedom"), rs.TCritical)
 	}
 	if rs.Note != "" {
 		fmt.Fprintf(&b, "<p class=\"note\">NOTE: %s</p>\n", html.EscapeString(rs.Note))
@@ -340,4 +340,12 @@ func regIncBeta(x, a, b float64) float64 {
 		}
 	}
 	return front * (f - 1)
+}
+
+// plural is "n one" or "n many".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }

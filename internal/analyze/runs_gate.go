@@ -51,7 +51,7 @@ func EvaluateGateRuns(conds []GateCondition, a, b *RunSet, beyondCI bool) ([]Gat
 func WriteCompareRuns(w io.Writer, a, b *RunSet, nameA, nameB string) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintln(bw, center(" Comparison of run sets ", '=', 110))
-	fmt.Fprintf(bw, "A: %s (%d runs)\nB: %s (%d runs)\n", nameA, len(a.Runs), nameB, len(b.Runs))
+	fmt.Fprintf(bw, "A: %s (%s)\nB: %s (%s)\n", nameA, plural(len(a.Runs), "run", "runs"), nameB, plural(len(b.Runs), "run", "runs"))
 	fmt.Fprintf(bw, "means ± the half width of the %s%% confidence interval of each\n", pWord(100*a.Confidence))
 	fmt.Fprintf(bw, "%-34s %24s %24s %10s %12s\n", "metric", "A", "B", "change", "intervals")
 	for _, ma := range a.Metrics {
