@@ -77,8 +77,9 @@ func newAnalyzeCmd() *cobra.Command {
 	var (
 		af                         analyzeFlags
 		jsonPath, perReq, htmlPath string
-		detailed, quiet            bool
+		detailed, quiet, runs      bool
 		serverMetrics              string
+		confidence                 float64
 	)
 	cmd := &cobra.Command{
 		Use:   "analyze RECORDING.parquet|DIR/... [flags]",
@@ -93,11 +94,19 @@ tokens, a per-turn table and vLLM multi-turn's statistics. A run that mixes
 APIs, sends one beyond chat and completions, or reasons adds a section per
 endpoint: TTFT, time to first output token (TTFO), TPOT, ITL and reasoning
 tokens for the generating APIs; latency, requests, input tokens and items
-per second for embeddings, rerank and score.`,
+per second for embeddings, rerank and score.
+
+--runs treats each recording as one run of a repeated benchmark (the -o name
+of replay --num-runs stands for its OUT-1..OUT-N) and reports, per metric,
+the mean across runs, the sample standard deviation, the coefficient of
+variation and the confidence interval of the mean (Student's t with N-1
+degrees of freedom, as AIPerf's multi-run report); --json and --html then
+hold that aggregate.`,
 		Example: `  tracekit analyze run.parquet
   tracekit analyze results/bench-001/
   tracekit analyze 'shards/*.parquet' --window 60s-300s --goodput "ttft:500 tpot:50"
-  tracekit analyze run.parquet --percentiles 50,90,99 --metrics ttft,tpot,itl,e2el --json result.json --html report.html`,
+  tracekit analyze run.parquet --percentiles 50,90,99 --metrics ttft,tpot,itl,e2el --json result.json --html report.html
+  tracekit analyze run-1.parquet run-2.parquet run-3.parquet --runs --confidence 0.95`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts, err := af.options()
@@ -105,6 +114,9 @@ per second for embeddings, rerank and score.`,
 				return badInput(err)
 			}
 			opts.ServerMetrics = serverMetrics
+			if runs {
+				return analyzeRunSet(cmd, args, opts, confidence, runSetOutputs{json: jsonPath, html: htmlPath, quiet: quiet, perRequest: perReq})
+			}
 			paths, skipped, err := analyze.ExpandRuns(args)
 			if err != nil {
 				return analyzeErr(err)
@@ -148,6 +160,8 @@ per second for embeddings, rerank and score.`,
 	cmd.Flags().StringVar(&perReq, "per-request", "", "write one row per request to FILE.parquet or FILE.csv")
 	cmd.Flags().StringVar(&htmlPath, "html", "", "write a self-contained HTML report with charts to FILE")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not print the text report")
+	cmd.Flags().BoolVar(&runs, "runs", false, "each recording is one run of a repeated benchmark: report each metric's mean, std and confidence interval across them")
+	cmd.Flags().Float64Var(&confidence, "confidence", analyze.DefaultConfidence, "with --runs: confidence level of the intervals")
 	cmd.Flags().StringVar(&serverMetrics, "server-metrics", "", "report this telemetry sidecar in the server section (default: RUN.metrics.parquet beside the recording, if any)")
 	return cmd
 }

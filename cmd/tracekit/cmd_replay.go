@@ -55,6 +55,12 @@ as they were, in-flight ones marked canceled with their partial events. A second
 Ctrl-C exits at once (tracekit recover then rebuilds the file from its journal).
 The API key is read from the environment (--api-key-env) and never written.
 
+--num-runs N replays the trace N times (--run-cooldown between runs), each
+run its own complete recording OUT-1..OUT-N (run.parquet: run-1.parquet, ...),
+then prints per metric the mean across runs, the sample standard deviation and
+the --confidence interval of the mean (Student's t, N-1 degrees of freedom).
+An interrupted run ends the set: the runs before it stay complete.
+
 Distributed runs (docs/distributed.md): --shards N with
 the index from $JOB_COMPLETION_INDEX, -o with {shard}, one --start-at instant
 for every shard, a shared --run-id; TRACE may be an http(s) URL (downloaded
@@ -118,7 +124,7 @@ beside the output, verified, removed after).`,
 				return badInput(err)
 			}
 			scrape.insecure, o.scrape, o.live = c.Insecure, &scrape, &lf
-			return runReplay(cmd, c, o)
+			return runReplays(cmd, c, o)
 		},
 	}
 	f := cmd.Flags()
@@ -169,6 +175,9 @@ beside the output, verified, removed after).`,
 	f.StringVar(&dispatcher, "dispatcher", "precise", "precise (absolute CLOCK_MONOTONIC timerfd in Go's poller, adaptive early release and spin) or sleep (Go timers, for comparison)")
 	f.StringVar(&o.progress, "progress", "auto", "auto (a bar on a terminal, else a line every 10 s), bar, dashboard (live figures on a terminal, else the line), plain or none")
 	f.BoolVar(&o.noAnalyze, "no-analyze", false, "do not print the analysis at the end")
+	f.IntVar(&o.numRuns, "num-runs", 1, "run the whole trace N times, each its own recording OUT-1..OUT-N, then print each metric's mean and confidence interval across runs")
+	f.DurationVar(&o.runCooldown, "run-cooldown", 0, "with --num-runs: pause this long between runs")
+	f.Float64Var(&o.confidence, "confidence", analyze.DefaultConfidence, "with --num-runs: confidence level of the intervals across runs")
 	d.register(f)
 	scrape.register(f, "target")
 	lf.register(f)
@@ -182,6 +191,9 @@ type replayOpts struct {
 	noAnalyze     bool
 	force         bool
 	maxErrorRate  float64 // < 0: not given
+	numRuns       int
+	runCooldown   time.Duration
+	confidence    float64
 	dist          distOpts
 	scrape        *scrapeFlags
 	live          *liveFlags

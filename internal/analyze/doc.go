@@ -25,7 +25,10 @@
 // figures beside vLLM's block: time to second token, TTFO, reasoning,
 // decode-only ITL, per-user rates), errorkinds.go,
 // health.go (client health), then the renderers text.go, json.go, html.go,
-// perrequest.go and compare.go, and gate.go (compare --fail-on).
+// perrequest.go and compare.go, and gate.go (compare --fail-on). runs.go
+// aggregates a run set (replay --num-runs, analyze --runs): Summaries in,
+// per metric the mean across runs, sample std and Student's t interval
+// out; runs_gate.go compares two sets and gates on their means.
 //
 // Definitions are vLLM `bench serve`'s by default (see Derive and Summary):
 // success is vLLM's client's (HTTP 200, an event, no transport error: a

@@ -15,9 +15,10 @@ import (
 // threshold from A. Each condition is METRIC OP CHANGE: OP is > (fail when
 // the change is above) or < (below); CHANGE is a signed number, relative
 // to A when it ends in % ((B - A) / |A|), else absolute (B - A, in the
-// metric's unit). It compares one run with one run: a threshold on the
-// change, not a test of significance, so set it above the run-to-run
-// noise of the setup.
+// metric's unit). On two recordings it is a threshold on the change, not
+// a test of significance, so set it above the run-to-run noise of the
+// setup; on run sets (runs.go) it compares the means across runs and, with
+// --beyond-ci, also requires the change to clear the confidence intervals.
 
 // GateCondition is one parsed condition.
 type GateCondition struct {
@@ -37,6 +38,9 @@ type GateResult struct {
 	B      float64 `json:"b"`
 	Change float64 `json:"change"`
 	Failed bool    `json:"failed"`
+	// WithinNoise says the change passed the threshold but not the run
+	// sets' confidence intervals (compare --beyond-ci), so it did not fail.
+	WithinNoise bool `json:"within_noise,omitempty"`
 }
 
 // gateStats are the distributions a gate can name, in ms.
@@ -202,25 +206,30 @@ func EvaluateGate(conds []GateCondition, a, b *Summary) ([]GateResult, error) {
 		if err != nil {
 			return nil, err
 		}
-		r := GateResult{GateCondition: c, A: x, B: y, Change: y - x}
-		if c.Relative {
-			switch {
-			case x != 0:
-				r.Change = 100 * (y - x) / math.Abs(x)
-			case y > x:
-				r.Change = math.Inf(1)
-			case y < x:
-				r.Change = math.Inf(-1)
-			}
-		}
-		if c.Above {
-			r.Failed = r.Change > c.Threshold
-		} else {
-			r.Failed = r.Change < c.Threshold
-		}
-		out = append(out, r)
+		out = append(out, judge(c, x, y))
 	}
 	return out, nil
+}
+
+// judge evaluates condition c on the values x of A and y of B.
+func judge(c GateCondition, x, y float64) GateResult {
+	r := GateResult{GateCondition: c, A: x, B: y, Change: y - x}
+	if c.Relative {
+		switch {
+		case x != 0:
+			r.Change = 100 * (y - x) / math.Abs(x)
+		case y > x:
+			r.Change = math.Inf(1)
+		case y < x:
+			r.Change = math.Inf(-1)
+		}
+	}
+	if c.Above {
+		r.Failed = r.Change > c.Threshold
+	} else {
+		r.Failed = r.Change < c.Threshold
+	}
+	return r
 }
 
 // GateFailed reports whether any result failed.
@@ -237,8 +246,11 @@ func WriteGate(w io.Writer, rs []GateResult) error {
 	for _, r := range rs {
 		change := r.changeText()
 		verdict := "pass"
-		if r.Failed {
+		switch {
+		case r.Failed:
 			verdict = "FAIL"
+		case r.WithinNoise:
+			verdict = "pass:noise"
 		}
 		fmt.Fprintf(bw, "%-40s %14.2f %14.2f %14s %10s\n", r.Text, r.A, r.B, change, verdict)
 	}
@@ -264,6 +276,8 @@ type GateOutcome struct {
 	Change     *float64 `json:"change"`
 	ChangeText string   `json:"change_text"`
 	Failed     bool     `json:"failed"`
+	// WithinNoise: past the threshold, but inside the run sets' noise.
+	WithinNoise bool `json:"within_noise,omitempty"`
 }
 
 // Verdict builds the verdict of results for runs base and new.
@@ -271,7 +285,7 @@ func Verdict(rs []GateResult, base, new string) GateVerdict {
 	v := GateVerdict{Passed: !GateFailed(rs), Base: base, New: new, Conditions: []GateOutcome{}}
 	for _, r := range rs {
 		v.Conditions = append(v.Conditions, GateOutcome{GateCondition: r.GateCondition, A: r.A, B: r.B,
-			Change: finite(r.Change), ChangeText: r.changeText(), Failed: r.Failed})
+			Change: finite(r.Change), ChangeText: r.changeText(), Failed: r.Failed, WithinNoise: r.WithinNoise})
 	}
 	return v
 }

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tracekit/tracekit/internal/analyze"
+	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
+	"github.com/tracekit/tracekit/trace"
+)
+
+// replay --num-runs 3 against the mock: three complete recordings, and an
+// aggregate whose means equal the means of the three single-run analyses
+// (read from analyze --json) and whose intervals match a hand computation
+// with t(0.975, 2) = 4.302653. compare takes the set by its -o name.
+func TestReplayNumRuns(t *testing.T) {
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "t.parquet")
+	if _, stderr, code := runCLI(t, "synth", "--conversations", "4", "--turns", "2", "--input-tokens", "40", "--output-tokens", "16",
+		"--rate", "0", "--seed", "1", "-o", tr); code != ExitOK {
+		t.Fatalf("synth: exit %d: %s", code, stderr)
+	}
+	srv := mocktest.Start(t, func(c *mock.Config) { c.Latency.DecodeBase = mock.Duration(time.Millisecond) })
+	out := filepath.Join(dir, "run.parquet")
+	stdout, stderr, code := runCLI(t, "replay", tr, "--target", srv.URL(), "-o", out, "--num-runs", "3", "--run-cooldown", "10ms",
+		"--progress", "none", "--no-probe", "--ignore-eos")
+	if code != ExitOK {
+		t.Fatalf("replay --num-runs 3: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "Run set: 3 runs") || !strings.Contains(stdout, "95% CI of mean") {
+		t.Errorf("replay's output lacks the aggregate:\n%s", stdout)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("%s written: the runs go to OUT-1..OUT-3 only", out)
+	}
+	// Each run analyzed alone.
+	var single [3]map[string]any
+	for i := range 3 {
+		p := analyze.RunPath(out, i+1)
+		recs, _, err := trace.ReadRecords(p)
+		if err != nil || len(recs) != 8 {
+			t.Fatalf("run %d: %d records, %v: want a valid recording of all 8 requests", i+1, len(recs), err)
+		}
+		js := filepath.Join(dir, "single.json")
+		if _, stderr, code := runCLI(t, "analyze", p, "--json", js, "-q", "--metrics", "ttft,tpot,itl,e2el"); code != ExitOK {
+			t.Fatalf("analyze %s: exit %d: %s", p, code, stderr)
+		}
+		b, err := os.ReadFile(js)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &single[i]); err != nil {
+			t.Fatal(err)
+		}
+		os.Remove(js)
+	}
+	// The aggregate from the set's name.
+	agg, html := filepath.Join(dir, "agg.json"), filepath.Join(dir, "agg.html")
+	if stdout, stderr, code := runCLI(t, "analyze", out, "--runs", "--json", agg, "--html", html); code != ExitOK || !strings.Contains(stdout, "Run set: 3 runs") {
+		t.Fatalf("analyze --runs: exit %d: %s\n%s", code, stderr, stdout)
+	}
+	var rs analyze.RunSet
+	b, err := os.ReadFile(agg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &rs); err != nil {
+		t.Fatal(err)
+	}
+	if len(rs.Runs) != 3 || rs.Confidence != 0.95 || math.Abs(rs.TCritical-4.302653) > 1e-5 {
+		t.Fatalf("aggregate header: runs %v, confidence %g, t %g", rs.Runs, rs.Confidence, rs.TCritical)
+	}
+	byMetric := map[string]analyze.RunStat{}
+	for _, m := range rs.Metrics {
+		byMetric[m.Metric] = m
+	}
+	for metric, key := range map[string]string{
+		"ttft.mean": "mean_ttft_ms", "ttft.p99": "p99_ttft_ms", "itl.median": "median_itl_ms", "tpot.p99": "p99_tpot_ms",
+		"e2el.mean": "mean_e2el_ms", "output_throughput": "output_throughput", "request_throughput": "request_throughput",
+	} {
+		m, ok := byMetric[metric]
+		if !ok {
+			t.Errorf("aggregate lacks %s", metric)
+			continue
+		}
+		var v [3]float64
+		for i := range 3 {
+			v[i] = single[i][key].(float64)
+		}
+		mean := (v[0] + v[1] + v[2]) / 3
+		sd := math.Sqrt(((v[0]-mean)*(v[0]-mean) + (v[1]-mean)*(v[1]-mean) + (v[2]-mean)*(v[2]-mean)) / 2)
+		half := 4.302653 * sd / math.Sqrt(3)
+		near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-6*math.Max(1, math.Abs(b)) }
+		if !near(m.Mean, mean) || !near(m.StdDev, sd) || !near(m.CILow, mean-half) || !near(m.CIHigh, mean+half) {
+			t.Errorf("%s: mean %g sd %g CI [%g, %g]; by hand from %v: mean %g sd %g CI [%g, %g]",
+				metric, m.Mean, m.StdDev, m.CILow, m.CIHigh, v, mean, sd, mean-half, mean+half)
+		}
+		if mean <= 0 {
+			t.Errorf("%s: mean %g: the runs measured nothing", metric, mean)
+		}
+	}
+	if h, err := os.ReadFile(html); err != nil || !bytes.Contains(h, []byte("P99 TTFT (ms)")) {
+		t.Errorf("HTML report: %v, lacks the P99 TTFT row", err)
+	}
+	// Again on the same -o: refused before anything runs, naming run 1.
+	if _, stderr, code := runCLI(t, "replay", tr, "--target", srv.URL(), "-o", out, "--num-runs", "3", "--progress", "none", "--no-probe"); code != ExitUsage || !strings.Contains(stderr, "run-1.parquet exists") {
+		t.Errorf("second set on the same -o: exit %d: %s", code, stderr)
+	}
+	// compare: the set against itself passes even a zero threshold with
+	// --beyond-ci, and against one of its runs prints the set table.
+	if stdout, stderr, code := runCLI(t, "compare", out, out, "--fail-on", "ttft.p99>+0%", "--beyond-ci"); code != ExitOK || !strings.Contains(stdout, "Comparison of run sets") {
+		t.Errorf("compare set with itself: exit %d: %s\n%s", code, stderr, stdout)
+	}
+	if stdout, stderr, code := runCLI(t, "compare", analyze.RunPath(out, 1), out); code != ExitOK || !strings.Contains(stdout, "A: "+analyze.RunPath(out, 1)+" (1 run)") {
+		t.Errorf("compare run with set: exit %d: %s\n%s", code, stderr, stdout)
+	}
+	// A set against a set decoding ten times slower: the ITL change clears
+	// both intervals, so --beyond-ci fails it (exit 1, naming it).
+	slowSrv := mocktest.Start(t, func(c *mock.Config) { c.Latency.DecodeBase = mock.Duration(10 * time.Millisecond) })
+	slow := filepath.Join(dir, "slow.parquet")
+	if _, stderr, code := runCLI(t, "replay", tr, "--target", slowSrv.URL(), "-o", slow, "--num-runs", "3",
+		"--progress", "none", "--no-probe", "--ignore-eos", "--no-analyze"); code != ExitOK {
+		t.Fatalf("slow set: exit %d: %s", code, stderr)
+	}
+	verdict := filepath.Join(dir, "verdict.json")
+	if stdout, stderr, code := runCLI(t, "compare", out, slow, "--fail-on", "itl.median>+10%", "--beyond-ci", "--verdict", verdict); code != ExitFailed ||
+		!strings.Contains(stderr, "itl.median>+10%") || !strings.Contains(stdout, "disjoint") {
+		t.Errorf("slower set: exit %d, stderr %q: want 1 naming the ITL condition\n%s", code, stderr, stdout)
+	}
+	var v analyze.GateVerdict
+	if b, err := os.ReadFile(verdict); err != nil || json.Unmarshal(b, &v) != nil || v.Passed || len(v.Conditions) != 1 || !v.Conditions[0].Failed {
+		t.Errorf("verdict: %+v, %v", v, err)
+	}
+	if _, stderr, code := runCLI(t, "analyze", out, "--runs", "--confidence", "1.5"); code != ExitUsage || !strings.Contains(stderr, "--confidence") {
+		t.Errorf("--confidence 1.5: exit %d: %s", code, stderr)
+	}
+}
+
+// SIGINT during the second run of a set: exit 130, run 1 complete and
+// valid with every request, run 2 a valid recording cut short, no run 3.
+func TestReplayNumRunsInterrupted(t *testing.T) {
+	bin := tracekitBinary(t)
+	srv := processMock(t, 20*time.Millisecond)
+	path := processTrace(t, "g", 6, 5, 10*time.Millisecond, 0, 10)
+	out := filepath.Join(t.TempDir(), "rec.parquet")
+	cmd := exec.Command(bin, "replay", path, "--target", srv.URL(), "-o", out, "--ignore-eos", "--num-runs", "3",
+		"--progress", "none", "--no-probe")
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Run 1 has all 30 requests; 8 more are of run 2.
+	waitFor(t, 60*time.Second, func() bool { return len(srv.Log()) >= 38 })
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != ExitInterrupted {
+			t.Errorf("%v, want exit code 130\n%s", err, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("tracekit did not exit 20 s after SIGINT; output:\n%s", stderr.String())
+	}
+	recs, _, err := trace.ReadRecords(analyze.RunPath(out, 1))
+	if err != nil {
+		t.Fatalf("run 1: %v", err)
+	}
+	for _, r := range recs {
+		if r.ErrorKind != "" {
+			t.Errorf("run 1, %s: error %q", r.RequestID, r.ErrorKind)
+		}
+	}
+	if len(recs) != 30 {
+		t.Errorf("run 1: %d records, want all 30", len(recs))
+	}
+	recs2, _, err := trace.ReadRecords(analyze.RunPath(out, 2))
+	if err != nil || len(recs2) >= 30 {
+		t.Errorf("run 2: %d records, %v: want a valid recording cut short", len(recs2), err)
+	}
+	if _, err := os.Stat(analyze.RunPath(out, 3)); err == nil {
+		t.Error("run 3 was written after the interrupt")
+	}
+	if !strings.Contains(stderr.String(), "run 2 of 3") {
+		t.Errorf("output does not name run 2:\n%s", stderr.String())
+	}
+}
