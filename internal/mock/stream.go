@@ -34,7 +34,7 @@ func (x *exchange) prepare() (streamEnd, bool) {
 			x.take = x.takeAt(x.tok) // the first token alone, out of prefill
 			if x.tok > 0 {
 				for range x.take {
-					x.sched += int64(x.s.cfg.Latency.itl(x.rng, int(x.s.m.running.Load())))
+					x.sched += int64(x.lat.itl(x.rng, int(x.s.m.running.Load())))
 				}
 			}
 		}
