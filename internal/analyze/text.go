@@ -150,6 +150,8 @@ func (s *Summary) writeExtras(b *bufio.Writer) {
 		s.writeEndpoints(b)
 	}
 	s.writeModels(b)
+	s.writeSteady(b)
+	s.writeSlices(b)
 
 	fmt.Fprintln(b, center("ITL by definition (ms)", '-', 50))
 	s.statsHeader(b, "definition")
