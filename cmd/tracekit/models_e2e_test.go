@@ -1,10 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"io/fs"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -79,5 +85,77 @@ func TestPerModelAnalysis(t *testing.T) {
 	}
 	if !strings.Contains(string(h), "<h2>Model: small</h2>") || !strings.Contains(string(h), "<h2>Model: large</h2>") {
 		t.Errorf("HTML report has no per-model sections")
+	}
+}
+
+// mock --models adds names with the base latency after the config's own
+// models list: /v1/models lists them all, --model's first, and
+// --strict-model still 404s a name not served.
+func TestMockModelsFlag(t *testing.T) {
+	bin := tracekitBinary(t)
+	dir := t.TempDir()
+	cfg, ready := filepath.Join(dir, "mock.json"), filepath.Join(dir, "ready.json")
+	if err := os.WriteFile(cfg, []byte(`{"models":[{"name":"small","latency":{"decode_base":"2ms"}}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "mock", "--listen", "127.0.0.1:0", "--ready-file", ready, "--config", cfg,
+		"--model", "large", "--models", "lora-a,lora-b", "--strict-model")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(time.Minute):
+			cmd.Process.Kill()
+			<-exited
+		}
+	}()
+	var r mock.Ready
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) { // hang guard
+		var err error
+		if r, err = mock.ReadReadyFile(ready); err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) || time.Now().After(deadline) {
+			t.Fatalf("%v:\n%s", err, out.String())
+		}
+	}
+	resp, err := http.Get(r.URL + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&list)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, d := range list.Data {
+		ids = append(ids, d.ID)
+	}
+	if got := strings.Join(ids, ","); got != "large,small,lora-a,lora-b" {
+		t.Fatalf("/v1/models lists %s, want large,small,lora-a,lora-b", got)
+	}
+	for model, want := range map[string]int{"lora-b": http.StatusOK, "other": http.StatusNotFound} {
+		body := `{"model":"` + model + `","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`
+		resp, err := http.Post(r.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("model %s: status %d, want %d", model, resp.StatusCode, want)
+		}
 	}
 }
