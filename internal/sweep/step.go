@@ -66,6 +66,9 @@ type StepResult struct {
 	// Steady is the step's steady window (analyze.SteadyState: the longest
 	// stretch with at least 0.8 of the peak in flight) and its figures.
 	Steady *StepSteady `json:"steady,omitempty"`
+	// Slices are the step cut into windows by time (ReplayOptions.Slices),
+	// each with its offered rate, throughput, mean in flight, TTFT and ITL.
+	Slices []analyze.WindowFigures `json:"slices,omitempty"`
 
 	// Per-request goodput: Good requests met every objective's threshold.
 	Good           int     `json:"good"`
@@ -211,6 +214,7 @@ func Measure(r *StepResult, s *analyze.Summary, slo SLO, h *trace.Health, exclud
 	}
 	r.OfferedRate = rateOf(intended, 0)
 	r.Steady = stepSteady(s)
+	r.Slices = s.Slices
 	r.Throughput, r.ThroughputFrom = rateOf(done, 0.1), "p10-p90"
 	if st := r.Steady; st != nil && st.Completed >= SteadyMinCompleted && st.DurationS >= s.Duration/2 {
 		r.Throughput, r.ThroughputFrom = st.RequestThroughput, "steady"
