@@ -115,13 +115,14 @@ func (s *Summary) writeSteady(b *bufio.Writer) {
 	row("Request throughput (req/s):", st.RequestThroughput, s.RequestThroughput)
 	row("Output token throughput (tok/s):", st.OutputThroughput, s.OutputThroughput)
 	row("Mean in flight:", st.MeanInFlight, s.meanInFlight())
-	row("Median TTFT (ms):", st.TTFT.Median, s.TTFT.Median)
-	row("Median ITL (ms):", st.ITL.Median, s.ITLPerEvent.Median)
+	// Labels unlike vLLM block's rows, which scripts read by label.
+	row("TTFT median (ms):", st.TTFT.Median, s.TTFT.Median)
+	row("ITL median (ms, per event):", st.ITL.Median, s.ITLPerEvent.Median)
 	for i, p := range st.TTFT.Percentiles {
-		row("P"+pWord(p.P)+" TTFT (ms):", p.Value, s.TTFT.Percentiles[i].Value)
+		row("TTFT p"+pWord(p.P)+" (ms):", p.Value, s.TTFT.Percentiles[i].Value)
 	}
 	for i, p := range st.ITL.Percentiles {
-		row("P"+pWord(p.P)+" ITL (ms):", p.Value, s.ITLPerEvent.Percentiles[i].Value)
+		row("ITL p"+pWord(p.P)+" (ms, per event):", p.Value, s.ITLPerEvent.Percentiles[i].Value)
 	}
 	fmt.Fprintln(b, "(--window steady analyzes the requests sent in the window)")
 }
