@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -22,10 +23,12 @@ type analyzeFlags struct {
 	success       string
 	start         string
 	maxExact      int
+	slices        time.Duration
 }
 
 func (f *analyzeFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.window, "window", "", "analyze only requests sent in FROM-TO of the run (Go durations, e.g. 60s-300s; TO optional)")
+	fs.StringVar(&f.window, "window", "", "analyze only requests sent in FROM-TO of the run (Go durations, e.g. 60s-300s; TO optional), or in its steady window: steady")
+	fs.DurationVar(&f.slices, "slices", 0, "also cut the run into windows this long (e.g. 10s): per window the offered rate, throughput, mean in flight, TTFT and ITL p50/p99")
 	fs.BoolVar(&f.excludeWarmup, "exclude-warmup", true, "leave out warm-up requests")
 	fs.StringSliceVar(&f.goodput, "goodput", nil, `vLLM goodput SLOs in ms, e.g. "ttft:500 tpot:50 e2el:2000" or ttft:500,tpot:50`)
 	fs.StringVar(&f.percentiles, "percentiles", "99", "percentiles to report, comma-separated (vLLM --metric-percentiles)")
@@ -38,7 +41,10 @@ func (f *analyzeFlags) register(fs *pflag.FlagSet) {
 
 // options turns the flags into analyze.Options; errors are bad input.
 func (f *analyzeFlags) options() (analyze.Options, error) {
-	o := analyze.Options{IncludeWarmup: !f.excludeWarmup, MaxExactSamples: f.maxExact}
+	o := analyze.Options{IncludeWarmup: !f.excludeWarmup, MaxExactSamples: f.maxExact, Slices: f.slices}
+	if f.slices < 0 {
+		return o, fmt.Errorf("--slices %v: expected a duration above 0 (or 0 for none): %w", f.slices, analyze.ErrBadInput)
+	}
 	var err error
 	if o.Window, err = analyze.ParseWindow(f.window); err != nil {
 		return o, err

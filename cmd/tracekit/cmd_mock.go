@@ -19,6 +19,7 @@ func newMockCmd() *cobra.Command {
 	var (
 		listen, configPath, logPath, tok, readyFile string
 		cfg                                         = d // flag targets; only flags the user set are applied
+		models                                      []string
 	)
 	cmd := &cobra.Command{
 		Use:   "mock",
@@ -30,7 +31,11 @@ func newMockCmd() *cobra.Command {
   ITL   = (decode-base + decode-per-seq * (running - 1)) * LogNormal(mean 1, cv jitter-cv)
   output = max_tokens if ignore_eos, else min(max_tokens, LogNormal(output-mean, output-cv))
 
-Requests beyond --max-num-seqs wait. A prefix cache keyed by the message
+Several models: --models a,b serves more names with the same latency; the
+config's "models" list gives each name a partial latency override, e.g.
+{"models":[{"name":"small","latency":{"decode_base":"5ms"}}]}. All share
+one batch (--max-num-seqs) and one prefix cache. Requests beyond
+--max-num-seqs wait. A prefix cache keyed by the message
 history (--prefix-cache-tokens, LRU) makes turn k+1 of a conversation hit
 what turn k computed. The X-Tracekit-Fault request header forces a fault:
 status=429|500|503, reset, disconnect=N, stall=DUR[@N], malformed[@N], nodone,
@@ -74,6 +79,9 @@ SIGINT, 0 after SIGTERM (a service manager's normal stop).`,
 				}
 			}
 			applyChangedMockFlags(c, &final, cfg)
+			for _, m := range models {
+				final.Models = append(final.Models, mock.ModelConfig{Name: m})
+			}
 			final.Listen = listen
 			if logPath != "" {
 				final.LogPath = logPath
@@ -98,6 +106,7 @@ SIGINT, 0 after SIGTERM (a service manager's normal stop).`,
 	f.StringVar(&readyFile, "ready-file", "", `once serving, write {"url","addr","pid"} JSON here atomically (removed at exit)`)
 	f.StringVar(&tok, "tokenizer", "approx", "prompt token counter: approx (ceil(len/4) per word), o200k_base, cl100k_base or a tokenizer.json path")
 	f.StringVar(&cfg.Model, "model", d.Model, "served model name")
+	f.StringSliceVar(&models, "models", nil, "more served model names, each with the base latency (per-model latency: the config's \"models\" list)")
 	f.BoolVar(&cfg.StrictModel, "strict-model", d.StrictModel, "answer other model names with 404 like vLLM (default: accept any)")
 	f.BoolVar(&cfg.StrictAnthropic, "strict-anthropic", d.StrictAnthropic, "require the anthropic-version header (400) and an API key (401) on /v1/messages, as Anthropic does (default: neither, as vLLM)")
 	f.Int64Var(&cfg.Seed, "seed", d.Seed, "seed of output lengths, jitter, drawn faults and generated text")

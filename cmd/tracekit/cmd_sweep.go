@@ -23,23 +23,23 @@ import (
 // sweepFlags are the sweep command's own flags (the replay settings go
 // straight into a replay.Config).
 type sweepFlags struct {
-	out                            string
-	speed, rate, conc, search, slo string
-	resolution                     string
-	goodputTarget, maxErrorRate    float64
-	maxClientCPU                   float64
-	maxClientLag                   time.Duration
-	maxSteps, retryDistorted       int
-	stepRequests                   int
-	stepDuration, stepTimeout      time.Duration
-	drainTimeout, progressEvery    time.Duration
-	progress                       string
-	live                           liveFlags
-	noEarlyStop                    bool
-	apiKeyEnv                      string
-	headers                        []string
-	temperature                    float64
-	scrape                         scrapeFlags
+	out                               string
+	speed, rate, conc, search, slo    string
+	resolution                        string
+	goodputTarget, maxErrorRate       float64
+	maxClientCPU                      float64
+	maxClientLag                      time.Duration
+	maxSteps, retryDistorted          int
+	stepRequests                      int
+	stepDuration, stepTimeout, slices time.Duration
+	drainTimeout, progressEvery       time.Duration
+	progress                          string
+	live                              liveFlags
+	noEarlyStop                       bool
+	apiKeyEnv                         string
+	headers                           []string
+	temperature                       float64
+	scrape                            scrapeFlags
 }
 
 // newSweepCmd builds the sweep command and its compare subcommand.
@@ -115,6 +115,7 @@ dispatch lag, scheduler latency, send delay or CPU over --max-client-lag or
 	fl.BoolVar(&f.noEarlyStop, "no-early-stop", false, "run every step to its end even once it is certain to fail")
 	fl.IntVar(&f.stepRequests, "step-requests", 0, "measured requests per step (default 200 unless --step-duration)")
 	fl.DurationVar(&f.stepDuration, "step-duration", 0, "send new requests for this long per step (instead of --step-requests)")
+	fl.DurationVar(&f.slices, "slices", 0, "also cut each step into windows this long (e.g. 10s): offered rate, throughput, mean in flight, TTFT and ITL p50/p99 per window, in sweep.json")
 	fl.DurationVar(&f.stepTimeout, "step-timeout", 10*time.Minute, "end a step after this long, canceling its requests in flight (0: none)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", time.Minute, "after a step, wait up to this long for the targets' /metrics to show no running or waiting request")
 	fl.DurationVar(&f.progressEvery, "progress-every", 2*time.Second, "how often a step's progress is printed on stderr")
@@ -326,7 +327,10 @@ func runSweep(cmd *cobra.Command, f sweepFlags, c replay.Config) error {
 		return badInput(err)
 	}
 
-	o := sweep.ReplayOptions{Base: c, Dir: f.out, StepRequests: f.stepRequests, StepDuration: f.stepDuration,
+	if f.slices < 0 {
+		return badInput(fmt.Errorf("--slices %v: expected a duration above 0 (or 0 for none)", f.slices))
+	}
+	o := sweep.ReplayOptions{Base: c, Dir: f.out, StepRequests: f.stepRequests, StepDuration: f.stepDuration, Slices: f.slices,
 		StepTimeout: f.stepTimeout, DrainTimeout: f.drainTimeout, Criteria: crit, EarlyStop: !f.noEarlyStop,
 		Progress: stderr, ProgressEvery: f.progressEvery,
 		Speed: fixed[sweep.AxisSpeed], Rate: fixed[sweep.AxisRate], MaxConcurrency: int(fixed[sweep.AxisConcurrency])}

@@ -118,7 +118,7 @@ func TestSweepLadderFiles(t *testing.T) {
 	tr := sweepTrace(t, 40, 20)
 	out := filepath.Join(t.TempDir(), "sweep")
 	args := []string{"sweep", tr, "--target", srv.URL(), "--out", out, "--speed", "1,2", "--step-requests", "20", "--warmup", "2",
-		"--slo", "ttft:p99:2s tpot:p90:1s", "--ignore-eos", "--max-client-lag", "1s", "--progress-every", "100ms", "--seed", "3"}
+		"--slo", "ttft:p99:2s tpot:p90:1s", "--ignore-eos", "--max-client-lag", "1s", "--progress-every", "100ms", "--seed", "3", "--slices", "250ms"}
 	stdout, stderr, code := runCLI(t, args...)
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
@@ -177,6 +177,18 @@ func TestSweepLadderFiles(t *testing.T) {
 	s, err := sweep.ReadSummary(out)
 	if err != nil || len(s.Steps) != 2 || s.Info.TraceRate != 20 || s.Answer == nil || s.Answer.Lower != 2 {
 		t.Fatalf("sweep.json: %+v %v", s, err)
+	}
+	// Each step has its steady window and its 250 ms slices, which hold
+	// every request it sent (the 2 warm-up requests are not analyzed).
+	for _, st := range s.Steps {
+		sent := 0
+		for _, w := range st.Slices {
+			sent += w.Sent
+		}
+		if st.Steady == nil || st.Steady.PeakInFlight < 1 || len(st.Slices) == 0 || sent != st.Requests ||
+			(st.ThroughputFrom != "steady" && st.ThroughputFrom != "p10-p90") {
+			t.Errorf("step %d: steady %+v, %d slices holding %d of %d requests, throughput from %q", st.Index, st.Steady, len(st.Slices), sent, st.Requests, st.ThroughputFrom)
+		}
 	}
 	page, _ := os.ReadFile(filepath.Join(out, sweep.SummaryHTML))
 	for _, want := range []string{`<svg class="chart" id="throughput"`, `id="ttft"`, `id="tpot"`, `id="itl"`, `id="goodput"`,

@@ -30,13 +30,15 @@ type fileDefaults struct {
 	// noReasoning: the file predates the reasoning_tokens column, whose
 	// zero then means "not reported" (-1).
 	noReasoning bool
+	// model replaces a row's "" model: the run's --model.
+	model string
 }
 
 // fileDefaultsOf reads the run's endpoint from its configuration (replay
 // stores --endpoint there; chat when absent) and whether the file holds
 // the reasoning_tokens column.
 func fileDefaultsOf(meta trace.RunMeta, hasReasoning bool) fileDefaults {
-	d := fileDefaults{endpoint: trace.EndpointChat, noReasoning: !hasReasoning}
+	d := fileDefaults{endpoint: trace.EndpointChat, noReasoning: !hasReasoning, model: meta.LoadSettings().Model}
 	if v, ok := meta.Config["endpoint"]; ok && fmt.Sprint(v) == trace.EndpointCompletions {
 		d.endpoint = trace.EndpointCompletions
 	}
@@ -50,6 +52,9 @@ func (d fileDefaults) apply(r *trace.Record) {
 	}
 	if d.noReasoning {
 		r.ReasoningTokens = -1
+	}
+	if r.Model == "" {
+		r.Model = d.model
 	}
 }
 

@@ -62,6 +62,7 @@ pre{font-size:12px;background:#f6f6f6;padding:12px;overflow-x:auto} .warn{color:
 	}
 	s.writeTiles(&b)
 	s.writeEndpointsHTML(&b)
+	s.writeModelsHTML(&b)
 	s.writeFiguresHTML(&b)
 	if n := s.PeakNote(); n != "" {
 		fmt.Fprintf(&b, "<p class=\"note\">NOTE: %s</p>\n", html.EscapeString(n))

@@ -140,10 +140,19 @@ var allMetrics = []string{"ttft", "tpot", "itl", "e2el"}
 type Window struct {
 	FromNs, ToNs int64
 	text         string // as given to ParseWindow, for messages
+	// steady: "steady", the run's steady window (SteadyState), found by a
+	// first pass over the run (steadyPass) that sets FromNs and ToNs.
+	steady bool
 }
 
 // IsZero reports whether the window selects everything.
-func (w Window) IsZero() bool { return w.FromNs == 0 && w.ToNs == 0 }
+func (w Window) IsZero() bool { return w.FromNs == 0 && w.ToNs == 0 && !w.steady }
+
+// SteadyWindow is the window "steady": the run's steady window.
+func SteadyWindow() Window { return Window{text: "steady", steady: true} }
+
+// IsSteady reports whether w is the steady window (found or still to find).
+func (w Window) IsSteady() bool { return w.steady }
 
 func (w Window) contains(ns int64) bool {
 	return ns >= w.FromNs && (w.ToNs == 0 || ns < w.ToNs)
@@ -157,6 +166,12 @@ func (w Window) String() string {
 	if w.ToNs != 0 {
 		to = time.Duration(w.ToNs).String()
 	}
+	if w.steady {
+		if w.ToNs == 0 {
+			return "steady"
+		}
+		return "steady " + time.Duration(w.FromNs).String() + "-" + to
+	}
 	return time.Duration(w.FromNs).String() + "-" + to
 }
 
@@ -169,14 +184,17 @@ func (w Window) flag() string {
 }
 
 // ParseWindow parses "FROM-TO" of Go durations ("60s-300s", "1m-5m"), with
-// TO optional ("60s-").
+// TO optional ("60s-"), or "steady" (SteadyWindow).
 func ParseWindow(s string) (Window, error) {
 	if s == "" {
 		return Window{}, nil
 	}
+	if s == "steady" {
+		return SteadyWindow(), nil
+	}
 	from, to, ok := strings.Cut(s, "-")
 	if !ok {
-		return Window{}, fieldErr("Window", "%s %q: expected FROM-TO, e.g. 60s-300s", fielderr.Name("Window"), s)
+		return Window{}, fieldErr("Window", "%s %q: expected FROM-TO, e.g. 60s-300s, or steady", fielderr.Name("Window"), s)
 	}
 	f, err := time.ParseDuration(from)
 	if err != nil {
@@ -298,6 +316,9 @@ type Options struct {
 	// MaxExactSamples bounds each distribution before it switches to a
 	// histogram; 0 means DefaultMaxExactSamples.
 	MaxExactSamples int
+	// Slices, when above 0, cuts the run into windows that long from its
+	// start (Summary.Slices).
+	Slices time.Duration
 	// ServerMetrics is a telemetry sidecar to report (server.go); "" finds each recording's own.
 	ServerMetrics string
 }

@@ -51,6 +51,9 @@ func hasMeta(s string) bool {
 // distributed run are aligned on their RunMeta.StartWallNs (the earliest
 // becomes time 0).
 func Files(paths []string, opts Options) (*Summary, error) {
+	if opts.Window.IsSteady() {
+		return steadyPass(opts, func(o Options) (*Summary, error) { return files(paths, o, true) })
+	}
 	return files(paths, opts, true)
 }
 
@@ -124,7 +127,7 @@ func files(paths []string, opts Options, columns bool) (*Summary, error) {
 var scanColumns = []string{"request_id", "conversation_id", "target", "error_kind", "error_message",
 	"turn", "shard", "attempt", "status", "input_tokens", "prompt_tokens", "completion_tokens", "cached_tokens",
 	"intended_ns", "slot_ns", "sent_ns", "headers_ns", "done_ns", "warmup", "event_ns", "event_tokens", "non_streaming",
-	"parents", "after", "tool_calls", "tool_call_mismatch", "endpoint", "reasoning_tokens", "first_answer_event", "items"}
+	"parents", "after", "tool_calls", "tool_call_mismatch", "endpoint", "reasoning_tokens", "first_answer_event", "items", "model"}
 
 // input is one recording opened for one pass by trace's column scanner.
 type input struct {
@@ -183,6 +186,18 @@ func validate(r *trace.Record) error {
 // Records analyzes in-memory records (already aligned) with meta as the
 // run's metadata; it is Files without the decoding.
 func Records(recs []trace.Record, meta trace.RunMeta, opts Options) *Summary {
+	if opts.Window.IsSteady() {
+		s, err := steadyPass(opts, func(o Options) (*Summary, error) { return records(recs, meta, o), nil })
+		if err != nil { // no successful request: the whole run, which has none
+			opts.Window = Window{}
+			return records(recs, meta, opts)
+		}
+		return s
+	}
+	return records(recs, meta, opts)
+}
+
+func records(recs []trace.Record, meta trace.RunMeta, opts Options) *Summary {
 	acc := newAccumulator(opts)
 	acc.files = []fileDefaults{fileDefaultsOf(meta, true)}
 	acc.expectRows = len(recs)

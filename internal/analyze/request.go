@@ -47,6 +47,10 @@ type Request struct {
 	// one.
 	NonStreaming bool
 
+	// Model is the model the request named: the record's, else (resolved
+	// before Derive) the run's --model.
+	Model string
+
 	// Endpoint is the API the request was sent on (trace.Endpoints); a
 	// recording's "" is resolved from the run's metadata (chat or
 	// completions) before Derive, which takes a remaining "" as chat.
@@ -145,7 +149,7 @@ func Derive(r *trace.Record, file int, opts Options) Request {
 		QueueNs:      r.SlotNs - r.IntendedNs,
 		SendDelayNs:  r.SentNs - r.SlotNs,
 	}
-	q.InputTokens = r.InputTokens
+	q.InputTokens, q.Model = r.InputTokens, r.Model
 	q.Endpoint, q.ReasoningTokens, q.Items = r.Endpoint, r.ReasoningTokens, r.Items
 	if q.Endpoint == "" {
 		q.Endpoint = trace.EndpointChat

@@ -110,6 +110,14 @@ type Summary struct {
 	Cache     CacheStats     `json:"cached_tokens"`
 	Turns     []TurnStats    `json:"per_turn"`
 	MultiTurn MultiTurnStats `json:"multi_turn"`
+	// Models are each model's figures when the requests named more than
+	// one (models.go); nil otherwise.
+	Models map[string]*ModelStats `json:"models,omitempty"`
+	// Steady is the run's steady window and its figures (steady.go); nil
+	// when no request succeeded.
+	Steady *SteadyState `json:"steady_state,omitempty"`
+	// Slices are the run cut into Options.Slices-long windows (slices.go).
+	Slices []WindowFigures `json:"slices,omitempty"`
 	// Sessions are the session metrics of graph conversations
 	// (session.go); nil when no request has parents.
 	Sessions *SessionStats `json:"sessions,omitempty"`
@@ -192,6 +200,9 @@ func (a *accumulator) finish(files []FileInfo) *Summary {
 	wg.Wait()
 	s.ITL = [...]Stats{s.ITLPerEvent, s.ITLPerToken, s.ITLRequestMean, s.ITLFirstContent}[s.Options.ITL]
 	s.endpoints(epITL)
+	s.models()
+	s.steady()
+	s.slices()
 	s.requestFigures(s.dists["decode_itl"])
 	return s
 }

@@ -149,6 +149,9 @@ func (s *Summary) writeExtras(b *bufio.Writer) {
 	if s.ShowEndpoints() {
 		s.writeEndpoints(b)
 	}
+	s.writeModels(b)
+	s.writeSteady(b)
+	s.writeSlices(b)
 
 	fmt.Fprintln(b, center("ITL by definition (ms)", '-', 50))
 	s.statsHeader(b, "definition")

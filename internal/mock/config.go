@@ -136,11 +136,14 @@ type Config struct {
 	// Listen is the address to listen on; empty means 127.0.0.1:0 (a random
 	// loopback port).
 	Listen string `json:"listen"`
-	// Model is the served model name listed by /v1/models. Requests naming
-	// another model are answered anyway (the response echoes their name)
-	// unless StrictModel is set, when they get vLLM's 404.
-	Model       string `json:"model"`
-	StrictModel bool   `json:"strict_model"`
+	// Model is the served model name listed by /v1/models, and the one a
+	// request that names none gets. Models are more served names, each with
+	// its own latency (models.go). Requests naming a model not served are
+	// answered anyway with the base latency (the response echoes their
+	// name) unless StrictModel is set, when they get vLLM's 404.
+	Model       string        `json:"model"`
+	Models      []ModelConfig `json:"models,omitempty"`
+	StrictModel bool          `json:"strict_model"`
 	// Seed makes output lengths, jitter, drawn faults and the generated
 	// text deterministic.
 	Seed    int64      `json:"seed"`
@@ -241,6 +244,18 @@ func LoadConfig(path string, base Config) (Config, error) {
 
 // Validate reports the first invalid setting.
 func (c Config) Validate() error {
+	if err := c.validateLatency(); err != nil {
+		return err
+	}
+	if err := c.validateRest(); err != nil {
+		return err
+	}
+	_, err := c.modelLatencies()
+	return err
+}
+
+// validateLatency reports the first invalid setting of c.Latency.
+func (c Config) validateLatency() error {
 	l := c.Latency
 	switch {
 	case l.PrefillBase < 0 || l.PrefillPerToken < 0 || l.DecodeBase < 0 || l.DecodePerSeq < 0:
@@ -271,6 +286,13 @@ func (c Config) Validate() error {
 		return fmt.Errorf("max_model_len %d must be >= 2", l.MaxModelLen)
 	case l.PrefixCacheTokens < 0:
 		return fmt.Errorf("prefix_cache_tokens %d must be >= 0", l.PrefixCacheTokens)
+	}
+	return nil
+}
+
+// validateRest reports the first invalid setting outside the latency.
+func (c Config) validateRest() error {
+	switch {
 	case c.MaxBodyBytes < 1:
 		return fmt.Errorf("max_body_bytes %d must be >= 1", c.MaxBodyBytes)
 	case c.MediaFetchTimeout <= 0:

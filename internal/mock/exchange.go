@@ -29,6 +29,8 @@ type exchange struct {
 	ctx context.Context
 	api api.Name
 
+	// lat is the latency of the request's model (Config.Models).
+	lat      *Latency
 	req      *genRequest  // a generating API's request
 	pool     *poolRequest // a non-generating API's (embeddings, rerank, score)
 	p        prompt
@@ -158,10 +160,15 @@ func (x *exchange) run() {
 	if x.e.Model == "" {
 		x.e.Model = s.cfg.Model
 	}
-	if s.cfg.StrictModel && x.e.Model != s.cfg.Model {
+	lat, served := s.latency[x.e.Model]
+	if !served && s.cfg.StrictModel {
 		x.reject(&badRequest{status: http.StatusNotFound, param: "model", msg: fmt.Sprintf("The model `%s` does not exist.", x.e.Model)})
 		return
 	}
+	if !served {
+		lat = s.latency[s.cfg.Model]
+	}
+	x.lat = lat
 	if x.generating() {
 		if err := x.planAnswer(id); err != nil {
 			x.reject(err)
@@ -272,8 +279,8 @@ func (x *exchange) planAnswer(id string) error {
 		return err
 	}
 	x.rng = requestRand(s.cfg.Seed, id, x.p.hash)
-	if !x.req.noReasoning && reasoning < 0 && s.cfg.Latency.ReasoningMean > 0 {
-		reasoning = s.cfg.Latency.reasoningLength(x.rng)
+	if !x.req.noReasoning && reasoning < 0 && x.lat.ReasoningMean > 0 {
+		reasoning = x.lat.reasoningLength(x.rng)
 	}
 	reasoning = max(reasoning, 0)
 	if x.req.budget > 0 {
@@ -282,7 +289,7 @@ func (x *exchange) planAnswer(id string) error {
 	x.reasoning = min(reasoning, maxTokens)
 	n, finish := x.reasoning, "length" // the limit reached while reasoning
 	if x.reasoning < maxTokens {
-		n, finish = s.cfg.Latency.outputLength(x.rng, maxTokens-x.reasoning, x.req.IgnoreEOS)
+		n, finish = x.lat.outputLength(x.rng, maxTokens-x.reasoning, x.req.IgnoreEOS)
 		n += x.reasoning
 	}
 	x.e.MaxTokens, x.e.CompletionTokens, x.e.FinishReason, x.e.ReasoningTokens = int32(maxTokens), int32(n), finish, int32(x.reasoning)
@@ -298,7 +305,7 @@ func (x *exchange) planAnswer(id string) error {
 			x.toolNames, x.e.ToolCalls, x.e.FinishReason = names[:calls], int32(calls), "tool_calls"
 		}
 	}
-	if s.cfg.Latency.SpecK > 0 {
+	if x.lat.SpecK > 0 {
 		x.specSeed = x.rng.Uint64() // drawn last: without speculation the other draws are unchanged
 	}
 	x.ev = x.plannedEvents()
@@ -308,7 +315,7 @@ func (x *exchange) planAnswer(id string) error {
 // maxTokens applies the request's output limit (chat: max_completion_tokens,
 // else max_tokens) and the context length the way vLLM does.
 func (x *exchange) maxTokens() (int, error) {
-	limit := x.s.cfg.Latency.MaxModelLen
+	limit := x.lat.MaxModelLen
 	asked, param := x.req.MaxTokens, x.req.maxParam
 	if asked == nil {
 		if x.p.tokens >= limit {
@@ -347,8 +354,8 @@ func (x *exchange) takeAt(tok int) int {
 	if tok == 0 {
 		return 1
 	}
-	width := x.s.cfg.Latency.TokensPerEvent
-	if l := &x.s.cfg.Latency; l.SpecK > 0 {
+	width := x.lat.TokensPerEvent
+	if l := x.lat; l.SpecK > 0 {
 		width = 1 + specAccepted(x.specSeed, tok, l.SpecK, l.SpecAccept)
 	}
 	end := min(tok+width, int(x.e.CompletionTokens))
@@ -414,7 +421,7 @@ func (x *exchange) prefill() int64 {
 	s.m.mediaTokens.Add(int64(x.e.MediaTokens))
 	s.m.cacheQueries.Add(int64(x.p.tokens))
 	s.m.cacheHits.Add(int64(cached))
-	first := x.e.AdmitMonoNs + int64(s.cfg.Latency.prefill(x.p.tokens-cached))
+	first := x.e.AdmitMonoNs + int64(x.lat.prefill(x.p.tokens-cached))
 	x.e.PlannedTTFTNs = first - x.e.ArrivalMonoNs
 	return first
 }

@@ -26,6 +26,8 @@ type Server struct {
 	addr     string // host:port of url
 	idPrefix string
 	meta     LogMeta
+	// latency is each served model's latency (Config.Models).
+	latency map[string]*Latency
 
 	hs       *http.Server
 	serveErr chan error
@@ -77,6 +79,10 @@ func Start(cfg Config) (*Server, error) {
 		media:    newMediaFetcher(cfg.MediaFetchTimeout.D(), cfg.MaxMediaBytes),
 	}
 	s.m.init(cfg)
+	if s.latency, err = cfg.modelLatencies(); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("mock: %w", err)
+	}
 	if s.tokens == nil {
 		s.tokens = ApproxTokens
 	}
@@ -133,13 +139,14 @@ func (s *Server) routes() http.Handler {
 
 func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
 	created := s.meta.StartWallNs / 1e9
-	body, _ := json.Marshal(map[string]any{
-		"object": "list",
-		"data": []map[string]any{{
-			"id": s.cfg.Model, "object": "model", "created": created, "owned_by": "tracekit",
-			"root": s.cfg.Model, "parent": nil, "max_model_len": s.cfg.Latency.MaxModelLen,
-		}},
-	})
+	var data []map[string]any
+	for _, name := range s.cfg.servedNames() {
+		data = append(data, map[string]any{
+			"id": name, "object": "model", "created": created, "owned_by": "tracekit",
+			"root": name, "parent": nil, "max_model_len": s.latency[name].MaxModelLen,
+		})
+	}
+	body, _ := json.Marshal(map[string]any{"object": "list", "data": data})
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(body)
 }

@@ -34,11 +34,11 @@ func (x *exchange) prepare() (streamEnd, bool) {
 			x.take = x.takeAt(x.tok) // the first token alone, out of prefill
 			if x.tok > 0 {
 				steps := x.take
-				if x.s.cfg.Latency.SpecK > 0 {
+				if x.lat.SpecK > 0 {
 					steps = 1 // a speculative step emits all its tokens at once
 				}
 				for range steps {
-					x.sched += int64(x.s.cfg.Latency.itl(x.rng, int(x.s.m.running.Load())))
+					x.sched += int64(x.lat.itl(x.rng, int(x.s.m.running.Load())))
 				}
 			}
 		}
@@ -117,7 +117,7 @@ func (x *exchange) logEvent(now int64) {
 		}
 		x.lastTokNs = now
 		x.holdKV(x.take)
-		if x.tok > 0 && x.s.cfg.Latency.SpecK > 0 {
+		if x.tok > 0 && x.lat.SpecK > 0 {
 			x.s.m.specStep(x.take - 1)
 		}
 	}

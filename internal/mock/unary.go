@@ -33,7 +33,7 @@ func (x *exchange) unary() {
 	x.s.cache.insert(x.p.segs)
 	end := first
 	for range int(x.e.CompletionTokens) - 1 {
-		end += int64(x.s.cfg.Latency.itl(x.rng, int(x.s.m.running.Load())))
+		end += int64(x.lat.itl(x.rng, int(x.s.m.running.Load())))
 	}
 	x.buildHead()
 	x.body(end, func() {
@@ -98,7 +98,7 @@ func (x *exchange) poolAnswer() {
 	}
 	s := x.s
 	s.m.promptTokens.Add(int64(x.p.tokens))
-	end := x.e.AdmitMonoNs + int64(s.cfg.Latency.prefill(x.p.tokens))
+	end := x.e.AdmitMonoNs + int64(x.lat.prefill(x.p.tokens))
 	x.e.PlannedTTFTNs = end - x.e.ArrivalMonoNs
 	x.body(end, nil, func() []byte {
 		p := x.pool

@@ -57,6 +57,9 @@ type ReplayOptions struct {
 	StepDuration time.Duration
 	// StepTimeout ends a step, canceling its requests in flight (0: none).
 	StepTimeout time.Duration
+	// Slices, when above 0, cuts each step's recording into windows that
+	// long (analyze.Options.Slices; StepResult.Slices).
+	Slices time.Duration
 	// DrainTimeout bounds the wait, after a step, for the targets to
 	// report no running or waiting request on /metrics; 0 means 60 s.
 	DrainTimeout time.Duration
@@ -355,7 +358,9 @@ func (s *ReplayStepper) Step(ctx context.Context, spec StepSpec) (_ StepResult, 
 			res.Notes = append(res.Notes, note)
 		}
 	}
-	sum, err := analyze.Files([]string{recPath}, AnalyzeOptions(s.o.Criteria.SLO))
+	opts := AnalyzeOptions(s.o.Criteria.SLO)
+	opts.Slices = s.o.Slices
+	sum, err := analyze.Files([]string{recPath}, opts)
 	if err != nil {
 		if errors.Is(err, analyze.ErrBadInput) && out.Sent == 0 {
 			res.Notes = append(res.Notes, "no request was sent")

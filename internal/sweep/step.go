@@ -54,11 +54,21 @@ type StepResult struct {
 	RequestThroughput    float64 `json:"request_throughput"`
 	OutputThroughput     float64 `json:"output_throughput"`
 	TotalTokenThroughput float64 `json:"total_token_throughput"`
-	// Throughput is the steady completion rate: the successful requests'
-	// completions between the 10th and the 90th percentile completion,
-	// divided by the time between them (so neither the ramp-up nor the last
-	// request's latency weighs on it). The curves and the knee use it.
-	Throughput float64 `json:"throughput"`
+	// Throughput is the steady completion rate: the completion rate of
+	// the step's steady window (Steady) when that window covers at least
+	// half the step and holds SteadyMinCompleted completions; else the
+	// successful requests' completions between the 10th and the 90th
+	// percentile completion, divided by the time between them. Either way
+	// neither the ramp-up nor the drain weighs on it. The curves and the
+	// knee use it; ThroughputFrom says which rule gave it.
+	Throughput     float64 `json:"throughput"`
+	ThroughputFrom string  `json:"throughput_from"` // "steady" or "p10-p90"
+	// Steady is the step's steady window (analyze.SteadyState: the longest
+	// stretch with at least 0.8 of the peak in flight) and its figures.
+	Steady *StepSteady `json:"steady,omitempty"`
+	// Slices are the step cut into windows by time (ReplayOptions.Slices),
+	// each with its offered rate, throughput, mean in flight, TTFT and ITL.
+	Slices []analyze.WindowFigures `json:"slices,omitempty"`
 
 	// Per-request goodput: Good requests met every objective's threshold.
 	Good           int     `json:"good"`
@@ -203,7 +213,12 @@ func Measure(r *StepResult, s *analyze.Summary, slo SLO, h *trace.Health, exclud
 		}
 	}
 	r.OfferedRate = rateOf(intended, 0)
-	r.Throughput = rateOf(done, 0.1)
+	r.Steady = stepSteady(s)
+	r.Slices = s.Slices
+	r.Throughput, r.ThroughputFrom = rateOf(done, 0.1), "p10-p90"
+	if st := r.Steady; st != nil && st.Completed >= SteadyMinCompleted && st.DurationS >= s.Duration/2 {
+		r.Throughput, r.ThroughputFrom = st.RequestThroughput, "steady"
+	}
 	if r.Throughput == 0 {
 		r.Throughput = s.RequestThroughput
 	}
