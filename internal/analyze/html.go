@@ -25,6 +25,10 @@ type chart struct {
 	intX                      bool    // x is a count (turns): ticks at whole numbers
 	bins                      bool    // x is the start of 1 s bins from the run start: the axis starts at 0
 	yMax                      float64 // a fixed top of the y axis (a CDF's 1); 0: from the data
+	// logX puts x on a log scale over whole decades, so one stall does not
+	// squash a latency distribution against the left edge; points at
+	// x <= 0 are left out (the curve starts at their fraction).
+	logX bool
 }
 
 const (
@@ -192,10 +196,10 @@ func (s *Summary) charts() []chart {
 		return c
 	}
 	return []chart{
-		{id: "ttft-cdf", title: "TTFT distribution (CDF)", xlabel: "TTFT (ms)", ylabel: "fraction", yMax: 1, series: []chartSeries{
+		{id: "ttft-cdf", title: "TTFT distribution (CDF, log scale)", xlabel: "TTFT (ms, log)", ylabel: "fraction", yMax: 1, logX: true, series: []chartSeries{
 			s.cdf("TTFT from send", colorA, s.dists["ttft"]),
 			s.cdf("TTFT from intended", colorB, s.dists["corrected_ttft"])}},
-		{id: "itl-cdf", title: "ITL distribution (CDF)", xlabel: "ITL (ms)", ylabel: "fraction", yMax: 1, series: []chartSeries{
+		{id: "itl-cdf", title: "ITL distribution (CDF, log scale)", xlabel: "ITL (ms, log)", ylabel: "fraction", yMax: 1, logX: true, series: []chartSeries{
 			s.cdf(itlLabels[ITLPerEvent], colorA, s.dists["itl"]),
 			s.cdf(itlLabels[ITLPerToken], colorB, s.dists["itl_per_token"])}},
 		{id: "latency-time", title: "Latency over time (by send second; gaps: no request sent)", xlabel: "time (s)", ylabel: "ms", bins: true, series: []chartSeries{
@@ -242,7 +246,7 @@ func (c chart) render(b *strings.Builder) {
 	n := 0
 	for _, s := range c.series {
 		for _, p := range s.pts {
-			if math.IsNaN(p[1]) {
+			if math.IsNaN(p[1]) || c.logX && p[0] <= 0 {
 				continue
 			}
 			xmin, xmax = min(xmin, p[0]), max(xmax, p[0])
@@ -257,6 +261,8 @@ func (c chart) render(b *strings.Builder) {
 		return
 	}
 	switch {
+	case c.logX:
+		xmin, xmax = svgchart.Decades(xmin, xmax)
 	case c.bins: // 1 s bins plotted at their centres: the axis runs from the run start to the last bin's end
 		xmin, xmax = 0, xmax+0.5
 	case xmax <= xmin: // one x value: centre it
@@ -273,14 +279,18 @@ func (c chart) render(b *strings.Builder) {
 		ys = svgchart.NiceStep((ymax-ymin)*1.05, 5) // headroom: no curve runs along the top edge
 		ymax = math.Ceil(ymax*1.05/ys) * ys
 	}
-	p := svgchart.Plot{Left: padL, Top: top, Width: plotW, Height: chartH - top - padB, XMin: xmin, XMax: xmax, YMin: ymin, YMax: ymax}
+	p := svgchart.Plot{Left: padL, Top: top, Width: plotW, Height: chartH - top - padB, XMin: xmin, XMax: xmax, YMin: ymin, YMax: ymax, LogX: c.logX}
 	p.Frame(b, "plot")
 	p.YGrid(b, ys, func(y float64) string { return svgchart.StepLabel(y, ys) })
-	xs := svgchart.NiceStep(xmax-xmin, 6)
-	if c.intX {
-		xs = max(xs, 1)
+	if c.logX {
+		p.LogXTicks(b)
+	} else {
+		xs := svgchart.NiceStep(xmax-xmin, 6)
+		if c.intX {
+			xs = max(xs, 1)
+		}
+		p.XTicks(b, xs, 0, func(x float64) string { return svgchart.StepLabel(x, xs) })
 	}
-	p.XTicks(b, xs, 0, func(x float64) string { return svgchart.StepLabel(x, xs) })
 	p.AxisLabels(b, c.xlabel, c.ylabel, chartH-8)
 	for i, s := range c.series {
 		// One polyline per run of points; a NaN ends a run (a gap).
@@ -298,6 +308,9 @@ func (c chart) render(b *strings.Builder) {
 		for _, pt := range s.pts {
 			if math.IsNaN(pt[1]) {
 				flush()
+				continue
+			}
+			if c.logX && pt[0] <= 0 {
 				continue
 			}
 			run = append(run, pt)

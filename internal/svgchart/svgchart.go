@@ -75,11 +75,48 @@ func Close(b *strings.Builder) { b.WriteString("</svg>\n") }
 type Plot struct {
 	Left, Top, Width, Height int
 	XMin, XMax, YMin, YMax   float64
+	// LogX puts x on a log scale (XMin must be > 0): a latency's tail
+	// stays readable beside its body.
+	LogX bool
 }
 
 // X is the pixel column of x.
 func (p Plot) X(x float64) float64 {
+	if p.LogX {
+		return float64(p.Left) + math.Log10(x/p.XMin)/math.Log10(p.XMax/p.XMin)*float64(p.Width)
+	}
 	return float64(p.Left) + (x-p.XMin)/(p.XMax-p.XMin)*float64(p.Width)
+}
+
+// Decades widens [lo, hi] (lo > 0) to whole powers of ten, the range of
+// a log axis.
+func Decades(lo, hi float64) (float64, float64) {
+	lo, hi = math.Pow(10, math.Floor(math.Log10(lo))), math.Pow(10, math.Ceil(math.Log10(hi)))
+	if hi <= lo {
+		hi = lo * 10
+	}
+	return lo, hi
+}
+
+// LogXTicks draws a grid line and a tick label at every 1, 2 and 5 times a
+// power of ten from XMin to XMax of a log axis (only the powers of ten
+// when the range spans more than three decades).
+func (p Plot) LogXTicks(b *strings.Builder) {
+	mults := []float64{1, 2, 5}
+	if p.XMax/p.XMin > 1e3 {
+		mults = mults[:1]
+	}
+	k0, k1 := int(math.Round(math.Log10(p.XMin))), int(math.Round(math.Log10(p.XMax)))
+	for k := k0; k <= k1; k++ {
+		for _, m := range mults {
+			x, _ := strconv.ParseFloat(fmt.Sprintf("%ge%d", m, k), 64) // exact decimal, no drift
+			if x > p.XMax*1.001 {
+				break
+			}
+			fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#eee"/><text class="a" x="%.1f" y="%d" text-anchor="middle">%s</text>`+"\n",
+				p.X(x), p.X(x), p.Top, p.Top+p.Height, p.X(x), p.Top+p.Height+14, ShortLabel(x))
+		}
+	}
 }
 
 // Y is the pixel row of y.
