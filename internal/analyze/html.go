@@ -202,8 +202,11 @@ func (s *Summary) charts() []chart {
 		{id: "itl-cdf", title: "ITL distribution (CDF, log scale)", xlabel: "ITL (ms, log)", ylabel: "fraction", yMax: 1, logX: true, series: []chartSeries{
 			s.cdf(itlLabels[ITLPerEvent], colorA, s.dists["itl"]),
 			s.cdf(itlLabels[ITLPerToken], colorB, s.dists["itl_per_token"])}},
-		{id: "latency-time", title: "Latency over time (by send second; gaps: no request sent)", xlabel: "time (s)", ylabel: "ms", bins: true, series: []chartSeries{
-			perSecondWhere("TTFT mean", colorA, se.TTFTMeanMs, se.SentTTFT),
+		// TTFT and E2EL differ by orders of magnitude: on one axis TTFT
+		// lies flat on zero, so each has its own chart.
+		{id: "ttft-time", title: "TTFT over time (by send second; gaps: no request sent)", xlabel: "time (s)", ylabel: "TTFT (ms)", bins: true, series: []chartSeries{
+			perSecondWhere("TTFT mean", colorA, se.TTFTMeanMs, se.SentTTFT)}},
+		{id: "latency-time", title: "E2EL over time (by send second; gaps: no request sent)", xlabel: "time (s)", ylabel: "E2EL (ms)", bins: true, series: []chartSeries{
 			perSecondWhere("E2EL mean", colorC, se.E2ELMeanMs, se.SentOK),
 			perSecondWhere("E2EL max", colorB, se.E2ELMaxMs, se.SentOK)}},
 		{id: "throughput-time", title: "Output tokens per second" + s.partialNote(), xlabel: "time (s)", ylabel: "tokens/s", bins: true, series: []chartSeries{

@@ -92,7 +92,7 @@ func TestHTMLChartsCannotMislead(t *testing.T) {
 		t.Fatalf("completed %d failed %d", s.Completed, s.Failed)
 	}
 	charts := chartsOf(t, s)
-	if len(charts) != 8 {
+	if len(charts) != 9 {
 		t.Fatalf("%d charts", len(charts))
 	}
 	if tok := charts["throughput-time"]; strings.Contains(tok, "failed/s") || strings.Contains(tok, "completed/s") {
@@ -111,7 +111,7 @@ func TestHTMLChartsCannotMislead(t *testing.T) {
 	}
 	// TTFT by send second: seconds 5 and 6 had no request sent, nor did
 	// 0.7-1.0 of 2 (failures only): gaps, never a point at 0 ms.
-	ttft := polylines(charts["latency-time"], "TTFT mean")
+	ttft := polylines(charts["ttft-time"], "TTFT mean")
 	if len(ttft) < 2 {
 		t.Errorf("TTFT mean drawn as %d polyline(s): the empty seconds are not gaps", len(ttft))
 	}
@@ -127,6 +127,10 @@ func TestHTMLChartsCannotMislead(t *testing.T) {
 	}
 	if points != bins {
 		t.Errorf("TTFT mean has %d points, %d bins have requests", points, bins)
+	}
+	// TTFT has its own axis: E2EL's chart does not draw it.
+	if n := len(polylines(charts["latency-time"], "TTFT mean")); n != 0 {
+		t.Errorf("TTFT mean drawn on the E2EL axis (%d polylines)", n)
 	}
 	for id, svg := range charts {
 		top := rePlot.FindStringSubmatch(svg)
