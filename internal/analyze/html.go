@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/tracekit/tracekit/internal/svgchart"
+	"github.com/tracekit/tracekit/trace"
 )
 
 // chartSeries is one line of a chart.
@@ -58,12 +59,15 @@ svg.chart{border:1px solid #ddd;background:#fcfcfc} .t{font-size:14px;font-weigh
 pre{font-size:12px;background:#f6f6f6;padding:12px;overflow-x:auto} .warn{color:#b00;font-weight:600} .note{color:#555}
 .tiles{display:flex;flex-wrap:wrap;gap:12px;margin:12px 0 20px} .tile{border:1px solid #ddd;border-radius:6px;padding:10px 14px;min-width:130px;background:#fafafa}
 .tile b{display:block;font-size:22px} .tile span{font-size:12px;color:#555}
+.tile.bad{border-color:#d62728;background:#fdecea} .tile.bad b{color:#b00} .tile.ok b{color:#2a7a2a} .tile ul{margin:4px 0 0;padding-left:16px;font-size:12px}
+dl.prov{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;font-size:12px;margin:8px 0 12px;color:#333} dl.prov dt{font-weight:600} dl.prov dd{margin:0;font-family:monospace;word-break:break-all}
 </style></head><body>
 `)
 	fmt.Fprintf(&b, "<h1>tracekit analyze: %s</h1>\n", html.EscapeString(s.fileNames()))
 	for _, wn := range s.Warnings {
 		fmt.Fprintf(&b, "<p class=\"warn\">WARNING: %s</p>\n", html.EscapeString(wn))
 	}
+	s.writeProvenanceHTML(&b)
 	s.writeTiles(&b)
 	s.writeEndpointsHTML(&b)
 	s.writeFiguresHTML(&b)
@@ -97,6 +101,7 @@ func (s *Summary) writeTiles(b *strings.Builder) {
 	}
 	b.WriteString("<div class=\"tiles\">\n")
 	tile(fmt.Sprintf("%d / %d", s.Completed, s.Completed+s.Failed), "requests completed")
+	s.writeErrorTile(b)
 	if s.NotSent > 0 {
 		tile(strconv.Itoa(s.NotSent), "not sent (parent_failed)")
 	}
@@ -118,6 +123,26 @@ func (s *Summary) writeTiles(b *strings.Builder) {
 		tile(fmt.Sprintf("%.1f ms", v), p+" "+m.name)
 	}
 	b.WriteString("</div>\n")
+}
+
+// writeErrorTile writes the failed requests' share as a tile that stands
+// out (red) when any failed, with the count of each error kind, or a
+// plain "0 failed" when none did: a run with failures must look like one.
+func (s *Summary) writeErrorTile(b *strings.Builder) {
+	sent := s.Completed + s.Failed
+	if s.Failed == 0 {
+		fmt.Fprintf(b, "<div class=\"tile ok\" id=\"errors\"><b>0 failed</b><span>of %d requests sent</span></div>\n", sent)
+		return
+	}
+	fmt.Fprintf(b, "<div class=\"tile bad\" id=\"errors\"><b>%.1f%% failed</b><span>%d of %d requests sent</span><ul>\n",
+		100*float64(s.Failed)/float64(max(sent, 1)), s.Failed, sent)
+	for _, e := range s.Errors {
+		if e.Kind == string(trace.ErrParentFailed) { // not sent: its own tile
+			continue
+		}
+		fmt.Fprintf(b, "<li title=\"%s\">%s: %d</li>\n", html.EscapeString(e.Example), html.EscapeString(e.Kind), e.Count)
+	}
+	b.WriteString("</ul></div>\n")
 }
 
 func (s *Summary) fileNames() string {

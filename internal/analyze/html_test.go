@@ -286,3 +286,44 @@ func abs(x int) int {
 	}
 	return x
 }
+
+// The page says what produced the run, and a run where a third of the
+// requests failed shows it in a red tile with each kind's count.
+func TestHTMLProvenanceAndErrorTile(t *testing.T) {
+	s := failingRun(t)
+	s.Files[0].Meta.Command = "tracekit replay --trace chat.parquet --target http://gpu-7:8000"
+	s.Files[0].Meta.TracekitVersion = "v9.8.7"
+	s.Files[0].Meta.Targets = []string{"http://gpu-7:8000"}
+	s.Files[0].Meta.Host = "bench-host-3"
+	s.Files[0].Meta.Config = map[string]any{"trace": "chat.parquet"}
+	s.Model = "llama-70b"
+	var b bytes.Buffer
+	if err := s.WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	h := b.String()
+	for _, want := range []string{
+		"<dt>command</dt><dd>tracekit replay --trace chat.parquet --target http://gpu-7:8000</dd>",
+		"<dt>tracekit</dt><dd>v9.8.7</dd>", "<dt>targets</dt><dd>http://gpu-7:8000</dd>",
+		"<dt>model</dt><dd>llama-70b</dd>", "<dt>trace file</dt><dd>chat.parquet</dd>",
+		"<dt>trace SHA-256</dt><dd>not recorded</dd>", "<dt>machine</dt><dd>bench-host-3</dd>",
+		`<div class="tile bad" id="errors"><b>36.7% failed</b><span>55 of 150 requests sent</span>`,
+		"http_status: 55</li>",
+	} {
+		if !strings.Contains(h, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if i, j := strings.Index(h, `id="errors"`), strings.Index(h, "<svg"); i < 0 || i > j {
+		t.Error("the error tile is not above the charts")
+	}
+
+	ok := handSummary(t)
+	b.Reset()
+	if err := ok.WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	if ok.Failed == 0 && !strings.Contains(b.String(), `<div class="tile ok" id="errors"><b>0 failed</b>`) {
+		t.Error("a run without failures does not say 0 failed")
+	}
+}
