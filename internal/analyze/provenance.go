@@ -68,4 +68,3 @@ func (s *Summary) writeProvenanceHTML(b *strings.Builder) {
 	}
 	b.WriteString("</dl>\n")
 }
-
