@@ -30,6 +30,8 @@ type chart struct {
 	// squash a latency distribution against the left edge; points at
 	// x <= 0 are left out (the curve starts at their fraction).
 	logX bool
+	// phases, on a time chart, shades warm-up and drain.
+	phases *Phases
 }
 
 const (
@@ -71,6 +73,9 @@ dl.prov{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;font-siz
 	s.writeTiles(&b)
 	s.writeEndpointsHTML(&b)
 	s.writeFiguresHTML(&b)
+	if ph := s.phases(); s.Reqs != nil {
+		fmt.Fprintf(&b, "<p class=\"note\" id=\"phases\">Phases (shaded on the time charts): %s.</p>\n", html.EscapeString(ph.String()))
+	}
 	if n := s.PeakNote(); n != "" {
 		fmt.Fprintf(&b, "<p class=\"note\">NOTE: %s</p>\n", html.EscapeString(n))
 	}
@@ -210,6 +215,17 @@ func (s *Summary) partialNote() string {
 }
 
 func (s *Summary) charts() []chart {
+	cs := s.baseCharts()
+	ph := s.phases()
+	for i := range cs {
+		if cs[i].bins && ph.Steady {
+			cs[i].phases = &ph
+		}
+	}
+	return cs
+}
+
+func (s *Summary) baseCharts() []chart {
 	se := s.Series
 	turnSeries := func(name, color string, f func(TurnStats) float64) chartSeries {
 		c := chartSeries{name: name, color: color}
@@ -308,6 +324,18 @@ func (c chart) render(b *strings.Builder) {
 		ymax = math.Ceil(ymax*1.05/ys) * ys
 	}
 	p := svgchart.Plot{Left: padL, Top: top, Width: plotW, Height: chartH - top - padB, XMin: xmin, XMax: xmax, YMin: ymin, YMax: ymax, LogX: c.logX}
+	if ph := c.phases; ph != nil {
+		shade := func(x0, x1 float64, label string) {
+			x0, x1 = max(x0, xmin), min(x1, xmax)
+			if x1 <= x0 {
+				return
+			}
+			fmt.Fprintf(b, `<rect class="phase" data-phase="%s" x="%.1f" y="%d" width="%.1f" height="%d" fill="#eee" opacity="0.7"/><text class="a" x="%.1f" y="%d" fill="#777">%s</text>`+"\n",
+				label, p.X(x0), p.Top, p.X(x1)-p.X(x0), p.Height, p.X(x0)+2, p.Top+p.Height-4, label)
+		}
+		shade(0, ph.WarmupEnd, "warm-up")
+		shade(ph.DrainStart, xmax, "drain")
+	}
 	p.Frame(b, "plot")
 	p.YGrid(b, ys, func(y float64) string { return svgchart.StepLabel(y, ys) })
 	if c.logX {

@@ -327,3 +327,29 @@ func TestHTMLProvenanceAndErrorTile(t *testing.T) {
 		t.Error("a run without failures does not say 0 failed")
 	}
 }
+
+// The time charts shade the drain after the last send, and the page says
+// where the steady state was.
+func TestHTMLMarksPhases(t *testing.T) {
+	s := failingRun(t)
+	ph := s.phases()
+	if !ph.Steady || ph.DrainStart < 11 || ph.DrainStart > ph.End {
+		t.Fatalf("phases %+v", ph)
+	}
+	charts := chartsOf(t, s)
+	for _, id := range []string{"throughput-time", "requests-time", "concurrency-time", "ttft-time"} {
+		if !strings.Contains(charts[id], `data-phase="drain"`) {
+			t.Errorf("%s does not shade the drain", id)
+		}
+	}
+	if strings.Contains(charts["ttft-cdf"], "data-phase") {
+		t.Error("a CDF shaded with time phases")
+	}
+	var b bytes.Buffer
+	if err := s.WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `id="phases">Phases (shaded on the time charts): no warm-up`) {
+		t.Error("the page does not state the phases")
+	}
+}
