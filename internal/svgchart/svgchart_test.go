@@ -91,3 +91,16 @@ func TestLogX(t *testing.T) {
 }
 
 var reTick = regexp.MustCompile(`<text class="a"[^>]*>([^<]*)</text>`)
+
+// A mark's label in the right third of the plot ends at its line, so the
+// chart's edge does not cut it off.
+func TestVMarkLabelStaysInside(t *testing.T) {
+	p := Plot{Left: 60, Top: 30, Width: 500, Height: 200, XMax: 10, YMax: 1}
+	var b strings.Builder
+	p.VMark(&b, 9.9, 0, "knee: step 12", Red)
+	p.VMark(&b, 1, 1, "SLO answer: step 3", Red)
+	h := b.String()
+	if !strings.Contains(h, `x="552.0" y="224" fill="#d62728" text-anchor="end"`) || !strings.Contains(h, `x="113.0" y="212" fill="#d62728" text-anchor="start"`) {
+		t.Errorf("labels not placed inside:\n%s", h)
+	}
+}

@@ -34,3 +34,35 @@ func TestCompareHTMLShowsMissingAsDash(t *testing.T) {
 		}
 	}
 }
+
+// A load run twice draws its line through the rerun only; the run it
+// replaced is a marker without a line, so the curve does not zig-zag.
+func TestRetriedStepIsNotOnTheCurve(t *testing.T) {
+	s := goldenSweep(t, 2.2)
+	n := len(s.Steps)
+	again := s.Steps[n-1]
+	again.Index, again.Throughput = n+1, again.Throughput*0.5
+	s.Steps = append(s.Steps, again)
+	x, xl := s.xOf()
+	cs := s.charts("", nil, x, xl)
+	var tput, retried *series
+	for i := range cs[0].series {
+		switch cs[0].series[i].name {
+		case "throughput":
+			tput = &cs[0].series[i]
+		case "replaced by a rerun":
+			retried = &cs[0].series[i]
+		}
+	}
+	if tput == nil || retried == nil || !retried.markersOnly || len(retried.pts) != 1 {
+		t.Fatalf("throughput %v, replaced %v", tput, retried)
+	}
+	if len(tput.pts) != n || retried.pts[0].y != s.Steps[n-1].Throughput {
+		t.Errorf("the curve has %d points (want %d), the replaced run is at %g", len(tput.pts), n, retried.pts[0].y)
+	}
+	var b strings.Builder
+	cs[0].render(&b)
+	if got := strings.Count(b.String(), "<polyline"); got != 2 { // throughput and offered
+		t.Errorf("%d polylines: the replaced run has a line", got)
+	}
+}
