@@ -32,6 +32,8 @@ type chart struct {
 	logX bool
 	// phases, on a time chart, shades warm-up and drain.
 	phases *Phases
+	// scatter draws markers, no line (points in no order).
+	scatter bool
 }
 
 const (
@@ -56,7 +58,7 @@ func (s *Summary) WriteHTML(w io.Writer) error {
 <html lang="en"><head><meta charset="utf-8"><title>tracekit analyze</title>
 <style>
 body{font-family:system-ui,sans-serif;margin:24px;background:#fff;color:#222}
-h1{font-size:20px} .grid{display:flex;flex-wrap:wrap;gap:16px}
+h1{font-size:20px} h2{font-size:16px;margin-top:24px} table.slices{border-collapse:collapse;font-size:12px} table.slices td,table.slices th{border:1px solid #ddd;padding:3px 8px;text-align:right} table.slices th{background:#f3f3f3} table.slices tr.bad td{color:#b00} .grid{display:flex;flex-wrap:wrap;gap:16px}
 svg.chart{border:1px solid #ddd;background:#fcfcfc} .t{font-size:14px;font-weight:600} .a{font-size:11px;fill:#444}
 pre{font-size:12px;background:#f6f6f6;padding:12px;overflow-x:auto} .warn{color:#b00;font-weight:600} .note{color:#555}
 .tiles{display:flex;flex-wrap:wrap;gap:12px;margin:12px 0 20px} .tile{border:1px solid #ddd;border-radius:6px;padding:10px 14px;min-width:130px;background:#fafafa}
@@ -84,6 +86,7 @@ dl.prov{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;font-siz
 		c.render(&b)
 	}
 	b.WriteString("</div>\n")
+	s.writeTimeSlicesHTML(&b)
 	s.writeSessionsHTML(&b)
 	b.WriteString("<pre>")
 	b.WriteString(html.EscapeString(text.String()))
@@ -126,6 +129,9 @@ func (s *Summary) writeTiles(b *strings.Builder) {
 		p, v := last(m.st)
 		tile(fmt.Sprintf("%.1f ms", m.st.Median), "median "+m.name)
 		tile(fmt.Sprintf("%.1f ms", v), p+" "+m.name)
+	}
+	if u := s.Figures.OutputTokenThroughputPerUser; u.Count > 0 {
+		tile(fmt.Sprintf("%.1f tok/s", u.Median), "median tokens/s per user")
 	}
 	b.WriteString("</div>\n")
 }
@@ -222,7 +228,12 @@ func (s *Summary) charts() []chart {
 			cs[i].phases = &ph
 		}
 	}
-	return cs
+	if s.generates() {
+		cs = append(cs, s.interactivityChart())
+	}
+	return append(cs,
+		s.lengthHistogram("input-length", "Input length (histogram)", "input tokens", colorA, func(q *Request) int32 { return q.PromptTokens }),
+		s.lengthHistogram("output-length", "Output length (histogram)", "output tokens", colorC, func(q *Request) int32 { return q.OutputTokens }))
 }
 
 func (s *Summary) baseCharts() []chart {
@@ -353,6 +364,13 @@ func (c chart) render(b *strings.Builder) {
 		var run [][2]float64
 		flush := func() {
 			if len(run) == 0 {
+				return
+			}
+			if c.scatter {
+				for _, pt := range run {
+					p.Marker(b, pt[0], pt[1], s.color, s.color, fmt.Sprintf("%.1f tok/s per user, %.1f tok/s", pt[0], pt[1]), "")
+				}
+				run = run[:0]
 				return
 			}
 			p.Polyline(b, svgchart.Line{Color: s.color, Tagged: true, Name: s.name}, len(run), func(i int) (float64, float64) { return run[i][0], run[i][1] })

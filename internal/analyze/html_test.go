@@ -92,7 +92,7 @@ func TestHTMLChartsCannotMislead(t *testing.T) {
 		t.Fatalf("completed %d failed %d", s.Completed, s.Failed)
 	}
 	charts := chartsOf(t, s)
-	if len(charts) != 9 {
+	if len(charts) != 12 {
 		t.Fatalf("%d charts", len(charts))
 	}
 	if tok := charts["throughput-time"]; strings.Contains(tok, "failed/s") || strings.Contains(tok, "completed/s") {
@@ -351,5 +351,40 @@ func TestHTMLMarksPhases(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), `id="phases">Phases (shaded on the time charts): no warm-up`) {
 		t.Error("the page does not state the phases")
+	}
+}
+
+// The time-slice table counts every sent request once, in the slice it
+// ended in, and marks the slices with failures; the length histograms and
+// the interactivity chart are drawn from the completed requests.
+func TestHTMLTimeSlicesAndHistograms(t *testing.T) {
+	s := failingRun(t)
+	sl := s.slicesOf(timeSlices)
+	done, failed := 0, 0
+	for _, x := range sl {
+		done, failed = done+x.Completed, failed+x.Failed
+	}
+	if len(sl) != timeSlices || done != s.Completed || failed != s.Failed {
+		t.Fatalf("%d slices hold %d completed, %d failed; the run has %d, %d", len(sl), done, failed, s.Completed, s.Failed)
+	}
+	var b bytes.Buffer
+	if err := s.WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	h := b.String()
+	if got := strings.Count(h, `<tr class="bad">`); got == 0 || got == timeSlices {
+		t.Errorf("%d slices marked as failing", got)
+	}
+	if !strings.Contains(h, "<span>median tokens/s per user</span>") {
+		t.Error("no tokens/s per user tile")
+	}
+	charts := chartsOf(t, s)
+	for _, id := range []string{"input-length", "output-length"} {
+		if n := len(polylines(charts[id], "requests")); n != 1 {
+			t.Errorf("%s drawn as %d polylines", id, n)
+		}
+	}
+	if n := strings.Count(charts["interactivity"], "<circle"); n == 0 || n > timeSlices {
+		t.Errorf("interactivity chart has %d points", n)
 	}
 }
