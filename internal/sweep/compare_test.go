@@ -66,3 +66,31 @@ func TestRetriedStepIsNotOnTheCurve(t *testing.T) {
 		t.Errorf("%d polylines: the replaced run has a line", got)
 	}
 }
+
+// The sweep's interactivity chart is its curve: one point per standing
+// step, output tokens/s against 1000 / median TPOT.
+func TestSweepInteractivityCurve(t *testing.T) {
+	s := goldenSweep(t, 2.2)
+	for i := range s.Steps {
+		s.Steps[i].OutputThroughput = 100 * float64(i+1)
+	}
+	x, xl := s.xOf()
+	cs := s.charts("", nil, x, xl)
+	c := cs[len(cs)-1]
+	if c.id != "interactivity" || len(c.series) != 1 {
+		t.Fatalf("last chart %q", c.id)
+	}
+	want := 0
+	for _, r := range s.Steps {
+		if r.Completed > 0 && r.TPOT.P50 > 0 {
+			want++
+		}
+	}
+	pts := c.series[0].pts
+	if len(pts) != want || want == 0 {
+		t.Fatalf("%d points, %d steps", len(pts), want)
+	}
+	if p := pts[0]; p.x != 1000/s.Steps[0].TPOT.P50 || p.y != s.Steps[0].OutputThroughput {
+		t.Errorf("first point %v", p)
+	}
+}

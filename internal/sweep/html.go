@@ -277,7 +277,19 @@ func (s *Summary) charts(prefix string, palette []string, x func(*StepResult) fl
 			}
 		}
 	}
-	return append([]chart{thr}, append(lat, gp)...)
+	// The interactivity curve serving teams publish: what the deployment
+	// gives in total against what each user sees, one point per load.
+	inter := chart{id: "interactivity", title: "Throughput vs interactivity", xlabel: "tokens/s per user (1000 / median TPOT ms)", ylabel: "output tokens/s"}
+	curve := series{name: prefix + "steps", color: colors[1%len(colors)]}
+	for i := range s.Steps {
+		r := &s.Steps[i]
+		if r.Completed == 0 || !stands[r.Index] || r.TPOT.P50 <= 0 {
+			continue
+		}
+		curve.pts = append(curve.pts, point{x: 1000 / r.TPOT.P50, y: r.OutputThroughput, href: href(r), tip: r.tip(), bad: !r.Pass, order: r.Load.Value})
+	}
+	inter.series = []series{curve}
+	return append([]chart{thr}, append(lat, gp, inter)...)
 }
 
 const pageHead = `<!DOCTYPE html>
