@@ -2,7 +2,6 @@ package analyze
 
 import (
 	"fmt"
-	"html"
 	"math"
 	"slices"
 	"strings"
@@ -80,14 +79,30 @@ func (s *Summary) writeTimeSlicesHTML(b *strings.Builder) {
 		}
 		return fmt.Sprintf("%.1f", v)
 	}
-	b.WriteString("<h2>Time slices (requests by end time)</h2>\n<table class=\"slices\" id=\"time-slices\"><tr><th>from (s)</th><th>to (s)</th><th>completed</th><th>failed</th><th>output tok/s</th><th>median TTFT ms</th><th>median E2EL ms</th><th>median tok/s per user</th></tr>\n")
+	gen := s.generates() // embeddings, rerank or score only: no stream, no TTFT or per-user rate
+	b.WriteString("<h2>Time slices (requests by end time)</h2>\n<table class=\"slices\" id=\"time-slices\"><tr><th>from (s)</th><th>to (s)</th><th>completed</th><th>failed</th><th>output tok/s</th>")
+	if gen {
+		b.WriteString("<th>median TTFT ms</th>")
+	}
+	b.WriteString("<th>median E2EL ms</th>")
+	if gen {
+		b.WriteString("<th>median tok/s per user</th>")
+	}
+	b.WriteString("</tr>\n")
 	for _, x := range sl {
 		cls := ""
 		if x.Failed > 0 {
 			cls = ` class="bad"`
 		}
-		fmt.Fprintf(b, "<tr%s><td>%.1f</td><td>%.1f</td><td>%d</td><td>%d</td><td>%.1f</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
-			cls, x.FromS, x.ToS, x.Completed, x.Failed, x.OutputPerS, f(x.TTFTp50), f(x.E2ELp50), html.EscapeString(f(x.PerUserP50)))
+		fmt.Fprintf(b, "<tr%s><td>%.1f</td><td>%.1f</td><td>%d</td><td>%d</td><td>%.1f</td>", cls, x.FromS, x.ToS, x.Completed, x.Failed, x.OutputPerS)
+		if gen {
+			fmt.Fprintf(b, "<td>%s</td>", f(x.TTFTp50))
+		}
+		fmt.Fprintf(b, "<td>%s</td>", f(x.E2ELp50))
+		if gen {
+			fmt.Fprintf(b, "<td>%s</td>", f(x.PerUserP50))
+		}
+		b.WriteString("</tr>\n")
 	}
 	b.WriteString("</table>\n")
 }
