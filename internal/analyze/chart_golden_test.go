@@ -28,6 +28,8 @@ func TestChartsGolden(t *testing.T) {
 		{id: "cdf", title: "A CDF & <escaped>", xlabel: "ms", ylabel: "fraction", yMax: 1, series: []chartSeries{
 			{name: "one", color: colorA, pts: [][2]float64{{0.5, 0}, {1.25, 0.5}, {3, 1}}},
 			{name: "two", color: colorB, pts: [][2]float64{{0.1, 0}, {2, 1}}}}},
+		{id: "logcdf", title: "A log CDF", xlabel: "ms, log", ylabel: "fraction", yMax: 1, logX: true, series: []chartSeries{
+			{name: "tail", color: colorA, pts: [][2]float64{{0, 0}, {3.2, 0.2}, {12, 0.9}, {2400, 1}}}}},
 		{id: "bins", title: "Bins", xlabel: "time (s)", ylabel: "req/s", bins: true, series: []chartSeries{
 			{name: "rate", color: colorC, pts: [][2]float64{{0.5, 3}, {1.5, nan}, {2.5, 7}, {3.5, 6.5}, {4.5, nan}}}}},
 		{id: "turns", title: "By turn", xlabel: "turn", ylabel: "ms", intX: true, series: []chartSeries{

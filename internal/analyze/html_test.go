@@ -92,7 +92,7 @@ func TestHTMLChartsCannotMislead(t *testing.T) {
 		t.Fatalf("completed %d failed %d", s.Completed, s.Failed)
 	}
 	charts := chartsOf(t, s)
-	if len(charts) != 8 {
+	if len(charts) != 12 {
 		t.Fatalf("%d charts", len(charts))
 	}
 	if tok := charts["throughput-time"]; strings.Contains(tok, "failed/s") || strings.Contains(tok, "completed/s") {
@@ -111,7 +111,7 @@ func TestHTMLChartsCannotMislead(t *testing.T) {
 	}
 	// TTFT by send second: seconds 5 and 6 had no request sent, nor did
 	// 0.7-1.0 of 2 (failures only): gaps, never a point at 0 ms.
-	ttft := polylines(charts["latency-time"], "TTFT mean")
+	ttft := polylines(charts["ttft-time"], "TTFT mean")
 	if len(ttft) < 2 {
 		t.Errorf("TTFT mean drawn as %d polyline(s): the empty seconds are not gaps", len(ttft))
 	}
@@ -127,6 +127,10 @@ func TestHTMLChartsCannotMislead(t *testing.T) {
 	}
 	if points != bins {
 		t.Errorf("TTFT mean has %d points, %d bins have requests", points, bins)
+	}
+	// TTFT has its own axis: E2EL's chart does not draw it.
+	if n := len(polylines(charts["latency-time"], "TTFT mean")); n != 0 {
+		t.Errorf("TTFT mean drawn on the E2EL axis (%d polylines)", n)
 	}
 	for id, svg := range charts {
 		top := rePlot.FindStringSubmatch(svg)
@@ -281,4 +285,106 @@ func abs(x int) int {
 		return -x
 	}
 	return x
+}
+
+// The page says what produced the run, and a run where a third of the
+// requests failed shows it in a red tile with each kind's count.
+func TestHTMLProvenanceAndErrorTile(t *testing.T) {
+	s := failingRun(t)
+	s.Files[0].Meta.Command = "tracekit replay --trace chat.parquet --target http://gpu-7:8000"
+	s.Files[0].Meta.TracekitVersion = "v9.8.7"
+	s.Files[0].Meta.Targets = []string{"http://gpu-7:8000"}
+	s.Files[0].Meta.Host = "bench-host-3"
+	s.Files[0].Meta.Config = map[string]any{"trace": "chat.parquet"}
+	s.Model = "llama-70b"
+	var b bytes.Buffer
+	if err := s.WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	h := b.String()
+	for _, want := range []string{
+		"<dt>command</dt><dd>tracekit replay --trace chat.parquet --target http://gpu-7:8000</dd>",
+		"<dt>tracekit</dt><dd>v9.8.7</dd>", "<dt>targets</dt><dd>http://gpu-7:8000</dd>",
+		"<dt>model</dt><dd>llama-70b</dd>", "<dt>trace file</dt><dd>chat.parquet</dd>",
+		"<dt>trace SHA-256</dt><dd>not recorded</dd>", "<dt>machine</dt><dd>bench-host-3</dd>",
+		`<div class="tile bad" id="errors"><b>36.7% failed</b><span>55 of 150 requests sent</span>`,
+		"http_status: 55</li>",
+	} {
+		if !strings.Contains(h, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if i, j := strings.Index(h, `id="errors"`), strings.Index(h, "<svg"); i < 0 || i > j {
+		t.Error("the error tile is not above the charts")
+	}
+
+	ok := handSummary(t)
+	b.Reset()
+	if err := ok.WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	if ok.Failed == 0 && !strings.Contains(b.String(), `<div class="tile ok" id="errors"><b>0 failed</b>`) {
+		t.Error("a run without failures does not say 0 failed")
+	}
+}
+
+// The time charts shade the drain after the last send, and the page says
+// where the steady state was.
+func TestHTMLMarksPhases(t *testing.T) {
+	s := failingRun(t)
+	ph := s.phases()
+	if !ph.Steady || ph.DrainStart < 11 || ph.DrainStart > ph.End {
+		t.Fatalf("phases %+v", ph)
+	}
+	charts := chartsOf(t, s)
+	for _, id := range []string{"throughput-time", "requests-time", "concurrency-time", "ttft-time"} {
+		if !strings.Contains(charts[id], `data-phase="drain"`) {
+			t.Errorf("%s does not shade the drain", id)
+		}
+	}
+	if strings.Contains(charts["ttft-cdf"], "data-phase") {
+		t.Error("a CDF shaded with time phases")
+	}
+	var b bytes.Buffer
+	if err := s.WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `id="phases">Phases (shaded on the time charts): no warm-up`) {
+		t.Error("the page does not state the phases")
+	}
+}
+
+// The time-slice table counts every sent request once, in the slice it
+// ended in, and marks the slices with failures; the length histograms and
+// the interactivity chart are drawn from the completed requests.
+func TestHTMLTimeSlicesAndHistograms(t *testing.T) {
+	s := failingRun(t)
+	sl := s.slicesOf(timeSlices)
+	done, failed := 0, 0
+	for _, x := range sl {
+		done, failed = done+x.Completed, failed+x.Failed
+	}
+	if len(sl) != timeSlices || done != s.Completed || failed != s.Failed {
+		t.Fatalf("%d slices hold %d completed, %d failed; the run has %d, %d", len(sl), done, failed, s.Completed, s.Failed)
+	}
+	var b bytes.Buffer
+	if err := s.WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	h := b.String()
+	if got := strings.Count(h, `<tr class="bad">`); got == 0 || got == timeSlices {
+		t.Errorf("%d slices marked as failing", got)
+	}
+	if !strings.Contains(h, "<span>median tokens/s per user</span>") {
+		t.Error("no tokens/s per user tile")
+	}
+	charts := chartsOf(t, s)
+	for _, id := range []string{"input-length", "output-length"} {
+		if n := len(polylines(charts[id], "requests")); n != 1 {
+			t.Errorf("%s drawn as %d polylines", id, n)
+		}
+	}
+	if n := strings.Count(charts["interactivity"], "<circle"); n == 0 || n > timeSlices {
+		t.Errorf("interactivity chart has %d points", n)
+	}
 }

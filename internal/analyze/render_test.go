@@ -122,7 +122,7 @@ func TestHTMLSelfContained(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := b.String()
-	for _, id := range []string{"ttft-cdf", "itl-cdf", "latency-time", "throughput-time", "requests-time", "concurrency-time", "ttft-turn", "dispatch-lag"} {
+	for _, id := range []string{"ttft-cdf", "itl-cdf", "ttft-time", "latency-time", "throughput-time", "requests-time", "concurrency-time", "ttft-turn", "dispatch-lag"} {
 		if !strings.Contains(h, `id="`+id+`"`) {
 			t.Errorf("HTML lacks chart %s", id)
 		}

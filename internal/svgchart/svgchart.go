@@ -75,11 +75,48 @@ func Close(b *strings.Builder) { b.WriteString("</svg>\n") }
 type Plot struct {
 	Left, Top, Width, Height int
 	XMin, XMax, YMin, YMax   float64
+	// LogX puts x on a log scale (XMin must be > 0): a latency's tail
+	// stays readable beside its body.
+	LogX bool
 }
 
 // X is the pixel column of x.
 func (p Plot) X(x float64) float64 {
+	if p.LogX {
+		return float64(p.Left) + math.Log10(x/p.XMin)/math.Log10(p.XMax/p.XMin)*float64(p.Width)
+	}
 	return float64(p.Left) + (x-p.XMin)/(p.XMax-p.XMin)*float64(p.Width)
+}
+
+// Decades widens [lo, hi] (lo > 0) to whole powers of ten, the range of
+// a log axis.
+func Decades(lo, hi float64) (float64, float64) {
+	lo, hi = math.Pow(10, math.Floor(math.Log10(lo))), math.Pow(10, math.Ceil(math.Log10(hi)))
+	if hi <= lo {
+		hi = lo * 10
+	}
+	return lo, hi
+}
+
+// LogXTicks draws a grid line and a tick label at every 1, 2 and 5 times a
+// power of ten from XMin to XMax of a log axis (only the powers of ten
+// when the range spans more than three decades).
+func (p Plot) LogXTicks(b *strings.Builder) {
+	mults := []float64{1, 2, 5}
+	if p.XMax/p.XMin > 1e3 {
+		mults = mults[:1]
+	}
+	k0, k1 := int(math.Round(math.Log10(p.XMin))), int(math.Round(math.Log10(p.XMax)))
+	for k := k0; k <= k1; k++ {
+		for _, m := range mults {
+			x, _ := strconv.ParseFloat(fmt.Sprintf("%ge%d", m, k), 64) // exact decimal, no drift
+			if x > p.XMax*1.001 {
+				break
+			}
+			fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#eee"/><text class="a" x="%.1f" y="%d" text-anchor="middle">%s</text>`+"\n",
+				p.X(x), p.X(x), p.Top, p.Top+p.Height, p.X(x), p.Top+p.Height+14, ShortLabel(x))
+		}
+	}
 }
 
 // Y is the pixel row of y.
@@ -163,17 +200,24 @@ func (p Plot) Marker(b *strings.Builder, x, y float64, fill, stroke, tip, href s
 	b.WriteString(dot + "\n")
 }
 
-// VMark draws a dashed vertical reference line at x with its label at the
-// top, the i-th mark's label one row below the previous one's.
+// VMark draws a dashed vertical reference line at x with its label near
+// the bottom, the i-th mark's label one row above the previous one's (the
+// top is the legend's). A label in the right third of the plot ends at the
+// line instead of starting there, so it is never cut off at the edge; a
+// white halo keeps it readable over curves.
 func (p Plot) VMark(b *strings.Builder, x float64, i int, label, color string) {
-	fmt.Fprintf(b, `<line class="mark" x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="%s" stroke-width="1.5" stroke-dasharray="5,3"/><text class="a" x="%.1f" y="%d" fill="%s">%s</text>`+"\n",
-		p.X(x), p.X(x), p.Top, p.Top+p.Height, color, p.X(x)+3, p.Top+12+12*i, color, html.EscapeString(label))
+	tx, anchor := p.X(x)+3, "start"
+	if p.X(x) > float64(p.Left)+0.66*float64(p.Width) {
+		tx, anchor = p.X(x)-3, "end"
+	}
+	fmt.Fprintf(b, `<line class="mark" x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="%s" stroke-width="1.5" stroke-dasharray="5,3"/><text class="a" x="%.1f" y="%d" fill="%s" text-anchor="%s" stroke="#fff" stroke-width="3" paint-order="stroke">%s</text>`+"\n",
+		p.X(x), p.X(x), p.Top, p.Top+p.Height, color, tx, p.Top+p.Height-6-12*i, color, anchor, html.EscapeString(label))
 }
 
 // HMark draws a dotted horizontal reference line at y with its label
 // above its left end.
 func (p Plot) HMark(b *strings.Builder, y float64, label, color string) {
-	fmt.Fprintf(b, `<line class="mark" x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="1.2" stroke-dasharray="2,3"/><text class="a" x="%d" y="%.1f" fill="%s">%s</text>`+"\n",
+	fmt.Fprintf(b, `<line class="mark" x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="1.2" stroke-dasharray="2,3"/><text class="a" x="%d" y="%.1f" fill="%s" stroke="#fff" stroke-width="3" paint-order="stroke">%s</text>`+"\n",
 		p.Left, p.Left+p.Width, p.Y(y), p.Y(y), color, p.Left+4, p.Y(y)-3, color, html.EscapeString(label))
 }
 

@@ -1,6 +1,7 @@
 package svgchart
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -55,5 +56,51 @@ func TestPlot(t *testing.T) {
 	p.YGrid(&b, 2.5, ShortLabel)
 	if n := strings.Count(b.String(), "<line"); n != 3 {
 		t.Errorf("a grid over 0-5 in steps of 2.5 has %d lines, want 3:\n%s", n, b.String())
+	}
+}
+
+// A log axis spans whole decades, ticks 1-2-5 in each (powers of ten only
+// over more than three decades) and places a decade's ticks alike.
+func TestLogX(t *testing.T) {
+	lo, hi := Decades(3.2, 2400)
+	if lo != 1 || hi != 1e4 {
+		t.Fatalf("Decades(3.2, 2400) = %g, %g", lo, hi)
+	}
+	if lo, hi := Decades(20, 20); lo != 10 || hi != 100 {
+		t.Errorf("Decades(20, 20) = %g, %g", lo, hi)
+	}
+	p := Plot{Left: 10, Width: 300, Height: 100, XMin: 0.1, XMax: 100, YMax: 1, LogX: true}
+	if a, b, c := p.X(0.1), p.X(1), p.X(100); a != 10 || b != 110 || c != 310 {
+		t.Errorf("X(0.1, 1, 100) = %g, %g, %g", a, b, c)
+	}
+	var b strings.Builder
+	p.LogXTicks(&b)
+	got := reTick.FindAllStringSubmatch(b.String(), -1)
+	var labels []string
+	for _, m := range got {
+		labels = append(labels, m[1])
+	}
+	if want := "0.1 0.2 0.5 1 2 5 10 20 50 100"; strings.Join(labels, " ") != want {
+		t.Errorf("ticks %q, want %q", labels, want)
+	}
+	b.Reset()
+	Plot{Width: 300, XMin: 1e-3, XMax: 1e3, LogX: true}.LogXTicks(&b)
+	if n := len(reTick.FindAllString(b.String(), -1)); n != 7 {
+		t.Errorf("six decades have %d ticks, want the 7 powers of ten", n)
+	}
+}
+
+var reTick = regexp.MustCompile(`<text class="a"[^>]*>([^<]*)</text>`)
+
+// A mark's label in the right third of the plot ends at its line, so the
+// chart's edge does not cut it off.
+func TestVMarkLabelStaysInside(t *testing.T) {
+	p := Plot{Left: 60, Top: 30, Width: 500, Height: 200, XMax: 10, YMax: 1}
+	var b strings.Builder
+	p.VMark(&b, 9.9, 0, "knee: step 12", Red)
+	p.VMark(&b, 1, 1, "SLO answer: step 3", Red)
+	h := b.String()
+	if !strings.Contains(h, `x="552.0" y="224" fill="#d62728" text-anchor="end"`) || !strings.Contains(h, `x="113.0" y="212" fill="#d62728" text-anchor="start"`) {
+		t.Errorf("labels not placed inside:\n%s", h)
 	}
 }

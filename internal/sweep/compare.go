@@ -69,27 +69,35 @@ func Compare(a, b *Summary) []CompareRow {
 	return rows
 }
 
+// cells are a row's A, B and change as both pages show them: "-" for a
+// figure a sweep does not have (no knee), "n/a" for a change that cannot
+// be computed.
+func (r CompareRow) cells() (a, b, change string) {
+	a, b, change = "-", "-", "n/a"
+	if r.Valid || r.A != 0 {
+		a = FormatValue(r.A)
+	}
+	if r.Valid || r.B != 0 {
+		b = FormatValue(r.B)
+	}
+	if r.Valid && r.A != 0 {
+		change = fmt.Sprintf("%+.1f%%", r.Pct)
+		if r.Better > 0 {
+			change += " better"
+		} else if r.Better < 0 {
+			change += " worse"
+		}
+	}
+	return a, b, change
+}
+
 // WriteCompare prints Compare(a, b) and both step tables.
 func WriteCompare(w io.Writer, a, b *Summary, nameA, nameB string) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "tracekit sweep compare\nA: %s\nB: %s\n", nameA, nameB)
 	fmt.Fprintf(bw, "%-40s %12s %12s %10s\n", "figure", "A", "B", "change")
 	for _, r := range Compare(a, b) {
-		av, bv, ch := "-", "-", "n/a"
-		if r.Valid || r.A != 0 {
-			av = FormatValue(r.A)
-		}
-		if r.Valid || r.B != 0 {
-			bv = FormatValue(r.B)
-		}
-		if r.Valid && r.A != 0 {
-			ch = fmt.Sprintf("%+.1f%%", r.Pct)
-			if r.Better > 0 {
-				ch += " better"
-			} else if r.Better < 0 {
-				ch += " worse"
-			}
-		}
+		av, bv, ch := r.cells()
 		fmt.Fprintf(bw, "%-40s %12s %12s %s\n", r.Name, av, bv, ch)
 	}
 	fmt.Fprintf(bw, "A answer: %s\nB answer: %s\n", a.AnswerLine(), b.AnswerLine())
@@ -132,11 +140,8 @@ func WriteCompareHTML(w io.Writer, a, b *Summary, nameA, nameB, hrefA, hrefB str
 	}
 	sb.WriteString("</ul>\n<table><tr><th>figure</th><th>A</th><th>B</th><th>change</th></tr>\n")
 	for _, r := range Compare(a, b) {
-		ch := "n/a"
-		if r.Valid && r.A != 0 {
-			ch = fmt.Sprintf("%+.1f%%", r.Pct)
-		}
-		fmt.Fprintf(&sb, "<tr><td class=\"l\">%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", html.EscapeString(r.Name), FormatValue(r.A), FormatValue(r.B), ch)
+		av, bv, ch := r.cells()
+		fmt.Fprintf(&sb, "<tr><td class=\"l\">%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", html.EscapeString(r.Name), av, bv, html.EscapeString(ch))
 	}
 	sb.WriteString("</table>\n")
 	fmt.Fprintf(&sb, "<p>A answer: %s<br>B answer: %s</p>\n", html.EscapeString(a.AnswerLine()), html.EscapeString(b.AnswerLine()))

@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"html"
 	"io"
@@ -23,6 +24,7 @@ type chart struct {
 type series struct {
 	name, color string
 	dashed      bool
+	markersOnly bool // points without a line through them
 	pts         []point
 }
 
@@ -31,6 +33,10 @@ type point struct {
 	href string // link of the marker, "" for none
 	tip  string // tooltip
 	bad  bool   // drawn hollow: did not pass
+	// order is where the line passes through the point: the step's load,
+	// so a curve against throughput climbs at saturation (many steps at
+	// one throughput) instead of zig-zagging in the order of their x.
+	order float64
 }
 
 // mark is a labelled reference line at v (vertical: x, horizontal: y).
@@ -98,12 +104,14 @@ func (c chart) render(b *strings.Builder) {
 	}
 	for i, s := range c.series {
 		pts := slices.Clone(s.pts)
-		slices.SortStableFunc(pts, func(a, b point) int { return cmpF(a.x, b.x) })
+		slices.SortStableFunc(pts, func(a, b point) int { return cmp.Or(cmpF(a.order, b.order), cmpF(a.x, b.x)) })
 		line := svgchart.Line{Color: s.color}
 		if s.dashed {
 			line.Dash = "6,4"
 		}
-		p.Polyline(b, line, len(pts), func(i int) (float64, float64) { return pts[i].x, pts[i].y })
+		if !s.markersOnly {
+			p.Polyline(b, line, len(pts), func(i int) (float64, float64) { return pts[i].x, pts[i].y })
+		}
 		if !s.dashed {
 			for _, q := range pts {
 				fill := s.color
@@ -141,6 +149,23 @@ func (s *Summary) xOf() (func(*StepResult) float64, string) {
 	return func(r *StepResult) float64 { return r.Load.Value }, string(s.Plan.Axis)
 }
 
+// standing says, by step index, which steps stand: of several steps at one
+// load the last one not interrupted (as the SLO answer reads them), and
+// every interrupted step that no later step replaced.
+func (s *Summary) standing() map[int]bool {
+	last := map[float64]int{}
+	for _, r := range s.Steps {
+		if _, seen := last[r.Load.Value]; !r.Interrupted || !seen {
+			last[r.Load.Value] = r.Index
+		}
+	}
+	out := map[int]bool{}
+	for _, i := range last {
+		out[i] = true
+	}
+	return out
+}
+
 func (r *StepResult) tip() string {
 	return fmt.Sprintf("step %d: %s, %s req/s, %s", r.Index, r.Load, rate(r.Throughput), r.result())
 }
@@ -159,19 +184,32 @@ func (s *Summary) charts(prefix string, palette []string, x func(*StepResult) fl
 	}
 	tput := series{name: prefix + "throughput", color: colors[1%len(colors)], dashed: false}
 	good := series{name: prefix + "good fraction", color: colors[1%len(colors)]}
+	// A load run again (the client distorted it) has one step that stands,
+	// its last: the curves go through that one only, the runs it replaced
+	// are grey markers beside it.
+	retried := series{name: prefix + "replaced by a rerun", color: "#aaa", markersOnly: true}
+	retriedGood := retried
 	var offered series
+	stands := s.standing()
 	for i := range s.Steps {
 		r := &s.Steps[i]
 		if r.Requests == 0 {
 			continue
 		}
-		p := point{x: x(r), y: r.Throughput, href: href(r), tip: r.tip(), bad: !r.Pass}
-		tput.pts = append(tput.pts, p)
+		p := point{x: x(r), y: r.Throughput, href: href(r), tip: r.tip(), bad: !r.Pass, order: r.Load.Value}
 		g := p
 		g.y = r.GoodFraction
+		if !stands[r.Index] {
+			p.tip += " (replaced by a rerun)"
+			g.tip = p.tip
+			retried.pts = append(retried.pts, p)
+			retriedGood.pts = append(retriedGood.pts, g)
+			continue
+		}
+		tput.pts = append(tput.pts, p)
 		good.pts = append(good.pts, g)
 		if r.OfferedRate > 0 && s.Plan.Axis != AxisConcurrency {
-			offered.pts = append(offered.pts, point{x: x(r), y: r.OfferedRate})
+			offered.pts = append(offered.pts, point{x: x(r), y: r.OfferedRate, order: r.Load.Value})
 		}
 	}
 	thr := chart{id: "throughput", title: "Throughput vs offered load", xlabel: xl, ylabel: "requests/s completed (steady)", series: []series{tput}}
@@ -180,6 +218,10 @@ func (s *Summary) charts(prefix string, palette []string, x func(*StepResult) fl
 		thr.series = append(thr.series, offered)
 	}
 	gp := chart{id: "goodput", title: "Goodput vs load", xlabel: xl, ylabel: "fraction of requests good", series: []series{good}}
+	if len(retried.pts) > 0 {
+		thr.series = append(thr.series, retried)
+		gp.series = append(gp.series, retriedGood)
+	}
 	var lat []chart
 	for _, m := range []struct {
 		key, name string
@@ -194,12 +236,12 @@ func (s *Summary) charts(prefix string, palette []string, x func(*StepResult) fl
 			se := series{name: prefix + m.name + " " + name, color: colors[k%len(colors)]}
 			for i := range s.Steps {
 				r := &s.Steps[i]
-				if r.Completed == 0 {
+				if r.Completed == 0 || !stands[r.Index] {
 					continue
 				}
 				d := m.d(r)
 				y := [...]float64{d.P50, d.P90, d.P99}[k]
-				se.pts = append(se.pts, point{x: r.Throughput, y: y, href: href(r), tip: r.tip(), bad: !r.Pass})
+				se.pts = append(se.pts, point{x: r.Throughput, y: y, href: href(r), tip: r.tip(), bad: !r.Pass, order: r.Load.Value})
 			}
 			c.series = append(c.series, se)
 		}
@@ -235,7 +277,19 @@ func (s *Summary) charts(prefix string, palette []string, x func(*StepResult) fl
 			}
 		}
 	}
-	return append([]chart{thr}, append(lat, gp)...)
+	// The interactivity curve serving teams publish: what the deployment
+	// gives in total against what each user sees, one point per load.
+	inter := chart{id: "interactivity", title: "Throughput vs interactivity", xlabel: "tokens/s per user (1000 / median TPOT ms)", ylabel: "output tokens/s"}
+	curve := series{name: prefix + "steps", color: colors[1%len(colors)]}
+	for i := range s.Steps {
+		r := &s.Steps[i]
+		if r.Completed == 0 || !stands[r.Index] || r.TPOT.P50 <= 0 {
+			continue
+		}
+		curve.pts = append(curve.pts, point{x: 1000 / r.TPOT.P50, y: r.OutputThroughput, href: href(r), tip: r.tip(), bad: !r.Pass, order: r.Load.Value})
+	}
+	inter.series = []series{curve}
+	return append([]chart{thr}, append(lat, gp, inter)...)
 }
 
 const pageHead = `<!DOCTYPE html>

@@ -35,8 +35,9 @@ type StepResult struct {
 	// OfferedConvRate is the nominal load: conversation starts per second
 	// (Speed x the trace's start rate); 0 in closed loop.
 	OfferedConvRate float64 `json:"offered_conv_rate"`
-	// OfferedRate is the measured offered request rate: (n - 1) / (last -
-	// first intended send) over the measured requests; 0 when they were
+	// OfferedRate is the measured offered request rate over the same
+	// trim as Throughput: the intended sends between the 10th and the 90th
+	// percentile of them, per second between those two; 0 when they were
 	// all due at once (closed loop).
 	OfferedRate float64 `json:"offered_rate"`
 
@@ -212,7 +213,6 @@ func Measure(r *StepResult, s *analyze.Summary, slo SLO, h *trace.Health, exclud
 			r.Good++
 		}
 	}
-	r.OfferedRate = rateOf(intended, 0)
 	r.Steady = stepSteady(s)
 	r.Slices = s.Slices
 	r.Throughput, r.ThroughputFrom = rateOf(done, 0.1), "p10-p90"
@@ -222,6 +222,11 @@ func Measure(r *StepResult, s *analyze.Summary, slo SLO, h *trace.Health, exclud
 	if r.Throughput == 0 {
 		r.Throughput = s.RequestThroughput
 	}
+	// Offered with the throughput's trim (the central 80% of the sends,
+	// as of the completions), so the two compare: with the whole span for
+	// one and the trimmed span for the other the measured curve sat above
+	// the offered one at every step.
+	r.OfferedRate = rateOf(intended, 0.1)
 	if r.Requests > 0 {
 		r.GoodFraction = float64(r.Good) / float64(r.Requests)
 	}
