@@ -65,14 +65,14 @@ func (d *Decoder) decode(data []byte, out *api.Out, ev *api.Event, body bool) {
 		if body {
 			out.Text, ev.Output = append(out.Text, c.text...), true
 		}
+	case c.object == objChat:
+		ev.WrongAPI = api.Chat
 	case c.choices > 0:
 		ev.Output = true
 	case body && c.hasText:
 		out.Text, ev.Output = append(out.Text, c.text...), true
 	case c.hasChoices || c.hasUsage:
 		// a usage-only chunk
-	case c.object == objChat:
-		ev.WrongAPI = api.Chat
 	case len(c.typ) > 0:
 		ev.WrongAPI = foreign(c.typ)
 		ev.Unknown = ev.WrongAPI == ""
