@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tracekit/tracekit/internal/mock"
@@ -64,7 +65,7 @@ func TestSpeechEndToEnd(t *testing.T) {
 					case r.CompletionTokens != e.CompletionTokens || r.PromptTokens != e.PromptTokens || r.FirstAnswerEvent != 0:
 						t.Errorf("%s: tokens %d/%d, the mock's %d/%d; first answer event %d", r.RequestID, r.PromptTokens, r.CompletionTokens, e.PromptTokens, e.CompletionTokens, r.FirstAnswerEvent)
 					}
-						for i, ns := range r.EventNs {
+					for i, ns := range r.EventNs {
 						if got := meta.StartMonoNs + ns; got < e.ArrivalMonoNs || i > 0 && ns < r.EventNs[i-1] {
 							t.Errorf("%s event %d: received at %d, before the mock had the request (%d) or before event %d", r.RequestID, i, got, e.ArrivalMonoNs, i-1)
 						}
@@ -104,5 +105,26 @@ func TestSpeechEndToEnd(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A turn without its clip is refused before anything is sent, naming the
+// turn; synth refuses a speech endpoint without --audio-seconds.
+func TestSpeechRefusals(t *testing.T) {
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "t.parquet")
+	if _, stderr, code := runCLI(t, "synth", "--endpoint", "transcriptions", "--conversations", "1", "-o", tr); code != ExitUsage || !strings.Contains(stderr, "--audio-seconds") {
+		t.Errorf("synth without --audio-seconds: exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := runCLI(t, "synth", "--conversations", "1", "--turns", "1", "-o", tr); code != ExitOK {
+		t.Fatalf("synth: exit %d: %s", code, stderr)
+	}
+	srv := mocktest.Start(t, nil)
+	_, stderr, code := runCLI(t, "replay", tr, "--endpoint", "translations", "--target", srv.URL(), "-o", filepath.Join(dir, "r.parquet"), "--no-analyze", "--progress", "none")
+	if code != ExitUsage || !strings.Contains(stderr, "0 audio clips") || !strings.Contains(stderr, "/v1/audio/translations") {
+		t.Errorf("replay of a turn without audio: exit %d: %s", code, stderr)
+	}
+	if n := len(srv.Log()); n != 0 {
+		t.Errorf("the mock got %d requests", n)
 	}
 }
