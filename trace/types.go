@@ -53,11 +53,15 @@ const (
 	EndpointEmbeddings  = "embeddings"  // OpenAI /v1/embeddings
 	EndpointRerank      = "rerank"      // /v1/rerank (Jina/Cohere shape, vLLM, llama.cpp, TEI)
 	EndpointScore       = "score"       // vLLM /v1/score
+	// Speech-to-text: the turn's audio clip uploaded, its transcript
+	// (or English translation) generated.
+	EndpointTranscriptions = "transcriptions" // OpenAI /v1/audio/transcriptions
+	EndpointTranslations   = "translations"   // OpenAI /v1/audio/translations
 )
 
 // Endpoints lists every endpoint name, in the order documents list them.
 var Endpoints = []string{EndpointChat, EndpointCompletions, EndpointResponses, EndpointMessages,
-	EndpointEmbeddings, EndpointRerank, EndpointScore}
+	EndpointEmbeddings, EndpointRerank, EndpointScore, EndpointTranscriptions, EndpointTranslations}
 
 // KnownEndpoint reports whether e names an endpoint ("" does not).
 func KnownEndpoint(e string) bool {
@@ -78,13 +82,16 @@ func Generates(e string) bool {
 
 // CarriesMedia reports whether requests to endpoint e can carry media of
 // kind (MediaImage, MediaVideo, MediaAudio): chat ("" included) all
-// three; Responses and Messages images only; the others none.
+// three; Responses and Messages images only; transcriptions and
+// translations audio only; the others none.
 func CarriesMedia(e, kind string) bool {
 	switch e {
 	case "", EndpointChat:
 		return kind == MediaImage || kind == MediaVideo || kind == MediaAudio
 	case EndpointResponses, EndpointMessages:
 		return kind == MediaImage
+	case EndpointTranscriptions, EndpointTranslations:
+		return kind == MediaAudio
 	}
 	return false
 }

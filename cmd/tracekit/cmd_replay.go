@@ -133,7 +133,7 @@ beside the output, verified, removed after).`,
 	f.Float64Var(&o.maxErrorRate, "max-error-rate", 0, "exit 1 when more than this fraction of requests failed (default: only when all did)")
 	f.StringArrayVar(&c.Targets, "target", nil, "base URL of an OpenAI-compatible server (repeat for several)")
 	f.StringVar(&enums.policy, "target-policy", string(replay.PolicyRoundRobin), "with several targets: round-robin (per request) or conversation (sticky)")
-	f.StringVar(&enums.endpoint, "endpoint", string(replay.EndpointChat), "the API every turn is sent on when given: chat, completions, responses, messages, embeddings, rerank or score (default: each turn's own, chat for those without)")
+	f.StringVar(&enums.endpoint, "endpoint", string(replay.EndpointChat), "the API every turn is sent on when given: chat, completions, responses, messages, embeddings, rerank, score, transcriptions or translations (default: each turn's own, chat for those without)")
 	f.StringVar((*string)(&c.ResponsesState), "responses-state", string(replay.ResponsesClient), "how a Responses conversation carries its history: client (whole, as input items) or server (previous_response_id and the new items; closed loop)")
 	f.StringVar(&c.ReasoningEffort, "reasoning-effort", "", "low, medium or high: Responses' reasoning.effort, chat's reasoning_effort (default: not sent)")
 	f.IntVar(&c.ThinkingBudget, "thinking-budget", 0, "Messages: ask for extended thinking with this many budget tokens (0: not sent)")

@@ -155,7 +155,7 @@ func declareSynthFlags(f *pflag.FlagSet, o *synthOptions) {
 	f.StringVar(&o.prefixLayout, "prefix-layout", "", "turn 0's prefixes: vllm (in the user message, the common prefix inside --input-tokens) or system (a system message on top of a full user message); default vllm with --config, else system")
 
 	// the API
-	f.StringVar(&o.endpoint, "endpoint", "", "API every request is sent on: "+strings.Join(trace.Endpoints, ", ")+" (default: replay's --endpoint); embeddings, rerank and score make single requests of corpus text")
+	f.StringVar(&o.endpoint, "endpoint", "", "API every request is sent on: "+strings.Join(trace.Endpoints, ", ")+" (default: replay's --endpoint); embeddings, rerank and score make single requests of corpus text; transcriptions and translations need --audio-seconds")
 	f.StringVar(&o.reasoningTokens, "reasoning-tokens", "", "reasoning tokens each answer starts with, added to its output tokens: a distribution (default none; replay --mock-hints asks tracekit mock for them)")
 	f.StringVar(&o.modelMix, "model-mix", "", "split the conversations over models or LoRA adapters: 'base=0.5,lora-a=0.3,lora-b=0.2' (seeded, per conversation; the trace's model column)")
 	f.StringVar(&o.images, "images", "", "images on each request's user message: a distribution (default none); replay sends them after the text")

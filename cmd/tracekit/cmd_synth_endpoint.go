@@ -51,12 +51,19 @@ func (o *synthOptions) checkEndpoint(name string) error {
 	if g := given(rankingFlags...); len(g) > 0 && ep != trace.EndpointRerank && ep != trace.EndpointScore {
 		bad = append(bad, strings.Join(g, ", ")+": shape requests of --endpoint rerank or score only")
 	}
-	if f.Changed("reasoning-tokens") && (o.pooling() || ep == trace.EndpointCompletions) {
+	speech := ep == trace.EndpointTranscriptions || ep == trace.EndpointTranslations
+	if speech && !f.Changed("audio-seconds") {
+		bad = append(bad, "--endpoint "+ep+" uploads an audio clip per request: give --audio-seconds (its text prompt is optional)")
+	}
+	if speech && name == "agent" {
+		bad = append(bad, "--agent with --endpoint "+ep+": a transcription carries no tools or tool calls")
+	}
+	if f.Changed("reasoning-tokens") && (o.pooling() || ep == trace.EndpointCompletions || speech) {
 		bad = append(bad, "--reasoning-tokens: --endpoint "+ep+" streams no reasoning (use chat, responses or messages)")
 	}
 	for _, m := range []struct{ flag, kind string }{{"images", trace.MediaImage}, {"videos", trace.MediaVideo}, {"audio-seconds", trace.MediaAudio}} {
 		if f.Changed(m.flag) && !trace.CarriesMedia(ep, m.kind) {
-			bad = append(bad, fmt.Sprintf("--%s: --endpoint %s carries no %s (chat carries images, video and audio; responses and messages images only)", m.flag, ep, m.kind))
+			bad = append(bad, fmt.Sprintf("--%s: --endpoint %s carries no %s (chat carries images, video and audio; responses and messages images only; transcriptions and translations audio only)", m.flag, ep, m.kind))
 		}
 	}
 	if o.pooling() {

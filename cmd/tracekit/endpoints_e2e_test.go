@@ -13,7 +13,8 @@ import (
 
 // Every endpoint end to end from the command line: synth writes a trace
 // for it, replay sends it to the mock (which streams a reasoning phase
-// before every generating answer), and analyze reports it with no error.
+// before every generating answer but a transcript), and analyze reports
+// it with no error.
 // Each record names its API, the generating APIs' first answer event
 // comes after the reasoning ones, and the others count their items.
 func TestEveryEndpointEndToEnd(t *testing.T) {
@@ -28,6 +29,8 @@ func TestEveryEndpointEndToEnd(t *testing.T) {
 				args = append(args, "--batch-size", "3", "--input-tokens", "20")
 			case trace.EndpointRerank, trace.EndpointScore:
 				args = append(args, "--documents", "4", "--query-tokens", "8", "--document-tokens", "16")
+			case trace.EndpointTranscriptions, trace.EndpointTranslations:
+				args = append(args, "--turns", "2", "--input-tokens", "8", "--output-tokens", "12", "--audio-seconds", "1-2")
 			default:
 				args = append(args, "--turns", "2", "--input-tokens", "40", "--output-tokens", "12")
 			}
@@ -49,7 +52,10 @@ func TestEveryEndpointEndToEnd(t *testing.T) {
 					if len(r.EventNs) == 0 || r.CompletionTokens <= 0 {
 						t.Errorf("%s turn %d: %d events, %d completion tokens", r.ConversationID, r.Turn, len(r.EventNs), r.CompletionTokens)
 					}
-					if ep != trace.EndpointCompletions && (r.FirstAnswerEvent <= 0 || int(r.FirstAnswerEvent) >= len(r.EventNs)) {
+					if speech(ep) && r.FirstAnswerEvent != 0 {
+						t.Errorf("%s turn %d: first answer event %d: a transcript has no reasoning", r.ConversationID, r.Turn, r.FirstAnswerEvent)
+					}
+					if ep != trace.EndpointCompletions && !speech(ep) && (r.FirstAnswerEvent <= 0 || int(r.FirstAnswerEvent) >= len(r.EventNs)) {
 						t.Errorf("%s turn %d: first answer event %d of %d: want after the reasoning events", r.ConversationID, r.Turn, r.FirstAnswerEvent, len(r.EventNs))
 					}
 				} else if r.Items <= 0 {
@@ -78,4 +84,8 @@ func TestEveryEndpointEndToEnd(t *testing.T) {
 			}
 		})
 	}
+}
+
+func speech(ep string) bool {
+	return ep == trace.EndpointTranscriptions || ep == trace.EndpointTranslations
 }

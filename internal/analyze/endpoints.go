@@ -163,6 +163,9 @@ type GenerationStats struct {
 	ReasoningReporting  int     `json:"reasoning_reporting"`
 	ReasoningTokens     int64   `json:"reasoning_tokens"`
 	MeanReasoningTokens float64 `json:"mean_reasoning_tokens"`
+	// Audio: a speech-to-text endpoint's audio (speech.go); nil for the
+	// others.
+	Audio *AudioStats `json:"audio,omitempty"`
 }
 
 // ItemStats are a non-generating endpoint's items: embeddings returned,
@@ -240,6 +243,7 @@ func (s *Summary) endpoints(itl map[string][2]Stats) {
 				g.ReasoningReporting++
 				g.ReasoningTokens += int64(q.ReasoningTokens)
 			}
+			g.addAudio(q)
 			if q.NonStreaming {
 				continue
 			}
@@ -273,6 +277,7 @@ func (s *Summary) endpoints(itl map[string][2]Stats) {
 		if g := st.Generation; g != nil {
 			g.OutputThroughput = ratio(float64(g.TotalOutput), s.Duration)
 			g.MeanReasoningTokens = ratio(float64(g.ReasoningTokens), float64(g.ReasoningReporting))
+			g.finishAudio(s.Duration)
 			g.TTFT, g.TTFO, g.TPOT = e.ttft.Stats(ps), e.ttfo.Stats(ps), e.tpot.Stats(ps)
 			switch s.Options.ITL {
 			case ITLRequestMean:
@@ -373,6 +378,10 @@ func (s *Summary) writeEndpoints(b *bufio.Writer) {
 		if g.NoAnswer > 0 {
 			fmt.Fprintf(b, "%-40s %d (reasoning only: no TTFO)\n", "Streams without an answer token:", g.NoAnswer)
 		}
+		if a := g.Audio; a != nil {
+			fmt.Fprintf(b, "%-40s %.2f (mean clip %.2f s)\n", "Audio transcribed (s):", a.Seconds, a.MeanClip)
+			fmt.Fprintf(b, "%-40s %.2f\n", "Audio throughput (audio s / wall s):", a.PerSecond)
+		}
 		s.statsHeader(b, "metric (ms)")
 		statsRow(b, "TTFT (first output, any kind)", g.TTFT)
 		statsRow(b, "TTFO (first answer token)", g.TTFO)
@@ -419,6 +428,10 @@ func (s *Summary) writeEndpointsHTML(b *strings.Builder) {
 			}
 			if g.NoAnswer > 0 {
 				row("streams without an answer token", fmt.Sprint(g.NoAnswer))
+			}
+			if a := g.Audio; a != nil {
+				row("audio transcribed (s)", fmt.Sprintf("%.2f (mean clip %.2f s)", a.Seconds, a.MeanClip))
+				row("audio throughput (audio s / wall s)", fmt.Sprintf("%.2f", a.PerSecond))
 			}
 			stats = []struct {
 				name string

@@ -127,7 +127,8 @@ func files(paths []string, opts Options, columns bool) (*Summary, error) {
 var scanColumns = []string{"request_id", "conversation_id", "target", "error_kind", "error_message",
 	"turn", "shard", "attempt", "status", "input_tokens", "prompt_tokens", "completion_tokens", "cached_tokens",
 	"intended_ns", "slot_ns", "sent_ns", "headers_ns", "done_ns", "warmup", "event_ns", "event_tokens", "non_streaming",
-	"parents", "after", "tool_calls", "tool_call_mismatch", "endpoint", "reasoning_tokens", "first_answer_event", "items", "model"}
+	"parents", "after", "tool_calls", "tool_call_mismatch", "endpoint", "reasoning_tokens", "first_answer_event", "items", "model",
+	"media_items", "media_bytes"} // a speech-to-text request's audio (speech.go)
 
 // input is one recording opened for one pass by trace's column scanner.
 type input struct {

@@ -130,6 +130,9 @@ type Request struct {
 	After            []int32 // wait-only edges (trace.Record.After), a copy
 	ToolCalls        int32
 	ToolCallMismatch bool
+	// AudioSeconds is the audio clip a speech-to-text request uploaded
+	// (speech.go), 0 for the other APIs.
+	AudioSeconds float64
 
 	evOff int // index of its first event in accumulator.eventTimes (success) or failTimes (-1: not kept)
 }
@@ -154,6 +157,7 @@ func Derive(r *trace.Record, file int, opts Options) Request {
 	if q.Endpoint == "" {
 		q.Endpoint = trace.EndpointChat
 	}
+	q.AudioSeconds = audioSeconds(r, q.Endpoint)
 	generates := trace.Generates(q.Endpoint)
 	q.NonStreaming = q.NonStreaming || !generates
 	if len(r.Parents) > 0 {

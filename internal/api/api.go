@@ -15,6 +15,9 @@ const (
 	Embeddings  Name = "embeddings"  // POST /v1/embeddings
 	Rerank      Name = "rerank"      // POST /v1/rerank, /rerank, /v2/rerank
 	Score       Name = "score"       // POST /v1/score, /score
+	// Speech-to-text: a multipart upload of an audio file, a transcript.
+	Transcriptions Name = "transcriptions" // POST /v1/audio/transcriptions
+	Translations   Name = "translations"   // POST /v1/audio/translations
 )
 
 // ErrWrongAPI is the error kind of an answer in another API's shape: chat

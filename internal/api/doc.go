@@ -11,6 +11,7 @@
 //	api/messages     /v1/messages (Anthropic Messages)
 //	api/embeddings   /v1/embeddings (not streamed)
 //	api/rerank       /v1/rerank, /rerank, /v2/rerank, and /v1/score (not streamed)
+//	api/transcription /v1/audio/transcriptions and translations (multipart upload; OpenAI's or vLLM's stream)
 //	api/apitest      the tests' driver: encoder, then record.Stream, then checks
 //	api/apis         the table of them: by name, by request path
 //	api/jsonscan     the allocation-free JSON scanner every decoder uses

@@ -120,6 +120,8 @@ func (p plan) turns() []trace.Turn {
 				{Role: trace.RoleDocument, Content: "calibration document " + id, Tokens: 4},
 				{Role: trace.RoleDocument, Content: "calibration document two " + id, Tokens: 4}}
 			turns[i].InputTokens, turns[i].OutputTokens = 12, 0
+		case trace.EndpointTranscriptions, trace.EndpointTranslations: // a second of audio to transcribe
+			turns[i].Messages[0].Media = []trace.Media{{Kind: trace.MediaAudio, Format: "wav", DurationMs: 1000, Seed: int64(i)}}
 		}
 	}
 	return turns

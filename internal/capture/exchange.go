@@ -19,7 +19,7 @@ func (p *Proxy) Open(r *http.Request, arrival int64) h1proxy.Exchange {
 		return nil
 	}
 	spec, ok := apis.ByPath(r.URL.Path)
-	if !ok {
+	if !ok || spec.ParseRequest == nil { // an API capture cannot read requests of
 		p.warnUnparsed(r.URL.Path)
 		return nil
 	}

@@ -15,6 +15,8 @@ var unparsedLLMPaths = [...]struct{ suffix, api string }{
 	{"/api/generate", "Ollama's native generate API"},
 	{"/generate_stream", "TGI's native API"},
 	{"/generate", "TGI's or SGLang's native API"},
+	{"/audio/transcriptions", "the speech-to-text API (multipart uploads)"},
+	{"/audio/translations", "the speech-to-text API (multipart uploads)"},
 }
 
 // warnUnparsed logs, once per known endpoint per proxy, that LLM traffic to

@@ -118,3 +118,13 @@ func appendWAV(dst []byte, m *trace.Media, r *rand.Rand) []byte {
 	}
 	return dst
 }
+
+// WAVHeaderBytes is the size of the header of a clip Make writes.
+const WAVHeaderBytes = 44
+
+// WAVSeconds is the duration of n clips Make wrote, of size bytes in all
+// (16-bit mono PCM at AudioRate after a WAVHeaderBytes header each): what
+// a recording's media_bytes of audio says of the audio sent.
+func WAVSeconds(bytes int64, n int32) float64 {
+	return float64(max(bytes-int64(n)*WAVHeaderBytes, 0)) / (2 * AudioRate)
+}

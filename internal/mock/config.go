@@ -183,6 +183,12 @@ type Config struct {
 	// EmbeddingDimensions is the size of the embeddings the mock returns
 	// (a request's "dimensions" may ask for fewer).
 	EmbeddingDimensions int `json:"embedding_dimensions"`
+	// TranscriptionStream is the shape of /v1/audio/transcriptions and
+	// translations streams and bodies: "vllm" (chat-shaped chunks, data:
+	// [DONE]; bodies report the audio's seconds) or "openai"
+	// (transcript.text.delta and transcript.text.done events; bodies
+	// report tokens). Empty is "vllm".
+	TranscriptionStream string `json:"transcription_stream"`
 	// Tokens counts prompt tokens; nil means ApproxTokens. Not in JSON.
 	Tokens TokenCounter `json:"-"`
 }
@@ -305,6 +311,8 @@ func (c Config) validateRest() error {
 		return fmt.Errorf("response_store_bytes %d must be >= 0", c.ResponseStoreBytes)
 	case c.EmbeddingDimensions < 1:
 		return fmt.Errorf("embedding_dimensions %d must be >= 1", c.EmbeddingDimensions)
+	case c.TranscriptionStream != "" && !validShape(c.TranscriptionStream):
+		return fmt.Errorf("transcription_stream %q: want vllm or openai", c.TranscriptionStream)
 	}
 	f := c.Faults
 	for _, p := range f.probabilities() {

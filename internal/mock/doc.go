@@ -30,6 +30,10 @@
 //	POST /v1/rerank, /rerank, /v2/rerank   query, documents (strings or {"text"}),
 //	     top_n, return_documents; results sorted by score
 //	POST /v1/score, /score   text_1 and text_2, each a string or a list
+//	POST /v1/audio/transcriptions, /v1/audio/translations   multipart/form-data:
+//	     file (the audio, charged as a media item), model, prompt, stream,
+//	     stream_include_usage, max_completion_tokens; answered in
+//	     Config.TranscriptionStream's shape (request_speech.go)
 //
 // Media in a generating request (chat image_url, video_url, input_audio;
 // Responses input_image; Messages image blocks) are fetched or decoded,

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/tracekit/tracekit/internal/api"
+	"github.com/tracekit/tracekit/internal/api/transcription"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -110,6 +111,9 @@ func (x *exchange) appendError(b []byte) []byte {
 		return x.enc.Error(x.begin(b), "server_error", msg)
 	case api.Messages:
 		return x.enc.Error(x.begin(b), "overloaded_error", msg)
+	}
+	if x.speech() && x.s.cfg.TranscriptionStream == string(transcription.ShapeOpenAI) {
+		return x.enc.Error(x.begin(b), "server_error", msg) // OpenAI's stream ends at its error event
 	}
 	return x.enc.Done(x.enc.Error(b, "InternalServerError", msg))
 }

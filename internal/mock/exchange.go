@@ -16,6 +16,7 @@ import (
 
 	"github.com/tracekit/tracekit/internal/api"
 	"github.com/tracekit/tracekit/internal/api/apis"
+	"github.com/tracekit/tracekit/internal/api/transcription"
 	"github.com/tracekit/tracekit/internal/clock"
 )
 
@@ -89,6 +90,10 @@ const (
 // generating reports whether the request's API generates tokens.
 func (x *exchange) generating() bool { return x.enc != nil }
 
+// speech reports whether the request is speech-to-text (a multipart
+// upload, a transcript).
+func (x *exchange) speech() bool { return x.api == api.Transcriptions || x.api == api.Translations }
+
 func (s *Server) complete(w http.ResponseWriter, r *http.Request, spec *apis.Spec) {
 	x := &exchange{s: s, w: w, rc: http.NewResponseController(w), r: r, ctx: r.Context(), api: spec.Name, heapIdx: -1, firstAnswer: -1}
 	if !s.enter() {
@@ -98,6 +103,9 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, spec *apis.Spe
 	defer s.inflight.Done()
 	if spec.NewEncoder != nil {
 		x.enc = spec.NewEncoder()
+	}
+	if e, ok := x.enc.(*transcription.Encoder); ok {
+		e.SetShape(transcription.Shape(s.cfg.TranscriptionStream))
 	}
 	x.e = LogEntry{ArrivalMonoNs: clock.Mono(), ArrivalWallNs: clock.Wall(), Endpoint: string(spec.Name)}
 	x.run()
@@ -143,9 +151,12 @@ func (x *exchange) run() {
 		x.reject(err)
 		return
 	}
-	if x.generating() {
+	switch {
+	case x.speech():
+		x.req, err = parseSpeech(body, x.r.Header.Get("Content-Type"))
+	case x.generating():
 		x.req, err = parseRequest(body, x.api)
-	} else {
+	default:
 		x.pool, err = parsePool(body, x.api, s.tokens, s.cfg.EmbeddingDimensions)
 	}
 	if err != nil {
@@ -266,6 +277,9 @@ func (x *exchange) planAnswer(id string) error {
 	}
 	x.e.Messages, x.e.MessagesHash, x.e.PromptTokens = int32(x.p.messages), hashHex(x.p.hash), int32(x.p.tokens)
 	for _, it := range items {
+		if e, ok := x.enc.(*transcription.Encoder); ok {
+			e.SetSeconds((it.ms + 999) / 1000) // vLLM's usage: whole seconds of audio
+		}
 		x.e.MediaItems++
 		x.e.MediaTokens += int32(it.tokens)
 		x.e.MediaBytes += int64(it.bytes)

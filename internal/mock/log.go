@@ -41,7 +41,8 @@ const (
 type LogEntry struct {
 	RequestID string `parquet:"request_id" json:"request_id"`
 	// Endpoint is the request's API: chat, completions, responses,
-	// messages, embeddings, rerank or score (trace's endpoint names).
+	// messages, embeddings, rerank, score, transcriptions or translations
+	// (trace's endpoint names).
 	Endpoint      string `parquet:"endpoint" json:"endpoint"`
 	Model         string `parquet:"model" json:"model"`
 	Stream        bool   `parquet:"stream" json:"stream"`

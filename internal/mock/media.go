@@ -27,6 +27,7 @@ type mediaRef struct {
 	url    string
 	data   string // bare base64 when url is ""
 	format string // input_audio's format
+	raw    []byte // the bytes themselves (a multipart upload), when not nil
 }
 
 // mediaItem is a resolved mediaRef: what the prompt is charged for it.
@@ -35,6 +36,7 @@ type mediaItem struct {
 	tokens int
 	bytes  int
 	sum    string // hex SHA-256 of the bytes: the item's part of the prefix hash
+	ms     int64  // an audio clip's duration in milliseconds
 }
 
 // mediaFetcher gets the bytes of media given by http(s) URL: with a bounded
@@ -93,6 +95,9 @@ func decodeBase64(s string) ([]byte, error) {
 // mediaBytes gets a reference's bytes: a data URI's base64 payload, an
 // http(s) URL's body, or bare base64.
 func (f *mediaFetcher) mediaBytes(ctx context.Context, r *mediaRef) ([]byte, error) {
+	if r.raw != nil {
+		return r.raw, nil
+	}
 	if r.url == "" {
 		if r.data == "" {
 			return nil, errors.New("no data")
@@ -152,7 +157,11 @@ func (f *mediaFetcher) resolveMedia(ctx context.Context, refs []mediaRef) ([]med
 			return nil, invalid(r.param, "%s: %v", r.where, err)
 		}
 		sum := sha256.Sum256(b)
-		items = append(items, mediaItem{msg: r.msg, tokens: n, bytes: len(b), sum: hex.EncodeToString(sum[:])})
+		it := mediaItem{msg: r.msg, tokens: n, bytes: len(b), sum: hex.EncodeToString(sum[:])}
+		if info.Kind == trace.MediaAudio && info.SampleRate > 0 {
+			it.ms = info.Samples * 1000 / int64(info.SampleRate)
+		}
+		items = append(items, it)
 	}
 	return items, nil
 }

@@ -60,7 +60,7 @@ func TestSetAPI(t *testing.T) {
 	if n := testing.AllocsPerRun(20, run); n != 0 {
 		t.Fatalf("%v allocations switching APIs", n)
 	}
-	if err := s.SetAPI("transcriptions"); err == nil || !strings.Contains(err.Error(), `"transcriptions"`) || s.API() != api.Completions {
+	if err := s.SetAPI("speech"); err == nil || !strings.Contains(err.Error(), `"speech"`) || s.API() != api.Completions {
 		t.Fatalf("unknown API: err %v, API now %q", err, s.API())
 	}
 	// SetAPI resets: nothing of the last response survives.

@@ -14,19 +14,34 @@ import (
 	"github.com/tracekit/tracekit/internal/api/messages"
 	"github.com/tracekit/tracekit/internal/api/rerank"
 	"github.com/tracekit/tracekit/internal/api/responses"
+	"github.com/tracekit/tracekit/internal/api/transcription"
 	"github.com/tracekit/tracekit/internal/media"
 	"github.com/tracekit/tracekit/trace"
 )
 
 // apiPaths are the request paths of the endpoints, relative to a target.
 var apiPaths = map[Endpoint]string{
-	EndpointChat:        "/v1/chat/completions",
-	EndpointCompletions: "/v1/completions",
-	EndpointResponses:   "/v1/responses",
-	EndpointMessages:    "/v1/messages",
-	EndpointEmbeddings:  "/v1/embeddings",
-	EndpointRerank:      "/v1/rerank",
-	EndpointScore:       "/v1/score",
+	EndpointChat:           "/v1/chat/completions",
+	EndpointCompletions:    "/v1/completions",
+	EndpointResponses:      "/v1/responses",
+	EndpointMessages:       "/v1/messages",
+	EndpointEmbeddings:     "/v1/embeddings",
+	EndpointRerank:         "/v1/rerank",
+	EndpointScore:          "/v1/score",
+	EndpointTranscriptions: "/v1/audio/transcriptions",
+	EndpointTranslations:   "/v1/audio/translations",
+}
+
+// speech reports whether ep is a speech-to-text API: its request is a
+// multipart upload of the turn's audio, and carries no history.
+func speech(ep Endpoint) bool { return ep == EndpointTranscriptions || ep == EndpointTranslations }
+
+// contentType is the Content-Type of ep's request bodies.
+func contentType(ep Endpoint) string {
+	if speech(ep) {
+		return transcription.ContentType
+	}
+	return "application/json"
 }
 
 // endpointOf is the API turn t is sent on: the run's --endpoint when it
@@ -82,6 +97,8 @@ func (r *Runner) appendAPIBody(dst []byte, ep Endpoint, model string, turn *trac
 		return rerank.AppendRequest(dst, &req, msgs)
 	case EndpointScore:
 		return rerank.AppendScoreRequest(dst, &req, msgs)
+	case EndpointTranscriptions, EndpointTranslations:
+		return transcription.AppendRequest(dst, &req, msgs)
 	}
 	panic("replay: no request encoder for endpoint " + string(ep)) // ParseEndpoint admits no other
 }
@@ -109,6 +126,9 @@ func checkTurn(t *trace.Turn, ep Endpoint) error {
 				return fmt.Errorf("message %d media item %d: %w", i, j, err)
 			}
 		}
+	}
+	if speech(ep) {
+		return checkSpeech(t, ep)
 	}
 	gen := trace.Generates(string(ep))
 	if gen {
@@ -150,6 +170,32 @@ func checkTurn(t *trace.Turn, ep Endpoint) error {
 	}
 	if ep != EndpointEmbeddings && (queries != 1 || docs == 0) {
 		return fmt.Errorf("it has %d query and %d document messages: %s needs one query and at least one document", queries, docs, ep)
+	}
+	return nil
+}
+
+// checkSpeech says why turn t cannot be sent on a speech-to-text API:
+// it uploads one audio clip, with the turn's text as its prompt, and
+// calls no tools.
+func checkSpeech(t *trace.Turn, ep Endpoint) error {
+	audio := 0
+	for i := range t.Messages {
+		m := &t.Messages[i]
+		audio += len(m.Media)
+		switch {
+		case len(m.ToolCalls) > 0 || m.ToolCallID != "":
+			return fmt.Errorf("message %d carries a tool call or result, which %s cannot carry", i, ep)
+		case m.Role == trace.RoleInput || m.Role == trace.RoleQuery || m.Role == trace.RoleDocument:
+			return fmt.Errorf("message %d has role %q, an item of embeddings, rerank or score, which %s does not carry", i, m.Role, ep)
+		}
+	}
+	switch {
+	case t.Tools != "" || len(t.ReferenceToolCalls) > 0:
+		return fmt.Errorf("it calls tools, which %s cannot carry", ep)
+	case len(t.Parents) > 0 || len(t.After) > 0:
+		return fmt.Errorf("it is a node of an agent graph (parents or waits), which %s cannot carry", ep)
+	case audio != 1:
+		return fmt.Errorf("it has %d audio clips: %s uploads exactly one (synth --audio-seconds puts one on a turn)", audio, ep)
 	}
 	return nil
 }
@@ -254,7 +300,7 @@ func (r *runState) closedLoopAPI(runCtx, stopCtx context.Context, conv []trace.T
 		input := tokens
 		ex.media = mediaOf(msgs)
 		switch {
-		case !gen:
+		case !gen || speech(ep):
 			ex.body = r.appendAPIBody(ex.body[:0], ep, r.model(turn), turn, nil, msgs, "")
 		case ep == EndpointResponses && r.cfg.ResponsesState == ResponsesServer && prevID != "":
 			ex.body = r.appendAPIBody(ex.body[:0], ep, r.model(turn), turn, hist, msgs, prevID) // the encoder sends only msgs, and the instructions
@@ -305,7 +351,7 @@ func (r *runState) openLoopAPI(runCtx, stopCtx context.Context, conv []trace.Tur
 		bp := r.bodies.Get().(*[]byte)
 		input := tokens
 		media := mediaOf(msgs)
-		if gen {
+		if gen && !speech(ep) {
 			*bp = r.appendAPIBody((*bp)[:0], ep, r.model(turn), turn, hist, msgs, "")
 			input += histTokens
 			media = media.plus(mediaOf(hist))

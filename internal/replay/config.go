@@ -81,7 +81,7 @@ func ParsePolicy(s string) (Policy, error) {
 // ParseEndpoint parses an Endpoint: one of trace.Endpoints.
 func ParseEndpoint(s string) (Endpoint, error) {
 	return parseEnum("Endpoint", s, EndpointChat, EndpointCompletions, EndpointResponses, EndpointMessages,
-		EndpointEmbeddings, EndpointRerank, EndpointScore)
+		EndpointEmbeddings, EndpointRerank, EndpointScore, EndpointTranscriptions, EndpointTranslations)
 }
 
 // ParseResponsesState parses a ResponsesState ("client" or "server").

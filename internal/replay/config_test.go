@@ -30,7 +30,7 @@ func TestParseEnums(t *testing.T) {
 		{func(s string) error { _, err := ParseTiming(s); return err }, "Timing", `Timing "x": expected one of closed, trace`},
 		{func(s string) error { _, err := ParseHistory(s); return err }, "History", `History "x": expected one of actual, reference`},
 		{func(s string) error { _, err := ParsePolicy(s); return err }, "Policy", `Policy "x": expected one of round-robin, conversation`},
-		{func(s string) error { _, err := ParseEndpoint(s); return err }, "Endpoint", `Endpoint "x": expected one of chat, completions, responses, messages, embeddings, rerank, score`},
+		{func(s string) error { _, err := ParseEndpoint(s); return err }, "Endpoint", `Endpoint "x": expected one of chat, completions, responses, messages, embeddings, rerank, score, transcriptions, translations`},
 	} {
 		var fe *fielderr.Error
 		if err := c.parse("x"); !errors.As(err, &fe) || fe.Struct != "replay.Config" || fe.Field != c.field || err.Error() != c.msg {

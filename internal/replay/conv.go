@@ -242,7 +242,7 @@ func (r *runState) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace
 	defer fasthttp.ReleaseResponse(resp)
 	t.prepare(req, "POST", t.urls[ep], rec.RequestID)
 	t.setAPIHeaders(req, ep)
-	req.Header.SetContentType("application/json")
+	req.Header.SetContentType(contentType(ep))
 	if rec.NonStreaming {
 		req.Header.Set("Accept", "application/json")
 	} else {

@@ -22,6 +22,10 @@ const (
 	EndpointEmbeddings  Endpoint = trace.EndpointEmbeddings  // /v1/embeddings, one input per message
 	EndpointRerank      Endpoint = trace.EndpointRerank      // /v1/rerank, a query and documents
 	EndpointScore       Endpoint = trace.EndpointScore       // /v1/score, text_1 and text_2
+	// /v1/audio/transcriptions and translations: the turn's audio clip
+	// uploaded as multipart/form-data, its text as the prompt field.
+	EndpointTranscriptions Endpoint = trace.EndpointTranscriptions
+	EndpointTranslations   Endpoint = trace.EndpointTranslations
 )
 
 // ResponsesState is how a Responses conversation carries its history.

@@ -66,7 +66,7 @@ func (r *runState) setSession(req *fasthttp.Request, ex *exchange, turn *trace.T
 		req.Header.SetBytesV(r.cfg.SessionHeader, ex.session)
 	}
 	end := bytes.LastIndexByte(body, '}')
-	if r.cfg.SessionField == "" || end < 0 {
+	if r.cfg.SessionField == "" || end < 0 || speech(ep) { // a form has no JSON to add the field to
 		return body
 	}
 	b := append(ex.withSession[:0], body[:end]...)

@@ -17,6 +17,7 @@ import (
 	"github.com/tracekit/tracekit/internal/api/messages"
 	"github.com/tracekit/tracekit/internal/api/rerank"
 	"github.com/tracekit/tracekit/internal/api/responses"
+	"github.com/tracekit/tracekit/internal/api/transcription"
 )
 
 // Spec is one API's entry.
@@ -56,6 +57,12 @@ var table = []Spec{
 		NewDecoder: func() api.Decoder { return rerank.NewDecoder() }, ParseRequest: rerank.ParseRequest},
 	{Name: api.Score, Paths: []string{"/v1/score", "/score"},
 		NewDecoder: func() api.Decoder { return rerank.NewScoreDecoder() }, ParseRequest: rerank.ParseScoreRequest},
+	{Name: api.Transcriptions, Paths: []string{"/v1/audio/transcriptions", "/audio/transcriptions"}, Streams: true,
+		NewDecoder: func() api.Decoder { return transcription.NewDecoder() },
+		NewEncoder: func() api.Encoder { return transcription.NewEncoder(transcription.ShapeVLLM, false) }},
+	{Name: api.Translations, Paths: []string{"/v1/audio/translations", "/audio/translations"}, Streams: true,
+		NewDecoder: func() api.Decoder { return transcription.NewDecoder() },
+		NewEncoder: func() api.Encoder { return transcription.NewEncoder(transcription.ShapeVLLM, true) }},
 }
 
 // Lookup returns the Spec of the API named name.

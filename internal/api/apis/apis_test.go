@@ -9,7 +9,7 @@ import (
 // Every API has a decoder; the generating ones an encoder; request paths
 // find their API whatever prefix a proxy adds, and nothing else matches.
 func TestTable(t *testing.T) {
-	for _, name := range []api.Name{api.Chat, api.Completions, api.Responses, api.Messages, api.Embeddings, api.Rerank, api.Score} {
+	for _, name := range []api.Name{api.Chat, api.Completions, api.Responses, api.Messages, api.Embeddings, api.Rerank, api.Score, api.Transcriptions, api.Translations} {
 		s, ok := Lookup(name)
 		if !ok || s.NewDecoder() == nil || s.ParseRequest == nil {
 			t.Fatalf("%s: no entry, no decoder or no request parser", name)
@@ -25,6 +25,7 @@ func TestTable(t *testing.T) {
 		"/v1/chat/completions": api.Chat, "/openai/v1/chat/completions?x=1": api.Chat, "/v1/completions": api.Completions,
 		"/v1/responses": api.Responses, "/v1/messages": api.Messages, "/v1/messages/": api.Messages,
 		"/v1/embeddings": api.Embeddings, "/rerank": api.Rerank, "/v2/rerank": api.Rerank, "/score": api.Score,
+		"/v1/audio/transcriptions": api.Transcriptions, "/openai/v1/audio/translations": api.Translations,
 	} {
 		if got, ok := ByPath(path); !ok || got.Name != want {
 			t.Errorf("ByPath(%q) = %v, want %s", path, got, want)
