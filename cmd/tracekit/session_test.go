@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
@@ -36,7 +37,9 @@ func sessionRouter(t *testing.T, header string, engines ...*mock.Server) *httpte
 				}
 			}
 		}
-		out, err := http.NewRequestWithContext(r.Context(), r.Method, engines[pick].URL()+r.URL.RequestURI(), r.Body)
+		// the forwarded request is the router's own, not tied to the
+		// client connection's context
+		out, err := http.NewRequestWithContext(context.WithoutCancel(r.Context()), r.Method, engines[pick].URL()+r.URL.RequestURI(), r.Body)
 		if err != nil {
 			t.Errorf("router: %v", err)
 			return
