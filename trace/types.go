@@ -565,6 +565,11 @@ type RunStamps struct {
 	// ObserverPriority is the scheduling the kernel-offset arrival
 	// observer process got (SCHED_FIFO, a nice value, or normal).
 	ObserverPriority string `json:"observer_priority,omitempty"`
+	// ObserverOffNs, when not 0, is how long after the run's stamps began
+	// kernel-offset switched its observer off because it took more of the
+	// client's CPU than it may (the note says how much): reads after it
+	// have kernel stamps.
+	ObserverOffNs int64 `json:"observer_off_ns,omitempty"`
 }
 
 // UsageProbe is the finding of replay's pre-run probe request: whether the

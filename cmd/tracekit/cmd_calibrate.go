@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -105,7 +106,8 @@ elsewhere: give that FILE as --mock-log; calibrate waits for it to be complete
 		},
 	}
 	f := cmd.Flags()
-	f.IntSliceVar(&c.Streams, "streams", []int{1000, 5000, 10000}, "stream steps: concurrent streams (empty: none)")
+	c.Streams = []int{1000, 5000, 10000}
+	f.Var(intList{&c.Streams}, "streams", "stream steps: concurrent streams (empty: none)")
 	f.Float64SliceVar(&c.EventsPerS, "events-per-s", nil, "events/s of each stream step across its streams, one per --streams value or one for all (default 4 per stream)")
 	f.Float64SliceVar(&c.Rates, "rates", nil, "rate steps: requests/s of short requests, e.g. 500,2000,5000")
 	f.DurationVar(&c.Duration, "duration", 5*time.Second, "how long each step's streams last")
@@ -119,6 +121,8 @@ elsewhere: give that FILE as --mock-log; calibrate waits for it to be complete
 	f.DurationVar(&c.BurstITL, "burst-itl", calibrate.DefaultBurstITL, "inter-event time of a burst step's streams")
 	f.IntSliceVar(&c.Burn, "burn", nil, "stream steps run with a CPU burner beside the client (busy goroutines)")
 	f.IntVar(&c.Burners, "burners", 0, "goroutines of the CPU burner (default GOMAXPROCS)")
+	f.IntSliceVar(&c.Saturated, "saturated", nil, "saturated steps: N streams at one event every 20 ms each (1,000 streams are 50,000 events/s), to be run with --client-cpus")
+	f.IntVar(&c.ClientCPUs, "client-cpus", 0, "pin the client to this many CPUs and the mock to the others, as taskset would (GOMAXPROCS to match); 0: no pinning")
 	f.IntSliceVar(&c.ScrapePairs, "scrape-pair", nil, "stream steps run twice: without and with scraping the mock's /metrics")
 	f.DurationVar(&c.ScrapeInterval, "scrape-interval", time.Second, "scrape interval of --scrape-pair's second step")
 	f.StringSliceVar(&c.Stamps, "stamp", nil, "replay stamp modes to run every step in, side by side (goroutine,kernel,kernel-offset); default replay's default only")
@@ -139,3 +143,33 @@ func writeCalibrateJSON(path string, rep *calibrate.Report) error {
 	}
 	return f.Close()
 }
+
+// intList is a comma-separated list of counts whose empty value is the
+// empty list ("--streams ”": no stream steps), where pflag's own int
+// slice refuses "".
+type intList struct{ v *[]int }
+
+func (l intList) String() string {
+	s := make([]string, len(*l.v))
+	for i, n := range *l.v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+func (l intList) Set(s string) error {
+	*l.v = (*l.v)[:0]
+	if strings.TrimSpace(s) == "" {
+		return nil
+	}
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return fmt.Errorf("%q is not a whole number", f)
+		}
+		*l.v = append(*l.v, n)
+	}
+	return nil
+}
+
+func (l intList) Type() string { return "ints" }

@@ -83,6 +83,8 @@ var calibrateFieldFlags = map[string]string{
 	"calibrate.Config.ScrapeInterval": "scrape-interval",
 	"calibrate.Config.Stamps":         "stamp",
 	"calibrate.Config.Endpoints":      "endpoint",
+	"calibrate.Config.Saturated":      "saturated",
+	"calibrate.Config.ClientCPUs":     "client-cpus",
 	"replay.Config.StampMode":         "stamp", // a --stamp value, checked by replay
 }
 

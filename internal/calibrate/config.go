@@ -24,7 +24,15 @@ const (
 	KindStreams = "streams" // N long streams emitting M events/s together
 	KindRate    = "rate"    // short requests arriving at R per second
 	KindBurst   = "burst"   // two waves of N identical streams, each started together
+	// KindSaturated is N streams at SaturatedITL: a load that saturates a
+	// client given few CPUs (Config.ClientCPUs), to see each stamp mode
+	// where the client is the bottleneck.
+	KindSaturated = "saturated"
 )
+
+// SaturatedITL is a saturated step's inter-event time (a 50 tokens/s
+// decode): 1,000 streams are 50,000 events/s.
+const SaturatedITL = 20 * time.Millisecond
 
 // DefaultBurstITL is a burst step's inter-event time: every stream of a
 // wave emits at the same instants, so each tick the mock writes N events at
@@ -95,6 +103,8 @@ func (s Step) base() string {
 		return "probe"
 	case KindBurst:
 		return fmt.Sprintf("burst=%d", s.Streams)
+	case KindSaturated:
+		return fmt.Sprintf("saturated=%d", s.Streams)
 	}
 	return fmt.Sprintf("streams=%d", s.Streams)
 }
@@ -149,6 +159,14 @@ type Config struct {
 	// BurnSlice spins between yields (burner.go).
 	Burn    []int
 	Burners int
+	// Saturated are stream steps of N streams at SaturatedITL each, meant
+	// to saturate a client pinned to few CPUs (ClientCPUs).
+	Saturated []int
+	// ClientCPUs, when not 0, pins the client (this process, and the
+	// arrival observer it starts) to that many of its CPUs and a child
+	// mock to the rest, as taskset would, with GOMAXPROCS to match; the
+	// pinning is undone at the end. Not with ModeInProcess.
+	ClientCPUs int
 	// ScrapePairs are stream steps run twice, back to back: without and
 	// with scraping the mock's /metrics every ScrapeInterval (default 1 s),
 	// so scraping's effect on the stamps is measured in one run.
@@ -185,6 +203,8 @@ type Config struct {
 	Dir string
 	// Logf receives progress lines; may be nil.
 	Logf func(format string, args ...any)
+
+	pin *pinning // set by Run with ClientCPUs
 }
 
 // Validate reports the first invalid setting of c, as Run would.
@@ -231,9 +251,13 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fieldErr("Duration", "%s %v: expected at least 100ms per step", fielderr.Name("Duration"), c.Duration)
 	case c.MaxError < 0:
 		return c, fieldErr("MaxError", "%s %v: expected a positive duration", fielderr.Name("MaxError"), c.MaxError)
-	case len(c.Streams) == 0 && len(c.Rates) == 0 && len(c.Bursts) == 0 && len(c.Burn) == 0 && len(c.ScrapePairs) == 0:
-		return c, fieldErr("Streams", "no step: give %s, %s, %s, %s or %s", fielderr.Name("Streams"), fielderr.Name("Rates"),
-			fielderr.Name("Bursts"), fielderr.Name("Burn"), fielderr.Name("ScrapePairs"))
+	case len(c.Streams) == 0 && len(c.Rates) == 0 && len(c.Bursts) == 0 && len(c.Burn) == 0 && len(c.ScrapePairs) == 0 && len(c.Saturated) == 0:
+		return c, fieldErr("Streams", "no step: give %s, %s, %s, %s, %s or %s", fielderr.Name("Streams"), fielderr.Name("Rates"),
+			fielderr.Name("Bursts"), fielderr.Name("Burn"), fielderr.Name("ScrapePairs"), fielderr.Name("Saturated"))
+	case c.ClientCPUs < 0:
+		return c, fieldErr("ClientCPUs", "%s %d: expected a count of CPUs", fielderr.Name("ClientCPUs"), c.ClientCPUs)
+	case c.ClientCPUs > 0 && c.Target == "" && c.Mode == ModeInProcess:
+		return c, fieldErr("ClientCPUs", "%s needs the mock out of this process: not with %s %s", fielderr.Name("ClientCPUs"), fielderr.Name("Mode"), ModeInProcess)
 	case c.BurstITL < time.Millisecond:
 		return c, fieldErr("BurstITL", "%s %v: expected at least 1ms", fielderr.Name("BurstITL"), c.BurstITL)
 	case c.Burners < 0:
@@ -253,7 +277,7 @@ func (c Config) withDefaults() (Config, error) {
 	for _, l := range []struct {
 		field string
 		ns    []int
-	}{{"Streams", c.Streams}, {"Bursts", c.Bursts}, {"Burn", c.Burn}, {"ScrapePairs", c.ScrapePairs}} {
+	}{{"Streams", c.Streams}, {"Bursts", c.Bursts}, {"Burn", c.Burn}, {"ScrapePairs", c.ScrapePairs}, {"Saturated", c.Saturated}} {
 		for i, n := range l.ns {
 			if n < 1 {
 				return c, fieldErr(l.field, "%s value %d (#%d): expected a positive count", fielderr.Name(l.field), n, i+1)
@@ -296,7 +320,8 @@ func fieldErr(field, format string, args ...any) error {
 
 // Ladder returns the steps of c in run order: the probe, the rate steps,
 // the stream steps, each group by increasing load, then the burst steps,
-// the burner steps and the scrape pairs in the order given. With
+// the burner steps, the saturated steps and the scrape pairs in the order
+// given. With
 // Endpoints, each step is repeated once per endpoint, and with Stamps each
 // of those once per mode, back to back.
 func (c Config) Ladder() []Step {
@@ -341,6 +366,9 @@ func (c Config) ladder() []Step {
 	}
 	for _, n := range c.Burn {
 		steps = append(steps, Step{Kind: KindStreams, Streams: n, EventsPerS: 4 * float64(n), Burner: true})
+	}
+	for _, n := range c.Saturated {
+		steps = append(steps, Step{Kind: KindSaturated, Streams: n, EventsPerS: float64(n) / SaturatedITL.Seconds()})
 	}
 	for _, n := range c.ScrapePairs {
 		steps = append(steps, Step{Kind: KindStreams, Streams: n, EventsPerS: 4 * float64(n)},

@@ -119,6 +119,10 @@ type Report struct {
 	Target     string `json:"target,omitempty"`
 	Cores      int    `json:"cores"`
 	GoMaxProcs int    `json:"gomaxprocs"`
+	// ClientCPUs and MockCPUs are the CPUs the client and a child mock
+	// were pinned to (Config.ClientCPUs), empty when not pinned.
+	ClientCPUs []int  `json:"client_cpus,omitempty"`
+	MockCPUs   []int  `json:"mock_cpus,omitempty"`
 	Note       string `json:"note"`
 	MaxErrorNs int64  `json:"max_error_ns"`
 	OffsetNs   int64  `json:"offset_ns"` // removed from every diff (of the first stamp mode)
@@ -168,6 +172,20 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	for i, s := range cfg.Ladder() {
 		if err := checkFDs(cfg, size(s, cfg.Duration, cfg.itl(s), i)); err != nil {
 			return nil, fmt.Errorf("step %d (%s): %w", i, s.Name(), err)
+		}
+	}
+	if cfg.ClientCPUs > 0 {
+		pin, err := pinClient(cfg.ClientCPUs, cfg.Target == "")
+		if err != nil {
+			return nil, err
+		}
+		defer pin.restore()
+		cfg.pin = pin
+		rep.ClientCPUs, rep.MockCPUs = pin.cpus()
+		rep.GoMaxProcs = runtime.GOMAXPROCS(0)
+		rep.Note += fmt.Sprintf("; the client is pinned to CPUs %v (GOMAXPROCS %d)", rep.ClientCPUs, rep.GoMaxProcs)
+		if cfg.Target == "" {
+			rep.Note += fmt.Sprintf(", the mock to CPUs %v", rep.MockCPUs)
 		}
 	}
 	var runs []*stepRun
@@ -229,6 +247,8 @@ func describe(s Step) string {
 		d = fmt.Sprintf("%s requests/s of %d tokens", fmtRate(s.Rate), RateTokens)
 	case KindBurst:
 		d = fmt.Sprintf("2 waves of %d streams started together, %s events/s", s.Streams, fmtRate(s.EventsPerS))
+	case KindSaturated:
+		d = fmt.Sprintf("%d streams, %s events/s (one every %v per stream)", s.Streams, fmtRate(s.EventsPerS), SaturatedITL)
 	default:
 		d = fmt.Sprintf("%d streams, %s events/s", s.Streams, fmtRate(s.EventsPerS))
 	}

@@ -193,6 +193,12 @@ func runStep(ctx context.Context, cfg Config, dir string, idx int, s Step) (*ste
 		if err != nil {
 			return nil, err
 		}
+		if c, ok := m.(*childMock); ok && cfg.pin != nil {
+			if err := cfg.pin.pinMock(c.cmd.Process.Pid); err != nil {
+				m.Stop()
+				return nil, err
+			}
+		}
 		target, model = m.URL(), p.mockConfig().Model
 	}
 	stopMock := func() error {

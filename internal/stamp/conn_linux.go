@@ -19,6 +19,16 @@ import (
 
 func kernelStampsUnsupported() string { return "" }
 
+// clientCPUs is how many CPUs this process may run on (its affinity
+// mask), 0 when that cannot be read.
+func clientCPUs() int {
+	var set unix.CPUSet
+	if unix.SchedGetaffinity(0, &set) != nil {
+		return 0
+	}
+	return set.Count()
+}
+
 // stampFlags ask for software receive stamps and for them to be reported.
 const stampFlags = unix.SOF_TIMESTAMPING_RX_SOFTWARE | unix.SOF_TIMESTAMPING_SOFTWARE
 
@@ -85,12 +95,14 @@ func newConn(nc net.Conn, split bool, st *Source) (*Conn, error) {
 	c := &Conn{TCPConn: tc, raw: raw, st: st, split: split}
 	c.readFn = c.read
 	c.last.Store(clock.Mono())
-	if split && st.obs != nil {
+	if split && st.obs != nil && st.offNs.Load() == 0 {
 		var aerr error
 		raw.Control(func(fd uintptr) { c.obs, aerr = st.obs.add(int(fd)) })
 		if aerr != nil {
 			c.obs = obsReg{}
-			st.observeErrs.Add(1)
+			if st.offNs.Load() == 0 { // not switched off meanwhile
+				st.observeErrs.Add(1)
+			}
 		}
 	}
 	return c, nil

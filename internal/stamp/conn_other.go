@@ -9,6 +9,9 @@ import (
 
 func kernelStampsUnsupported() string { return "SO_TIMESTAMPING receive stamps need Linux" }
 
+// clientCPUs is 0: there is no observer to place but on Linux.
+func clientCPUs() int { return 0 }
+
 // Conn is Linux-only; elsewhere newConn always fails and connections keep
 // goroutine stamps (New never asks for it there).
 type Conn struct{ net.Conn }

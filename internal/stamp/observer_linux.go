@@ -381,6 +381,14 @@ func (o *observer) stop() {
 // cpuNs is the observer process's CPU time so far in ns (the sum over
 // its threads of the scheduler's run time), 0 when it cannot be read.
 func (o *observer) cpuNs() int64 {
+	select {
+	case <-o.exited: // its threads are gone: what the kernel kept of it
+		if ps := o.cmd.ProcessState; ps != nil {
+			return int64(ps.UserTime() + ps.SystemTime())
+		}
+		return 0
+	default:
+	}
 	dir := fmt.Sprintf("/proc/%d/task", o.cmd.Process.Pid)
 	tasks, err := os.ReadDir(dir)
 	if err != nil {
@@ -443,6 +451,7 @@ func observeChild() int {
 	}
 	var (
 		fds  = make([]int32, maxSlots) // the duplicate of each slot's socket, 0 none
+		offs = make([]bool, maxSlots)  // the slot's socket peeks from SO_PEEK_OFF
 		evs  [256]unix.EpollEvent
 		hdr  unix.Msghdr
 		iov  unix.Iovec
@@ -464,7 +473,7 @@ func observeChild() int {
 		for i := range n {
 			id := *(*uint64)(unsafe.Pointer(&evs[i].Fd))
 			if id == 0 {
-				if !childControl(epfd, cfd, slots, fds, msg[:], rts) {
+				if !childControl(epfd, cfd, slots, fds, offs, msg[:], rts) {
 					return 0
 				}
 				continue
@@ -484,14 +493,23 @@ func observeChild() int {
 			if real, ok := rxStamp(&hdr, oob[:]); ok {
 				at = min(at, real)
 			}
-			s.record(before+int64(m), at)
+			seen := int64(m)
+			if offs[idx] {
+				// The peek began at the socket's peek offset: the bytes
+				// queued before it plus m is where it ended, less what
+				// the reader took meanwhile (a lower bound, as needed).
+				if off, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PEEK_OFF); err == nil {
+					seen = max(seen, int64(off))
+				}
+			}
+			s.record(before+seen, at)
 		}
 	}
 }
 
 // childControl handles the queued control messages; false: the client is
 // gone.
-func childControl(epfd, cfd int, slots *[maxSlots]slot, fds []int32, msg, rts []byte) bool {
+func childControl(epfd, cfd int, slots *[maxSlots]slot, fds []int32, offs []bool, msg, rts []byte) bool {
 	for {
 		n, oobn, _, _, err := unix.Recvmsg(cfd, msg, rts, 0)
 		if err == unix.EAGAIN || err == unix.EINTR {
@@ -537,6 +555,11 @@ func childControl(epfd, cfd int, slots *[maxSlots]slot, fds []int32, msg, rts []
 			continue
 		}
 		fds[m.slot] = int32(got[0])
+		// With a peek offset (TCP since Linux 6.9) a peek copies only the
+		// bytes no earlier peek saw, however far behind the reader is;
+		// without, every peek copies all that is queued, a cost that grows
+		// exactly when the client is slow.
+		offs[m.slot] = unix.SetsockoptInt(got[0], unix.SOL_SOCKET, unix.SO_PEEK_OFF, 0) == nil
 		s.ackGen.Store(m.gen)
 	}
 }

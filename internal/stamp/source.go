@@ -29,6 +29,13 @@ type Source struct {
 	conv      *clock.RealToMono // kernel modes
 
 	obs *observer // kernel-offset: the arrival observer (observer_linux.go)
+	// watchStop ends the observer's watch (watch.go); offNs is when the
+	// watch switched the observer off (clock.Mono), 0 while it runs.
+	watchStop chan struct{}
+	watchDone chan struct{}
+	offNs     atomic.Int64
+	offWhy    atomic.Pointer[string]
+	startNs   int64
 
 	kernelReads, fallbackReads, splitReads, observedReads, observeErrs, plainFallback atomic.Int64
 	enableErr                                                                         atomic.Pointer[string]
@@ -63,11 +70,21 @@ func New(requested string, targets, tlsTargets int) *Source {
 		s.conv = clock.NewRealToMono(remeasure)
 	}
 	if s.mode == trace.StampKernelOffset {
+		if n := clientCPUs(); n == 1 {
+			// The observer would run on the reader's own CPU, and at its
+			// priority it takes that CPU first: when the client is busy the
+			// reads fall behind and the stamps with them.
+			s.mode, s.note = trace.StampKernel, "the client may run on one CPU only: no arrival observer (it would take the reader's CPU), kernel stamps"
+			return s
+		}
 		o, err := startObserver()
 		if err != nil {
 			s.mode, s.note = trace.StampKernel, fmt.Sprintf("no arrival observer (%v): kernel stamps", err)
 		}
 		s.obs = o
+		if o != nil {
+			s.startWatch()
+		}
 	}
 	return s
 }
@@ -96,6 +113,7 @@ func (s *Source) Wrap(nc net.Conn, encrypted bool) *Conn {
 // Close stops the arrival observer, if any. Connections still open keep
 // reading, with kernel stamps.
 func (s *Source) Close() {
+	s.stopWatch()
 	if s.obs != nil {
 		s.obs.stop()
 		s.obs = nil
@@ -122,6 +140,11 @@ func (s *Source) Meta() *trace.RunStamps {
 		ObservedReads: s.observedReads.Load()}
 	if s.obs != nil {
 		m.ObserverPriority = s.obs.priority
+	}
+	if off := s.offNs.Load(); off != 0 {
+		m.ObserverOffNs = off - s.startNs
+		m.Note = strings.TrimPrefix(m.Note+"; ", "; ") + fmt.Sprintf("the arrival observer was switched off %.1f s into the run (%s): kernel stamps after it",
+			float64(m.ObserverOffNs)/1e9, *s.offWhy.Load())
 	}
 	if n := s.observeErrs.Load(); n > 0 {
 		m.Note = strings.TrimPrefix(m.Note+"; ", "; ") + fmt.Sprintf("%d connections could not join the arrival observer: kernel stamps", n)

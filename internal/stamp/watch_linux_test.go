@@ -1,0 +1,135 @@
+//go:build linux
+
+package stamp
+
+import (
+	"io"
+	"net"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tracekit/tracekit/trace"
+)
+
+// TestOneCPUNoObserver: a client that may run on one CPU only (taskset -c
+// 0) gets kernel stamps, not an observer that would take that CPU from
+// its reader, and the run's note says why.
+func TestOneCPUNoObserver(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var was, one unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &was); err != nil {
+		t.Skipf("no affinity here: %v", err)
+	}
+	for cpu := range 1024 {
+		if was.IsSet(cpu) {
+			one.Set(cpu)
+			break
+		}
+	}
+	if err := unix.SchedSetaffinity(0, &one); err != nil {
+		t.Skipf("cannot pin this thread: %v", err)
+	}
+	st := New("", 1, 0)
+	unix.SchedSetaffinity(0, &was)
+	defer st.Close()
+	m := st.Meta()
+	if st.obs != nil || m.Mode != trace.StampKernel || !strings.Contains(m.Note, "one CPU") {
+		t.Fatalf("observer %v, stamps %+v", st.obs != nil, m)
+	}
+	if was.Count() > 1 {
+		st2 := New("", 1, 0)
+		defer st2.Close()
+		if m := st2.Meta(); m.Mode != trace.StampKernelOffset {
+			t.Errorf("on %d CPUs: stamps %+v", was.Count(), m)
+		}
+	}
+}
+
+// TestWatchSwitchesObserverOff: an observer that takes more of the
+// client's CPU than it may is switched off after the strikes the watch
+// allows; the connection it observed reads on (kernel stamps, no error),
+// a connection opened after does not try to join it, and the run's stamp
+// metadata says when and why.
+func TestWatchSwitchesObserverOff(t *testing.T) {
+	oldEvery, oldShare := watchEvery, maxObserverShare
+	watchEvery, maxObserverShare = 20*time.Millisecond, -1 // any CPU at all is too much
+	t.Cleanup(func() { watchEvery, maxObserverShare = oldEvery, oldShare })
+
+	rx, srv, st := rxPair(t, true)
+	if st.obs == nil {
+		t.Skipf("no observer here: %+v", st.Meta())
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for st.offNs.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the watch did not switch the observer off within 30 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	m := st.Meta()
+	if m.ObserverOffNs <= 0 || !strings.Contains(m.Note, "switched off") || !strings.Contains(m.Note, "CPUs the client may run on") {
+		t.Errorf("stamps %+v", m)
+	}
+	const ev = "data: x\n\n"
+	if _, err := srv.Write([]byte(ev)); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	if n, err := rx.Read(buf); err != nil || string(buf[:n]) != ev {
+		t.Fatalf("read after the switch-off: %q, %v", buf[:n], err)
+	}
+	// A connection opened after the switch-off reads with kernel stamps
+	// and is not counted as one that failed to join.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	c2 := st.Wrap(nc, false)
+	if c2 == nil {
+		t.Fatal("not wrapped")
+	}
+	defer c2.Close()
+	if c2.obs.s != nil || st.observeErrs.Load() != 0 {
+		t.Errorf("joined %v, join errors %d", c2.obs.s != nil, st.observeErrs.Load())
+	}
+	peer.Write([]byte(ev))
+	if n, err := c2.Read(buf); err != nil || string(buf[:n]) != ev {
+		t.Fatalf("read on the later connection: %q, %v", buf[:n], err)
+	}
+	srv.Close()
+	if n, err := rx.Read(buf); n != 0 || err != io.EOF {
+		t.Errorf("after the peer closed: %d, %v; want EOF", n, err)
+	}
+	// Its CPU is still known after it ended (the health of the run).
+	if st.ObserverCPU() <= 0 {
+		t.Errorf("observer CPU after the switch-off: %d", st.ObserverCPU())
+	}
+}
+
+func TestObserverShare(t *testing.T) {
+	for _, c := range []struct {
+		cpu  int64
+		wall time.Duration
+		cpus int
+		want float64
+	}{{500e6, time.Second, 2, 0.25}, {1e9, time.Second, 1, 1}, {1, 0, 2, 0}, {1, time.Second, 0, 0}} {
+		if got := observerShare(c.cpu, c.wall, c.cpus); got != c.want {
+			t.Errorf("observerShare(%d, %v, %d) = %g, want %g", c.cpu, c.wall, c.cpus, got, c.want)
+		}
+	}
+}
