@@ -42,6 +42,12 @@
 // the child acknowledges an add by storing its generation in the slot;
 // closing the pair ends the child.
 //
+// Standing down (watch.go): a client that may run on one CPU only starts
+// no observer (it could only take the reader's CPU), and one that takes
+// more than a quarter of the client's CPUs for two seconds running is
+// switched off (trace.RunStamps.ObserverOffNs); the connections read on
+// with kernel stamps.
+//
 // Fallbacks, each said in trace.RunStamps.Note: not Linux means goroutine
 // stamps; https targets get kernel stamps of the TCP reads under TLS (the
 // bytes are encrypted, so no event ends can be found in them); no observer
