@@ -170,6 +170,7 @@ type connSet struct {
 	stamp           *stamp.Source // the run's stamp mode and counters
 	start           atomic.Int64  // the run's start (Mono): stamps are run-relative
 	canceled        atomic.Bool
+	perSource       int // live connections per loopback source address (srcaddr.go)
 	mu              sync.Mutex
 	conns           map[*conn]struct{}
 }
@@ -177,7 +178,7 @@ type connSet struct {
 func newConnSet(cfg *Config) *connSet {
 	return &connSet{
 		dialTimeout: cfg.DialTimeout, idle: cfg.IdleTimeout, idleConnTimeout: cfg.IdleConnTimeout,
-		conns: make(map[*conn]struct{}), stamp: newStampSource(cfg),
+		conns: make(map[*conn]struct{}), stamp: newStampSource(cfg), perSource: portsPerSource(),
 	}
 }
 
@@ -193,7 +194,13 @@ func (s *connSet) dialer(tlsCfg *tls.Config) func(addr string) (net.Conn, error)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), s.dialTimeout)
 		defer cancel()
+		s.mu.Lock()
+		live := len(s.conns)
+		s.mu.Unlock()
 		var d net.Dialer
+		if src := sourceFor(addr, live, s.perSource); src != nil {
+			d.LocalAddr, d.Control = src, bindNoPort
+		}
 		nc, err := d.DialContext(ctx, "tcp", addr)
 		if err != nil {
 			return nil, err
