@@ -51,6 +51,9 @@ type env struct {
 	logf func(format string, args ...any)
 	// deadlockConvs scales the deadlock scenario (2,000 is full size).
 	deadlockConvs int
+	// cpuStreams and maxStreams size the client-CPU and many-streams
+	// stages (saturation.go): a larger host runs them larger.
+	cpuStreams, maxStreams int
 }
 
 func main() {
@@ -58,6 +61,8 @@ func main() {
 	out := flag.String("o", "BENCHMARKS.md", "file to write")
 	bin := flag.String("bin", "bin/tracekit", "tracekit binary to measure (make build)")
 	convs := flag.Int("deadlock-conversations", 2000, "conversations of the deadlock scenario (2000 is the full size)")
+	cpuStreams := flag.Int("cpu-streams", 10800, "streams of the client-CPU-per-event stage (one event every 500 ms each)")
+	maxStreams := flag.Int("max-streams", 18000, "streams of the many-streams stage (one event a second each; needs that many file descriptors, and the mock as many)")
 	only := flag.String("only", "", "run only the stage of this name (for debugging; BENCHMARKS.md is then partial)")
 	soakFor := flag.Duration("soak", 0, "run only the soak for this long (make soak) and rewrite its part of the -o file")
 	flag.Parse()
@@ -74,7 +79,7 @@ func main() {
 	if _, err := os.Stat(abs); err != nil {
 		fatal(fmt.Errorf("%s: build it first (make build): %w", *bin, err))
 	}
-	e := &env{bin: abs, work: work, deadlockConvs: *convs,
+	e := &env{bin: abs, work: work, deadlockConvs: *convs, cpuStreams: *cpuStreams, maxStreams: *maxStreams,
 		logf: func(f string, a ...any) {
 			fmt.Fprintf(os.Stderr, "[%s] %s\n", time.Since(began).Round(time.Second), fmt.Sprintf(f, a...))
 		}}
@@ -133,6 +138,9 @@ func stages() []stage {
 		{"calibrate", 4 * time.Minute, calibrateBench},
 		{"calibrate endpoints", 3 * time.Minute, calibrateEndpointsBench}, // endpoints.go
 		{"stamps", 10 * time.Minute, stampsBench},
+		{"saturation", 5 * time.Minute, saturationBench},     // saturation.go
+		{"cpu per event", 5 * time.Minute, cpuPerEventBench}, // saturation.go
+		{"many streams", 8 * time.Minute, manyStreamsBench},  // saturation.go
 		{"deadlock", 6 * time.Minute, deadlockBench},
 		{"shard skew", 3 * time.Minute, shardSkew},
 		{"sweep", 5 * time.Minute, sweepBench},
