@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -19,7 +20,7 @@ import (
 func newCalibrateCmd() *cobra.Command {
 	var (
 		c       calibrate.Config
-		jsonOut string
+		jsonOut, cpuProfile string
 	)
 	cmd := &cobra.Command{
 		Use:   "calibrate",
@@ -91,6 +92,13 @@ elsewhere: give that FILE as --mock-log; calibrate waits for it to be complete
 			c.Logf = func(format string, args ...any) { fmt.Fprintf(cmd.ErrOrStderr(), "calibrate: "+format+"\n", args...) }
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if cpuProfile != "" {
+				done, err := startCPUProfile(cpuProfile)
+				if err != nil {
+					return badInput(err)
+				}
+				defer done()
+			}
 			rep, err := calibrate.Run(ctx, c)
 			if rep != nil {
 				if werr := rep.WriteText(cmd.OutOrStdout()); werr != nil {
@@ -129,6 +137,7 @@ elsewhere: give that FILE as --mock-log; calibrate waits for it to be complete
 	f.StringSliceVar(&c.Endpoints, "endpoint", nil, "APIs to run every step on, side by side ("+strings.Join(trace.Endpoints, ",")+"); default chat only")
 	f.StringVar(&c.Dir, "keep", "", "keep each step's trace, recording and mock log in this directory")
 	f.StringVar(&jsonOut, "json", "", "also write the report as JSON to this file")
+	f.StringVar(&cpuProfile, "cpu-profile", "", "write a Go CPU profile of the client (this process) over the whole calibration to this file (go tool pprof)")
 	return cmd
 }
 
@@ -173,3 +182,18 @@ func (l intList) Set(s string) error {
 }
 
 func (l intList) Type() string { return "ints" }
+
+// startCPUProfile writes a CPU profile of this process to path until done
+// is called; an existing file is not replaced.
+func startCPUProfile(path string) (done func(), err error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
