@@ -19,7 +19,7 @@ import (
 // newCalibrateCmd builds the calibrate command.
 func newCalibrateCmd() *cobra.Command {
 	var (
-		c       calibrate.Config
+		c                   calibrate.Config
 		jsonOut, cpuProfile string
 	)
 	cmd := &cobra.Command{
@@ -130,6 +130,7 @@ elsewhere: give that FILE as --mock-log; calibrate waits for it to be complete
 	f.IntSliceVar(&c.Burn, "burn", nil, "stream steps run with a CPU burner beside the client (busy goroutines)")
 	f.IntVar(&c.Burners, "burners", 0, "goroutines of the CPU burner (default GOMAXPROCS)")
 	f.IntSliceVar(&c.Saturated, "saturated", nil, "saturated steps: N streams at one event every 20 ms each (1,000 streams are 50,000 events/s), to be run with --client-cpus")
+	f.DurationVar(&c.Prefill, "prefill", 0, "the mock's time to each stream's first event (default: the step's inter-event time), to measure TTFT inflation with a short prefill")
 	f.IntVar(&c.ClientCPUs, "client-cpus", 0, "pin the client to this many CPUs and the mock to the others, as taskset would (GOMAXPROCS to match); 0: no pinning")
 	f.IntSliceVar(&c.ScrapePairs, "scrape-pair", nil, "stream steps run twice: without and with scraping the mock's /metrics")
 	f.DurationVar(&c.ScrapeInterval, "scrape-interval", time.Second, "scrape interval of --scrape-pair's second step")

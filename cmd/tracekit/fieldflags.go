@@ -85,6 +85,7 @@ var calibrateFieldFlags = map[string]string{
 	"calibrate.Config.Endpoints":      "endpoint",
 	"calibrate.Config.Saturated":      "saturated",
 	"calibrate.Config.ClientCPUs":     "client-cpus",
+	"calibrate.Config.Prefill":        "prefill",
 	"replay.Config.StampMode":         "stamp", // a --stamp value, checked by replay
 }
 

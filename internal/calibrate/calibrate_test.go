@@ -560,3 +560,24 @@ func TestDescribeRoundsRates(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefillSetsTheMocksFirstEvent: Prefill is the mock's time to a
+// stream's first event, the ITL the rest; without it both are the ITL;
+// the step's span makes room for the longer of the two.
+func TestPrefillSetsTheMocksFirstEvent(t *testing.T) {
+	p := size(Step{Kind: KindStreams, Streams: 10, EventsPerS: 20}, time.Second, 500*time.Millisecond, 0)
+	if c := p.mockConfig().Latency; time.Duration(c.PrefillBase) != 500*time.Millisecond || time.Duration(c.DecodeBase) != 500*time.Millisecond {
+		t.Errorf("without a prefill: prefill %v, decode %v", time.Duration(c.PrefillBase), time.Duration(c.DecodeBase))
+	}
+	short := p.span()
+	p.prefill = 50 * time.Millisecond
+	if c := p.mockConfig().Latency; time.Duration(c.PrefillBase) != 50*time.Millisecond || time.Duration(c.DecodeBase) != 500*time.Millisecond {
+		t.Errorf("with a 50ms prefill: prefill %v, decode %v", time.Duration(c.PrefillBase), time.Duration(c.DecodeBase))
+	}
+	if p.span() != short {
+		t.Errorf("span %v with a shorter prefill, %v without", p.span(), short)
+	}
+	if err := Validate(Config{Prefill: -time.Second, Mode: ModeInProcess}); err == nil || !strings.Contains(err.Error(), "Prefill -1s") {
+		t.Errorf("a negative prefill: %v", err)
+	}
+}

@@ -159,6 +159,10 @@ type Config struct {
 	// BurnSlice spins between yields (burner.go).
 	Burn    []int
 	Burners int
+	// Prefill is the mock's time to a stream's first event; 0: the step's
+	// ITL. A short prefill beside a long ITL is how a TTFT is measured
+	// while thousands of other streams are open.
+	Prefill time.Duration
 	// Saturated are stream steps of N streams at SaturatedITL each, meant
 	// to saturate a client pinned to few CPUs (ClientCPUs).
 	Saturated []int
@@ -254,6 +258,8 @@ func (c Config) withDefaults() (Config, error) {
 	case len(c.Streams) == 0 && len(c.Rates) == 0 && len(c.Bursts) == 0 && len(c.Burn) == 0 && len(c.ScrapePairs) == 0 && len(c.Saturated) == 0:
 		return c, fieldErr("Streams", "no step: give %s, %s, %s, %s, %s or %s", fielderr.Name("Streams"), fielderr.Name("Rates"),
 			fielderr.Name("Bursts"), fielderr.Name("Burn"), fielderr.Name("ScrapePairs"), fielderr.Name("Saturated"))
+	case c.Prefill < 0:
+		return c, fieldErr("Prefill", "%s %v: expected a positive duration", fielderr.Name("Prefill"), c.Prefill)
 	case c.ClientCPUs < 0:
 		return c, fieldErr("ClientCPUs", "%s %d: expected a count of CPUs", fielderr.Name("ClientCPUs"), c.ClientCPUs)
 	case c.ClientCPUs > 0 && c.Target == "" && c.Mode == ModeInProcess:

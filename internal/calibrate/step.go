@@ -1,6 +1,7 @@
 package calibrate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -35,14 +36,15 @@ type plan struct {
 	requests  int           // one-turn conversations
 	maxTokens int           // per request; events = maxTokens + 1 (the role chunk)
 	spacing   time.Duration // between request starts
-	itl       time.Duration // mock decode step (and prefill)
+	itl       time.Duration // mock decode step (and prefill, unless prefill)
+	prefill   time.Duration // mock prefill (time to the first event); 0: itl
 	seqs      int           // mock batch capacity: nobody queues
 	wave      time.Duration // burst: the second wave's start offset; 0 otherwise
 }
 
 // span is when p's last stream should end, from the run start.
 func (p plan) span() time.Duration {
-	return time.Duration(p.requests)*p.spacing + p.wave + time.Duration(p.maxTokens+1)*p.itl
+	return time.Duration(p.requests)*p.spacing + p.wave + time.Duration(p.maxTokens+1)*max(p.itl, p.prefill)
 }
 
 // size turns a step into a plan. A stream lasts about d: it emits
@@ -87,7 +89,7 @@ func size(s Step, d, itl time.Duration, idx int) plan {
 func (p plan) mockConfig() mock.Config {
 	c := mock.DefaultConfig()
 	c.Latency = mock.Latency{
-		PrefillBase: mock.Duration(p.itl), DecodeBase: mock.Duration(p.itl),
+		PrefillBase: mock.Duration(cmp.Or(p.prefill, p.itl)), DecodeBase: mock.Duration(p.itl),
 		TokensPerEvent: 1, MaxNumSeqs: p.seqs, OutputMean: 1 << 20, MaxModelLen: 1 << 20,
 	}
 	return c
@@ -163,6 +165,9 @@ type stepRun struct {
 // memory) and stops the mock.
 func runStep(ctx context.Context, cfg Config, dir string, idx int, s Step) (*stepRun, error) {
 	p := size(s, cfg.Duration, cfg.itl(s), idx)
+	if cfg.Target == "" {
+		p.prefill = cfg.Prefill
+	}
 	base := filepath.Join(dir, fmt.Sprintf("%02d-%s", idx, strings.NewReplacer("=", "-", "/", "-", "+", "-").Replace(s.Name())))
 	run := &stepRun{plan: p}
 	turns := p.turns()
