@@ -53,6 +53,7 @@ func writeOTLP(t *testing.T, path string) {
 // graphs they are: every node recorded ok with its trace parents, and
 // analyze counts them all completed.
 func TestAgentTracesReplayAgainstMock(t *testing.T) {
+	t.Parallel() // an end-to-end run of its own: files, mock and ports of its own
 	if testing.Short() {
 		t.Skip("-short: runs replays")
 	}

@@ -16,6 +16,7 @@ import (
 // own log shows each of them, and only them, closed by the client; analyze
 // counts them apart from the failures; a rerun cancels the same requests.
 func TestCancelRate(t *testing.T) {
+	t.Parallel() // an end-to-end run of its own: files, mock and ports of its own
 	srv := mocktest.Start(t, nil)
 	dir := t.TempDir()
 	tr := filepath.Join(dir, "t.parquet")

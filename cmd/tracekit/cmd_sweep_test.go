@@ -111,6 +111,7 @@ func TestSweepUnreachableExit1(t *testing.T) {
 // step, the summary in four forms (the Parquet rows read back), prints the
 // table, reports progress on stderr; compare reads two sweeps.
 func TestSweepLadderFiles(t *testing.T) {
+	t.Parallel() // an end-to-end run of its own: files, mock and ports of its own
 	if testing.Short() {
 		t.Skip("long end-to-end run: make test runs it")
 	}

@@ -44,6 +44,7 @@ func gapStats(rows []trace.Turn) (mean, cv float64) {
 }
 
 func TestSynthFromVLLMShareGPT(t *testing.T) {
+	t.Parallel() // an end-to-end run of its own: files, mock and ports of its own
 	in := sharedData(t, filepath.Join("sharegpt", "sharegpt_v3_random_sample.json"))
 	out := filepath.Join(t.TempDir(), "v.parquet")
 	line := "vllm bench serve --dataset-name sharegpt --dataset-path " + in +

@@ -18,6 +18,7 @@ import (
 // Each record names its API, the generating APIs' first answer event
 // comes after the reasoning ones, and the others count their items.
 func TestEveryEndpointEndToEnd(t *testing.T) {
+	t.Parallel() // an end-to-end run of its own: files, mock and ports of its own
 	srv := mocktest.Start(t, func(c *mock.Config) { c.Latency.ReasoningMean, c.Latency.ReasoningCV = 4, 0 })
 	for _, ep := range trace.Endpoints {
 		t.Run(ep, func(t *testing.T) {

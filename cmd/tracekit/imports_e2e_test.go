@@ -360,6 +360,7 @@ func wekaDeps(t *testing.T, path string) map[sourceNode][]sourceNode {
 // subagent spawn and join of the source: the fixture (JSON Lines, both
 // subagent clocks, a background subagent) and the shared traces.
 func TestWekaReplayHonoursDependencies(t *testing.T) {
+	t.Parallel() // an end-to-end run of its own: files, mock and ports of its own
 	inputs := []string{filepath.Join("testdata", "synth", "weka.jsonl")}
 	shared := filepath.Join("..", "..", "..", "shared", "data", "weka")
 	if _, err := os.Stat(shared); err == nil {

@@ -24,6 +24,7 @@ import (
 // (read from analyze --json) and whose intervals match a hand computation
 // with t(0.975, 2) = 4.302653. compare takes the set by its -o name.
 func TestReplayNumRuns(t *testing.T) {
+	t.Parallel() // an end-to-end run of its own: files, mock and ports of its own
 	dir := t.TempDir()
 	tr := filepath.Join(dir, "t.parquet")
 	if _, stderr, code := runCLI(t, "synth", "--conversations", "4", "--turns", "2", "--input-tokens", "40", "--output-tokens", "16",

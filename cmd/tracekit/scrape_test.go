@@ -348,6 +348,7 @@ func TestReplayScrapeForce(t *testing.T) {
 // step's KV-cache usage and queue: the step at 8 users queues on the
 // mock's 3 slots, the step at 1 user never does.
 func TestSweepScrapePerStep(t *testing.T) {
+	t.Parallel() // an end-to-end run of its own: files, mock and ports of its own
 	if testing.Short() {
 		t.Skip("long end-to-end run: make test runs it")
 	}

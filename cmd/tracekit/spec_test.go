@@ -142,6 +142,7 @@ func TestSpecDecodeScrapeAndStreamAgree(t *testing.T) {
 // counters, with the per-token and per-request figures from the step's
 // 16 requests of 16 tokens.
 func TestSweepSpecDecodeAndEnergyPerStep(t *testing.T) {
+	t.Parallel() // an end-to-end run of its own: files, mock and ports of its own
 	if testing.Short() {
 		t.Skip("long end-to-end run: make test runs it")
 	}
