@@ -101,10 +101,12 @@ var observerArgs []string
 // arrivalRing is the size of a connection's ring of observations.
 const arrivalRing = 32
 
-// maxSlots bounds the connections observed at once; later ones read with
-// kernel stamps (counted in the run's note). The table is virtual memory
-// touched a page at a time.
-const maxSlots = 1 << 15
+// maxSlots bounds the connections observed at once (131,072: beyond the
+// 100,000 streams one process is to hold); later ones read with kernel
+// stamps (counted in the run's note). The table is virtual memory (808
+// bytes a slot, 106 MB in all) touched a page at a time, as slots are
+// used.
+const maxSlots = 1 << 17
 
 // peekMax bounds the bytes one peek copies: the stamp is then the
 // buffer's holding the last byte copied, still a valid observation of
@@ -196,6 +198,7 @@ type observer struct {
 	ctl      int // the client's end of the control pair
 	cmd      *exec.Cmd
 	exited   chan struct{}
+	lastCPU  atomic.Int64 // the highest CPU time read (cpuNs)
 
 	// mu guards the slots, the control pair's life and the mapping's: a
 	// connection that outlives stop keeps the table mapped until it
@@ -365,6 +368,7 @@ func (o *observer) stop() {
 		return
 	}
 	o.stopped = true
+	o.cpuNs() // its last reading while alive: the exit's rusage is coarser
 	unix.Close(o.ctl)
 	if o.live == 0 {
 		unix.Munmap(o.table)
@@ -384,11 +388,25 @@ func (o *observer) cpuNs() int64 {
 	select {
 	case <-o.exited: // its threads are gone: what the kernel kept of it
 		if ps := o.cmd.ProcessState; ps != nil {
-			return int64(ps.UserTime() + ps.SystemTime())
+			return max(o.lastCPU.Load(), int64(ps.UserTime()+ps.SystemTime()))
 		}
-		return 0
+		return o.lastCPU.Load()
 	default:
 	}
+	n := o.schedNs()
+	for { // never less than an earlier reading: the caller takes differences
+		last := o.lastCPU.Load()
+		if n <= last {
+			return last
+		}
+		if o.lastCPU.CompareAndSwap(last, n) {
+			return n
+		}
+	}
+}
+
+// schedNs sums the scheduler's run time over the observer's threads.
+func (o *observer) schedNs() int64 {
 	dir := fmt.Sprintf("/proc/%d/task", o.cmd.Process.Pid)
 	tasks, err := os.ReadDir(dir)
 	if err != nil {
