@@ -3,8 +3,11 @@ package analyze
 import (
 	"fmt"
 	"html"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tracekit/tracekit/trace"
 )
 
 // provenance is what produced a run, one labelled line each, as the
@@ -39,7 +42,7 @@ func (s *Summary) provenance() [][2]string {
 		if t, ok := m.Config["trace"].(string); ok {
 			traces = append(traces, t)
 		}
-		if h, ok := m.Config["trace_sha256"].(string); ok {
+		if h := TraceDigest(m); h != "" {
 			sums = append(sums, h)
 		}
 		if t := m.Trace; t != nil {
@@ -67,4 +70,35 @@ func (s *Summary) writeProvenanceHTML(b *strings.Builder) {
 		fmt.Fprintf(b, "<dt>%s</dt><dd>%s</dd>\n", html.EscapeString(r[0]), html.EscapeString(r[1]))
 	}
 	b.WriteString("</dl>\n")
+}
+
+// TraceDigest is the SHA-256 of the trace a recording replayed, with its
+// size ("3fa2... (1,048,576 bytes)"), as replay recorded it in the run's
+// configuration; "" for recordings written before it was recorded, or
+// of a capture.
+func TraceDigest(m trace.RunMeta) string {
+	h, ok := m.Config["trace_sha256"].(string)
+	if !ok || h == "" {
+		return ""
+	}
+	var size int64
+	switch v := m.Config["trace_bytes"].(type) {
+	case float64: // read back from JSON
+		size = int64(v)
+	case int64:
+		size = v
+	}
+	if size <= 0 {
+		return h
+	}
+	return fmt.Sprintf("%s (%s bytes)", h, groupThousands(size))
+}
+
+// groupThousands writes n with commas between groups of three digits.
+func groupThousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
