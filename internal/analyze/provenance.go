@@ -62,11 +62,21 @@ func (s *Summary) provenance() [][2]string {
 	return rows
 }
 
+// singleRunVariance is what the report of one run says of the noise
+// between runs: one run cannot tell it.
+const singleRunVariance = "unknown: one run (replay --num-runs N repeats it; analyze --runs reports the spread)"
+
 // writeProvenanceHTML writes the provenance as a definition list at the
-// top of the page.
+// top of the page, with the run-to-run variance a single run leaves
+// unknown.
 func (s *Summary) writeProvenanceHTML(b *strings.Builder) {
+	writeProvenanceRows(b, append(s.provenance(), [2]string{"run-to-run variance", singleRunVariance}))
+}
+
+// writeProvenanceRows writes labelled rows as a definition list.
+func writeProvenanceRows(b *strings.Builder, rows [][2]string) {
 	b.WriteString("<dl class=\"prov\">\n")
-	for _, r := range s.provenance() {
+	for _, r := range rows {
 		fmt.Fprintf(b, "<dt>%s</dt><dd>%s</dd>\n", html.EscapeString(r[0]), html.EscapeString(r[1]))
 	}
 	b.WriteString("</dl>\n")
