@@ -51,6 +51,8 @@ type env struct {
 	logf func(format string, args ...any)
 	// deadlockConvs scales the deadlock scenario (2,000 is full size).
 	deadlockConvs int
+	// liveStreams is the streams of the live view stage's pair.
+	liveStreams int
 }
 
 func main() {
@@ -58,6 +60,7 @@ func main() {
 	out := flag.String("o", "BENCHMARKS.md", "file to write")
 	bin := flag.String("bin", "bin/tracekit", "tracekit binary to measure (make build)")
 	convs := flag.Int("deadlock-conversations", 2000, "conversations of the deadlock scenario (2000 is the full size)")
+	liveStreams := flag.Int("live-streams", 10000, "streams of the live view stage's paired replays")
 	only := flag.String("only", "", "run only the stage of this name (for debugging; BENCHMARKS.md is then partial)")
 	soakFor := flag.Duration("soak", 0, "run only the soak for this long (make soak) and rewrite its part of the -o file")
 	flag.Parse()
@@ -74,7 +77,7 @@ func main() {
 	if _, err := os.Stat(abs); err != nil {
 		fatal(fmt.Errorf("%s: build it first (make build): %w", *bin, err))
 	}
-	e := &env{bin: abs, work: work, deadlockConvs: *convs,
+	e := &env{bin: abs, work: work, deadlockConvs: *convs, liveStreams: *liveStreams,
 		logf: func(f string, a ...any) {
 			fmt.Fprintf(os.Stderr, "[%s] %s\n", time.Since(began).Round(time.Second), fmt.Sprintf(f, a...))
 		}}
@@ -133,6 +136,7 @@ func stages() []stage {
 		{"calibrate", 4 * time.Minute, calibrateBench},
 		{"calibrate endpoints", 3 * time.Minute, calibrateEndpointsBench}, // endpoints.go
 		{"stamps", 10 * time.Minute, stampsBench},
+		{"live view", 5 * time.Minute, liveViewBench}, // liveview.go
 		{"deadlock", 6 * time.Minute, deadlockBench},
 		{"shard skew", 3 * time.Minute, shardSkew},
 		{"sweep", 5 * time.Minute, sweepBench},

@@ -416,7 +416,7 @@ func TestConfigErrors(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{Streams: []int{}, Mode: ModeInProcess}, "no step: give Streams, Rates, Bursts, Burn or ScrapePairs"},
+		{Config{Streams: []int{}, Mode: ModeInProcess}, "no step: give Streams, Rates, Bursts, Burn, ScrapePairs or LivePairs"},
 		{Config{Streams: []int{0}, Mode: ModeInProcess}, "Streams value 0"},
 		{Config{Streams: []int{10, 20}, EventsPerS: []float64{1, 2, 3}, Mode: ModeInProcess}, "EventsPerS has 3 values for 2 Streams"},
 		{Config{Rates: []float64{-1}, Streams: []int{}, Mode: ModeInProcess}, "Rates value -1"},
