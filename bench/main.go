@@ -54,6 +54,8 @@ type env struct {
 	// cpuStreams and maxStreams size the client-CPU and many-streams
 	// stages (saturation.go): a larger host runs them larger.
 	cpuStreams, maxStreams int
+	// liveStreams is the streams of the live view stage's pair.
+	liveStreams int
 }
 
 func main() {
@@ -63,6 +65,7 @@ func main() {
 	convs := flag.Int("deadlock-conversations", 2000, "conversations of the deadlock scenario (2000 is the full size)")
 	cpuStreams := flag.Int("cpu-streams", 10800, "streams of the client-CPU-per-event stage (one event every 500 ms each)")
 	maxStreams := flag.Int("max-streams", 18000, "streams of the many-streams stage (one event a second each; needs that many file descriptors, and the mock as many)")
+	liveStreams := flag.Int("live-streams", 10000, "streams of the live view stage's paired replays")
 	only := flag.String("only", "", "run only the stage of this name (for debugging; BENCHMARKS.md is then partial)")
 	soakFor := flag.Duration("soak", 0, "run only the soak for this long (make soak) and rewrite its part of the -o file")
 	flag.Parse()
@@ -79,7 +82,7 @@ func main() {
 	if _, err := os.Stat(abs); err != nil {
 		fatal(fmt.Errorf("%s: build it first (make build): %w", *bin, err))
 	}
-	e := &env{bin: abs, work: work, deadlockConvs: *convs, cpuStreams: *cpuStreams, maxStreams: *maxStreams,
+	e := &env{bin: abs, work: work, deadlockConvs: *convs, cpuStreams: *cpuStreams, maxStreams: *maxStreams, liveStreams: *liveStreams,
 		logf: func(f string, a ...any) {
 			fmt.Fprintf(os.Stderr, "[%s] %s\n", time.Since(began).Round(time.Second), fmt.Sprintf(f, a...))
 		}}
@@ -141,6 +144,7 @@ func stages() []stage {
 		{"saturation", 5 * time.Minute, saturationBench},     // saturation.go
 		{"cpu per event", 5 * time.Minute, cpuPerEventBench}, // saturation.go
 		{"many streams", 8 * time.Minute, manyStreamsBench},  // saturation.go
+		{"live view", 5 * time.Minute, liveViewBench},        // liveview.go
 		{"deadlock", 6 * time.Minute, deadlockBench},
 		{"shard skew", 3 * time.Minute, shardSkew},
 		{"sweep", 5 * time.Minute, sweepBench},

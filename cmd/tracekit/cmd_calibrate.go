@@ -134,6 +134,7 @@ elsewhere: give that FILE as --mock-log; calibrate waits for it to be complete
 	f.IntVar(&c.ClientCPUs, "client-cpus", 0, "pin the client to this many CPUs and the mock to the others, as taskset would (GOMAXPROCS to match); 0: no pinning")
 	f.IntSliceVar(&c.ScrapePairs, "scrape-pair", nil, "stream steps run twice: without and with scraping the mock's /metrics")
 	f.DurationVar(&c.ScrapeInterval, "scrape-interval", time.Second, "scrape interval of --scrape-pair's second step")
+	f.IntSliceVar(&c.LivePairs, "live-pair", nil, "stream steps run twice into a recording file: without and with the live view of --progress dashboard fed (its dashboard drawing to nowhere)")
 	f.StringSliceVar(&c.Stamps, "stamp", nil, "replay stamp modes to run every step in, side by side (goroutine,kernel,kernel-offset); default replay's default only")
 	f.StringSliceVar(&c.Endpoints, "endpoint", nil, "APIs to run every step on, side by side ("+strings.Join(trace.Endpoints, ",")+"); default chat only")
 	f.StringVar(&c.Dir, "keep", "", "keep each step's trace, recording and mock log in this directory")

@@ -30,6 +30,8 @@ func newCaptureCmd() *cobra.Command {
 		check       bool
 		grace       time.Duration
 		scrape      scrapeFlags
+		progress    string
+		lf          liveFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "capture --upstream URL --out DIR",
@@ -90,7 +92,15 @@ start (see --check-upstream) or a file could not be completed, 2 bad flags.`,
 				return badInput(err)
 			}
 			scrape.insecure = cfg.InsecureSkipVerify
-			return runCapture(c, cfg, listen, grace, check, &scrape)
+			switch progress {
+			case "none", "plain", "dashboard":
+			default:
+				return badInput(fmt.Errorf("--progress %q: expected none, plain or dashboard", progress))
+			}
+			if err := lf.validate(); err != nil {
+				return badInput(err)
+			}
+			return runCapture(c, cfg, listen, grace, check, &scrape, captureView{progress: progress, live: &lf})
 		},
 	}
 	f := cmd.Flags()
@@ -108,6 +118,8 @@ start (see --check-upstream) or a file could not be completed, 2 bad flags.`,
 	f.BoolVar(&check, "check-upstream", true, "at start, send the upstream one probe request and exit 1 if it is unreachable")
 	f.StringVar(&stack, "proxy-stack", string(h1proxy.Native), "HTTP layer that forwards the traffic: native (capture's own HTTP/1.1 server and client, tuned to add the least delay per event) or net/http (Go's standard server and transport, as a reference or a fallback); both forward the same bytes and record the same")
 	f.DurationVar(&grace, "grace", 10*time.Second, "on Ctrl-C/SIGTERM, how long in-flight streams may finish before being cut")
+	f.StringVar(&progress, "progress", "none", "none, plain (a line of the calls recorded every 10 s) or dashboard (live figures on a terminal, else the plain line)")
+	lf.register(f)
 	scrape.register(f, "upstream")
 	return cmd
 }
@@ -123,11 +135,12 @@ func isLoopback(host string) bool {
 // runCapture serves until SIGINT/SIGTERM, then finishes the files: exit
 // 130 after SIGINT, 0 after SIGTERM (a service manager's stop), 1 when a
 // file could not be completed.
-func runCapture(cmd *cobra.Command, cfg capture.ProxyConfig, listen string, grace time.Duration, check bool, scrape *scrapeFlags) error {
+func runCapture(cmd *cobra.Command, cfg capture.ProxyConfig, listen string, grace time.Duration, check bool, scrape *scrapeFlags, view captureView) error {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	sc := startCaptureScrape(scrape, &cfg, cmd.ErrOrStderr())
+	cl := newCaptureLive(view, &cfg, cmd.ErrOrStderr())
 	ps, err := capture.StartProxy(cfg, listen)
 	if err != nil {
 		sc.abort()
@@ -144,10 +157,12 @@ func runCapture(cmd *cobra.Command, cfg capture.ProxyConfig, listen string, grac
 		}
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "capture: %s -> %s, writing to %s (Ctrl-C to finish)\n", ps.URL(), cfg.Upstream, cfg.OutDir)
+	cl.start(ps.Proxy(), sc)
 	sig := <-sigs
 	signal.Stop(sigs) // a second signal kills at once
 	fmt.Fprintf(cmd.ErrOrStderr(), "capture: %v: finishing files...\n", sig)
 	err = ps.Shutdown(grace)
+	cl.stop() // after the last segment's records went through the tap
 	for _, s := range ps.Proxy().Segments() {
 		fmt.Fprintf(cmd.OutOrStdout(), "%d requests: trace %s, recording %s\n", s.Requests, s.Trace, s.Recording)
 	}

@@ -25,6 +25,7 @@ func newCompareCmd() *cobra.Command {
 	var verdictPath string
 	var confidence float64
 	var beyondCI bool
+	var htmlPath string
 	cmd := &cobra.Command{
 		Use:   "compare A.parquet B.parquet [flags]",
 		Short: "Show two recordings' serving metrics side by side with the change of each",
@@ -46,7 +47,10 @@ then prints each metric's mean across runs ± the half width of its
 --confidence interval, and the gate compares the means. With --beyond-ci a
 condition fails only when the change also clears the noise: for > the lower
 end of B's interval is above the upper end of A's, for < the upper end of
-B's is below the lower end of A's.`,
+B's is below the lower end of A's. --html writes the comparison of run sets
+as a page: each side's run-to-run variance (unknown for a single run), the
+means with their intervals and coefficients of variation, and per latency a
+chart of each run's median and P99.`,
 		Example: `  tracekit compare baseline.parquet candidate.parquet --percentiles 50,99
   tracekit compare base.parquet new.parquet --fail-on 'ttft.p99>+10%,itl.median>+5%,output_throughput<-5%'
   tracekit compare sweep-before/ sweep-after/
@@ -78,7 +82,10 @@ B's is below the lower end of A's.`,
 				return badInput(err)
 			}
 			if sets := [2][]string{analyze.FindRunSet(args[0]), analyze.FindRunSet(args[1])}; len(sets[0]) > 0 || len(sets[1]) > 0 {
-				return compareRunSets(cmd, args, sets, opts, gate, runsGate{confidence: confidence, beyondCI: beyondCI, verdict: verdictPath})
+				return compareRunSets(cmd, args, sets, opts, gate, runsGate{confidence: confidence, beyondCI: beyondCI, verdict: verdictPath, html: htmlPath})
+			}
+			if htmlPath != "" {
+				return badInput(fmt.Errorf("--html writes the comparison of run sets (the -o name of replay --num-runs); %s and %s are single runs: analyze --html reports each", args[0], args[1]))
 			}
 			if beyondCI {
 				return badInput(fmt.Errorf("--beyond-ci needs a run set on one side at least (the -o name of replay --num-runs); %s and %s are single runs", args[0], args[1]))
@@ -107,6 +114,7 @@ B's is below the lower end of A's.`,
 	cmd.Flags().StringArrayVar(&failOn, "fail-on", nil, "exit 1 when a condition holds, e.g. 'ttft.p99>+10%,output_throughput<-5%' (repeatable; see docs/commands/compare.md)")
 	cmd.Flags().Float64Var(&confidence, "confidence", analyze.DefaultConfidence, "with run sets: confidence level of the intervals")
 	cmd.Flags().BoolVar(&beyondCI, "beyond-ci", false, "with run sets: a condition fails only when the change also clears both confidence intervals")
+	cmd.Flags().StringVar(&htmlPath, "html", "", "with run sets: also write the comparison as a self-contained HTML page to FILE")
 	cmd.Flags().StringVar(&verdictPath, "verdict", "", "with --fail-on, also write the verdict as JSON to FILE (passed, and each condition's A, B and change)")
 	return cmd
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tracekit/tracekit/internal/analyze"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -171,6 +172,13 @@ func printRecordingSummary(w io.Writer, path string, s trace.RecordingSummary) {
 		m.TracekitVersion, m.Host, strings.Join(m.Targets, ", "), time.Unix(0, m.StartWallNs).UTC().Format(time.RFC3339Nano), m.StartMonoNs, m.Command)
 	if m.Trace != nil {
 		fmt.Fprintf(w, "  trace: source %s, seed %d, tokenizer %s\n", m.Trace.Source, m.Trace.Seed, m.Trace.Tokenizer)
+	}
+	if file, _ := m.Config["trace"].(string); file != "" {
+		sum := analyze.TraceDigest(m)
+		if sum == "" {
+			sum = "not recorded"
+		}
+		fmt.Fprintf(w, "  trace file %s, SHA-256 %s\n", file, sum)
 	}
 	if m.Health != nil {
 		h := m.Health

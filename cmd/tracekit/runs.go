@@ -98,6 +98,7 @@ type runsGate struct {
 	confidence float64
 	beyondCI   bool
 	verdict    string
+	html       string // the page's path, "" for none
 }
 
 // compareRunSets is compare with a run set on either side (sets[i] the
@@ -125,8 +126,16 @@ func compareRunSets(cmd *cobra.Command, args []string, sets [2][]string, opts an
 		}
 	}
 	out := cmd.OutOrStdout()
-	if err := analyze.WriteCompareRuns(out, rs[0], rs[1], args[0], args[1]); err != nil || len(gate) == 0 {
+	if err := analyze.WriteCompareRuns(out, rs[0], rs[1], args[0], args[1]); err != nil {
 		return err
+	}
+	if g.html != "" {
+		if err := writeFile(g.html, func(f *os.File) error { return analyze.WriteCompareRunsHTML(f, rs[0], rs[1], args[0], args[1]) }); err != nil {
+			return err
+		}
+	}
+	if len(gate) == 0 {
+		return nil
 	}
 	results, err := analyze.EvaluateGateRuns(gate, rs[0], rs[1], g.beyondCI)
 	if err != nil {

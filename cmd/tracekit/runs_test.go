@@ -101,7 +101,9 @@ func TestReplayNumRuns(t *testing.T) {
 		mean := (v[0] + v[1] + v[2]) / 3
 		sd := math.Sqrt(((v[0]-mean)*(v[0]-mean) + (v[1]-mean)*(v[1]-mean) + (v[2]-mean)*(v[2]-mean)) / 2)
 		half := 4.302653 * sd / math.Sqrt(3)
-		near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-6*math.Max(1, math.Abs(b)) }
+		// Relative to the mean's size: an interval's end near 0 is as
+		// exact as its mean.
+		near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-6*math.Max(1, math.Abs(mean)+half) }
 		if !near(m.Mean, mean) || !near(m.StdDev, sd) || !near(m.CILow, mean-half) || !near(m.CIHigh, mean+half) {
 			t.Errorf("%s: mean %g sd %g CI [%g, %g]; by hand from %v: mean %g sd %g CI [%g, %g]",
 				metric, m.Mean, m.StdDev, m.CILow, m.CIHigh, v, mean, sd, mean-half, mean+half)
@@ -199,5 +201,34 @@ func TestReplayNumRunsInterrupted(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "run 2 of 3") {
 		t.Errorf("output does not name run 2:\n%s", stderr.String())
+	}
+}
+
+// compare --html writes the page of two run sets; two single recordings
+// have no such page (exit 2 naming --html).
+func TestCompareRunSetsHTMLPage(t *testing.T) {
+	tr, target := replayFixture(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "run.parquet")
+	if _, stderr, code := runCLI(t, "replay", tr, "--target", target, "--model", "tracekit-mock", "-o", out, "--num-runs", "2",
+		"--progress", "none", "--no-probe", "--no-analyze"); code != ExitOK {
+		t.Fatalf("replay: exit %d: %s", code, stderr)
+	}
+	page := filepath.Join(dir, "compare.html")
+	if _, stderr, code := runCLI(t, "compare", out, out, "--html", page); code != ExitOK {
+		t.Fatalf("compare --html: exit %d: %s", code, stderr)
+	}
+	h, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`id="variance-a"><b>Run-to-run variance over 2 runs:`, `<svg class="chart" id="runs-ttft"`, `data-series="B median"`, "<dt>trace SHA-256</dt>"} {
+		if !bytes.Contains(h, []byte(want)) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	one := analyze.RunPath(out, 1)
+	if _, stderr, code := runCLI(t, "compare", one, analyze.RunPath(out, 2), "--html", filepath.Join(dir, "x.html")); code != ExitUsage || !strings.Contains(stderr, "--html") {
+		t.Errorf("compare --html of two recordings: exit %d: %s", code, stderr)
 	}
 }

@@ -3,8 +3,11 @@ package analyze
 import (
 	"fmt"
 	"html"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tracekit/tracekit/trace"
 )
 
 // provenance is what produced a run, one labelled line each, as the
@@ -39,7 +42,7 @@ func (s *Summary) provenance() [][2]string {
 		if t, ok := m.Config["trace"].(string); ok {
 			traces = append(traces, t)
 		}
-		if h, ok := m.Config["trace_sha256"].(string); ok {
+		if h := TraceDigest(m); h != "" {
 			sums = append(sums, h)
 		}
 		if t := m.Trace; t != nil {
@@ -59,12 +62,53 @@ func (s *Summary) provenance() [][2]string {
 	return rows
 }
 
+// singleRunVariance is what the report of one run says of the noise
+// between runs: one run cannot tell it.
+const singleRunVariance = "unknown: one run (replay --num-runs N repeats it; analyze --runs reports the spread)"
+
 // writeProvenanceHTML writes the provenance as a definition list at the
-// top of the page.
+// top of the page, with the run-to-run variance a single run leaves
+// unknown.
 func (s *Summary) writeProvenanceHTML(b *strings.Builder) {
+	writeProvenanceRows(b, append(s.provenance(), [2]string{"run-to-run variance", singleRunVariance}))
+}
+
+// writeProvenanceRows writes labelled rows as a definition list.
+func writeProvenanceRows(b *strings.Builder, rows [][2]string) {
 	b.WriteString("<dl class=\"prov\">\n")
-	for _, r := range s.provenance() {
+	for _, r := range rows {
 		fmt.Fprintf(b, "<dt>%s</dt><dd>%s</dd>\n", html.EscapeString(r[0]), html.EscapeString(r[1]))
 	}
 	b.WriteString("</dl>\n")
+}
+
+// TraceDigest is the SHA-256 of the trace a recording replayed, with its
+// size ("3fa2... (1,048,576 bytes)"), as replay recorded it in the run's
+// configuration; "" for recordings written before it was recorded, or
+// of a capture.
+func TraceDigest(m trace.RunMeta) string {
+	h, ok := m.Config["trace_sha256"].(string)
+	if !ok || h == "" {
+		return ""
+	}
+	var size int64
+	switch v := m.Config["trace_bytes"].(type) {
+	case float64: // read back from JSON
+		size = int64(v)
+	case int64:
+		size = v
+	}
+	if size <= 0 {
+		return h
+	}
+	return fmt.Sprintf("%s (%s bytes)", h, groupThousands(size))
+}
+
+// groupThousands writes n with commas between groups of three digits.
+func groupThousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

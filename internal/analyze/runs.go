@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"html"
 	"io"
 	"math"
 	"os"
@@ -216,48 +215,6 @@ func (rs *RunSet) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(rs)
-}
-
-// WriteHTML writes the set as a self-contained HTML page: a table of the
-// metrics and each run's values.
-func (rs *RunSet) WriteHTML(w io.Writer) error {
-	var b strings.Builder
-	b.WriteString(`<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>tracekit analyze: run set</title>
-<style>
-body{font-family:system-ui,sans-serif;margin:24px;color:#222} h1{font-size:20px}
-table{border-collapse:collapse;font-size:13px} td,th{border:1px solid #ddd;padding:4px 8px;text-align:right}
-td:first-child,th:first-child{text-align:left} .note{color:#555}
-</style></head><body>
-`)
-	fmt.Fprintf(&b, "<h1>tracekit analyze: run set of %d runs</h1>\n<ol>\n", len(rs.Runs))
-	for _, r := range rs.Runs {
-		fmt.Fprintf(&b, "<li>%s</li>\n", html.EscapeString(r))
-	}
-	fmt.Fprintf(&b, "</ol>\n<table>\n<tr><th>metric</th><th>mean</th><th>std</th><th>CV</th><th>%s%% CI low</th><th>%s%% CI high</th>",
-		pWord(100*rs.Confidence), pWord(100*rs.Confidence))
-	for i := range rs.Runs {
-		fmt.Fprintf(&b, "<th>run %d</th>", i+1)
-	}
-	b.WriteString("</tr>\n")
-	for _, m := range rs.Metrics {
-		fmt.Fprintf(&b, "<tr><td>%s</td><td>%.2f</td><td>%.2f</td><td>%.2f%%</td><td>%.2f</td><td>%.2f</td>",
-			html.EscapeString(m.Name), m.Mean, m.StdDev, 100*m.CV, m.CILow, m.CIHigh)
-		for _, v := range m.Values {
-			fmt.Fprintf(&b, "<td>%.2f</td>", v)
-		}
-		b.WriteString("</tr>\n")
-	}
-	b.WriteString("</table>\n")
-	if rs.TCritical > 0 {
-		fmt.Fprintf(&b, "<p class=\"note\">Mean ± t·sd/√N, Student's t with %s (t = %.4f); sd is the sample standard deviation.</p>\n", plural(len(rs.Runs)-1, "degree of freedom", "degrees of freedom"), rs.TCritical)
-	}
-	if rs.Note != "" {
-		fmt.Fprintf(&b, "<p class=\"note\">NOTE: %s</p>\n", html.EscapeString(rs.Note))
-	}
-	b.WriteString("</body></html>\n")
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // TQuantile is the p quantile of Student's t distribution with df degrees

@@ -416,7 +416,7 @@ func TestConfigErrors(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{Streams: []int{}, Mode: ModeInProcess}, "no step: give Streams, Rates, Bursts, Burn, ScrapePairs or Saturated"},
+		{Config{Streams: []int{}, Mode: ModeInProcess}, "no step: give Streams, Rates, Bursts, Burn, ScrapePairs, LivePairs or Saturated"},
 		{Config{Saturated: []int{-3}, Mode: ModeInProcess}, "Saturated value -3"},
 		{Config{ClientCPUs: -1, Mode: ModeInProcess}, "ClientCPUs -1: expected a count of CPUs"},
 		{Config{ClientCPUs: 1, Mode: ModeInProcess}, "ClientCPUs needs the mock out of this process"},

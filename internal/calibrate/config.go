@@ -64,6 +64,11 @@ type Step struct {
 	// Scrape scrapes the mock's /metrics during the step, as replay
 	// --scrape does (Config.ScrapeInterval).
 	Scrape bool `json:"scrape,omitempty"`
+	// LiveView marks the steps of a live pair (Config.LivePairs): "off"
+	// records to a file without a live view, "on" feeds the live view
+	// from the recorder's tap as --progress dashboard does, its dashboard
+	// program drawing to nowhere; "" is not a live pair.
+	LiveView string `json:"live_view,omitempty"`
 	// Stamp is the replay stamp mode of the step (replay.Config.StampMode);
 	// "" is replay's default.
 	Stamp string `json:"stamp,omitempty"`
@@ -118,6 +123,9 @@ func (s Step) suffix() string {
 	}
 	if s.Scrape {
 		out += "+scrape"
+	}
+	if s.LiveView != "" {
+		out += "+view-" + s.LiveView
 	}
 	if s.Stamp != "" {
 		out += "/" + s.Stamp
@@ -176,6 +184,11 @@ type Config struct {
 	// so scraping's effect on the stamps is measured in one run.
 	ScrapePairs    []int
 	ScrapeInterval time.Duration
+	// LivePairs are stream steps run twice, back to back, each into a
+	// recording file: without and with the live view fed from the
+	// recorder's tap (Step.LiveView), so the view's effect on the stamps
+	// and the dispatch lag is measured in one run.
+	LivePairs []int
 	// Stamps are replay stamp modes (replay.Config.StampMode); every step,
 	// the probe included, runs once per mode, the modes of one step back to
 	// back, and each mode's errors are taken against its own probe's
@@ -255,9 +268,9 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fieldErr("Duration", "%s %v: expected at least 100ms per step", fielderr.Name("Duration"), c.Duration)
 	case c.MaxError < 0:
 		return c, fieldErr("MaxError", "%s %v: expected a positive duration", fielderr.Name("MaxError"), c.MaxError)
-	case len(c.Streams) == 0 && len(c.Rates) == 0 && len(c.Bursts) == 0 && len(c.Burn) == 0 && len(c.ScrapePairs) == 0 && len(c.Saturated) == 0:
-		return c, fieldErr("Streams", "no step: give %s, %s, %s, %s, %s or %s", fielderr.Name("Streams"), fielderr.Name("Rates"),
-			fielderr.Name("Bursts"), fielderr.Name("Burn"), fielderr.Name("ScrapePairs"), fielderr.Name("Saturated"))
+	case len(c.Streams) == 0 && len(c.Rates) == 0 && len(c.Bursts) == 0 && len(c.Burn) == 0 && len(c.ScrapePairs) == 0 && len(c.Saturated) == 0 && len(c.LivePairs) == 0:
+		return c, fieldErr("Streams", "no step: give %s, %s, %s, %s, %s, %s or %s", fielderr.Name("Streams"), fielderr.Name("Rates"),
+			fielderr.Name("Bursts"), fielderr.Name("Burn"), fielderr.Name("ScrapePairs"), fielderr.Name("LivePairs"), fielderr.Name("Saturated"))
 	case c.Prefill < 0:
 		return c, fieldErr("Prefill", "%s %v: expected a positive duration", fielderr.Name("Prefill"), c.Prefill)
 	case c.ClientCPUs < 0:
@@ -283,7 +296,7 @@ func (c Config) withDefaults() (Config, error) {
 	for _, l := range []struct {
 		field string
 		ns    []int
-	}{{"Streams", c.Streams}, {"Bursts", c.Bursts}, {"Burn", c.Burn}, {"ScrapePairs", c.ScrapePairs}, {"Saturated", c.Saturated}} {
+	}{{"Streams", c.Streams}, {"Bursts", c.Bursts}, {"Burn", c.Burn}, {"ScrapePairs", c.ScrapePairs}, {"Saturated", c.Saturated}, {"LivePairs", c.LivePairs}} {
 		for i, n := range l.ns {
 			if n < 1 {
 				return c, fieldErr(l.field, "%s value %d (#%d): expected a positive count", fielderr.Name(l.field), n, i+1)
@@ -379,6 +392,10 @@ func (c Config) ladder() []Step {
 	for _, n := range c.ScrapePairs {
 		steps = append(steps, Step{Kind: KindStreams, Streams: n, EventsPerS: 4 * float64(n)},
 			Step{Kind: KindStreams, Streams: n, EventsPerS: 4 * float64(n), Scrape: true})
+	}
+	for _, n := range c.LivePairs {
+		steps = append(steps, Step{Kind: KindStreams, Streams: n, EventsPerS: 4 * float64(n), LiveView: "off"},
+			Step{Kind: KindStreams, Streams: n, EventsPerS: 4 * float64(n), LiveView: "on"})
 	}
 	if c.Target != "" { // the remote mock's ITL decides the stream rate
 		for i := range steps {

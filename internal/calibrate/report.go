@@ -203,8 +203,8 @@ func (rep *Report) writeSteady(w io.Writer) error {
 	return tw.Flush()
 }
 
-// writeNotes lists what the variations did: scrapes, burners, and stamp
-// modes that fell back.
+// writeNotes lists what the variations did: scrapes, burners, live views
+// and stamp modes that fell back.
 func (rep *Report) writeNotes(w io.Writer) error {
 	var notes []string
 	for _, r := range rep.Steps {
@@ -213,6 +213,9 @@ func (rep *Report) writeNotes(w io.Writer) error {
 		}
 		if r.Step.Burner {
 			notes = append(notes, fmt.Sprintf("%s: %d burner goroutines spun beside the client (%v slices between yields)", r.Name, r.Burners, BurnSlice))
+		}
+		if r.Step.LiveView == "on" {
+			notes = append(notes, fmt.Sprintf("%s: the live view took %d records from the recorder's tap (%d dropped)", r.Name, r.LiveSamples, r.LiveDropped))
 		}
 		if r.StampNote != "" {
 			notes = append(notes, fmt.Sprintf("%s: stamps %s: %s", r.Name, r.StampMode, r.StampNote))

@@ -61,6 +61,11 @@ type Result struct {
 	Scrapes        int `json:"scrapes,omitempty"`
 	ScrapeFailures int `json:"scrape_failures,omitempty"`
 	Burners        int `json:"burners,omitempty"`
+	// LiveSamples counts the records the live view of a LiveView "on"
+	// step took from the recorder's tap; LiveDropped those it could not
+	// take (its feed was full).
+	LiveSamples int64 `json:"live_samples,omitempty"`
+	LiveDropped int64 `json:"live_dropped,omitempty"`
 	// Steady is the error over the steady-state window, where every
 	// stream of the step is open; nil for rate and burst steps (a burst's
 	// two waves are never open together) and when the window is empty. It does not decide Pass.
@@ -258,6 +263,12 @@ func describe(s Step) string {
 	if s.Scrape {
 		d += ", scraping the mock's /metrics"
 	}
+	switch s.LiveView {
+	case "off":
+		d += ", into a recording file, no live view"
+	case "on":
+		d += ", into a recording file, live view fed (its dashboard drawing to nowhere)"
+	}
 	if s.Stamp != "" {
 		d += ", stamp mode " + s.Stamp
 	}
@@ -287,6 +298,7 @@ func (r *stepRun) result() (Result, error) {
 		RawMedianNs:   quantile(j.Diffs, 0.5),
 		TTFTInflP50Ns: quantile(j.FirstDiffs, 0.5),
 		Scrapes:       r.scrapes, ScrapeFailures: r.scrapeErr, Burners: r.burners,
+		LiveSamples: r.live.samples, LiveDropped: r.live.dropped,
 		ClientRSSBytes:    r.rssPeak,
 		MockLatenessP99Ns: r.mockStats.LatenessP99Ns,
 		WallSeconds:       r.wall.Seconds(),

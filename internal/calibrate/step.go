@@ -158,6 +158,7 @@ type stepRun struct {
 	scrapes   int    // successful scrapes of the mock's /metrics (Step.Scrape)
 	scrapeErr int    // failed ones
 	burners   int    // goroutines the burner ran (Step.Burner)
+	live      liveCounts
 }
 
 // runStep runs one step: starts its mock (unless cfg.Target), replays its
@@ -177,6 +178,8 @@ func runStep(ctx context.Context, cfg Config, dir string, idx int, s Step) (*ste
 		if err := p.writeTrace(base+".trace.parquet", turns); err != nil {
 			return nil, fmt.Errorf("writing the step's trace: %w", err)
 		}
+	} else if s.LiveView != "" { // the live view taps a recorder: both steps of the pair write one
+		run.recording = base + ".recording.parquet"
 	} else {
 		run.mem = &record.Memory{}
 		sink = run.mem
@@ -237,7 +240,7 @@ func runStep(ctx context.Context, cfg Config, dir string, idx int, s Step) (*ste
 		}
 	}
 	began := time.Now()
-	h, canceled, err := replayInto(ctx, p, replay.NewMemorySource(traceMeta, turns), target, model, run.recording, sink)
+	h, canceled, err := replayInto(ctx, p, replay.NewMemorySource(traceMeta, turns), target, model, run.recording, sink, &run.live)
 	run.wall = time.Since(began)
 	if scr != nil {
 		scr.Stop()
@@ -262,18 +265,25 @@ func runStep(ctx context.Context, cfg Config, dir string, idx int, s Step) (*ste
 
 // replayInto replays src, the step's trace, against target into sink, or
 // with a nil sink into a recording at out, and returns the client's health
-// and why it was cut short ("" if it was not). The run is bounded: every
+// and why it was cut short ("" if it was not). A LiveView "on" step's
+// view counts what it took into lc. The run is bounded: every
 // stream should end by ramp + duration, so anything beyond a generous
 // margin is canceled (and recorded as such).
-func replayInto(ctx context.Context, p plan, src replay.Source, target, model, out string, sink record.Sink) (trace.Health, string, error) {
+func replayInto(ctx context.Context, p plan, src replay.Source, target, model, out string, sink record.Sink, lc *liveCounts) (trace.Health, string, error) {
 	span := p.span()
 	var rec *record.Recorder
+	var view *liveView
+	defer func() { *lc = view.stop() }() // after the recorder's close: its last records went through the tap
 	open := replay.Into(sink)
 	if sink == nil {
-		open = func(*replay.Runner) (record.Sink, error) {
+		open = func(r *replay.Runner) (record.Sink, error) {
+			ro := record.RecorderOptions{Queue: max(1024, 2*p.requests)}
+			if p.step.LiveView == "on" {
+				view = startLiveView(r, p.step.Name())
+				ro.Tap = view.offer
+			}
 			var err error
-			rec, err = record.NewRecorder(out, trace.RunMeta{TracekitVersion: trace.Version, Targets: []string{target}},
-				record.RecorderOptions{Queue: max(1024, 2*p.requests)})
+			rec, err = record.NewRecorder(out, trace.RunMeta{TracekitVersion: trace.Version, Targets: []string{target}}, ro)
 			return rec, err
 		}
 	}

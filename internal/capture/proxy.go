@@ -17,6 +17,7 @@ import (
 	"github.com/tracekit/tracekit/internal/record"
 	"github.com/tracekit/tracekit/internal/redact"
 	"github.com/tracekit/tracekit/internal/tokenizer"
+	"github.com/tracekit/tracekit/trace"
 )
 
 // ProxyConfig configures a capture Proxy.
@@ -81,6 +82,12 @@ type ProxyConfig struct {
 	// request forwarded, whose values a hostile upstream may echo. Default
 	// a Scrubber of the proxy's own.
 	Scrub *redact.Scrubber
+	// Tap, when set, sees each recorded call once its recording row is
+	// written, on the segment recorder's writer goroutine, never on the
+	// forwarding path (a live view's feed). The record's times count from
+	// its segment's start, which is segStartNs after the proxy's (Elapsed's
+	// clock). Tap must not keep rec and must not wait.
+	Tap func(rec *trace.Record, segStartNs int64)
 	// syncFile makes a trace journal durable (default (*os.File).Sync);
 	// tests slow it down to play a slow disk.
 	syncFile func(*os.File) error

@@ -45,6 +45,10 @@ func (p *Proxy) segmentFor(now int64) (*segment, error) {
 		}
 		meta.Metrics = p.cfg.Metrics
 		s.meta, s.recOpts = meta, record.RecorderOptions{Queue: p.cfg.Queue, SyncEvery: p.cfg.SyncEvery, Scrub: p.cfg.Scrub}
+		if tap := p.cfg.Tap; tap != nil {
+			shift := now - p.runStart
+			s.recOpts.Tap = func(rec *trace.Record) { tap(rec, shift) }
+		}
 		s.syncFile = p.cfg.syncFile
 		s.traceMeta = *meta.Trace
 		p.seg = s

@@ -97,10 +97,11 @@ func Render(s Snapshot) string {
 		fmt.Fprintf(&b, "%-6s %10.1f %10.1f %10.1f %8d\n", r.name, r.p.P50Ms, r.p.P90Ms, r.p.P99Ms, r.p.N)
 	}
 	fmt.Fprintf(&b, "throughput %.1f req/s, %.0f output tok/s\n", s.RequestsPerS, s.OutputTokPerS)
-	h := s.Health
-	fmt.Fprintf(&b, "\n%s\n", headStyle.Render("client health (since start)"))
-	fmt.Fprintf(&b, "dispatch lag p50 %.2f ms  p99 %.2f ms  max %.2f ms\n", h.DispatchLagP50Ms, h.DispatchLagP99Ms, h.DispatchLagMaxMs)
-	fmt.Fprintf(&b, "scheduler latency p99 %.2f ms  CPU %.0f%% (of %d cores)\n", h.SchedLatP99Ms, h.CPUPercent, h.Cores)
+	if h := s.Health; h.Cores > 0 { // a proxy (capture) sends nothing: no client health
+		fmt.Fprintf(&b, "\n%s\n", headStyle.Render("client health (since start)"))
+		fmt.Fprintf(&b, "dispatch lag p50 %.2f ms  p99 %.2f ms  max %.2f ms\n", h.DispatchLagP50Ms, h.DispatchLagP99Ms, h.DispatchLagMaxMs)
+		fmt.Fprintf(&b, "scheduler latency p99 %.2f ms  CPU %.0f%% (of %d cores)\n", h.SchedLatP99Ms, h.CPUPercent, h.Cores)
+	}
 	if s.Dropped > 0 {
 		b.WriteString(badStyle.Render(fmt.Sprintf("live view behind: %d samples dropped (the recording is complete)", s.Dropped)) + "\n")
 	}

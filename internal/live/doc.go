@@ -3,13 +3,16 @@
 // server-sent events (Server).
 //
 // In: finished records, handed over by the recorder's writer goroutine
-// through Feed.Offer (record.RecorderOptions.Tap), never by the request
-// goroutines: the hot path is untouched. Offer summarizes the record into a
+// through Feed.Offer (record.RecorderOptions.Tap; a capture's segments
+// through Feed.OfferAt, which puts each segment's times on the proxy's
+// clock), never by the request goroutines or the proxy's forwarding: the
+// hot path is untouched. Offer summarizes the record into a
 // Sample and sends it on a bounded channel without waiting; when the view
 // falls behind the sample is dropped and counted (Snapshot.Dropped), the
 // recorder never slows. The counters of the run (done, in flight, failed),
 // the client's health and the server's scrape status come from Sources,
-// polled when a Snapshot is taken.
+// polled when a Snapshot is taken (a proxy has no client health: the
+// dashboard and the page leave it out when Health.Cores is 0).
 //
 // Out: Snapshot, the figures over the last Window (default 10 s) of the
 // run clock. Latency percentiles (TTFT, ITL, E2EL) are nearest-rank

@@ -73,5 +73,20 @@ func (f *Feed) Offer(rec *trace.Record) {
 	}
 }
 
+// OfferAt is Offer for a record whose times count from shiftNs on the
+// view's clock (a capture segment that started shiftNs into the run).
+func (f *Feed) OfferAt(rec *trace.Record, shiftNs int64) {
+	if f == nil {
+		return
+	}
+	s := SampleOf(rec)
+	s.DoneNs += shiftNs
+	select {
+	case f.ch <- s:
+	default:
+		f.dropped.Add(1)
+	}
+}
+
 // Dropped counts the samples Offer could not hand on.
 func (f *Feed) Dropped() int64 { return f.dropped.Load() }

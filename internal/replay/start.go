@@ -2,11 +2,8 @@ package replay
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
-	"os"
 	"regexp"
 	"time"
 
@@ -79,12 +76,18 @@ func CheckRunID(id string) error {
 func (r *runState) startClock(ctx context.Context, meta *trace.RunMeta) error {
 	id := r.cfg.RunID
 	var sum []byte
-	if id == "" && r.cfg.Trace != "" {
-		// Hashed before the barrier, so the wait absorbs the cost.
-		var err error
-		if sum, err = hashFile(r.cfg.Trace); err != nil {
+	if r.cfg.Trace != "" {
+		// Hashed before the barrier, so the wait absorbs the cost; the
+		// hash names the trace in the recording (provenance) and the run.
+		d, err := digestTrace(r.cfg.Trace)
+		if err != nil {
 			return err
 		}
+		sum = d.sum
+		if meta.Config == nil {
+			meta.Config = map[string]any{}
+		}
+		meta.Config["trace_sha256"], meta.Config["trace_bytes"] = hex.EncodeToString(d.sum), d.size
 	}
 	off, width := clock.WallMinusMono()
 	sync := clock.ReadSync()
@@ -137,18 +140,4 @@ func DeriveRunID(traceSHA256 []byte, startWallNs int64) string {
 	n := min(4, len(traceSHA256))
 	return hex.EncodeToString(traceSHA256[:n]) + "-" +
 		time.Unix(0, startWallNs).UTC().Format("20060102T150405.999999999Z")
-}
-
-// hashFile returns the SHA-256 of the file at path.
-func hashFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("hashing the trace for the run id: %w", err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return nil, fmt.Errorf("hashing the trace %s for the run id: %w", path, err)
-	}
-	return h.Sum(nil), nil
 }
