@@ -97,8 +97,11 @@ const DefaultGCPercent = 400
 // Segment names the pair of files one segment wrote.
 type Segment struct {
 	Trace, Recording string
-	Requests         int
-	n                int // the segment's number, for the order of Segments
+	// Media is the trace's media file (trace.MediaPath), "" when the
+	// segment stored no media bytes.
+	Media    string
+	Requests int
+	n        int // the segment's number, for the order of Segments
 }
 
 // Proxy is the recording side of the proxy: as the h1proxy.Tap of the
@@ -127,7 +130,8 @@ type Proxy struct {
 	files   []Segment
 	errs    []error
 
-	warned [len(unparsedLLMPaths)]atomic.Bool // warnUnparsed said so once
+	warned      [len(unparsedLLMPaths)]atomic.Bool // warnUnparsed said so once
+	parseWarned sync.Map                           // api.Name: a request its parser refused was logged
 
 	closers sync.WaitGroup // segment-closing goroutines
 	// acct holds the accounting jobs (one per finished LLM call) for the
@@ -139,6 +143,7 @@ type Proxy struct {
 	acctDone   sync.WaitGroup // the worker
 	acctStall  atomic.Bool    // logged once
 	encWarned  atomic.Bool    // an undecodable Content-Encoding, logged once
+	media      *mediaState
 
 	hmu    sync.Mutex
 	active int           // exchanges watched (Open to End), under hmu
@@ -205,6 +210,7 @@ func NewProxy(cfg ProxyConfig) (*Proxy, error) {
 		runStart: clock.Mono(), wallStart: clock.Wall(),
 		stamp: time.Now().UTC().Format("20060102T150405Z"),
 		convs: newConversations(cfg.MaxConversations),
+		media: newMediaState(),
 		stop:  make(chan struct{}),
 	}
 	p.restoreGC = setGC(cfg.GCPercent)
@@ -252,6 +258,9 @@ func (p *Proxy) Close() error {
 	if p.restoreGC != nil {
 		p.restoreGC()
 		p.restoreGC = nil
+	}
+	if n := p.media.skipped.Swap(0); n > 0 {
+		p.cfg.Logf("capture: %d media parts of requests were not recorded (given by URL, or bytes no server reads); their turns were recorded without them", n)
 	}
 	return errors.Join(p.errs...)
 }
