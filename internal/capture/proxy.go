@@ -29,7 +29,9 @@ type ProxyConfig struct {
 	// SessionHeader, when set, names a request header identifying
 	// conversations; requests without it are grouped by message history.
 	SessionHeader string
-	// RedactContent keeps token counts and no text in the trace.
+	// RedactContent keeps token counts and no text in the trace, and
+	// each media item as a synthetic one of the same kind, format and
+	// shape (no media bytes are kept).
 	RedactContent bool
 	// RotateEvery and RotateBytes start a new pair of files after this
 	// long or once this much trace text is buffered (default 1 h, 256 MiB):
