@@ -134,12 +134,13 @@ type Config struct {
 	// media items (trace.Media.Hash set); empty: the one beside the trace
 	// file (trace.MediaPath). A trace without real items needs none.
 	MediaFile string
-	Model        string            // empty: the first model of the target's /v1/models
-	APIKey       string            // sent as a Bearer token; never recorded
-	Headers      map[string]string // extra request headers
-	IgnoreEOS    bool
-	Temperature  *float64
-	ExtraBody    string // a JSON object merged into every request body
+
+	Model       string            // empty: the first model of the target's /v1/models
+	APIKey      string            // sent as a Bearer token; never recorded
+	Headers     map[string]string // extra request headers
+	IgnoreEOS   bool
+	Temperature *float64
+	ExtraBody   string // a JSON object merged into every request body
 	// ContinuousUsage asks for vLLM's continuous_usage_stats: "auto"
 	// (default: probe the server once before the run), "on" or "off".
 	ContinuousUsage string

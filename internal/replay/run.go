@@ -87,7 +87,8 @@ type Runner struct {
 	realMedia []mediaRef
 	store     *trace.MediaStore // owned, closed by Close; nil without real items
 	tracePath string            // the trace file read (a FileSource's), for messages
-	media     *mediaServer // serves the media under Config.MediaURLBase; nil without
+
+	media    *mediaServer // serves the media under Config.MediaURLBase; nil without
 	prepared bool
 	total    int64                    // requests the source holds for this shard (an estimate under limits)
 	cur      atomic.Pointer[runState] // the run under way, once its clock started
