@@ -295,7 +295,7 @@ func (s *MediaStore) buildIndex() error {
 			row := first + int64(i)
 			h := string(vals[0][i].ByteArray())
 			n := vals[3][i].Int64()
-			if !isMediaHash(h) {
+			if !ValidMediaHash(h) {
 				return fmt.Errorf("%s row %d: hash %q is not a lower-case hex SHA-256", s.path, row, h)
 			}
 			if n < 0 {
@@ -350,7 +350,9 @@ func columnValues(cc parquet.ColumnChunk) ([]parquet.Value, error) {
 	}
 }
 
-func isMediaHash(h string) bool {
+// ValidMediaHash reports whether h is a SHA-256 in lower-case hex, as
+// Media.Hash holds it.
+func ValidMediaHash(h string) bool {
 	if len(h) != 2*sha256.Size {
 		return false
 	}

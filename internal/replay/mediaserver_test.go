@@ -123,9 +123,9 @@ func TestMediaName(t *testing.T) {
 	}
 }
 
-// A trace whose media cannot be made (a video, before this build makes
-// them; a stored item) is refused before the run, naming the
-// conversation and turn.
+// A trace whose media cannot be made (an unknown format, an audio clip of
+// no length, a real item whose hash is not one) is refused before the run,
+// naming the conversation and turn.
 func TestMediaRefusedBeforeRun(t *testing.T) {
 	for _, m := range []trace.Media{{Kind: trace.MediaImage, Format: "gif", Width: 2, Height: 2},
 		{Kind: trace.MediaImage, Format: "png", Hash: "ab12"},
