@@ -293,10 +293,11 @@ func TestCaptureRedactsMedia(t *testing.T) {
 
 // Captured media are kept by hash, their bytes stored once each in the
 // media file beside the trace (the PNG was sent three times), and nowhere
-// else; each item has the kind, format and shape of what was sent.
+// else; each item has the kind, format and shape of what was sent; the
+// captured trace replayed sends the same items again.
 func TestCaptureStoresMedia(t *testing.T) {
 	it := newMediaItems(t)
-	seg, _, log := captureMedia(t, it, false)
+	seg, upLog, log := captureMedia(t, it, false)
 	if seg.Media != trace.MediaPath(seg.Trace) {
 		t.Fatalf("media file %q, want %q", seg.Media, trace.MediaPath(seg.Trace))
 	}
@@ -349,6 +350,33 @@ func TestCaptureStoresMedia(t *testing.T) {
 	if strings.Contains(log, "not recorded") {
 		t.Errorf("log:\n%s", log)
 	}
+
+	// Replayed against the mock, every request sends the same items:
+	// the same media tokens and bytes, the marker in each body.
+	target := quickMock(t)
+	for _, g := range replayTo(t, seg.Trace, target.URL()) {
+		if g.ErrorKind != "" {
+			t.Fatalf("replayed request failed: %+v", g)
+		}
+	}
+	withBytes := func(log []mock.LogEntry) []string {
+		var out []string
+		for _, e := range log {
+			if e.MediaItems == 0 {
+				continue
+			}
+			out = append(out, fmt.Sprintf("%s: %d items, %d media tokens, %d bytes", e.Endpoint, e.MediaItems, e.MediaTokens, e.MediaBytes))
+			if !bytes.Contains(e.Body, []byte(mediaMarker)) && !bytes.Contains(e.Body, []byte(base64.StdEncoding.EncodeToString(it.png[:60]))) &&
+				!bytes.Contains(e.Body, []byte(base64.StdEncoding.EncodeToString(it.jpeg[:60]))) {
+				t.Errorf("%s request body carries none of the items sent", e.Endpoint)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got, want := withBytes(target.Log()), withBytes(upLog); len(want) != 5 || !slices.Equal(got, want) {
+		t.Errorf("replay's media\n%s\nwant the capture's\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }
 
 // A media part the request holds no bytes of (an image by URL, which the
@@ -397,5 +425,56 @@ func TestCaptureSkipsMediaByURL(t *testing.T) {
 	}
 	if found := filesHolding(t, filepath.Dir(seg.Trace), []byte(secret)); len(found) > 0 {
 		t.Errorf("the URL is in %v", found)
+	}
+}
+
+// A conversation whose first turn sent an image sends it again in its
+// history: the trace keeps the image on the first turn only, and the
+// replayed second turn carries it in its history as the client's did.
+func TestCaptureMediaInHistory(t *testing.T) {
+	it := newMediaItems(t)
+	up := quickMock(t)
+	ps, err := capture.StartProxy(capture.ProxyConfig{Upstream: up.URL(), OutDir: t.TempDir(), Tokenizer: tokenizer.Default()}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type obj = map[string]any
+	msgs := []obj{{"role": "user", "content": []obj{{"type": "text", "text": "what is this?"},
+		{"type": "image_url", "image_url": obj{"url": dataURI("image/jpeg", it.jpeg)}}}}}
+	for turn := range 2 {
+		b, _ := json.Marshal(obj{"model": "tracekit-mock", "max_tokens": 4, "messages": msgs})
+		resp, err := http.Post(ps.URL()+"/v1/chat/completions", "application/json", bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct {
+			Choices []struct {
+				Message struct{ Content string } `json:"message"`
+			} `json:"choices"`
+		}
+		json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || len(body.Choices) != 1 {
+			t.Fatalf("turn %d: %s", turn, resp.Status)
+		}
+		msgs = append(msgs, obj{"role": "assistant", "content": body.Choices[0].Message.Content}, obj{"role": "user", "content": "and its colours?"})
+	}
+	if err := ps.Close(); err != nil {
+		t.Fatal(err)
+	}
+	seg := ps.Proxy().Segments()[0]
+	rows := readTurns(t, seg.Trace)
+	if len(rows) != 2 || rows[1].Turn != 1 || rows[1].ConversationID != rows[0].ConversationID ||
+		len(turnMedia(rows[0])) != 1 || turnMedia(rows[0])[0].Hash != hashOf(it.jpeg) || len(turnMedia(rows[1])) != 0 {
+		t.Fatalf("captured %+v", rows)
+	}
+	target := quickMock(t)
+	for _, g := range replayTo(t, seg.Trace, target.URL()) {
+		if g.ErrorKind != "" {
+			t.Fatalf("replayed request failed: %+v", g)
+		}
+	}
+	if got, want := mediaTokens(target.Log()), mediaTokens(up.Log()); len(want) != 2 || !slices.Equal(got, want) {
+		t.Errorf("replay's media tokens\n%s\nwant the capture's\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
