@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/tracekit/tracekit/internal/media"
@@ -56,16 +57,50 @@ var ErrRemoteMedia = errors.New("given by URL: the request holds no bytes to rec
 // a trace stores a real item: kind, format and shape probed from the bytes
 // (media.Probe, what a server reads of them), Bytes, Hash the hex SHA-256,
 // and the bytes in Data for the caller to store. A GIF stays a GIF: a
-// server reads it, and its bytes are replayed as they are.
+// server reads it, and its bytes are replayed as they are. What a probe
+// read is remembered by hash for the next request that carries the item.
 func ReadItem(data []byte) (trace.Media, error) {
-	info, err := media.Probe(data)
+	sum := sha256.Sum256(data)
+	info, err := probed.probe(sum, data)
 	if err != nil {
 		return trace.Media{}, err
 	}
-	sum := sha256.Sum256(data)
 	return trace.Media{Kind: info.Kind, Format: info.Format, Width: int32(info.Width), Height: int32(info.Height),
 		Frames: int32(info.Frames), DurationMs: int32(info.Duration.Milliseconds()),
 		Hash: hex.EncodeToString(sum[:]), Bytes: int64(len(data)), Data: string(data)}, nil
+}
+
+// probeCache remembers what Probe read of recent items by content hash: a
+// conversation's requests carry its earlier images again in their
+// history, and decoding an image in full costs far more than hashing it.
+type probeCache struct {
+	mu   sync.Mutex
+	seen map[[sha256.Size]byte]media.Info
+}
+
+// probeCacheLen bounds the cache (it is emptied when full).
+const probeCacheLen = 4096
+
+var probed probeCache
+
+func (c *probeCache) probe(sum [sha256.Size]byte, data []byte) (media.Info, error) {
+	c.mu.Lock()
+	info, ok := c.seen[sum]
+	c.mu.Unlock()
+	if ok {
+		return info, nil
+	}
+	info, err := media.Probe(data)
+	if err != nil {
+		return info, err
+	}
+	c.mu.Lock()
+	if c.seen == nil || len(c.seen) >= probeCacheLen {
+		c.seen = make(map[[sha256.Size]byte]media.Info)
+	}
+	c.seen[sum] = info
+	c.mu.Unlock()
+	return info, nil
 }
 
 // ReadDataURI reads an item given as a URL in a content part: a data URI
