@@ -157,6 +157,30 @@ func TestRealMediaMissingExit2(t *testing.T) {
 		t.Errorf("%d requests reached the server", len(srv.Log()))
 	}
 
+	// A media file whose item is not what its hash says: refused where
+	// the look-ahead loads it, before it is sent (exit 2).
+	w, err := trace.CreateParquet[trace.MediaItem](trace.MediaPath(tr), trace.MediaFormat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := append([]byte(nil), imgs["x.png"]...)
+	other[len(other)-20] ^= 1
+	if err := w.Write(trace.MediaItem{Hash: hash, Kind: trace.MediaImage, Format: "png", Bytes: int64(len(other)), Data: other}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code = runCLI(t, "replay", tr, "--target", srv.URL(), "-o", rec, "--no-analyze", "--progress", "none")
+	if code != ExitUsage || !strings.Contains(stderr, hash) || !strings.Contains(stderr, "damaged") {
+		t.Errorf("replay of a damaged media file: exit %d, want %d naming the hash\n%s", code, ExitUsage, stderr)
+	}
+	for _, e := range srv.Log() {
+		if e.MediaItems > 0 {
+			t.Errorf("request %s reached the server with the damaged item", e.RequestID)
+		}
+	}
+
 	if err := os.WriteFile(in, []byte(`{"prompt": "a", "image_files": ["x.png"]}`+"\n"+`{"prompt": "b", "image_files": ["gone.png"]}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
