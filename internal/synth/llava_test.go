@@ -127,8 +127,10 @@ func TestLLaVAImport(t *testing.T) {
 	if s.Len() != 2 {
 		t.Errorf("the media file holds %d items, want 2", s.Len())
 	}
-	if data, err := s.Load(trace.MediaHash(b)); err != nil || string(data) != string(b) {
-		t.Errorf("b.jpg read back: %v", err)
+	for name, img := range map[string][]byte{"a.png": a, "b.jpg": b} {
+		if data, err := s.Load(trace.MediaHash(img)); err != nil || string(data) != string(img) {
+			t.Errorf("%s read back: %v", name, err)
+		}
 	}
 
 	// Without --force neither the trace nor its media file is replaced.
@@ -249,5 +251,34 @@ func TestVLLMCustomMM(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), in) {
 			t.Errorf("%s: %v, want it to name %s and %q", c.text, err, in, c.want)
 		}
+	}
+}
+
+// --images on a dataset of real images adds virtual ones after them.
+func TestLLaVAWithVirtualImages(t *testing.T) {
+	dir := t.TempDir()
+	a := writeImage(t, dir, "a.png", "png", 8, 8, 1)
+	in := filepath.Join(dir, "llava.json")
+	writeText(t, in, `[{"id": "one", "image": "a.png", "conversations": [{"from": "human", "value": "<image> what?"}, {"from": "gpt", "value": "noise"}]}]`)
+	src, err := NewLLaVA(LLaVAOptions{ShareGPTOptions: ShareGPTOptions{Path: in, Tokenizer: tokenizer.Default()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := ParseDist("1", Count)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "t.parquet")
+	mo := &MediaOptions{Images: one, ImageSizes: []Size{{16, 16}}, ImageFormat: "png"}
+	if _, err := Generate(context.Background(), Job{Source: src, Output: out, Media: mo}); err != nil {
+		t.Fatal(err)
+	}
+	turns, _, err := trace.ReadTurns(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := turns[0].Messages[len(turns[0].Messages)-1].Media
+	if len(items) != 2 || items[0].Hash != trace.MediaHash(a) || items[1].Hash != "" || items[1].Width != 16 {
+		t.Errorf("items %+v: want the real image, then a virtual 16x16 one", items)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/tracekit/tracekit/internal/media"
@@ -89,7 +90,7 @@ func (f *imageFiles) load(rec, name string) (trace.Media, error) {
 		return trace.Media{}, where("%s has %d bytes, more than the %d a media item may have", p, st.Size(), int64(trace.MaxMediaItemBytes))
 	}
 	// read at most one byte past the cap: a file that grew is refused too
-	f.buf = f.buf[:0]
+	f.buf = slices.Grow(f.buf[:0], int(st.Size())+1)
 	if f.buf, err = readAllLimit(fh, f.buf, trace.MaxMediaItemBytes+1); err != nil {
 		return trace.Media{}, where("reading %s: %v", p, err)
 	}
