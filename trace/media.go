@@ -389,8 +389,13 @@ func (s *MediaStore) Has(hash string) (int64, bool) {
 	return l.bytes, ok
 }
 
-// ErrMediaMissing is wrapped by Load for a hash the file does not hold.
-var ErrMediaMissing = errors.New("media item not in the media file")
+// ErrMediaMissing is wrapped by Load for a hash the file does not hold,
+// ErrMediaDamaged for an item whose stored bytes cannot be read or are not
+// those of its hash: bad input either way.
+var (
+	ErrMediaMissing = errors.New("media item not in the media file")
+	ErrMediaDamaged = errors.New("the media file is damaged")
+)
 
 // Load reads the bytes of the item of hash and verifies them: their size
 // is the one indexed and their SHA-256 is hash. Only that item's page is
@@ -407,7 +412,7 @@ func (s *MediaStore) Load(hash string) ([]byte, error) {
 	}
 	p, err := pages.ReadPage()
 	if err != nil {
-		return nil, fmt.Errorf("%s: hash %s: reading its bytes (the file is damaged): %w", s.path, hash, err)
+		return nil, fmt.Errorf("%s: hash %s: reading its bytes: %w: %w", s.path, hash, ErrMediaDamaged, err)
 	}
 	defer parquet.Release(p)
 	var v [1]parquet.Value
@@ -416,14 +421,14 @@ func (s *MediaStore) Load(hash string) ([]byte, error) {
 		if err == nil || errors.Is(err, io.EOF) {
 			err = errors.New("no value")
 		}
-		return nil, fmt.Errorf("%s: hash %s: reading its bytes (the file is damaged): %w", s.path, hash, err)
+		return nil, fmt.Errorf("%s: hash %s: reading its bytes: %w: %w", s.path, hash, ErrMediaDamaged, err)
 	}
 	data := v[0].ByteArray()
 	if int64(len(data)) != l.bytes {
-		return nil, fmt.Errorf("%s: hash %s: %d bytes stored, the file says %d (the file is damaged)", s.path, hash, len(data), l.bytes)
+		return nil, fmt.Errorf("%s: hash %s: %d bytes stored, the file says %d: %w", s.path, hash, len(data), l.bytes, ErrMediaDamaged)
 	}
 	if got := MediaHash(data); got != hash {
-		return nil, fmt.Errorf("%s: hash %s: the stored bytes hash to %s (the file is damaged)", s.path, hash, got)
+		return nil, fmt.Errorf("%s: hash %s: the stored bytes hash to %s: %w", s.path, hash, got, ErrMediaDamaged)
 	}
 	return bytes.Clone(data), nil
 }

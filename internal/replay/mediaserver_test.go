@@ -110,7 +110,8 @@ func TestMediaURLBase(t *testing.T) {
 func TestMediaName(t *testing.T) {
 	for _, m := range []trace.Media{{Kind: trace.MediaImage, Format: "png", Width: 3, Height: 2, Seed: -9},
 		{Kind: trace.MediaVideo, Format: "mp4", Width: 3, Height: 2, Frames: 8, Seed: 1 << 62},
-		{Kind: trace.MediaAudio, Format: "wav", DurationMs: 250}} {
+		{Kind: trace.MediaAudio, Format: "wav", DurationMs: 250},
+		{Kind: trace.MediaImage, Format: "jpeg", Hash: trace.MediaHash([]byte("x"))}} {
 		got, err := parseMediaName(mediaName(&m))
 		if err != nil || got != m {
 			t.Errorf("%s read back as %+v, %v", mediaName(&m), got, err)

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -203,7 +204,7 @@ func TestRealMediaDamaged(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	res, err := r.Run(ctx, &memSink{})
-	if err == nil || !strings.Contains(err.Error(), items[0].m.Hash) || !strings.Contains(err.Error(), "damaged") || !strings.Contains(err.Error(), `"r00"`) {
+	if !errors.Is(err, trace.ErrMediaDamaged) || !strings.Contains(err.Error(), items[0].m.Hash) || !strings.Contains(err.Error(), `"r00"`) {
 		t.Fatalf("a damaged item: %v", err)
 	}
 	if res.Sent != 0 {
