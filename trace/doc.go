@@ -21,6 +21,9 @@
 // bounded whatever the file size. ReadTurns and ReadRecords read a whole
 // (small) file at once; OpenScanner reads a recording once, decoding only
 // the columns asked for, column by column (what analyze uses, fast);
+// the media file beside a trace (MediaPath) holds its real media items'
+// bytes once per SHA-256: MediaWriter.Put stores them, OpenMediaFile indexes
+// the hashes and MediaStore.Load reads one item and verifies it;
 // Record.Shift aligns the shards of one run; SummarizeTrace and SummarizeRecording are what
 // `tracekit inspect` prints.
 package trace

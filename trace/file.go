@@ -67,16 +67,16 @@ func CreateParquet[T any](path string, format FileFormat) (*ParquetWriter[T], er
 	return createParquet[T](path, format, zstd.SpeedDefault)
 }
 
-func createParquet[T any](path string, format FileFormat, level zstd.Level) (*ParquetWriter[T], error) {
+func createParquet[T any](path string, format FileFormat, level zstd.Level, opts ...parquet.WriterOption) (*ParquetWriter[T], error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("creating %s: %w", path, err)
 	}
-	w := parquet.NewGenericWriter[T](f,
+	w := parquet.NewGenericWriter[T](f, append([]parquet.WriterOption{
 		parquet.Compression(&zstd.Codec{Level: level}),
 		parquet.KeyValueMetadata(MetaFormat, format.Name),
 		parquet.KeyValueMetadata(MetaSchemaVersion, strconv.Itoa(format.Version)),
-	)
+	}, opts...)...)
 	return &ParquetWriter[T]{f: f, w: w}, nil
 }
 

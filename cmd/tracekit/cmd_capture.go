@@ -109,7 +109,7 @@ start (see --check-upstream) or a file could not be completed, 2 bad flags.`,
 	f.StringVar(&cfg.Upstream, "upstream", "", "base URL of the server to forward to (http:// or https://)")
 	f.StringVar(&cfg.OutDir, "out", "", "directory for the trace and recording files")
 	f.StringVar(&cfg.SessionHeader, "session-header", "", "request header naming the conversation (default: group by message history)")
-	f.BoolVar(&cfg.RedactContent, "redact-content", false, "keep token counts, not text, in the trace")
+	f.BoolVar(&cfg.RedactContent, "redact-content", false, "keep token counts, not text, in the trace, and each media item as a synthetic one of its shape")
 	f.DurationVar(&cfg.RotateEvery, "rotate-every", time.Hour, "start new files after this long")
 	f.Int64Var(&rotateMB, "rotate-size", 256, "start new files once this many MiB of trace text are buffered")
 	f.DurationVar(&cfg.SyncEvery, "sync-every", time.Second, "fsync the recording and trace journals this often (the most a SIGKILL loses)")
@@ -164,7 +164,11 @@ func runCapture(cmd *cobra.Command, cfg capture.ProxyConfig, listen string, grac
 	err = ps.Shutdown(grace)
 	cl.stop() // after the last segment's records went through the tap
 	for _, s := range ps.Proxy().Segments() {
-		fmt.Fprintf(cmd.OutOrStdout(), "%d requests: trace %s, recording %s\n", s.Requests, s.Trace, s.Recording)
+		media := ""
+		if s.Media != "" {
+			media = ", media " + s.Media
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "%d requests: trace %s, recording %s%s\n", s.Requests, s.Trace, s.Recording, media)
 	}
 	if p := sc.finish(cmd.ErrOrStderr()); p != "" {
 		fmt.Fprintf(cmd.OutOrStdout(), "server metrics: %s\n", p)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/base64"
 	"errors"
 	"io"
 	"net"
@@ -15,8 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracekit/tracekit/internal/media"
 	"github.com/tracekit/tracekit/internal/mock"
 	"github.com/tracekit/tracekit/internal/mock/mocktest"
+	"github.com/tracekit/tracekit/trace"
 )
 
 // TestCaptureExitCodes: bad flags exit 2, an upstream nobody listens on
@@ -54,6 +57,10 @@ func TestCaptureExitCodes(t *testing.T) {
 func TestCaptureSignals(t *testing.T) {
 	up := mocktest.Start(t, func(c *mock.Config) { c.Latency.OutputMean = 5 }) // the clients ask for no length
 	bin := tracekitBinary(t)
+	png, err := media.Make(nil, &trace.Media{Kind: trace.MediaImage, Format: "png", Width: 32, Height: 24, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		sig   syscall.Signal
 		code  int
@@ -90,6 +97,10 @@ func TestCaptureSignals(t *testing.T) {
 		}
 		for i := range 2 {
 			body := `{"model":"tracekit-mock","messages":[{"role":"user","content":"q` + string(rune('0'+i)) + `"}],"stream":true,"max_tokens":5}`
+			if i == 1 { // an image: its bytes go to the media file
+				body = `{"model":"tracekit-mock","messages":[{"role":"user","content":[{"type":"text","text":"q1"},` +
+					`{"type":"image_url","image_url":{"url":"data:image/png;base64,` + base64.StdEncoding.EncodeToString(png) + `"}}]}],"stream":true,"max_tokens":5}`
+			}
 			resp, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(body))
 			if err != nil {
 				t.Fatal(err)
@@ -128,7 +139,11 @@ func TestCaptureSignals(t *testing.T) {
 		if n := len(readRecords(t, recs[0])); n != 2 {
 			t.Fatalf("%v: recording has %d rows", c.sig, n)
 		}
-		if entries, _ := os.ReadDir(out); len(entries) != 2 { // no journal or partial left
+		media := trace.MediaPath(traces[0])
+		if !strings.Contains(stdout.String(), ", media "+media) {
+			t.Fatalf("%v: stdout %q names no media file %s", c.sig, stdout.String(), media)
+		}
+		if entries, _ := os.ReadDir(out); len(entries) != 3 { // the trace, its media file, the recording: no journal or partial left
 			t.Fatalf("%v: %d files in --out: %v", c.sig, len(entries), entries)
 		}
 	}

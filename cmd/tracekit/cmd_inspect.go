@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"math"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -28,7 +30,9 @@ func newInspectCmd() *cobra.Command {
 		Long: `inspect detects whether FILE is a trace or a recording and prints a summary:
 for a trace, rows, conversations, turns per conversation, token statistics,
 think times, time span, arrival rates and burstiness, and metadata; for a
-recording, requests, errors by kind, events, time span and run metadata.
+recording, requests, errors by kind, events, time span and run metadata;
+for a trace's media file (trace.parquet.media, also shown with its trace),
+its items and bytes by kind.
 
 Burstiness of starts and arrivals: the gamma shape of the gaps
 (mean^2/variance, vLLM's --burstiness: 1 Poisson, <1 burstier, >1 more
@@ -49,6 +53,13 @@ mean gaps, the trace's own time scale, and per second of replay time at
 			}
 			if !errors.Is(err, trace.ErrWrongFormat) {
 				return badInput(err)
+			}
+			if ms, merr := trace.OpenMediaFile(path); merr == nil {
+				printMediaFile(w, "media file "+path, ms)
+				ms.Close()
+				return nil
+			} else if !errors.Is(merr, trace.ErrWrongFormat) && !errors.Is(merr, fs.ErrNotExist) {
+				return badInput(merr)
 			}
 			rs, rerr := trace.SummarizeRecording(path)
 			if rerr != nil {
@@ -86,9 +97,29 @@ func printTraceSummary(w io.Writer, path string, s trace.TraceSummary) {
 	fmt.Fprintf(w, "  time span           %s (first start to last open-loop arrival, trace time)\n", trace.FormatDuration(s.SpanNs))
 	printRate(w, "conversation starts", s.Starts)
 	printRate(w, "turn arrivals", s.Arrivals)
+	switch ms, err := trace.OpenMediaFile(trace.MediaPath(path)); {
+	case err == nil:
+		printMediaFile(w, "  media file          "+filepath.Base(ms.Path()), ms)
+		ms.Close()
+	case !errors.Is(err, fs.ErrNotExist):
+		fmt.Fprintf(w, "  media file          unreadable: %v\n", err)
+	}
 	m := s.Meta
 	fmt.Fprintf(w, "metadata\n  source %s  tokenizer %s  seed %d  tracekit %s  created %s\n  command %s\n", m.Source, m.Tokenizer, m.Seed, m.TracekitVersion, m.CreatedAt, m.Command)
 	printOptions(w, m.Options)
+}
+
+// printMediaFile prints a media file's items and bytes, by kind, after
+// head.
+func printMediaFile(w io.Writer, head string, ms *trace.MediaStore) {
+	fmt.Fprintf(w, "%s: %d items, %s", head, ms.Len(), byteSize(ms.Bytes()))
+	kinds := ms.Kinds()
+	for _, k := range []string{trace.MediaImage, trace.MediaVideo, trace.MediaAudio} {
+		if c, ok := kinds[k]; ok {
+			fmt.Fprintf(w, "; %s %d (%s)", k, c.Items, byteSize(c.Bytes))
+		}
+	}
+	fmt.Fprintln(w)
 }
 
 // printRate prints arrival statistics: rate and span at the speed, then

@@ -296,7 +296,7 @@ func runReplay(cmd *cobra.Command, c replay.Config, o replayOpts) error {
 		return notStarted(rec, ctx, o.dist, runErr)
 	}
 	var traceErr *replay.TraceError
-	if errors.As(runErr, &traceErr) || errors.Is(runErr, trace.ErrInvalidTurn) {
+	if errors.As(runErr, &traceErr) || errors.Is(runErr, trace.ErrInvalidTurn) || errors.Is(runErr, trace.ErrMediaDamaged) {
 		return badTraceMidway(rec, res, c.Trace, o.out, runErr)
 	}
 	closeErr := rec.Close()

@@ -119,6 +119,10 @@ type synthOptions struct {
 	vllmShareGPT synth.VLLMShareGPTOptions
 	vllmRandom   synth.RandomOptions
 	fromVLLM     string
+	// the multimodal datasets (llava, vllm-custom-mm): where their
+	// relative image paths are read from, and custom_mm's max_tokens
+	imageDir        string
+	customOutputLen int
 }
 
 // declareSynthFlags binds every synth flag to a field of o: the common
@@ -206,6 +210,8 @@ func declareSynthFlags(f *pflag.FlagSet, o *synthOptions) {
 	f.IntVar(&o.vllmRandom.OutputLen, "random-output-len", 128, "vllm-random: output tokens per request")
 	f.Float64Var(&o.vllmRandom.RangeRatio, "random-range-ratio", 0, "vllm-random: lengths uniform in [len*(1-r), len*(1+r)], 0 <= r < 1")
 	f.IntVar(&o.vllmRandom.PrefixLen, "random-prefix-len", 0, "vllm-random: tokens of a prefix shared by every prompt, on top of the input length")
+	f.IntVar(&o.customOutputLen, "custom-output-len", synth.VLLMDefaultCustomOutputLen, "vllm-custom-mm: max_tokens of every request")
+	f.StringVar(&o.imageDir, "image-dir", "", "llava, vllm-custom-mm: directory relative image paths are read from (default: the --input file's directory)")
 	f.StringVar(&o.fromVLLM, "from-vllm", "", "a vllm bench serve command line: write the equivalent trace and print the matching replay command")
 
 	// burstgpt
@@ -349,6 +355,9 @@ func runSynth(cmd *cobra.Command, o *synthOptions) error {
 	case errors.Is(err, context.Canceled):
 		return interrupted(fmt.Errorf("interrupted: %s left as it was", o.output))
 	case errors.As(err, &outErr) && errors.Is(err, fs.ErrExist):
+		if _, serr := os.Lstat(o.output); serr != nil { // the trace's media file is in the way
+			return badInput(fmt.Errorf("%s exists: pass --force to replace it with the new trace's media (%s)", trace.MediaPath(o.output), err))
+		}
 		return badInput(fmt.Errorf("%s exists: pass --force to replace it (the new trace replaces it only once complete)", o.output))
 	case errors.As(err, &outErr):
 		return err
@@ -358,6 +367,9 @@ func runSynth(cmd *cobra.Command, o *synthOptions) error {
 	w := cmd.OutOrStdout()
 	fmt.Fprintf(w, "wrote %s: %d conversations, %d turns, %s, %.2fs (source %s, tokenizer %s, seed %d)\n",
 		o.output, res.Conversations, res.Turns, byteSize(res.Bytes), time.Since(start).Seconds(), name, tok.Name(), o.seed)
+	if res.MediaItems > 0 {
+		fmt.Fprintf(w, "wrote %s: %d media items, %s (each distinct image once)\n", trace.MediaPath(o.output), res.MediaItems, byteSize(res.MediaBytes))
+	}
 	printOptions(w, res.Report)
 	if vllm != nil {
 		printVLLMReplay(w, o.output, vllm)

@@ -80,6 +80,11 @@ var synthSources = []synthSource{
 	{name: "vllm-sharegpt", summary: "ShareGPT (--input) sampled as vLLM bench serve does: the first two messages of each record, its validity filter, oversampling",
 		needsInput: true, flags: []string{"input", "conversations", "sharegpt-output-len", "no-oversample", "disable-shuffle"},
 		build: buildVLLMShareGPT},
+	{name: "llava", summary: "LLaVA / ShareGPT-4V JSON (--input): ShareGPT conversations with local image files (--image-dir), stored once each in the trace's media file",
+		needsInput: true, flags: append(slices.Clone(shareGPTFlags), "image-dir"), build: buildLLaVA},
+	{name: "vllm-custom-mm", summary: "vLLM bench serve's custom_mm JSONL (--input): a prompt and its first local image file per request, stored in the trace's media file",
+		needsInput: true, flags: []string{"input", "image-dir", "conversations", "custom-output-len", "no-oversample", "disable-shuffle"},
+		build: buildVLLMCustomMM},
 	{name: "swe-agent", summary: "SWE-agent trajectories (--input FILE.traj|DIR): each model call of the history with its answer and tool latency, started by --rate",
 		needsInput: true, flags: []string{"input", "conversations", "limit", "model"}, build: buildSWEAgent},
 	{name: "synthetic", summary: "conversations of corpus text with token-exact lengths drawn from distributions",
@@ -235,6 +240,24 @@ func buildShareGPT(f *synthOptions, in sourceInputs) (synth.Source, error) {
 		in.used["conversations"] = "all"
 	}
 	return synth.NewShareGPT(o)
+}
+
+// buildLLaVA is buildShareGPT's source with its images read.
+func buildLLaVA(f *synthOptions, in sourceInputs) (synth.Source, error) {
+	sg, err := buildShareGPT(f, in)
+	if err != nil {
+		return nil, err
+	}
+	return synth.NewLLaVA(synth.LLaVAOptions{ShareGPTOptions: sg.(*synth.ShareGPT).Opts, ImageDir: f.imageDir})
+}
+
+func buildVLLMCustomMM(f *synthOptions, in sourceInputs) (synth.Source, error) {
+	if f.customOutputLen < 1 {
+		return nil, fmt.Errorf("--custom-output-len %d: want max_tokens of 1 or more", f.customOutputLen)
+	}
+	return synth.NewVLLMCustomMM(synth.VLLMCustomMMOptions{Path: f.input, ImageDir: f.imageDir, Tokenizer: in.tok,
+		Count: vllmCount(f, in), Seed: f.seed, OutputLen: f.customOutputLen, NoShuffle: f.vllmShareGPT.NoShuffle,
+		NoOversample: f.vllmShareGPT.NoOversample, MaxBytes: int64(f.maxBytes), Progress: in.progress})
 }
 
 // vllmCount is --conversations, or vLLM bench serve's --num-prompts

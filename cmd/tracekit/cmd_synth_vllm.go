@@ -81,7 +81,7 @@ func init() {
 		request-rate max-concurrency ready-check-timeout-sec model served-model-name temperature base-url host port
 		endpoint backend tokenizer percentile-metrics metric-percentiles
 		random-mm-base-items-per-request random-mm-num-mm-items-range-ratio random-mm-limit-mm-per-prompt
-		random-mm-bucket-config ramp-up-strategy ramp-up-start-rps ramp-up-end-rps`) {
+		random-mm-bucket-config custom-output-len ramp-up-strategy ramp-up-start-rps ramp-up-end-rps`) {
 		vllmKnown[n] = true
 	}
 	for n := range vllmIgnorable {
@@ -93,7 +93,8 @@ func init() {
 }
 
 // vllmDatasets are the --dataset-name values tracekit reads.
-var vllmDatasets = map[string]bool{"sharegpt": true, "random": true, "random-mm": true, "random-rerank": true}
+var vllmDatasets = map[string]bool{"sharegpt": true, "random": true, "random-mm": true, "random-rerank": true,
+	"custom_mm": true, "custom_image": true}
 
 // parseVLLMCommand reads line, a vllm bench serve (or benchmark_serving.py)
 // command line. Words before the first flag (vllm bench serve, python
@@ -136,7 +137,7 @@ func parseVLLMCommand(line string) (*vllmCommand, error) {
 		switch name {
 		case "dataset-name":
 			if !vllmDatasets[val] {
-				refuse("--dataset-name %s: tracekit reads vLLM's sharegpt, random, random-mm and random-rerank datasets only", val)
+				refuse("--dataset-name %s: tracekit reads vLLM's sharegpt, random, random-mm, random-rerank and custom_mm (custom_image) datasets only", val)
 			}
 			dataset = val
 		case "dataset-path":
@@ -144,7 +145,7 @@ func parseVLLMCommand(line string) (*vllmCommand, error) {
 		case "num-prompts", "seed", "sharegpt-output-len", "random-input-len", "random-output-len", "random-range-ratio",
 			"random-prefix-len", "random-batch-size", "burstiness", "input-len", "output-len",
 			"random-mm-base-items-per-request", "random-mm-num-mm-items-range-ratio", "random-mm-limit-mm-per-prompt",
-			"random-mm-bucket-config":
+			"random-mm-bucket-config", "custom-output-len":
 			vals[name] = val
 		case "no-oversample", "disable-shuffle", "no-reranker":
 			vals[name] = "true"
@@ -361,6 +362,20 @@ func (c *vllmCommand) dataset(name string, vals map[string]string, refuse func(s
 			vals["ignore-eos"] = "true"
 		case "random-rerank":
 			refuse("--dataset-name random-rerank: reranking requests; give --backend vllm-rerank")
+		case "custom_mm", "custom_image":
+			set("source", "vllm-custom-mm")
+			if c.endpoint != trace.EndpointChat {
+				refuse("--dataset-name %s: vLLM sends its images on --backend openai-chat (/v1/chat/completions), not on %s", name, c.endpoint)
+			}
+			for _, k := range []string{"custom-output-len", "no-oversample", "disable-shuffle"} {
+				if v, ok := vals[k]; ok {
+					set(k, v)
+				}
+			}
+			only([]string{"random-input-len", "random-output-len", "random-range-ratio", "random-prefix-len", "random-batch-size", "sharegpt-output-len"}, "not read by --dataset-name "+name)
+		}
+		if name != "custom_mm" && name != "custom_image" {
+			only([]string{"custom-output-len"}, "for --dataset-name custom_mm only")
 		}
 		if _, ok := vals["num-prompts"]; ok {
 			set("conversations", strconv.Itoa(prompts))

@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 
 	"github.com/tracekit/tracekit/trace"
 )
@@ -31,6 +32,21 @@ type Call struct {
 	// PreviousResponseID is a Responses request's previous_response_id:
 	// the server holds the history, Messages are only the new items.
 	PreviousResponseID string
+	// SkippedMedia says, for each media part the request carries that
+	// Messages do not keep, why: an item given by URL (ErrRemoteMedia), or
+	// bytes no server reads. Each names the part's type, never its URL.
+	SkippedMedia []error
+}
+
+// KeepMedia appends item, read from a content part of type part, to msg's
+// media; when err says it could not be read, the part is counted in
+// SkippedMedia instead.
+func (c *Call) KeepMedia(msg *trace.Message, part string, item trace.Media, err error) {
+	if err != nil {
+		c.SkippedMedia = append(c.SkippedMedia, fmt.Errorf("a %s part: %w", part, err))
+		return
+	}
+	msg.Media = append(msg.Media, item)
 }
 
 // CompactJSON is raw as compact JSON text, "" for absent, null or

@@ -188,6 +188,10 @@ func (p *Proxy) account(seg *segment, ex *exchange, call *api.Call, r *http.Requ
 			p.cfg.Logf("capture: %v (request %s not recorded)", err, rec.RequestID)
 			return
 		}
+		if len(call.SkippedMedia) > 0 {
+			p.skipMedia(rec.RequestID, len(call.SkippedMedia), call.SkippedMedia[0])
+		}
+		p.recordMedia(seg, turn.Messages, rec.RequestID) // the segment's files are named now
 		w.Submit(rec)
 		seg.addTurn(&turn, bytes+64)
 	}

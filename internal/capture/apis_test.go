@@ -257,9 +257,10 @@ func TestCaptureResponsesChain(t *testing.T) {
 	}
 }
 
-// Only the native APIs and speech-to-text pass unrecorded, warned about
-// once per path; the Responses and Messages paths are recorded and not
-// warned about.
+// Only the native APIs pass unrecorded, warned about once per path; the
+// Responses and Messages paths are recorded and not warned about; a
+// speech-to-text request that is no multipart upload is forwarded and
+// said once to be unreadable, with why.
 func TestCaptureWarnsOnlyNativeAPIs(t *testing.T) {
 	up := quickMock(t)
 	var mu sync.Mutex
@@ -282,7 +283,9 @@ func TestCaptureWarnsOnlyNativeAPIs(t *testing.T) {
 	}
 	post("/v1/responses", `{"model":"tracekit-mock","input":"x","max_output_tokens":3}`)
 	post("/v1/messages", `{"model":"tracekit-mock","max_tokens":3,"messages":[{"role":"user","content":"x"}]}`)
-	post("/v1/audio/transcriptions", `not a multipart body: forwarded as it is`) // an API whose requests capture cannot read
+	for range 2 {
+		post("/v1/audio/transcriptions", `not a multipart body: forwarded as it is`)
+	}
 	if err := ps.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +293,7 @@ func TestCaptureWarnsOnlyNativeAPIs(t *testing.T) {
 	log := logs.String()
 	mu.Unlock()
 	if strings.Count(log, "/api/chat is LLM traffic in Ollama's native chat API") != 1 || strings.Contains(log, "POST /v1/responses") ||
-		strings.Contains(log, "POST /v1/messages") || strings.Count(log, "/v1/audio/transcriptions is LLM traffic in the speech-to-text API") != 1 {
+		strings.Contains(log, "POST /v1/messages") || strings.Count(log, "a POST to the transcriptions API is not a request capture can record (not a multipart/form-data body") != 1 {
 		t.Errorf("log:\n%s", log)
 	}
 	if rows := readTurns(t, ps.Proxy().Segments()[0].Trace); len(rows) != 2 || rows[0].Endpoint != trace.EndpointResponses || rows[1].Endpoint != trace.EndpointMessages {

@@ -87,7 +87,7 @@ func newConversations(max int) *conversations {
 }
 
 // messageHash hashes one message, normalised (role, trimmed content, tool
-// call id, tool calls) so whitespace differences in echoed answers still
+// call id, tool calls, its media's content hashes) so whitespace differences in echoed answers still
 // match.
 func (cs *conversations) messageHash(m *trace.Message) uint64 {
 	var h maphash.Hash
@@ -105,6 +105,9 @@ func (cs *conversations) messageHash(m *trace.Message) uint64 {
 		str(c.ID)
 		str(c.Name)
 		str(c.Arguments)
+	}
+	for i := range m.Media {
+		str(m.Media[i].Hash)
 	}
 	return h.Sum64()
 }

@@ -21,7 +21,7 @@
 //
 // In: HTTP requests. Recorded: POSTs to the path of an API of
 // internal/api/apis (chat, completions, Responses, Messages, embeddings,
-// rerank, score), except those carrying ProbeHeader (tracekit's own
+// rerank, score, speech-to-text's multipart uploads), except those carrying ProbeHeader (tracekit's own
 // probes, forwarded only). Each request body is read by its API's
 // ParseRequest into an api.Call, and its response by its API's decoder
 // (record.Stream.SetAPI); rows and turns carry the endpoint (turns of
@@ -36,7 +36,14 @@
 // event keeps the stamp of the read that completed it; another encoding is
 // recorded as malformed, saying so.
 //
-// Out: per segment, a trace and a recording named
+// Media in requests (images, video, audio; api.ReadItem probes each) are
+// kept on their messages (media.go): by content hash, the bytes stored
+// once in the segment's media file (trace.MediaWriter, trace.MediaPath),
+// or, with RedactContent, as synthetic items of the same kind, format and
+// shape. Parts given by URL are counted and warned about, not recorded.
+//
+// Out: per segment, a trace, its media file when it has real media, and a
+// recording named
 // capture-<start>-<segment>; a taken name (an earlier run's file or
 // journal) is never replaced: the segment takes the next free name
 // (-2, -3...). Files are written under a .partial name and renamed into

@@ -110,7 +110,7 @@ func (x *exchange) End(o h1proxy.Outcome) {
 	res := &x.res
 	res.sentNs, res.doneNs, res.status = o.SentNs, o.DoneNs, o.Status
 	res.sendErr, res.readErr, res.clientGone = o.SendErr, o.ReadErr, o.ClientGone
-	x.p.account(x.seg, x, parseCall(x.spec, x.body), x.r)
+	x.p.account(x.seg, x, x.p.parseCall(x.spec, x.body), x.r)
 }
 
 // maxJSONBody bounds the non-streaming body kept for parsing.

@@ -15,8 +15,6 @@ var unparsedLLMPaths = [...]struct{ suffix, api string }{
 	{"/api/generate", "Ollama's native generate API"},
 	{"/generate_stream", "TGI's native API"},
 	{"/generate", "TGI's or SGLang's native API"},
-	{"/audio/transcriptions", "the speech-to-text API (multipart uploads)"},
-	{"/audio/translations", "the speech-to-text API (multipart uploads)"},
 }
 
 // warnUnparsed logs, once per known endpoint per proxy, that LLM traffic to
@@ -35,10 +33,15 @@ func (p *Proxy) warnUnparsed(path string) {
 }
 
 // parseCall reads a request body with its API's parser; nil when it is
-// not a request of that API (forwarded, not recorded).
-func parseCall(spec *apis.Spec, body []byte) *api.Call {
+// not a request of that API (forwarded, not recorded, said once per API:
+// a speech-to-text upload of an audio format a trace cannot describe is
+// one).
+func (p *Proxy) parseCall(spec *apis.Spec, body []byte) *api.Call {
 	c, err := spec.ParseRequest(body)
 	if err != nil {
+		if _, warned := p.parseWarned.LoadOrStore(spec.Name, true); !warned {
+			p.cfg.Logf("capture: a POST to the %s API is not a request capture can record (%v): forwarded untouched, not recorded (warned once per API)", spec.Name, err)
+		}
 		return nil
 	}
 	return c

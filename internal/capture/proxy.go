@@ -30,7 +30,9 @@ type ProxyConfig struct {
 	// SessionHeader, when set, names a request header identifying
 	// conversations; requests without it are grouped by message history.
 	SessionHeader string
-	// RedactContent keeps token counts and no text in the trace.
+	// RedactContent keeps token counts and no text in the trace, and
+	// each media item as a synthetic one of the same kind, format and
+	// shape (no media bytes are kept).
 	RedactContent bool
 	// RotateEvery and RotateBytes start a new pair of files after this
 	// long or once this much trace text is buffered (default 1 h, 256 MiB):
@@ -104,8 +106,11 @@ const DefaultGCPercent = 400
 // Segment names the pair of files one segment wrote.
 type Segment struct {
 	Trace, Recording string
-	Requests         int
-	n                int // the segment's number, for the order of Segments
+	// Media is the trace's media file (trace.MediaPath), "" when the
+	// segment stored no media bytes.
+	Media    string
+	Requests int
+	n        int // the segment's number, for the order of Segments
 }
 
 // Proxy is the recording side of the proxy: as the h1proxy.Tap of the
@@ -134,7 +139,8 @@ type Proxy struct {
 	files   []Segment
 	errs    []error
 
-	warned [len(unparsedLLMPaths)]atomic.Bool // warnUnparsed said so once
+	warned      [len(unparsedLLMPaths)]atomic.Bool // warnUnparsed said so once
+	parseWarned sync.Map                           // api.Name: a request its parser refused was logged
 
 	closers sync.WaitGroup // segment-closing goroutines
 	// acct holds the accounting jobs (one per finished LLM call) for the
@@ -146,6 +152,7 @@ type Proxy struct {
 	acctDone   sync.WaitGroup // the worker
 	acctStall  atomic.Bool    // logged once
 	encWarned  atomic.Bool    // an undecodable Content-Encoding, logged once
+	media      *mediaState
 
 	hmu    sync.Mutex
 	active int           // exchanges watched (Open to End), under hmu
@@ -212,6 +219,7 @@ func NewProxy(cfg ProxyConfig) (*Proxy, error) {
 		runStart: clock.Mono(), wallStart: clock.Wall(),
 		stamp: time.Now().UTC().Format("20060102T150405Z"),
 		convs: newConversations(cfg.MaxConversations),
+		media: newMediaState(),
 		stop:  make(chan struct{}),
 	}
 	p.restoreGC = setGC(cfg.GCPercent)
@@ -259,6 +267,9 @@ func (p *Proxy) Close() error {
 	if p.restoreGC != nil {
 		p.restoreGC()
 		p.restoreGC = nil
+	}
+	if n := p.media.skipped.Swap(0); n > 0 {
+		p.cfg.Logf("capture: %d media parts of requests were not recorded (given by URL, or bytes no server reads); their turns were recorded without them", n)
 	}
 	return errors.Join(p.errs...)
 }

@@ -95,7 +95,11 @@ func (p *Proxy) rotateLocked() {
 		}
 		// Closers finish in any order (a larger segment takes longer to
 		// write): the list stays in segment order.
-		p.files = append(p.files, Segment{Trace: s.tracePath, Recording: s.recPath, Requests: s.requests, n: s.n})
+		seg := Segment{Trace: s.tracePath, Recording: s.recPath, Requests: s.requests, n: s.n}
+		if s.media != nil && s.media.Bytes() > 0 {
+			seg.Media = trace.MediaPath(s.tracePath)
+		}
+		p.files = append(p.files, seg)
 		slices.SortFunc(p.files, func(a, b Segment) int { return a.n - b.n })
 	}()
 }

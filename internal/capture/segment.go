@@ -52,6 +52,11 @@ type segment struct {
 	tjReported bool
 	payload    []byte
 	frame      []byte
+
+	// media stores the real media items' bytes (media.go), opened on the
+	// first; used by the accounting worker, then by close.
+	media    mediaWriter
+	mediaErr error
 }
 
 // maxNameTries bounds the "-k" suffixes tried for a free file name.
@@ -112,7 +117,7 @@ func (s *segment) openTraceJournal() (err error) {
 			lock.Release()
 		}
 	}()
-	for _, p := range []string{s.tracePath, s.tracePath + partialSuffix, s.recPath, record.JournalPath(s.recPath), s.recPath + partialSuffix} {
+	for _, p := range []string{s.tracePath, s.tracePath + partialSuffix, trace.MediaPath(s.tracePath), s.recPath, record.JournalPath(s.recPath), s.recPath + partialSuffix} {
 		if _, err := os.Lstat(p); err == nil {
 			return fmt.Errorf("%s exists: %w", p, fs.ErrExist)
 		}
@@ -225,6 +230,12 @@ func (s *segment) close() error {
 	}
 	defer s.traceLock.Release() // the journal, when kept, is recover's from here on
 	recErr := rec.Close()
+	if s.media != nil {
+		// in place before the trace: a trace in place has its media
+		if err := s.media.Close(); err != nil {
+			recErr = errors.Join(fmt.Errorf("segment %d: writing the media file: %w", s.n, err), recErr)
+		}
+	}
 	if err := s.syncTrace(); err != nil {
 		s.logf("capture: segment %d: trace journal: %v", s.n, err)
 	}

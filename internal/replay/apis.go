@@ -120,7 +120,10 @@ func checkTurn(t *trace.Turn, ep Endpoint) error {
 				continue // made or loaded already
 			}
 			if it.Hash != "" {
-				return fmt.Errorf("message %d media item %d is a stored item (%s), which this build does not send", i, j, it.Hash)
+				if !trace.ValidMediaHash(it.Hash) {
+					return fmt.Errorf("message %d media item %d: hash %q is not a lower-case hex SHA-256", i, j, it.Hash)
+				}
+				continue // a real item: its bytes are in the media file (openMediaStore)
 			}
 			if err := media.Check(it); err != nil {
 				return fmt.Errorf("message %d media item %d: %w", i, j, err)
@@ -207,7 +210,7 @@ func checkSpeech(t *trace.Turn, ep Endpoint) error {
 // sent on chat or completions: only then does the run's probe (a chat or
 // completions request) tell anything.
 func (r *Runner) checkEndpoints() error {
-	r.sendsChat, r.checked, r.hasMedia = false, true, false
+	r.sendsChat, r.checked, r.hasMedia, r.realMedia = false, true, false, nil
 	var next func() ([]trace.Turn, error)
 	switch s := r.src.(type) {
 	case *MemorySource:
@@ -220,11 +223,13 @@ func (r *Runner) checkEndpoints() error {
 		}
 		defer f.Close()
 		next = f.Next
+		r.tracePath = s.path
 	default:
 		r.sendsChat, r.checked = true, false // not known before the run: probe as before
 		return nil
 	}
-	for {
+	seen := map[string]bool{}
+	for row := int64(0); ; {
 		conv, err := next()
 		if errors.Is(err, io.EOF) {
 			return nil
@@ -236,6 +241,8 @@ func (r *Runner) checkEndpoints() error {
 		if err != nil {
 			return err
 		}
+		r.realMedia = appendRealMedia(r.realMedia, seen, conv, row)
+		row += int64(len(conv))
 		r.hasMedia = r.hasMedia || convHasMedia(conv)
 		r.sendsChat = r.sendsChat || chat
 	}

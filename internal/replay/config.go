@@ -130,12 +130,17 @@ type Config struct {
 	// replay serves the trace's media under while it runs: requests
 	// carry each item's URL there instead of a data URI.
 	MediaURLBase string
-	Model        string            // empty: the first model of the target's /v1/models
-	APIKey       string            // sent as a Bearer token; never recorded
-	Headers      map[string]string // extra request headers
-	IgnoreEOS    bool
-	Temperature  *float64
-	ExtraBody    string // a JSON object merged into every request body
+	// MediaFile is the media file holding the bytes of the trace's real
+	// media items (trace.Media.Hash set); empty: the one beside the trace
+	// file (trace.MediaPath). A trace without real items needs none.
+	MediaFile string
+
+	Model       string            // empty: the first model of the target's /v1/models
+	APIKey      string            // sent as a Bearer token; never recorded
+	Headers     map[string]string // extra request headers
+	IgnoreEOS   bool
+	Temperature *float64
+	ExtraBody   string // a JSON object merged into every request body
 	// ContinuousUsage asks for vLLM's continuous_usage_stats: "auto"
 	// (default: probe the server once before the run), "on" or "off".
 	ContinuousUsage string

@@ -35,6 +35,13 @@
 //	record.Sink (record.Recorder: one writer goroutine owns the file;
 //	Submit never blocks on disk)
 //
+// Look-ahead (materialize.go): a trace with virtual prompts or media runs
+// behind a prefetch stage that, before each conversation is due, makes
+// its virtual text and media bytes and loads its real media items from
+// the trace's media file (trace.MediaStore, realmedia.go: every hash the
+// trace names is checked to be there before the run, each item's SHA-256
+// as it is loaded), bounded in conversations and bytes.
+//
 // Client: one fasthttp.HostClient per target with streaming response bodies.
 // Every connection is wrapped (conn.go, above TLS, which dial does itself)
 // so that the run can stamp when a request's bytes were written, apply the

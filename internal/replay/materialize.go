@@ -25,8 +25,9 @@ const (
 // are due: the text of virtual messages (trace.Message.Virtual) with the
 // generator the trace names (trace.TraceMeta.Prompts), the same function
 // of the same fields synth used when it stored text, so the bytes sent are
-// those of the equivalent --prompt-text trace; and the bytes of virtual
-// media items (internal/media), into trace.Media.Data.
+// those of the equivalent --prompt-text trace; and the bytes of media
+// items into trace.Media.Data: a virtual item's made (internal/media), a
+// real item's loaded from the trace's media file and verified.
 type materializer struct {
 	blocks *blocktext.Blocks // nil when the trace has no virtual prompts
 	media  bool              // some message carries media
@@ -34,6 +35,7 @@ type materializer struct {
 	lastNs atomic.Int64      // clock.Mono() at the last one made: the tests' too
 	items  atomic.Int64      // media items made: the tests' count
 	urls   *mediaServer      // when set, items are sent as its URLs
+	store  *trace.MediaStore // real items' bytes; nil when the trace has none
 }
 
 // newMaterializer returns the trace's materializer, nil when it has no
@@ -58,10 +60,10 @@ func newMaterializer(meta trace.TraceMeta, hasMedia bool) (*materializer, error)
 }
 
 // fill returns conv with the text of its virtual messages and the bytes
-// of its media made, and the bytes made. The turns, messages and media
-// that change are copies: a MemorySource's caller keeps its own. An item
-// that cannot be made (a real item, whose bytes this build does not load;
-// a video before this build makes them) is an error naming it.
+// of its media made or loaded, and the bytes made. The turns, messages and
+// media that change are copies: a MemorySource's caller keeps its own. An
+// item that cannot be made or loaded (a real item whose stored bytes do not
+// match its hash) is an error naming it.
 func (m *materializer) fill(conv []trace.Turn) ([]trace.Turn, int, error) {
 	copied, n := false, 0
 	var todo []*trace.Media
@@ -103,7 +105,7 @@ func (m *materializer) fill(conv []trace.Turn) ([]trace.Turn, int, error) {
 	if len(todo) == 0 {
 		return conv, n, nil
 	}
-	made, err := makeMedia(todo, m.urls)
+	made, err := makeMedia(todo, m.urls, m.store)
 	if err != nil && len(conv) > 0 {
 		err = fmt.Errorf("conversation %q: %w", conv[0].ConversationID, err)
 	}
@@ -121,11 +123,12 @@ func needsData(items []trace.Media) bool {
 	return false
 }
 
-// makeMedia makes the bytes of items on up to GOMAXPROCS goroutines (an
-// image of a megapixel takes tens of milliseconds to encode), all ended
-// before it returns, and returns the bytes made. With urls, each is
+// makeMedia makes the bytes of virtual items and loads those of real ones
+// from store (verified against their hash) on up to GOMAXPROCS goroutines
+// (an image of a megapixel takes tens of milliseconds to encode), all
+// ended before it returns, and returns the bytes made. With urls, each is
 // also kept there and sent as its URL.
-func makeMedia(items []*trace.Media, urls *mediaServer) (int, error) {
+func makeMedia(items []*trace.Media, urls *mediaServer, store *trace.MediaStore) (int, error) {
 	workers := min(len(items), runtime.GOMAXPROCS(0))
 	var (
 		next  atomic.Int64
@@ -142,11 +145,11 @@ func makeMedia(items []*trace.Media, urls *mediaServer) (int, error) {
 					return
 				}
 				it := items[i]
-				b, err := media.Make(nil, it)
+				b, err := itemBytes(it, store)
 				if err != nil {
 					errMu.Lock()
 					if first == nil {
-						first = fmt.Errorf("media item (%s %s, seed %d): %w", it.Kind, it.Format, it.Seed, err)
+						first = err
 					}
 					errMu.Unlock()
 					continue
@@ -161,6 +164,25 @@ func makeMedia(items []*trace.Media, urls *mediaServer) (int, error) {
 	}
 	wg.Wait()
 	return int(total.Load()), first
+}
+
+// itemBytes makes a virtual item's bytes or loads a real one's.
+func itemBytes(it *trace.Media, store *trace.MediaStore) ([]byte, error) {
+	if it.Hash == "" {
+		b, err := media.Make(nil, it)
+		if err != nil {
+			return nil, fmt.Errorf("media item (%s %s, seed %d): %w", it.Kind, it.Format, it.Seed, err)
+		}
+		return b, nil
+	}
+	if store == nil {
+		return nil, fmt.Errorf("media item (%s %s, sha256 %s): no media file holds it", it.Kind, it.Format, it.Hash)
+	}
+	b, err := store.Load(it.Hash)
+	if err != nil {
+		return nil, fmt.Errorf("media item (%s %s): %w", it.Kind, it.Format, err)
+	}
+	return b, nil
 }
 
 // prefetch is the run's look-ahead between the trace source and feed (the

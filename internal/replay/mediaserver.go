@@ -14,7 +14,6 @@ import (
 
 	"github.com/tracekit/tracekit/internal/api"
 	"github.com/tracekit/tracekit/internal/fielderr"
-	"github.com/tracekit/tracekit/internal/media"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -27,13 +26,14 @@ const mediaCacheBytes = 256 << 20
 // each item from the client host. An item's URL names its shape and seed
 // (mediaName), so any item of the trace can be served; the look-ahead puts
 // the bytes it made in a bounded cache (put) and a fetch of an item no
-// longer there makes it again. Its goroutines are net/http's, ended by
+// longer there makes it again (a real item: loads it from store). Its goroutines are net/http's, ended by
 // close (Runner.Close).
 type mediaServer struct {
 	base   string // the URL prefix items are named under, no trailing "/"
 	prefix string // base's path
 	srv    *http.Server
 	done   chan struct{}
+	store  *trace.MediaStore // real items' bytes; nil when the trace has none
 
 	mu    sync.Mutex
 	cache map[string]string
@@ -106,7 +106,7 @@ func (s *mediaServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b, ok := s.cache[name]
 	s.mu.Unlock()
 	if !ok {
-		made, err := media.Make(nil, &m)
+		made, err := itemBytes(&m, s.store)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusNotFound)
 			return
@@ -121,9 +121,13 @@ func (s *mediaServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// mediaName names a virtual item by what makes its bytes:
-// kind-WxH-Nf-Dms-seed.format.
+// mediaName names a virtual item by what makes its bytes,
+// kind-WxH-Nf-Dms-seed.format, and a real one by its hash,
+// kind-sha256.format.
 func mediaName(m *trace.Media) string {
+	if m.Hash != "" {
+		return fmt.Sprintf("%s-%s.%s", m.Kind, m.Hash, m.Format)
+	}
 	return fmt.Sprintf("%s-%dx%d-%df-%dms-%d.%s", m.Kind, m.Width, m.Height, m.Frames, m.DurationMs, m.Seed, m.Format)
 }
 
@@ -133,6 +137,13 @@ func parseMediaName(name string) (trace.Media, error) {
 	var m trace.Media
 	stem, format, ok := strings.Cut(name, ".")
 	parts := strings.Split(stem, "-")
+	if ok && len(parts) == 2 && len(parts[1]) == 64 {
+		m = trace.Media{Kind: parts[0], Format: format, Hash: parts[1]}
+		if mediaName(&m) != name {
+			return m, errMediaName
+		}
+		return m, nil
+	}
 	if !ok || len(parts) < 5 {
 		return m, errMediaName
 	}

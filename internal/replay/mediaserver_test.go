@@ -110,7 +110,8 @@ func TestMediaURLBase(t *testing.T) {
 func TestMediaName(t *testing.T) {
 	for _, m := range []trace.Media{{Kind: trace.MediaImage, Format: "png", Width: 3, Height: 2, Seed: -9},
 		{Kind: trace.MediaVideo, Format: "mp4", Width: 3, Height: 2, Frames: 8, Seed: 1 << 62},
-		{Kind: trace.MediaAudio, Format: "wav", DurationMs: 250}} {
+		{Kind: trace.MediaAudio, Format: "wav", DurationMs: 250},
+		{Kind: trace.MediaImage, Format: "jpeg", Hash: trace.MediaHash([]byte("x"))}} {
 		got, err := parseMediaName(mediaName(&m))
 		if err != nil || got != m {
 			t.Errorf("%s read back as %+v, %v", mediaName(&m), got, err)
@@ -123,9 +124,9 @@ func TestMediaName(t *testing.T) {
 	}
 }
 
-// A trace whose media cannot be made (a video, before this build makes
-// them; a stored item) is refused before the run, naming the
-// conversation and turn.
+// A trace whose media cannot be made (an unknown format, an audio clip of
+// no length, a real item whose hash is not one) is refused before the run,
+// naming the conversation and turn.
 func TestMediaRefusedBeforeRun(t *testing.T) {
 	for _, m := range []trace.Media{{Kind: trace.MediaImage, Format: "gif", Width: 2, Height: 2},
 		{Kind: trace.MediaImage, Format: "png", Hash: "ab12"},

@@ -82,6 +82,12 @@ type Runner struct {
 	// hasMedia: some message carries media (checkEndpoints), which the
 	// prefetch stage makes before the requests are due.
 	hasMedia bool
+	// realMedia: the real items' hashes (checkEndpoints), each with where
+	// the trace first carries it, in trace order; store holds their bytes.
+	realMedia []mediaRef
+	store     *trace.MediaStore // owned, closed by Close; nil without real items
+	tracePath string            // the trace file read (a FileSource's), for messages
+
 	media    *mediaServer // serves the media under Config.MediaURLBase; nil without
 	prepared bool
 	total    int64                    // requests the source holds for this shard (an estimate under limits)
@@ -168,13 +174,20 @@ func (r *Runner) build() error {
 	if err := r.checkEndpoints(); err != nil {
 		return err
 	}
+	if err := r.openMediaStore(); err != nil {
+		return err
+	}
 	if r.mat, err = newMaterializer(r.meta, r.hasMedia); err != nil {
 		return err
+	}
+	if r.mat != nil {
+		r.mat.store = r.store
 	}
 	if cfg.MediaURLBase != "" && r.hasMedia {
 		if r.media, err = startMediaServer(cfg.MediaURLBase); err != nil {
 			return err
 		}
+		r.media.store = r.store
 		r.mat.urls = r.media
 	}
 	maxConns := math.MaxInt32
@@ -229,6 +242,10 @@ func (r *Runner) Close() error {
 	if r.media != nil {
 		r.media.close()
 		r.media = nil
+	}
+	if r.store != nil {
+		r.store.Close()
+		r.store = nil
 	}
 	if r.ownSrc != nil {
 		return r.ownSrc.Close()

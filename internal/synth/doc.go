@@ -43,6 +43,14 @@
 //	    utf8.go counts the bytes of an input that are not UTF-8.
 //	  - vllmbench.go holds vLLM bench serve's datasets: VLLMShareGPT
 //	    (VLLMShareGPTOptions) and Random (RandomOptions).
+//	  - The datasets of real images are MediaImporters (realmedia.go):
+//	    LLaVA (llava.go, ShareGPT records with an "image" field) and
+//	    VLLMCustomMM (vllmcustommm.go, vLLM's custom_mm JSONL). Generate
+//	    gives them the trace's media file (trace.MediaWriter) before their
+//	    conversations; they read each local image file, decode it
+//	    (internal/media's Probe) and store it there once per content, and
+//	    the trace names it by hash. The media file is put in place before
+//	    the trace.
 //	  - pooling.go makes the requests of the APIs that generate nothing:
 //	    Pooling (PoolingOptions), embeddings batches and rerank/score
 //	    queries with their documents, each turn's Endpoint set.

@@ -67,6 +67,10 @@ type Result struct {
 	Turns         int
 	Bytes         int64
 	Report        map[string]string // the source's Reporter output, if any
+	// MediaItems and MediaBytes are what a MediaImporter stored in the
+	// trace's media file (trace.MediaPath): distinct items and their bytes.
+	MediaItems int
+	MediaBytes int64
 }
 
 // Generate runs the source, schedules and writes the trace to a temporary
@@ -87,6 +91,15 @@ func Generate(ctx context.Context, job Job) (Result, error) {
 		}
 		res.Bytes = fileSize(job.Output)
 		return res, nil
+	}
+	var mw *trace.MediaWriter
+	if mi, ok := job.Source.(MediaImporter); ok {
+		var err error
+		if mw, err = trace.NewMediaWriter(trace.MediaPath(job.Output), job.Replace); err != nil {
+			return res, &OutputError{Err: err}
+		}
+		defer mw.Abort() // no-op once closed
+		mi.UseMediaWriter(mw)
 	}
 	convs, err := job.Source.Conversations(ctx)
 	if err != nil {
@@ -118,7 +131,27 @@ func Generate(ctx context.Context, job Job) (Result, error) {
 	if p, ok := job.Source.(Prompter); ok {
 		meta.Prompts = p.Prompts()
 	}
+	// The media file goes into place first: a trace is never left naming
+	// items no file holds, only (on a failure between the two) a media
+	// file without its trace, removed below when it is new.
+	var newMedia string
+	if mw != nil {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		_, statErr := os.Lstat(mw.Path())
+		if err := mw.Close(); err != nil {
+			return res, &OutputError{Err: err}
+		}
+		if statErr != nil {
+			newMedia = mw.Path()
+		}
+		res.MediaItems, res.MediaBytes = mw.Items(), mw.Bytes()
+	}
 	if err := Write(ctx, job.Output, job.Replace, meta, convs); err != nil {
+		if newMedia != "" {
+			os.Remove(newMedia)
+		}
 		if ctx.Err() != nil {
 			return res, err
 		}

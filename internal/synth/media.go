@@ -137,7 +137,8 @@ func (o *MediaOptions) apply(c Conversation, seed int64) {
 			continue
 		}
 		msgs := append([]trace.Message(nil), c[k].Messages...)
-		msgs[j].Media = items
+		// after the items the source put there (a dataset's images)
+		msgs[j].Media = append(append([]trace.Media(nil), msgs[j].Media...), items...)
 		c[k].Messages = msgs
 	}
 }

@@ -51,6 +51,12 @@ type ShareGPT struct {
 
 	report  map[string]int
 	skipped int64 // bytes before the JSON array, for error positions
+
+	// images, when set (LLaVA), reads each record's "image" field: the
+	// files are loaded for the conversations kept (llava.go).
+	images   *imageFiles
+	pending  map[string]sharegptImages // by conversation id
+	imageErr error                     // the first bad "image" field
 }
 
 // ShareGPTOptions configure a ShareGPT source.
@@ -125,6 +131,7 @@ type sharegptRecord struct {
 	ID            json.RawMessage   `json:"id"`
 	Conversations []sharegptMessage `json:"conversations"`
 	Messages      []sharegptMessage `json:"messages"`
+	Image         json.RawMessage   `json:"image"` // LLaVA: a path or a list of paths
 }
 
 type sharegptMessage struct {
@@ -139,8 +146,9 @@ type sharegptMessage struct {
 type sharegptTurn struct{ system, user, answer string }
 
 type sharegptConv struct {
-	id    string
-	turns []sharegptTurn
+	id     string
+	turns  []sharegptTurn
+	images sharegptImages
 }
 
 func (s *ShareGPT) Conversations(ctx context.Context) ([]Conversation, error) {
@@ -157,12 +165,20 @@ func (s *ShareGPT) Conversations(ctx context.Context) ([]Conversation, error) {
 			return
 		}
 		c.id = s.recordID(rec.ID, index, ids)
+		if s.images != nil {
+			if err := s.placeImages(&c, index, rec.Image); err != nil && s.imageErr == nil {
+				s.imageErr = err
+			}
+		}
 		if n := len(c.turns); n < s.Opts.TurnsMin || (s.Opts.TurnsMax > 0 && n > s.Opts.TurnsMax) {
 			s.report["filtered_turns"]++
 			return
 		}
 		convs = append(convs, c)
 	})
+	if err == nil {
+		err = s.imageErr
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -178,12 +194,18 @@ func (s *ShareGPT) Conversations(ctx context.Context) ([]Conversation, error) {
 			s.report["filtered_tokens"]++
 			continue
 		}
+		if len(c.images.paths) > 0 {
+			s.pending[c.id] = c.images
+		}
 		out = append(out, conv)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%s: %w after cleaning and filtering (%s)", s.Opts.Path, ErrNoConversations, s.summary())
 	}
 	out = sample(out, s.Opts.Count, s.Opts.Seed)
+	if err := s.loadImages(out); err != nil {
+		return nil, err
+	}
 	s.report["kept"] = len(out)
 	s.applyThinkTime(out)
 	return out, nil

@@ -58,11 +58,13 @@ var table = []Spec{
 	{Name: api.Score, Paths: []string{"/v1/score", "/score"},
 		NewDecoder: func() api.Decoder { return rerank.NewScoreDecoder() }, ParseRequest: rerank.ParseScoreRequest},
 	{Name: api.Transcriptions, Paths: []string{"/v1/audio/transcriptions", "/audio/transcriptions"}, Streams: true,
-		NewDecoder: func() api.Decoder { return transcription.NewDecoder() },
-		NewEncoder: func() api.Encoder { return transcription.NewEncoder(transcription.ShapeVLLM, false) }},
+		NewDecoder:   func() api.Decoder { return transcription.NewDecoder() },
+		NewEncoder:   func() api.Encoder { return transcription.NewEncoder(transcription.ShapeVLLM, false) },
+		ParseRequest: transcription.ParseRequest},
 	{Name: api.Translations, Paths: []string{"/v1/audio/translations", "/audio/translations"}, Streams: true,
-		NewDecoder: func() api.Decoder { return transcription.NewDecoder() },
-		NewEncoder: func() api.Encoder { return transcription.NewEncoder(transcription.ShapeVLLM, true) }},
+		NewDecoder:   func() api.Decoder { return transcription.NewDecoder() },
+		NewEncoder:   func() api.Encoder { return transcription.NewEncoder(transcription.ShapeVLLM, true) },
+		ParseRequest: transcription.ParseRequest},
 }
 
 // Lookup returns the Spec of the API named name.

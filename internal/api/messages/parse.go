@@ -2,6 +2,7 @@ package messages
 
 import (
 	"encoding/json"
+	"errors"
 
 	"github.com/tracekit/tracekit/internal/api"
 	"github.com/tracekit/tracekit/internal/chatmsg"
@@ -17,6 +18,10 @@ type block struct {
 	Input     json.RawMessage `json:"input"`
 	ToolUseID string          `json:"tool_use_id"`
 	Content   json.RawMessage `json:"content"`
+	Source    *struct {
+		Type string `json:"type"`
+		Data string `json:"data"`
+	} `json:"source"`
 }
 
 // ParseRequest reads a /v1/messages request body (the inverse of
@@ -25,7 +30,9 @@ type block struct {
 // is a user message, a tool_result block a tool message; an assistant's
 // text block starts an assistant message and its tool_use blocks are that
 // message's tool calls (their input as the arguments' JSON text);
-// thinking blocks, which replay does not send back, are dropped. Also
+// image blocks (base64 sources; one by URL is counted in
+// c.SkippedMedia) are the media of the message of the text block before
+// them; thinking blocks, which replay does not send back, are dropped. Also
 // max_tokens, stream, and tools and tool_choice rewritten into chat's
 // shape.
 func ParseRequest(body []byte) (*api.Call, error) {
@@ -69,11 +76,13 @@ func ParseRequest(body []byte) (*api.Call, error) {
 			return nil, err
 		}
 		open := false // an assistant message of this message is open for tool_use blocks
+		own := -1     // the message of this message's last text block, for its images
 		for _, b := range blocks {
 			switch b.Type {
 			case "text":
 				c.Messages = append(c.Messages, trace.Message{Role: m.Role, Content: b.Text})
 				open = m.Role == "assistant"
+				own = len(c.Messages) - 1
 			case "tool_use":
 				call := trace.ToolCall{ID: b.ID, Name: b.Name, Arguments: api.CompactJSON(b.Input)}
 				if !open {
@@ -82,10 +91,27 @@ func ParseRequest(body []byte) (*api.Call, error) {
 				}
 				last := &c.Messages[len(c.Messages)-1]
 				last.ToolCalls = append(last.ToolCalls, call)
+			case "image":
+				// an image belongs to the message of the text before it,
+				// as the encoder writes a message's images after its text
+				if own < 0 {
+					c.Messages = append(c.Messages, trace.Message{Role: m.Role})
+					own = len(c.Messages) - 1
+				}
+				msg := &c.Messages[own]
+				switch {
+				case b.Source == nil:
+					c.KeepMedia(msg, "image", trace.Media{}, errors.New("no source"))
+				case b.Source.Type != "base64":
+					c.KeepMedia(msg, "image", trace.Media{}, api.ErrRemoteMedia)
+				default:
+					it, err := api.ReadBase64(b.Source.Data)
+					c.KeepMedia(msg, "image", it, err)
+				}
 			case "tool_result":
 				text, _ := chatmsg.ContentText(b.Content)
 				c.Messages = append(c.Messages, trace.Message{Role: "tool", ToolCallID: b.ToolUseID, Content: text})
-				open = false
+				open, own = false, -1
 			}
 		}
 	}

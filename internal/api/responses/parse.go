@@ -2,6 +2,7 @@ package responses
 
 import (
 	"encoding/json"
+	"errors"
 
 	"github.com/tracekit/tracekit/internal/api"
 	"github.com/tracekit/tracekit/internal/chatmsg"
@@ -12,7 +13,8 @@ import (
 // AppendRequest): instructions as a system message first, then the input
 // (a string is one user message; items in order: messages, function_call
 // items as the tool calls of the assistant message before them,
-// function_call_output items as tool messages; reasoning items, which
+// function_call_output items as tool messages; a message's input_image
+// parts as its media (api.ReadDataURI); reasoning items, which
 // replay does not send back, are dropped), max_output_tokens, stream,
 // previous_response_id, and tools and tool_choice rewritten into chat's
 // shape.
@@ -62,7 +64,9 @@ func ParseRequest(body []byte) (*api.Call, error) {
 			switch it.Type {
 			case "", "message":
 				text, _ := chatmsg.ContentText(it.Content)
-				c.Messages = append(c.Messages, trace.Message{Role: it.Role, Content: text})
+				msg := trace.Message{Role: it.Role, Content: text}
+				imagesOf(c, &msg, it.Content)
+				c.Messages = append(c.Messages, msg)
 			case "function_call":
 				call := trace.ToolCall{ID: it.CallID, Name: it.Name, Arguments: chatmsg.ArgumentsText(it.Arguments)}
 				if n := len(c.Messages); n > 0 && c.Messages[n-1].Role == "assistant" {
@@ -84,6 +88,33 @@ func ParseRequest(body []byte) (*api.Call, error) {
 	c.Tools = api.ChatTools(tools)
 	c.ToolChoice = parseToolChoice(req.ToolChoice)
 	return c, nil
+}
+
+// imagesOf keeps the images of a message item's content parts in msg,
+// in order: input_image parts, whose image_url is a data URI (one by URL,
+// or a file_id, is counted in c.SkippedMedia).
+func imagesOf(c *api.Call, msg *trace.Message, content json.RawMessage) {
+	if len(content) == 0 || content[0] != '[' {
+		return
+	}
+	var parts []struct {
+		Type     string `json:"type"`
+		ImageURL string `json:"image_url"`
+	}
+	if json.Unmarshal(content, &parts) != nil {
+		return
+	}
+	for _, p := range parts {
+		if p.Type != "input_image" {
+			continue
+		}
+		if p.ImageURL == "" {
+			c.KeepMedia(msg, p.Type, trace.Media{}, errors.New("no image_url (an uploaded file_id): the request holds no bytes to record"))
+			continue
+		}
+		it, err := api.ReadDataURI(p.ImageURL)
+		c.KeepMedia(msg, p.Type, it, err)
+	}
 }
 
 // parseToolChoice rewrites a Responses tool_choice ("auto", "none",
