@@ -25,9 +25,9 @@ type RequestMedia struct {
 	Items        int32
 	Bytes        int64 // encoded bytes, before base64
 	RequestBytes int64 // the whole body
-	// SendNs is the body's send time: the first byte written to the last
-	// (sent_ns - write_start_ns); -1 when the write start was not
-	// recorded.
+	// SendNs is the body's send time (sent_ns - write_start_ns): the
+	// start of the request's first write to the connection to the return
+	// of its last; -1 when the write start was not recorded.
 	SendNs int64
 	// Kinds are the items, bytes and usage tokens by kind (mediaKinds);
 	// KindsKnown is false when the recording does not tell the kinds (it
@@ -70,9 +70,9 @@ type MediaStats struct {
 	ItemsPer     Values `json:"items_per_request"`
 	BytesPer     Values `json:"bytes_per_request"`
 	RequestBytes Values `json:"request_bytes"` // the whole body
-	// Send is the body's send time, write start to last byte written
-	// (sent_ns - write_start_ns): the client handing the body to the
-	// kernel, over the requests that recorded it.
+	// Send is the body's send time (sent_ns - write_start_ns): the client
+	// handing the body to the kernel, from the start of its first write to
+	// the return of its last, over the requests that recorded it.
 	Send Stats `json:"send_time"`
 	// KindsKnown is false when the recording does not tell the kinds
 	// (Kinds is then empty).
@@ -263,7 +263,7 @@ func (s *Summary) writeMedia(b *bufio.Writer) {
 	valuesRow(b, "request body bytes", m.RequestBytes)
 	if m.Send.Count > 0 {
 		statsRow(b, "body send time (ms)", m.Send)
-		fmt.Fprintln(b, "(body send time: first byte written to last byte written, sent_ns - write_start_ns: the client's write, not the server's read)")
+		fmt.Fprintln(b, "(body send time: sent_ns - write_start_ns, the start of the request's first write to the connection to the return of its last)")
 	} else {
 		fmt.Fprintln(b, "body send time: not recorded (the recording has no write_start_ns)")
 	}
