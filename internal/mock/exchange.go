@@ -32,13 +32,13 @@ type exchange struct {
 	api api.Name
 
 	// lat is the latency of the request's model (Config.Models).
-	lat      *Latency
-	req      *genRequest  // a generating API's request
-	pool     *poolRequest // a non-generating API's (embeddings, rerank, score)
-	p        prompt
+	lat  *Latency
+	req  *genRequest  // a generating API's request
+	pool *poolRequest // a non-generating API's (embeddings, rerank, score)
+	p    prompt
 	// media are the prompt tokens of the request's media by kind, which
 	// the usage reports as vLLM's does (multimodal_tokens)
-	media api.MediaTokens
+	media    api.MediaTokens
 	fault    Fault
 	eff      effect // what the fault does to the response
 	rng      *rand.Rand
