@@ -133,6 +133,9 @@ func stages() []stage {
 		{"calibrate", 4 * time.Minute, calibrateBench},
 		{"calibrate endpoints", 3 * time.Minute, calibrateEndpointsBench}, // endpoints.go
 		{"stamps", 10 * time.Minute, stampsBench},
+		{"media make", 3 * time.Minute, mediaMakeBench},         // media.go
+		{"media stamps", 10 * time.Minute, mediaStampsBench},    // media.go
+		{"media dispatch", 5 * time.Minute, mediaDispatchBench}, // media.go
 		{"deadlock", 6 * time.Minute, deadlockBench},
 		{"shard skew", 3 * time.Minute, shardSkew},
 		{"sweep", 5 * time.Minute, sweepBench},
