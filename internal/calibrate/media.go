@@ -3,6 +3,7 @@ package calibrate
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -37,7 +38,7 @@ import (
 type MediaConfig struct {
 	Streams    int           // text streams; default 100
 	EventsPerS float64       // across the text streams; default 10 per stream
-	Duration   time.Duration // of each text stream; default 10 s
+	Duration   time.Duration // of each text stream; default 30 s
 	Requests   int           // media requests beside them; default 1000
 	Bytes      int           // of the image each media request carries; default 4 MiB
 	// MockCommand starts a `tracekit mock` child per run, as
@@ -86,7 +87,7 @@ func (c MediaConfig) withDefaults() (MediaConfig, error) {
 		c.EventsPerS = 10 * float64(c.Streams)
 	}
 	if c.Duration == 0 {
-		c.Duration = 10 * time.Second
+		c.Duration = 30 * time.Second
 	}
 	if c.Requests == 0 {
 		c.Requests = 1000
@@ -197,7 +198,7 @@ func mediaRun(ctx context.Context, c MediaConfig, dir string, idx int, s Step, i
 	}
 	mem := &record.Memory{}
 	began := time.Now()
-	h, canceled, err := replayInto(ctx, p, replay.NewMemorySource(traceMeta, turns), m.URL(), cfg.Model, "", mem)
+	h, canceled, err := replayMedia(ctx, p, turns, m.URL(), cfg.Model, mem)
 	wall := time.Since(began)
 	log, _, _, stopErr := m.Stop()
 	if err != nil {
@@ -235,4 +236,32 @@ func mediaRun(ctx context.Context, c MediaConfig, dir string, idx int, s Step, i
 	r.Matched, r.EventsServer, r.Errors = j.Matched(), j.EventsServer, j.Errors
 	r.TTFTInflP50Ns = quantile(j.FirstDiffs, 0.5)
 	return r, j.Diffs, nil
+}
+
+// mediaTimeout bounds a media run past the text streams' span: the mock
+// decodes every image before it answers, and on a small machine a
+// thousand images of megabytes queue there for minutes.
+const mediaTimeout = 8 * time.Minute
+
+// replayMedia is replayInto with room for the media requests' answers:
+// the run is bounded by the streams' span plus mediaTimeout.
+func replayMedia(ctx context.Context, p plan, turns []trace.Turn, target, model string, mem *record.Memory) (trace.Health, string, error) {
+	res, err := replay.Record(ctx, replay.Config{
+		Targets: []string{target}, Model: model,
+		IgnoreEOS: true, ContinuousUsage: "on",
+		IdleTimeout: 2 * time.Minute, ReadyTimeout: 10 * time.Second,
+		BenchmarkTimeout: p.span() + mediaTimeout, StampMode: p.step.Stamp,
+		Command: "tracekit calibrate (media, " + p.step.Name() + ")",
+	}, replay.NewMemorySource(traceMeta, turns), replay.Into(mem))
+	var cfgErr *replay.ConfigError
+	if errors.As(err, &cfgErr) {
+		return trace.Health{}, "", fmt.Errorf("preparing the replay: %w", cfgErr.Err)
+	}
+	if err != nil {
+		return trace.Health{}, "", fmt.Errorf("replaying the media step: %w", err)
+	}
+	if res == nil || res.Meta.Health == nil {
+		return trace.Health{}, "", errors.New("the media step's replay did not start")
+	}
+	return *res.Meta.Health, res.Canceled, nil
 }
