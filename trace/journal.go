@@ -21,7 +21,12 @@ import (
 //
 // A frame cut short or failing its CRC ends the journal: a crash can only
 // tear the tail.
-const JournalMagic = "tracekit.journal.v6\n"
+const JournalMagic = "tracekit.journal.v7\n"
+
+// journalMagicV6 is the journal of a build before Record's media columns
+// by kind (ImageItems ... AudioTokens): its record payloads end after
+// Model. Recover still reads it.
+const journalMagicV6 = "tracekit.journal.v6\n"
 
 // journalMagicV5 is the journal of a build before Record's media fields
 // (WriteStartNs, RequestBytes, MediaItems, MediaBytes) and Model: its
@@ -115,6 +120,10 @@ func AppendRecordPayload(dst []byte, r *Record) []byte {
 	}
 	dst = binary.AppendUvarint(dst, uint64(len(r.Model)))
 	dst = append(dst, r.Model...)
+	for _, v := range [...]int64{int64(r.ImageItems), r.ImageBytes, int64(r.VideoItems), r.VideoBytes, int64(r.AudioItems), r.AudioBytes,
+		int64(r.ImageTokens), int64(r.VideoTokens), int64(r.AudioTokens)} {
+		dst = binary.AppendVarint(dst, v)
+	}
 	return dst
 }
 
@@ -197,7 +206,8 @@ const (
 	journalV3 = 3 // before Record.After
 	journalV4 = 4 // before Record.Endpoint, ReasoningTokens, FirstAnswerEvent, Items
 	journalV5 = 5 // before Record.WriteStartNs, RequestBytes, MediaItems, MediaBytes, Model
-	journalV6 = 6
+	journalV6 = 6 // before Record's media columns by kind (ImageItems ... AudioTokens)
+	journalV7 = 7
 )
 
 func decodeRecord(body []byte, r *Record, ver int) error {
@@ -254,6 +264,13 @@ func decodeRecord(body []byte, r *Record, ver int) error {
 		r.WriteStartNs, r.RequestBytes, r.MediaItems, r.MediaBytes = d.varint(), d.varint(), int32(d.varint()), d.varint()
 		r.Model = d.str()
 	}
+	r.ImageItems, r.ImageBytes, r.VideoItems, r.VideoBytes, r.AudioItems, r.AudioBytes = 0, 0, 0, 0, 0, 0
+	r.ImageTokens, r.VideoTokens, r.AudioTokens = 0, 0, 0
+	if ver >= journalV7 {
+		r.ImageItems, r.ImageBytes, r.VideoItems, r.VideoBytes = int32(d.varint()), d.varint(), int32(d.varint()), d.varint()
+		r.AudioItems, r.AudioBytes = int32(d.varint()), d.varint()
+		r.ImageTokens, r.VideoTokens, r.AudioTokens = int32(d.varint()), int32(d.varint()), int32(d.varint())
+	}
 	if d.err == nil && len(d.b) != 0 {
 		return fmt.Errorf("%d unexpected bytes after the record", len(d.b))
 	}
@@ -276,7 +293,7 @@ type JournalReader struct {
 
 // SniffJournal returns the magic line r starts with, if it is one of ours.
 func SniffJournal(r *bufio.Reader) string {
-	for _, m := range []string{JournalMagic, journalMagicV5, journalMagicV4, journalMagicV3, journalMagicV2, journalMagicV1, TraceJournalMagic} {
+	for _, m := range []string{JournalMagic, journalMagicV6, journalMagicV5, journalMagicV4, journalMagicV3, journalMagicV2, journalMagicV1, TraceJournalMagic} {
 		if b, err := r.Peek(len(m)); err == nil && string(b) == m {
 			return m
 		}
@@ -287,9 +304,11 @@ func SniffJournal(r *bufio.Reader) string {
 func NewJournalReader(r io.Reader, name, magic string) (*JournalReader, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	got := SniffJournal(br)
-	ver := journalV6
+	ver := journalV7
 	if magic == JournalMagic {
 		switch got {
+		case journalMagicV6:
+			ver = journalV6
 		case journalMagicV5:
 			ver = journalV5
 		case journalMagicV4:
@@ -302,7 +321,7 @@ func NewJournalReader(r io.Reader, name, magic string) (*JournalReader, error) {
 			ver = journalV3
 		}
 	}
-	if got != magic && ver == journalV6 {
+	if got != magic && ver == journalV7 {
 		// A run killed before its journal's first line was on disk leaves
 		// the start of that line or nothing: a journal torn at byte 0.
 		if b, _ := br.Peek(len(magic)); len(b) < len(magic) && strings.HasPrefix(magic, string(b)) {

@@ -446,6 +446,22 @@ type Record struct {
 	RequestBytes int64 `parquet:"request_bytes" json:"request_bytes,omitempty"`
 	MediaItems   int32 `parquet:"media_items" json:"media_items,omitempty"`
 	MediaBytes   int64 `parquet:"media_bytes" json:"media_bytes,omitempty"`
+	// The same by kind (MediaImage, MediaVideo, MediaAudio): items and
+	// encoded bytes, summing to MediaItems and MediaBytes. Recordings
+	// written before these columns read 0: the kinds are unknown there.
+	ImageItems int32 `parquet:"image_items" json:"image_items,omitempty"`
+	ImageBytes int64 `parquet:"image_bytes" json:"image_bytes,omitempty"`
+	VideoItems int32 `parquet:"video_items" json:"video_items,omitempty"`
+	VideoBytes int64 `parquet:"video_bytes" json:"video_bytes,omitempty"`
+	AudioItems int32 `parquet:"audio_items" json:"audio_items,omitempty"`
+	AudioBytes int64 `parquet:"audio_bytes" json:"audio_bytes,omitempty"`
+	// The prompt tokens the media took, by kind, as the server's usage
+	// split them (vLLM's prompt_tokens_details.multimodal_tokens, OpenAI's
+	// prompt_tokens_details.audio_tokens); 0 when it did not report them,
+	// which is the most a server does: nothing is estimated here.
+	ImageTokens int32 `parquet:"image_tokens" json:"image_tokens,omitempty"`
+	VideoTokens int32 `parquet:"video_tokens" json:"video_tokens,omitempty"`
+	AudioTokens int32 `parquet:"audio_tokens" json:"audio_tokens,omitempty"`
 	// Model is the model the request named when its trace turn chose one
 	// (a model mix, an import that kept it); "" when it named the run's
 	// (RunMeta.Load.Model). Recordings before version 5 read "".

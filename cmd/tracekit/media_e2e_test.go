@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/tracekit/tracekit/internal/media"
+	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -306,5 +308,169 @@ func TestSynthFromVLLMRandomMM(t *testing.T) {
 	_, stderr, code = runCLI(t, "synth", "--from-vllm", "vllm bench serve --dataset-name random-mm", "-o", filepath.Join(t.TempDir(), "x.parquet"))
 	if code != ExitUsage || !strings.Contains(stderr, "openai-chat") {
 		t.Errorf("random-mm on the completions backend: exit %d: %s", code, stderr)
+	}
+}
+
+// synth -> replay -> analyze with images, video and audio against the
+// mock: every request succeeds; the recording's media by kind are the
+// trace's (history included), equal to what the mock logged; the media
+// tokens the mock's usage reported by kind add up to its log, which is
+// the formula's (media.Tokens of each item); analyze's media section shows
+// the same counts, bytes and tokens, and TTFT by media items and bytes
+// over every completed stream.
+func TestMediaAnalyzeAgainstMock(t *testing.T) {
+	srv := mocktest.Start(t, nil)
+	dir := t.TempDir()
+	tr, rec, js, txt := filepath.Join(dir, "t.parquet"), filepath.Join(dir, "r.parquet"), filepath.Join(dir, "r.json"), filepath.Join(dir, "r.txt")
+	if _, stderr, code := runCLI(t, "synth", "--conversations", "4", "--turns", "2", "--input-tokens", "16", "--output-tokens", "6", "--rate", "0",
+		"--images", "2", "--image-size", "64x48,96x96", "--image-format", "png", "--videos", "1", "--video-size", "56x56", "--video-frames", "4",
+		"--audio-seconds", "500ms", "--seed", "11", "-o", tr); code != ExitOK {
+		t.Fatalf("synth: exit %d: %s", code, stderr)
+	}
+	turns, _, err := trace.ReadTurns(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// per request (conversation, turn): the items it sends by kind, their
+	// bytes and the formula's tokens
+	type sent struct {
+		items, bytes, tokens [3]int64
+	}
+	kinds := map[string]int{trace.MediaImage: 0, trace.MediaVideo: 1, trace.MediaAudio: 2}
+	want := map[string]*sent{}
+	for _, r := range turns {
+		w := &sent{}
+		for _, tu := range turns {
+			if tu.ConversationID != r.ConversationID || tu.Turn > r.Turn {
+				continue
+			}
+			for _, m := range tu.Messages {
+				for _, it := range m.Media {
+					b, err := media.Make(nil, &it)
+					if err != nil {
+						t.Fatal(err)
+					}
+					info, err := media.Probe(b)
+					if err != nil {
+						t.Fatal(err)
+					}
+					n, err := media.Tokens(info)
+					if err != nil {
+						t.Fatal(err)
+					}
+					k := kinds[it.Kind]
+					w.items[k]++
+					w.bytes[k] += int64(len(b))
+					w.tokens[k] += int64(n)
+				}
+			}
+		}
+		want[fmt.Sprintf("%s/%d", r.ConversationID, r.Turn)] = w
+	}
+	if _, stderr, code := runCLI(t, "replay", tr, "--target", srv.URL(), "-o", rec, "--no-analyze", "--progress", "none"); code != ExitOK {
+		t.Fatalf("replay: exit %d: %s", code, stderr)
+	}
+	recs, _, err := trace.ReadRecords(rec)
+	if err != nil || len(recs) != len(turns) {
+		t.Fatalf("%d records of %d turns, %v", len(recs), len(turns), err)
+	}
+	logs := map[string]mock.LogEntry{}
+	for _, e := range srv.Log() {
+		logs[e.RequestID] = e
+	}
+	var total struct{ items, bytes, tokens int64 }
+	var byKind sent
+	for _, r := range recs {
+		w, e := want[fmt.Sprintf("%s/%d", r.ConversationID, r.Turn)], logs[r.RequestID]
+		got := sent{items: [3]int64{int64(r.ImageItems), int64(r.VideoItems), int64(r.AudioItems)},
+			bytes:  [3]int64{r.ImageBytes, r.VideoBytes, r.AudioBytes},
+			tokens: [3]int64{int64(r.ImageTokens), int64(r.VideoTokens), int64(r.AudioTokens)}}
+		switch {
+		case r.ErrorKind != "":
+			t.Fatalf("%s: %s %s", r.RequestID, r.ErrorKind, r.ErrorMessage)
+		case w == nil || got != *w:
+			t.Errorf("%s: recorded by kind %+v, the trace's %+v", r.RequestID, got, w)
+		case e.MediaItems != r.MediaItems || e.MediaBytes != r.MediaBytes || int64(e.MediaTokens) != got.tokens[0]+got.tokens[1]+got.tokens[2]:
+			t.Errorf("%s: the mock logged %d items %d bytes %d tokens; recorded %d items %d bytes, tokens by kind %v",
+				r.RequestID, e.MediaItems, e.MediaBytes, e.MediaTokens, r.MediaItems, r.MediaBytes, got.tokens)
+		}
+		total.items += int64(e.MediaItems)
+		total.bytes += e.MediaBytes
+		total.tokens += int64(e.MediaTokens)
+		for k := range byKind.items {
+			byKind.items[k] += got.items[k]
+			byKind.bytes[k] += got.bytes[k]
+			byKind.tokens[k] += got.tokens[k]
+		}
+	}
+	stdout, stderr, code := runCLI(t, "analyze", rec, "--json", js)
+	if code != ExitOK {
+		t.Fatalf("analyze: exit %d: %s", code, stderr)
+	}
+	os.WriteFile(txt, []byte(stdout), 0o644)
+	b, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Tracekit struct {
+			Completed int
+			Media     *struct {
+				Requests     int
+				Items, Bytes int64
+				KindsKnown   bool                `json:"kinds_known"`
+				Send         struct{ Count int } `json:"send_time"`
+				Kinds        []struct {
+					Kind                 string
+					Requests             int
+					Items, Bytes, Tokens int64
+					TokensReported       int `json:"tokens_reported"`
+				}
+				ByItems []struct{ Requests int } `json:"ttft_by_items"`
+				ByBytes []struct{ Requests int } `json:"ttft_by_bytes"`
+			}
+		} `json:"tracekit"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	m := out.Tracekit.Media
+	if m == nil {
+		t.Fatalf("no media section in the JSON:\n%s", b)
+	}
+	if m.Requests != len(recs) || m.Items != total.items || m.Bytes != total.bytes || !m.KindsKnown || m.Send.Count != len(recs) {
+		t.Errorf("analyze's media: %d requests, %d items, %d bytes, kinds known %v, %d send times; the mock's log: %d requests, %d items, %d bytes",
+			m.Requests, m.Items, m.Bytes, m.KindsKnown, m.Send.Count, len(recs), total.items, total.bytes)
+	}
+	if len(m.Kinds) != 3 {
+		t.Fatalf("analyze's media kinds: %+v, want image, video and audio", m.Kinds)
+	}
+	var tokens int64
+	for i, k := range m.Kinds {
+		if k.Kind != [...]string{trace.MediaImage, trace.MediaVideo, trace.MediaAudio}[i] || k.Requests != len(recs) ||
+			k.Items != byKind.items[i] || k.Bytes != byKind.bytes[i] || k.Tokens != byKind.tokens[i] || k.TokensReported != len(recs) {
+			t.Errorf("analyze's %s: %+v; recorded %d items %d bytes %d tokens over %d requests", k.Kind, k, byKind.items[i], byKind.bytes[i], byKind.tokens[i], len(recs))
+		}
+		tokens += k.Tokens
+	}
+	if tokens != total.tokens {
+		t.Errorf("analyze's media tokens %d, the mock logged %d", tokens, total.tokens)
+	}
+	for name, bs := range map[string][]struct{ Requests int }{"items": m.ByItems, "bytes": m.ByBytes} {
+		n := 0
+		for _, x := range bs {
+			n += x.Requests
+		}
+		if n != out.Tracekit.Completed || len(bs) < 2 {
+			t.Errorf("TTFT by media %s: %d buckets over %d requests, want every one of %d completed streams (turn 1 and 2 differ)", name, len(bs), n, out.Tracekit.Completed)
+		}
+	}
+	for _, s := range []string{"Media", "Requests with media:", "body send time (ms)", "TTFT by media items (ms)", "TTFT by media bytes (ms)", "image", "video", "audio"} {
+		if !strings.Contains(stdout, s) {
+			t.Errorf("the text report lacks %q:\n%s", s, stdout)
+		}
+	}
+	if strings.Contains(stdout, "not reported by the server") {
+		t.Errorf("the text report calls the media tokens unknown, the mock reported them:\n%s", stdout)
 	}
 }

@@ -24,7 +24,8 @@
 // for embeddings, rerank and score), figures.go (the per-request
 // figures beside vLLM's block: time to second token, TTFO, reasoning,
 // decode-only ITL, per-user rates), errorkinds.go,
-// health.go (client health), then the renderers text.go, json.go, html.go,
+// health.go (client health), media.go (what requests with media sent,
+// their send time, media tokens from usage, TTFT by media), then the renderers text.go, json.go, html.go,
 // perrequest.go and compare.go, and gate.go (compare --fail-on). runs.go
 // aggregates a run set (replay --num-runs, analyze --runs): Summaries in,
 // per metric the mean across runs, sample std and Student's t interval

@@ -232,6 +232,7 @@ func (s *Summary) charts() []chart {
 	if s.generates() {
 		cs = append(cs, s.interactivityChart())
 	}
+	cs = append(cs, s.mediaCharts()...)
 	return append(cs,
 		s.lengthHistogram("input-length", "Input length (histogram)", "input tokens", colorA, func(q *Request) int32 { return q.PromptTokens }),
 		s.lengthHistogram("output-length", "Output length (histogram)", "output tokens", colorC, func(q *Request) int32 { return q.OutputTokens }))

@@ -133,6 +133,8 @@ type Request struct {
 	// AudioSeconds is the audio clip a speech-to-text request uploaded
 	// (speech.go), 0 for the other APIs.
 	AudioSeconds float64
+	// Media is what the request sent of media (media.go), nil for none.
+	Media *RequestMedia
 
 	evOff int // index of its first event in accumulator.eventTimes (success) or failTimes (-1: not kept)
 }
@@ -158,6 +160,7 @@ func Derive(r *trace.Record, file int, opts Options) Request {
 		q.Endpoint = trace.EndpointChat
 	}
 	q.AudioSeconds = audioSeconds(r, q.Endpoint)
+	q.Media = requestMedia(r)
 	generates := trace.Generates(q.Endpoint)
 	q.NonStreaming = q.NonStreaming || !generates
 	if len(r.Parents) > 0 {

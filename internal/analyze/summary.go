@@ -121,7 +121,10 @@ type Summary struct {
 	// Sessions are the session metrics of graph conversations
 	// (session.go); nil when no request has parents.
 	Sessions *SessionStats `json:"sessions,omitempty"`
-	Series   Series        `json:"time_series"`
+	// Media are the media figures (media.go); nil when no request sent
+	// media, so a text run's JSON keys are as before.
+	Media  *MediaStats `json:"media,omitempty"`
+	Series Series      `json:"time_series"`
 	// Server is what the servers' /metrics said (server.go); nil without a sidecar.
 	Server *ServerReport `json:"server,omitempty"`
 
@@ -195,6 +198,7 @@ func (a *accumulator) finish(files []FileInfo) *Summary {
 	s.cacheAndTurns()
 	s.multiTurn()
 	s.sessions()
+	s.media()
 	s.series(a.tokBins, a.msgBins)
 	s.health()
 	wg.Wait()

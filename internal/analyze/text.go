@@ -178,6 +178,7 @@ func (s *Summary) writeExtras(b *bufio.Writer) {
 		}
 	}
 
+	s.writeMedia(b)
 	fmt.Fprintln(b, center("Cached prompt tokens", '-', 50))
 	if s.Cache.Reporting == 0 {
 		fmt.Fprintln(b, "not reported by the server")

@@ -34,7 +34,22 @@ type Usage struct {
 	Completion int64 // completion (output) tokens, reasoning included
 	Cached     int64 // prompt tokens served from the server's prefix cache
 	Reasoning  int64 // reasoning tokens among Completion
+	// Media are the prompt tokens the request's media took, by kind, when
+	// the server split them out (0: not reported; see MediaTokens).
+	Media MediaTokens
 }
+
+// MediaTokens are prompt tokens by media kind, as a server's usage splits
+// them: vLLM's prompt_tokens_details.multimodal_tokens (keyed image,
+// video, audio; with --enable-prompt-tokens-details), OpenAI's
+// prompt_tokens_details.audio_tokens. 0 in a field means not reported: a
+// server leaves out a kind the request did not carry.
+type MediaTokens struct {
+	Image, Video, Audio int64
+}
+
+// Any reports whether m holds a count.
+func (m MediaTokens) Any() bool { return m.Image > 0 || m.Video > 0 || m.Audio > 0 }
 
 // NoUsage is a Usage with nothing reported.
 var NoUsage = Usage{Prompt: -1, Completion: -1, Cached: -1, Reasoning: -1}
@@ -54,6 +69,11 @@ func (u Usage) Merge(dst *Usage) {
 	}
 	if u.Reasoning >= 0 {
 		dst.Reasoning = u.Reasoning
+	}
+	for _, f := range [...]struct{ src, dst *int64 }{{&u.Media.Image, &dst.Media.Image}, {&u.Media.Video, &dst.Media.Video}, {&u.Media.Audio, &dst.Media.Audio}} {
+		if *f.src > 0 {
+			*f.dst = *f.src
+		}
 	}
 }
 

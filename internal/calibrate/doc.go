@@ -74,6 +74,13 @@
 // real benchmark has its ramp too. Rate steps have no such window (their
 // short requests are never all open at once).
 //
+// # Beside requests with images
+//
+// RunMedia (media.go) is a step of its own: text streams alone, then the
+// same beside requests carrying an image of megabytes each, each against
+// a fresh mock; only the text streams are joined, so the two error
+// figures say whether sending large bodies delays other streams' stamps.
+//
 // # Where the mock runs
 //
 // ModeProcess (the default) runs `tracekit mock` as a child process per

@@ -212,7 +212,8 @@
 // 256 token ids). Lookup stops at the first missing link; capacity is
 // PrefixCacheTokens with LRU eviction; at least one prompt token is always
 // computed, as in vLLM. usage.prompt_tokens_details.cached_tokens reports
-// the hit.
+// the hit; a chat request with media also gets vLLM's
+// prompt_tokens_details.multimodal_tokens (its media tokens by kind).
 //
 // # Faults
 //

@@ -46,9 +46,10 @@ func (x *exchange) buildHead() {
 }
 
 // usage is the response's usage: reasoning tokens are reported when the
-// answer has some.
+// answer has some, media tokens by kind when the request had media.
 func (x *exchange) usage() api.Usage {
-	u := api.Usage{Prompt: int64(x.p.tokens), Completion: int64(x.e.CompletionTokens), Cached: int64(x.e.CachedTokens), Reasoning: -1}
+	u := api.Usage{Prompt: int64(x.p.tokens), Completion: int64(x.e.CompletionTokens), Cached: int64(x.e.CachedTokens), Reasoning: -1,
+		Media: x.media}
 	if x.reasoning > 0 {
 		u.Reasoning = int64(x.reasoning)
 	}

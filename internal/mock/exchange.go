@@ -18,6 +18,7 @@ import (
 	"github.com/tracekit/tracekit/internal/api/apis"
 	"github.com/tracekit/tracekit/internal/api/transcription"
 	"github.com/tracekit/tracekit/internal/clock"
+	"github.com/tracekit/tracekit/trace"
 )
 
 // exchange is one request from body to last byte. Its fields are owned
@@ -31,10 +32,13 @@ type exchange struct {
 	api api.Name
 
 	// lat is the latency of the request's model (Config.Models).
-	lat      *Latency
-	req      *genRequest  // a generating API's request
-	pool     *poolRequest // a non-generating API's (embeddings, rerank, score)
-	p        prompt
+	lat  *Latency
+	req  *genRequest  // a generating API's request
+	pool *poolRequest // a non-generating API's (embeddings, rerank, score)
+	p    prompt
+	// media are the prompt tokens of the request's media by kind, which
+	// the usage reports as vLLM's does (multimodal_tokens)
+	media    api.MediaTokens
 	fault    Fault
 	eff      effect // what the fault does to the response
 	rng      *rand.Rand
@@ -282,6 +286,14 @@ func (x *exchange) planAnswer(id string) error {
 		}
 		x.e.MediaItems++
 		x.e.MediaTokens += int32(it.tokens)
+		switch it.kind {
+		case trace.MediaImage:
+			x.media.Image += int64(it.tokens)
+		case trace.MediaVideo:
+			x.media.Video += int64(it.tokens)
+		case trace.MediaAudio:
+			x.media.Audio += int64(it.tokens)
+		}
 		x.e.MediaBytes += int64(it.bytes)
 	}
 	maxTokens, err := x.maxTokens()

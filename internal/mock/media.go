@@ -33,6 +33,7 @@ type mediaRef struct {
 // mediaItem is a resolved mediaRef: what the prompt is charged for it.
 type mediaItem struct {
 	msg    int
+	kind   string // trace.MediaImage, MediaVideo or MediaAudio
 	tokens int
 	bytes  int
 	sum    string // hex SHA-256 of the bytes: the item's part of the prefix hash
@@ -157,7 +158,7 @@ func (f *mediaFetcher) resolveMedia(ctx context.Context, refs []mediaRef) ([]med
 			return nil, invalid(r.param, "%s: %v", r.where, err)
 		}
 		sum := sha256.Sum256(b)
-		it := mediaItem{msg: r.msg, tokens: n, bytes: len(b), sum: hex.EncodeToString(sum[:])}
+		it := mediaItem{msg: r.msg, kind: info.Kind, tokens: n, bytes: len(b), sum: hex.EncodeToString(sum[:])}
 		if info.Kind == trace.MediaAudio && info.SampleRate > 0 {
 			it.ms = info.Samples * 1000 / int64(info.SampleRate)
 		}

@@ -437,7 +437,8 @@ func (s *Stream) Unknown() int { return s.unknown }
 
 // Fill copies the parsed outcome into rec, reusing rec's slices:
 // EventNs/EventTokens, PromptTokens/CompletionTokens/CachedTokens (-1 when
-// not reported) and TokensExact. It leaves ErrorKind and ErrorMessage
+// not reported), the media tokens by kind (0 when not reported) and
+// TokensExact. It leaves ErrorKind and ErrorMessage
 // alone: the parser's finding is Verdict's, and the caller, who also
 // knows how the transport fared, decides the record's error kind.
 func (s *Stream) Fill(rec *trace.Record) {
@@ -462,6 +463,8 @@ func (s *Stream) Fill(rec *trace.Record) {
 	}
 	rec.ToolCalls = int32(s.out.Tools.Len())
 	rec.PromptTokens, rec.CompletionTokens, rec.CachedTokens = clamp32(s.usage.Prompt), clamp32(s.usage.Completion), clamp32(s.usage.Cached)
+	m := s.usage.Media // 0: not reported
+	rec.ImageTokens, rec.VideoTokens, rec.AudioTokens = clamp32(m.Image), clamp32(m.Video), clamp32(m.Audio)
 }
 
 // FillAnswer sets the record's fields that say how the answer was made,

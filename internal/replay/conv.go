@@ -233,7 +233,8 @@ func (r *runState) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace
 	}
 	rec.NonStreaming = turn.NonStreaming || !trace.Generates(string(ep)) // those answer one body
 	if ex.media.items > 0 {                                              // what a request with media sent; 0 for others (trace.Record)
-		rec.MediaItems, rec.MediaBytes, rec.RequestBytes = ex.media.items, ex.media.bytes, int64(len(body))
+		ex.media.fill(rec)
+		rec.RequestBytes = int64(len(body))
 	}
 	ex.media = tally{}
 

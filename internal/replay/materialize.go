@@ -334,21 +334,56 @@ func convHasMedia(conv []trace.Turn) bool {
 	return false
 }
 
-// tally is media items and their bytes: what a request sends of media
-// (trace.Record.MediaItems, MediaBytes).
+// tally is media items and their bytes, in all and by kind: what a
+// request sends of media (trace.Record.MediaItems, MediaBytes and the
+// columns by kind).
 type tally struct {
 	items int32
 	bytes int64
+	kind  [3]struct { // by kindIndex
+		items int32
+		bytes int64
+	}
+}
+
+// kindIndex places a media kind in tally.kind.
+func kindIndex(kind string) int {
+	switch kind {
+	case trace.MediaVideo:
+		return 1
+	case trace.MediaAudio:
+		return 2
+	}
+	return 0
 }
 
 // plus is t and u together.
-func (t tally) plus(u tally) tally { return tally{t.items + u.items, t.bytes + u.bytes} }
+func (t tally) plus(u tally) tally {
+	t.items, t.bytes = t.items+u.items, t.bytes+u.bytes
+	for k := range t.kind {
+		t.kind[k].items += u.kind[k].items
+		t.kind[k].bytes += u.kind[k].bytes
+	}
+	return t
+}
+
+// fill sets rec's media columns.
+func (t tally) fill(rec *trace.Record) {
+	rec.MediaItems, rec.MediaBytes = t.items, t.bytes
+	rec.ImageItems, rec.ImageBytes = t.kind[0].items, t.kind[0].bytes
+	rec.VideoItems, rec.VideoBytes = t.kind[1].items, t.kind[1].bytes
+	rec.AudioItems, rec.AudioBytes = t.kind[2].items, t.kind[2].bytes
+}
 
 // mediaOf tallies the media of msgs.
 func mediaOf(msgs []trace.Message) tally {
 	var t tally
 	for i := range msgs {
 		for j := range msgs[i].Media {
+			m := &msgs[i].Media[j]
+			k := &t.kind[kindIndex(m.Kind)]
+			k.items++
+			k.bytes += int64(len(m.Data))
 			t.items++
 			t.bytes += int64(len(msgs[i].Media[j].Data))
 		}

@@ -153,3 +153,34 @@ func TestNoAlloc(t *testing.T) {
 		t.Fatalf("encoder: %v allocations per stream", n)
 	}
 }
+
+// Media tokens: the mock writes vLLM's split (prompt_tokens_details.
+// multimodal_tokens, the kinds the request had) and the decoder reads it
+// back into the record's columns by kind; OpenAI's audio_tokens reads as
+// audio. A usage without a split reports none.
+func TestMediaTokensInUsage(t *testing.T) {
+	pieces := []apitest.Piece{{Kind: apitest.Text, Text: "hi", Tokens: 1}}
+	h := head
+	h.IncludeUsage = true
+	u := api.Usage{Prompt: 600, Completion: 6, Cached: 0, Reasoning: -1, Media: api.MediaTokens{Image: 512, Audio: 13}}
+	body := apitest.Encode(chat.NewEncoder(), &h, pieces, u, false)
+	if !strings.Contains(string(body), `"prompt_tokens_details":{"cached_tokens":0,"multimodal_tokens":{"image":512,"audio":13}}`) {
+		t.Errorf("no vLLM media split in the usage:\n%s", body)
+	}
+	apitest.Check(t, api.Chat, body, false, apitest.Want{Text: "hi", Events: 3, Done: true, Usage: u})
+	_, r := apitest.Parse(t, api.Chat, body, len(body), false)
+	if r.ImageTokens != 512 || r.AudioTokens != 13 || r.VideoTokens != 0 {
+		t.Errorf("record media tokens image %d video %d audio %d, want 512 0 13", r.ImageTokens, r.VideoTokens, r.AudioTokens)
+	}
+	u.Media = api.MediaTokens{}
+	if body := apitest.Encode(chat.NewEncoder(), &h, pieces, u, false); strings.Contains(string(body), "multimodal_tokens") {
+		t.Errorf("a usage without media tokens names them:\n%s", body)
+	}
+
+	openai := []byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}]}\n\n" +
+		"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":90,\"completion_tokens\":1,\"prompt_tokens_details\":{\"cached_tokens\":0,\"audio_tokens\":70}}}\n\ndata: [DONE]\n\n")
+	_, r = apitest.Parse(t, api.Chat, openai, len(openai), false)
+	if r.AudioTokens != 70 || r.ImageTokens != 0 || r.PromptTokens != 90 {
+		t.Errorf("OpenAI's audio_tokens: record audio %d image %d prompt %d, want 70 0 90", r.AudioTokens, r.ImageTokens, r.PromptTokens)
+	}
+}

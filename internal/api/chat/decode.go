@@ -15,7 +15,8 @@ import (
 // What it reads: choices[].delta.content and .text (answer text),
 // .reasoning_content and .reasoning (reasoning), .tool_calls (tool calls,
 // see tools.go), finish_reason "tool_calls", usage (prompt_tokens,
-// completion_tokens, prompt_tokens_details.cached_tokens,
+// completion_tokens, prompt_tokens_details.cached_tokens, its media
+// tokens (audio_tokens, vLLM's multimodal_tokens by modality),
 // completion_tokens_details.reasoning_tokens), and an error: an "error"
 // member, vLLM's older {"object":"error","message":...}, or an event named
 // "error". A chunk with choices is an output event (vLLM's benchmark lists
@@ -231,8 +232,35 @@ func usageField(c *chunk, key, b []byte, i, depth int) int {
 }
 
 func promptDetailsField(c *chunk, key, b []byte, i, depth int) int {
-	if string(key) == "cached_tokens" {
+	switch string(key) {
+	case "cached_tokens":
 		i, c.ev.Usage.Cached = js.ReadInt(b, i)
+		return i
+	case "audio_tokens": // OpenAI's
+		i, c.ev.Usage.Media.Audio = js.ReadInt(b, i)
+		return i
+	case "multimodal_tokens": // vLLM's, by modality
+		i = js.SkipWS(b, i)
+		if i < len(b) && b[i] == '{' {
+			return js.WalkObject(b, i, depth+1, c, modalityField)
+		}
+	}
+	return js.SkipValue(b, i, depth)
+}
+
+// modalityField reads one modality of vLLM's multimodal_tokens; kinds
+// tracekit does not send are skipped.
+func modalityField(c *chunk, key, b []byte, i, depth int) int {
+	m := &c.ev.Usage.Media
+	switch string(key) {
+	case "image":
+		i, m.Image = js.ReadInt(b, i)
+		return i
+	case "video":
+		i, m.Video = js.ReadInt(b, i)
+		return i
+	case "audio":
+		i, m.Audio = js.ReadInt(b, i)
 		return i
 	}
 	return js.SkipValue(b, i, depth)

@@ -217,7 +217,22 @@ func appendUsage(dst []byte, u api.Usage) []byte {
 	dst = strconv.AppendInt(dst, c, 10)
 	if u.Cached >= 0 {
 		dst = append(dst, `,"prompt_tokens_details":{"cached_tokens":`...)
-		dst = append(strconv.AppendInt(dst, u.Cached, 10), '}')
+		dst = strconv.AppendInt(dst, u.Cached, 10)
+		if u.Media.Any() { // vLLM's split, left out without media as vLLM does
+			dst = append(dst, `,"multimodal_tokens":{`...)
+			sep := ""
+			for _, k := range [...]struct {
+				name string
+				n    int64
+			}{{"image", u.Media.Image}, {"video", u.Media.Video}, {"audio", u.Media.Audio}} {
+				if k.n > 0 {
+					dst = strconv.AppendInt(append(append(append(dst, sep...), '"'), k.name+`":`...), k.n, 10)
+					sep = ","
+				}
+			}
+			dst = append(dst, '}')
+		}
+		dst = append(dst, '}')
 	}
 	if u.Reasoning >= 0 {
 		dst = append(dst, `,"completion_tokens_details":{"reasoning_tokens":`...)

@@ -1,0 +1,267 @@
+package calibrate
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tracekit/tracekit/internal/media"
+	"github.com/tracekit/tracekit/internal/record"
+	"github.com/tracekit/tracekit/internal/replay"
+	"github.com/tracekit/tracekit/trace"
+)
+
+// The media step: do bodies of megabytes, sent beside text streams, delay
+// the stamps of those streams' events? A text stream step runs twice, back
+// to back against a fresh mock each: alone, then with Requests requests
+// of one image of Bytes each sent beside it, spread evenly over the
+// streams' steady part (after their ramp, before their end). Only the text
+// streams are joined with the mock's log; their per-event error (client
+// stamp - server write, minus the probe's offset) alone and with the media
+// is the comparison. The media requests' own figures (sent, failed, the
+// body's send time write_start -> sent) say how much was really sent.
+//
+// The image is one PNG of random pixels made once (media.Make) and shared
+// by every media request (trace.Media.Data set ahead, so replay's
+// look-ahead has nothing to make): what is measured is the sending, not
+// the making. Each request still base64-encodes and writes its own body.
+
+// MediaConfig sizes a media comparison; zero fields take their defaults.
+type MediaConfig struct {
+	Streams    int           // text streams; default 100
+	EventsPerS float64       // across the text streams; default 10 per stream
+	Duration   time.Duration // of each text stream; default 30 s
+	Requests   int           // media requests beside them; default 1000
+	Bytes      int           // of the image each media request carries; default 4 MiB
+	// MockCommand starts a `tracekit mock` child per run, as
+	// Config.MockCommand; nil runs the mock in this process.
+	MockCommand []string
+	// Logf receives progress lines; may be nil.
+	Logf func(format string, args ...any)
+}
+
+// MediaReport is a media comparison's outcome: the text streams' error
+// alone and with the media requests beside them, against one offset (the
+// probe's median difference).
+type MediaReport struct {
+	Config     MediaConfig `json:"-"`
+	ImageBytes int         `json:"image_bytes"` // the PNG each media request carried
+	ImageSide  int         `json:"image_side"`  // its width and height in pixels
+	OffsetNs   int64       `json:"offset_ns"`
+	Alone      MediaRun    `json:"alone"`
+	WithMedia  MediaRun    `json:"with_media"`
+}
+
+// MediaRun is one run of the text streams.
+type MediaRun struct {
+	// The text streams: matched events of those the mock wrote, failed
+	// requests, per-event error quantiles (offset removed) and the first
+	// event's (TTFT inflation), the dispatch lag's p99.
+	Matched, EventsServer, Errors int
+	ErrP50Ns, ErrP99Ns, ErrMaxNs  int64
+	TTFTInflP50Ns                 int64
+	LagP99Ns                      int64
+	// The media requests: sent, failed, bytes of their bodies, and the
+	// body's send time (sent_ns - write_start_ns) quantiles.
+	MediaSent, MediaErrors          int
+	MediaBodyBytes                  int64
+	SendP50Ns, SendP99Ns, SendMaxNs int64
+	// ClientCores is the client's CPU over the run's wall time.
+	ClientCores float64
+	WallSeconds float64
+}
+
+func (c MediaConfig) withDefaults() (MediaConfig, error) {
+	if c.Streams == 0 {
+		c.Streams = 100
+	}
+	if c.EventsPerS == 0 {
+		c.EventsPerS = 10 * float64(c.Streams)
+	}
+	if c.Duration == 0 {
+		c.Duration = 30 * time.Second
+	}
+	if c.Requests == 0 {
+		c.Requests = 1000
+	}
+	if c.Bytes == 0 {
+		c.Bytes = 4 << 20
+	}
+	switch {
+	case c.Streams < 1:
+		return c, fieldErr("Streams", "%d must be >= 1", c.Streams)
+	case c.EventsPerS <= 0 || math.IsNaN(c.EventsPerS):
+		return c, fieldErr("EventsPerS", "%v must be > 0", c.EventsPerS)
+	case c.Duration < time.Second:
+		return c, fieldErr("Duration", "%v must be >= 1s", c.Duration)
+	case c.Requests < 1:
+		return c, fieldErr("Requests", "%d must be >= 1", c.Requests)
+	case c.Bytes < 1024 || c.Bytes > 24<<20:
+		return c, fieldErr("Bytes", "%d must be from 1 KiB to 24 MiB (the mock takes bodies up to 32 MiB)", c.Bytes)
+	}
+	if c.Logf == nil {
+		c.Logf = func(string, ...any) {}
+	}
+	return c, nil
+}
+
+// RunMedia runs the probe, then the text streams alone and with the media
+// requests beside them.
+func RunMedia(ctx context.Context, c MediaConfig) (*MediaReport, error) {
+	c, err := c.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "tracekit-calibrate-media-")
+	if err != nil {
+		return nil, fmt.Errorf("creating a work directory: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	// A PNG of random RGB pixels takes about 3 bytes a pixel.
+	side := int(math.Sqrt(float64(c.Bytes) / 3))
+	img, err := media.Make(nil, &trace.Media{Kind: trace.MediaImage, Format: "png", Width: int32(side), Height: int32(side), Seed: 1})
+	if err != nil {
+		return nil, fmt.Errorf("making the image: %w", err)
+	}
+	rep := &MediaReport{Config: c, ImageBytes: len(img), ImageSide: side}
+
+	probe := Step{Kind: KindProbe, Streams: ProbeStreams, EventsPerS: ProbeEventsPerS}
+	c.Logf("media step: probe (%d streams) ...", probe.Streams)
+	_, diffs, err := mediaRun(ctx, c, dir, 0, probe, nil)
+	if err != nil {
+		return nil, err
+	}
+	rep.OffsetNs = quantile(diffs, 0.5)
+	text := Step{Kind: KindStreams, Streams: c.Streams, EventsPerS: c.EventsPerS}
+	item := &trace.Media{Kind: trace.MediaImage, Format: "png", Width: int32(side), Height: int32(side), Seed: 1, Data: string(img)}
+	for i, run := range []struct {
+		dst  *MediaRun
+		item *trace.Media
+	}{{&rep.Alone, nil}, {&rep.WithMedia, item}} {
+		what := "alone"
+		if run.item != nil {
+			what = fmt.Sprintf("beside %d requests of a %.1f MB image", c.Requests, float64(len(img))/1e6)
+		}
+		c.Logf("media step: %d text streams %s ...", c.Streams, what)
+		r, diffs, err := mediaRun(ctx, c, dir, i+1, text, run.item)
+		if err != nil {
+			return nil, err
+		}
+		r.ErrP50Ns, r.ErrP99Ns, r.ErrMaxNs = quantile(diffs, 0.5)-rep.OffsetNs, quantile(diffs, 0.99)-rep.OffsetNs, quantile(diffs, 1)-rep.OffsetNs
+		r.TTFTInflP50Ns -= rep.OffsetNs
+		*run.dst = r
+	}
+	return rep, nil
+}
+
+// mediaRun runs step's text streams against a fresh mock, with c.Requests
+// media requests carrying image beside them when image is not nil, and
+// returns the figures and the text events' raw differences (sorted).
+func mediaRun(ctx context.Context, c MediaConfig, dir string, idx int, s Step, image *trace.Media) (MediaRun, []int64, error) {
+	p := size(s, c.Duration, s.ITL(), idx)
+	p.prefix = fmt.Sprintf("calmedia%02d-", idx)
+	turns := p.turns()
+	mprefix := fmt.Sprintf("calmediaimg%02d-", idx)
+	cfg := p.mockConfig()
+	if image != nil {
+		// after the streams' ramp, before their end
+		from, to := min(maxRamp, c.Duration/4), c.Duration-c.Duration/8
+		step := (to - from) / time.Duration(c.Requests)
+		for i := range c.Requests {
+			at := int64(from + time.Duration(i)*step)
+			id := mprefix + strconv.Itoa(i)
+			turns = append(turns, trace.Turn{ConversationID: id, StartOffsetNs: at, ArrivalOffsetNs: at,
+				Messages: []trace.Message{{Role: "user", Content: "calibration media " + id, Tokens: 4,
+					Media: []trace.Media{*image}}},
+				InputTokens: 4, OutputTokens: RateTokens})
+		}
+		slices.SortStableFunc(turns, func(a, b trace.Turn) int { return cmp.Compare(a.StartOffsetNs, b.StartOffsetNs) })
+		cfg.Latency.MaxNumSeqs += c.Requests // nobody queues
+	}
+	var m runningMock
+	var err error
+	if c.MockCommand == nil {
+		m, err = startInProcess(cfg)
+	} else {
+		m, err = startChild(c.MockCommand, nil, cfg, filepath.Join(dir, fmt.Sprintf("%02d.mock.parquet", idx)))
+	}
+	if err != nil {
+		return MediaRun{}, nil, err
+	}
+	mem := &record.Memory{}
+	began := time.Now()
+	h, canceled, err := replayMedia(ctx, p, turns, m.URL(), cfg.Model, mem)
+	wall := time.Since(began)
+	log, _, _, stopErr := m.Stop()
+	if err != nil {
+		return MediaRun{}, nil, err
+	}
+	if stopErr != nil {
+		return MediaRun{}, nil, stopErr
+	}
+	if canceled != "" {
+		return MediaRun{}, nil, fmt.Errorf("media step %d: the replay was cut short: %s", idx, canceled)
+	}
+	var text []trace.Record
+	var sends []int64
+	r := MediaRun{LagP99Ns: h.DispatchLagP99Ns, WallSeconds: wall.Seconds()}
+	if h.WallSeconds > 0 {
+		r.ClientCores = h.CPUSeconds / h.WallSeconds
+	}
+	for _, rec := range mem.Records() {
+		if !strings.HasPrefix(rec.ConversationID, mprefix) {
+			text = append(text, rec)
+			continue
+		}
+		r.MediaSent++
+		r.MediaBodyBytes += rec.RequestBytes
+		if rec.ErrorKind != trace.ErrNone {
+			r.MediaErrors++
+		}
+		if rec.WriteStartNs > 0 && rec.SentNs >= rec.WriteStartNs {
+			sends = append(sends, rec.SentNs-rec.WriteStartNs)
+		}
+	}
+	slices.Sort(sends)
+	r.SendP50Ns, r.SendP99Ns, r.SendMaxNs = quantile(sends, 0.5), quantile(sends, 0.99), quantile(sends, 1)
+	j := Join(text, mem.RunMeta().StartMonoNs, log, p.prefix) // the text streams' entries only
+	r.Matched, r.EventsServer, r.Errors = j.Matched(), j.EventsServer, j.Errors
+	r.TTFTInflP50Ns = quantile(j.FirstDiffs, 0.5)
+	return r, j.Diffs, nil
+}
+
+// mediaTimeout bounds a media run past the text streams' span: the mock
+// decodes every image before it answers, and on a small machine a
+// thousand images of megabytes queue there for minutes.
+const mediaTimeout = 8 * time.Minute
+
+// replayMedia is replayInto with room for the media requests' answers:
+// the run is bounded by the streams' span plus mediaTimeout.
+func replayMedia(ctx context.Context, p plan, turns []trace.Turn, target, model string, mem *record.Memory) (trace.Health, string, error) {
+	res, err := replay.Record(ctx, replay.Config{
+		Targets: []string{target}, Model: model,
+		IgnoreEOS: true, ContinuousUsage: "on",
+		IdleTimeout: 2 * time.Minute, ReadyTimeout: 10 * time.Second,
+		BenchmarkTimeout: p.span() + mediaTimeout, StampMode: p.step.Stamp,
+		Command: "tracekit calibrate (media, " + p.step.Name() + ")",
+	}, replay.NewMemorySource(traceMeta, turns), replay.Into(mem))
+	var cfgErr *replay.ConfigError
+	if errors.As(err, &cfgErr) {
+		return trace.Health{}, "", fmt.Errorf("preparing the replay: %w", cfgErr.Err)
+	}
+	if err != nil {
+		return trace.Health{}, "", fmt.Errorf("replaying the media step: %w", err)
+	}
+	if res == nil || res.Meta.Health == nil {
+		return trace.Health{}, "", errors.New("the media step's replay did not start")
+	}
+	return *res.Meta.Health, res.Canceled, nil
+}
