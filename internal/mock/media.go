@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"time"
 
@@ -46,10 +47,26 @@ type mediaItem struct {
 type mediaFetcher struct {
 	client   *http.Client
 	maxBytes int64
+	// probes bounds the items decoded at once: an image is decoded to
+	// pixels to check it (several times its encoded size), and a thousand
+	// large images arriving together would hold them all at once.
+	probes chan struct{}
 }
 
 func newMediaFetcher(timeout time.Duration, maxBytes int64) *mediaFetcher {
-	return &mediaFetcher{client: &http.Client{Timeout: timeout}, maxBytes: maxBytes}
+	return &mediaFetcher{client: &http.Client{Timeout: timeout}, maxBytes: maxBytes,
+		probes: make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))}
+}
+
+// probe is media.Probe of b, once a decoding slot is free (or ctx ends).
+func (f *mediaFetcher) probe(ctx context.Context, b []byte) (media.Info, error) {
+	select {
+	case f.probes <- struct{}{}:
+	case <-ctx.Done():
+		return media.Info{}, ctx.Err()
+	}
+	defer func() { <-f.probes }()
+	return media.Probe(b)
 }
 
 func (f *mediaFetcher) fetch(ctx context.Context, url string) ([]byte, error) {
@@ -146,7 +163,7 @@ func (f *mediaFetcher) resolveMedia(ctx context.Context, refs []mediaRef) ([]med
 		if r.format != "" && r.format != "wav" {
 			return nil, invalid(r.param, "%s: audio format %q is not read by the mock (wav is)", r.where, r.format)
 		}
-		info, err := media.Probe(b)
+		info, err := f.probe(ctx, b)
 		if err != nil {
 			return nil, invalid(r.param, "%s: %v", r.where, err)
 		}
