@@ -15,9 +15,9 @@ import (
 	"github.com/tracekit/tracekit/trace"
 )
 
-// rxPair dials a loopback listener and returns the client side wrapped
-// as a Conn (split or not), the accepted server side and the Source.
-func rxPair(t *testing.T, split bool) (*Conn, net.Conn, *Source) {
+// tcpPair dials a loopback listener and returns both ends, closed when
+// the test ends.
+func tcpPair(t *testing.T) (client, server net.Conn) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -30,8 +30,18 @@ func rxPair(t *testing.T, split bool) (*Conn, net.Conn, *Source) {
 	}
 	srv, err := ln.Accept()
 	if err != nil {
+		nc.Close()
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { nc.Close(); srv.Close() })
+	return nc, srv
+}
+
+// rxPair dials a loopback listener and returns the client side wrapped
+// as a Conn (split or not), the accepted server side and the Source.
+func rxPair(t *testing.T, split bool) (*Conn, net.Conn, *Source) {
+	t.Helper()
+	nc, srv := tcpPair(t)
 	mode := trace.StampKernel
 	if split {
 		mode = trace.StampKernelOffset

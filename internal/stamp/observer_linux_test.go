@@ -3,7 +3,6 @@
 package stamp
 
 import (
-	"net"
 	"os"
 	"strings"
 	"testing"
@@ -28,20 +27,7 @@ func TestObserverNeedsObserverMain(t *testing.T) {
 	}
 	// Its connections are read as in kernel mode: through recvmsg, whole
 	// (a write that sent two events on loopback is one read, not cut).
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	nc, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	nc, srv := tcpPair(t)
 	rx := st.Wrap(nc, false)
 	if rx == nil {
 		t.Fatalf("not read with kernel stamps: %+v", st.Meta())

@@ -4,7 +4,6 @@ package stamp
 
 import (
 	"io"
-	"net"
 	"runtime"
 	"strings"
 	"testing"
@@ -85,20 +84,7 @@ func TestWatchSwitchesObserverOff(t *testing.T) {
 	}
 	// A connection opened after the switch-off reads with kernel stamps
 	// and is not counted as one that failed to join.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	nc, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	peer, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer peer.Close()
+	nc, peer := tcpPair(t)
 	c2 := st.Wrap(nc, false)
 	if c2 == nil {
 		t.Fatal("not wrapped")
