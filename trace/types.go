@@ -582,8 +582,8 @@ type RunStamps struct {
 	// observer process got (SCHED_FIFO, a nice value, or normal).
 	ObserverPriority string `json:"observer_priority,omitempty"`
 	// ObserverOffNs, when not 0, is how long after the run's stamps began
-	// kernel-offset switched its observer off because it took more of the
-	// client's CPU than it may (the note says how much): reads after it
+	// kernel-offset switched its observer off because it could not keep up
+	// (busy nearly all the time; the note says how busy): reads after it
 	// have kernel stamps.
 	ObserverOffNs int64 `json:"observer_off_ns,omitempty"`
 }

@@ -43,8 +43,8 @@
 // closing the pair ends the child.
 //
 // Standing down (watch.go): a client that may run on one CPU only starts
-// no observer (it could only take the reader's CPU), and one that takes
-// more than a quarter of the client's CPUs for two seconds running is
+// no observer (it could only take the reader's CPU), and one busy more
+// than 90% of the time for two seconds running (it cannot keep up) is
 // switched off (trace.RunStamps.ObserverOffNs); the connections read on
 // with kernel stamps.
 //
