@@ -40,7 +40,7 @@ METRIC>CHANGE or METRIC<CHANGE, CHANGE relative to A with a % sign
 and exits 1 when any is met (a regression), 2 when one is malformed. It is
 a threshold on one run against one run, not a test of significance.
 
-Either side may be a run set: the -o name given to replay --num-runs, which
+Either side may be a run set: the -o name given to replay --repeat, which
 stands for its OUT-1..OUT-N (a single recording is a set of one). compare
 then prints each metric's mean across runs ± the half width of its
 --confidence interval, and the gate compares the means. With --beyond-ci a
@@ -50,7 +50,7 @@ B's is below the lower end of A's.`,
 		Example: `  tracekit compare baseline.parquet candidate.parquet --percentiles 50,99
   tracekit compare base.parquet new.parquet --fail-on 'ttft.p99>+10%,itl.median>+5%,output_throughput<-5%'
   tracekit compare sweep-before/ sweep-after/
-  tracekit compare base.parquet new.parquet --fail-on 'ttft.p99>+10%' --beyond-ci   # sets from replay --num-runs`,
+  tracekit compare base.parquet new.parquet --fail-on 'ttft.p99>+10%' --beyond-ci   # sets from replay --repeat`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			gate, err := analyze.ParseGate(failOn)
@@ -81,7 +81,7 @@ B's is below the lower end of A's.`,
 				return compareRunSets(cmd, args, sets, opts, gate, runsGate{confidence: confidence, beyondCI: beyondCI, verdict: verdictPath})
 			}
 			if beyondCI {
-				return badInput(fmt.Errorf("--beyond-ci needs a run set on one side at least (the -o name of replay --num-runs); %s and %s are single runs", args[0], args[1]))
+				return badInput(fmt.Errorf("--beyond-ci needs a run set on one side at least (the -o name of replay --repeat); %s and %s are single runs", args[0], args[1]))
 			}
 			var runs [2]*analyze.Summary
 			for i, arg := range args {
