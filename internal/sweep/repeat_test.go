@@ -1,0 +1,63 @@
+package sweep
+
+import (
+	"context"
+	"math"
+	"testing"
+)
+
+// A repeated step against a fake whose runs differ: counts add up, rates
+// and latencies are the means, an objective holds only when every run met
+// it, the step passes only when every run passed, and a run stopped early
+// ends the step there.
+func TestRepeatStepperCombines(t *testing.T) {
+	runs := []StepResult{
+		{Requests: 10, Completed: 10, Errors: 0, Good: 10, Throughput: 10, OutputThroughput: 100, TTFT: Dist{P99: 100},
+			Checks: []Check{{Metric: "ttft", P: 99, ValueMs: 100, Samples: 10, Met: true}}, Pass: true, Verdict: "pass"},
+		{Requests: 10, Completed: 9, Errors: 1, Good: 8, Throughput: 12, OutputThroughput: 120, TTFT: Dist{P99: 300},
+			Checks: []Check{{Metric: "ttft", P: 99, ValueMs: 300, Samples: 10, Met: false}}, Pass: false, Verdict: "fail",
+			Reasons: []string{"ttft p99 300 ms > 200 ms"}},
+		{Requests: 10, Completed: 10, Good: 10, Throughput: 14, OutputThroughput: 140, TTFT: Dist{P99: 110},
+			Checks: []Check{{Metric: "ttft", P: 99, ValueMs: 110, Samples: 10, Met: true}}, Pass: true, Verdict: "pass"},
+	}
+	var got []int
+	inner := StepFunc(func(_ context.Context, spec StepSpec) (StepResult, error) {
+		got = append(got, spec.Run)
+		return runs[spec.Run-1], nil
+	})
+	rs := &RepeatStepper{Inner: inner, Runs: 3, Confidence: 0.95}
+	res, err := rs.Step(context.Background(), StepSpec{Index: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[0] != 1 || got[2] != 3 {
+		t.Fatalf("runs asked for: %v", got)
+	}
+	if res.Requests != 30 || res.Errors != 1 || res.Good != 28 || math.Abs(res.ErrorRate-1.0/30) > 1e-12 || math.Abs(res.GoodFraction-28.0/30) > 1e-12 {
+		t.Errorf("counts: %+v", res)
+	}
+	if res.Throughput != 12 || res.OutputThroughput != 120 || res.TTFT.P99 != 170 {
+		t.Errorf("means: throughput %g output %g ttft p99 %g", res.Throughput, res.OutputThroughput, res.TTFT.P99)
+	}
+	if c := res.Checks[0]; c.Met || c.ValueMs != 170 || c.Samples != 30 {
+		t.Errorf("check %+v: want the mean value, every sample, and not met (run 2 missed it)", c)
+	}
+	if res.Pass || res.Verdict != "fail" || len(res.Reasons) != 1 || res.Reasons[0] != "run 2: ttft p99 300 ms > 200 ms" {
+		t.Errorf("verdict: pass %v %q %v", res.Pass, res.Verdict, res.Reasons)
+	}
+	// t(0.975, 2) = 4.302653, sd of 10, 12, 14 = 2.
+	half := 4.302653 * 2 / math.Sqrt(3)
+	if r := res.Repeat; r == nil || r.Runs != 3 || math.Abs(r.Throughput.CILow-(12-half)) > 1e-5 || math.Abs(r.Throughput.CIHigh-(12+half)) > 1e-5 {
+		t.Errorf("interval: %+v", res.Repeat)
+	}
+
+	runs[1].Stopped = "ttft p99 certain to fail"
+	got = nil
+	res, err = rs.Step(context.Background(), StepSpec{Index: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || res.Repeat.Runs != 2 || res.Stopped != "run 2: ttft p99 certain to fail" {
+		t.Errorf("after a run stopped early: runs %v, repeat %+v, stopped %q", got, res.Repeat, res.Stopped)
+	}
+}
