@@ -168,3 +168,15 @@ func TestResultSchemaRefusesUnknownKeys(t *testing.T) {
 		t.Errorf("the output, decoded and encoded again: %v", err)
 	}
 }
+
+// calibrate --json, a tiny in-process ladder: the report it writes is
+// what the schema's calibrate definition says (runCLI validates it).
+func TestCalibrateJSONMatchesSchema(t *testing.T) {
+	js := filepath.Join(t.TempDir(), "cal.json")
+	if stdout, stderr, code := runCLI(t, "calibrate", "--mock", "inprocess", "--streams", "4", "--duration", "300ms", "--json", js); code != ExitOK && code != ExitFailed {
+		t.Fatalf("calibrate: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(js); err != nil {
+		t.Fatalf("calibrate wrote no JSON: %v", err)
+	}
+}

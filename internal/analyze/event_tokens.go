@@ -18,8 +18,8 @@ import (
 // counts come from tokenizing the text). Nil in a Summary without decode
 // events.
 type EventTokens struct {
-	Events int64 `json:"events"`
-	Tokens int64 `json:"tokens"`
+	Events int64 `json:"events"` // decode events counted
+	Tokens int64 `json:"tokens"` // output tokens they carried
 	// Mean is Tokens / Events; Max the most tokens one event carried.
 	Mean float64 `json:"mean"`
 	Max  int32   `json:"max"`
@@ -29,13 +29,14 @@ type EventTokens struct {
 	Percentiles []ValuePct `json:"percentiles"`
 	// Counts are the events by the tokens they carried, ascending.
 	Counts []EventTokenCount `json:"counts"`
-	Exact  bool              `json:"exact"`
+	// Exact: every counted request's tokens came from the server's usage.
+	Exact bool `json:"exact"`
 }
 
 // EventTokenCount is how many decode events carried Tokens tokens.
 type EventTokenCount struct {
-	Tokens int32 `json:"tokens"`
-	Events int64 `json:"events"`
+	Tokens int32 `json:"tokens"` // tokens carried
+	Events int64 `json:"events"` // decode events that carried that many
 }
 
 // eventTokenCounts accumulates decode events by their token count.

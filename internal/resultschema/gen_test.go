@@ -23,14 +23,15 @@ type generator struct {
 	root    string                       // repository root
 	docs    map[string]map[string]string // package path -> "Type" or "Type.Field" -> comment
 	defs    map[string]any               // $defs by name
-	extra   map[string]string            // "Type.json_key" -> description for fields without a comment
+	extra   map[string]string            // "package.Type.json_key" -> description for fields without a comment
 	missing []string                     // properties left without a description
+	used    map[string]bool              // the extra entries used
 	special map[reflect.Type]func(g *generator) any
 }
 
 func newGenerator(root string) *generator {
 	return &generator{root: root, docs: map[string]map[string]string{}, defs: map[string]any{},
-		extra: fieldDocs, special: map[reflect.Type]func(*generator) any{}}
+		extra: fieldDocs, used: map[string]bool{}, special: map[reflect.Type]func(*generator) any{}}
 }
 
 // pkgDocs parses the non-test Go files of the package at path and returns
@@ -72,10 +73,10 @@ func (g *generator) pkgDocs(path string) map[string]string {
 					continue
 				}
 				// A field without a comment of its own, in a block of
-				// fields (no blank line between) under a comment, is
-				// described by that comment: Go comments often describe
-				// a group ("Truncated counts ...; TruncatedCompleted
-				// those of them ...").
+				// fields (no blank line between) under a comment that
+				// names it, is described by that comment: Go comments
+				// often describe a group ("Truncated counts ...;
+				// TruncatedCompleted those of them ...").
 				group, prevLine := "", -1
 				for _, fl := range st.Fields.List {
 					start := fset.Position(fl.Pos()).Line
@@ -90,17 +91,28 @@ func (g *generator) pkgDocs(path string) map[string]string {
 					if c := oneLine(fl.Comment.Text()); c != "" {
 						text = strings.TrimSpace(text + " " + c)
 					}
-					if text == "" {
-						text = group
-					}
 					for _, n := range fl.Names {
-						d[ts.Name.Name+"."+n.Name] = text
+						t := text
+						if t == "" && mentions(group, n.Name) {
+							t = group
+						}
+						d[ts.Name.Name+"."+n.Name] = t
 					}
 				}
 			}
 		}
 	}
 	return d
+}
+
+// mentions reports whether doc names the identifier name as a word.
+func mentions(doc, name string) bool {
+	for _, w := range strings.FieldsFunc(doc, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		if w == name {
+			return true
+		}
+	}
+	return false
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
@@ -202,8 +214,9 @@ func (g *generator) fields(owner, t reflect.Type, props map[string]any, required
 			}
 		}
 		desc := docs[t.Name()+"."+f.Name]
-		if d, ok := g.extra[t.Name()+"."+name]; ok {
+		if d, ok := g.extra[defName(t)+"."+name]; ok {
 			desc = d
+			g.used[defName(t)+"."+name] = true
 		}
 		if desc == "" {
 			// No comment on the field or its block: the type's own

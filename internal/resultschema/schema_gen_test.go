@@ -51,6 +51,11 @@ func generate(t *testing.T) []byte {
 		sort.Strings(g.missing)
 		t.Errorf("%d keys without a description (comment the Go field or add to fieldDocs):\n%s", len(g.missing), strings.Join(g.missing, "\n"))
 	}
+	for k := range fieldDocs {
+		if !g.used[k] {
+			t.Errorf("fieldDocs describes %s, a key no result has", k)
+		}
+	}
 	defs := map[string]any{}
 	for k, v := range g.defs {
 		defs[k] = v

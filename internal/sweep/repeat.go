@@ -40,22 +40,27 @@ var _ Stepper = (*RepeatStepper)(nil)
 // confidence interval of their mean (Student's t, runs - 1 degrees of
 // freedom), and with the recordings the run set's every metric.
 type StepRuns struct {
-	Runs             int             `json:"runs"`
-	Confidence       float64         `json:"confidence"`
-	Throughput       RunInterval     `json:"throughput"`
-	OutputThroughput RunInterval     `json:"output_throughput"`
-	Set              *analyze.RunSet `json:"set,omitempty"`
+	Runs       int     `json:"runs"`       // runs made (fewer than --repeat when one stopped early)
+	Confidence float64 `json:"confidence"` // confidence level of the intervals (--confidence)
+	// Throughput is the steady throughput (requests/s) of each run;
+	// OutputThroughput the output tokens per second.
+	Throughput       RunInterval `json:"throughput"`
+	OutputThroughput RunInterval `json:"output_throughput"`
+	// Set is the runs' recordings analyzed as a run set (analyze --runs):
+	// every metric's mean and interval; absent with a single run.
+	Set *analyze.RunSet `json:"set,omitempty"`
 }
 
 // RunInterval is one figure over the runs: each run's value, their mean,
 // sample standard deviation and the confidence interval of the mean (the
 // mean itself on both ends with one run).
 type RunInterval struct {
-	Values []float64 `json:"values"`
-	Mean   float64   `json:"mean"`
-	Std    float64   `json:"std"`
-	CILow  float64   `json:"ci_low"`
-	CIHigh float64   `json:"ci_high"`
+	Values []float64 `json:"values"` // each run's, in run order
+	Mean   float64   `json:"mean"`   // mean of values
+	Std    float64   `json:"std"`    // sample standard deviation (N-1)
+	// CILow and CIHigh bound the mean: mean ± t(1-α/2, N-1)·std/√N.
+	CILow  float64 `json:"ci_low"`
+	CIHigh float64 `json:"ci_high"`
 }
 
 // interval is the RunInterval of vs at confidence conf.
