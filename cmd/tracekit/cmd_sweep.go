@@ -75,9 +75,9 @@ its metrics is within its threshold, as vLLM's --goodput) is reported, and requi
 
 --repeat N runs every step N times (--run-cooldown between runs,
 --reset-prefix-cache before each): a step's figures are the means across its
-runs, with the confidence interval of the steady and output throughput
-(Student's t, N-1 degrees of freedom); an objective holds only when it held
-in every run. The runs are STEP-1.parquet ... STEP-N.parquet, a run set that
+runs (an objective is judged on the mean of the runs' percentiles, the client's
+health on the worst run), with the confidence interval of the steady and
+output throughput (Student's t, N-1 degrees of freedom). The runs are STEP-1.parquet ... STEP-N.parquet, a run set that
 analyze and compare take by the name STEP.parquet (STEP.html is its report).
 
 Ctrl-C keeps every finished step and writes the summary so far (exit 130).

@@ -14,13 +14,14 @@ import (
 )
 
 // RepeatStepper runs every step Runs times (sweep --repeat), Cooldown
-// apart, and makes the step's result of the runs: the curve and the
-// search read the means across runs. Counts are summed (so the error rate
-// is over every run's requests), rates and latency statistics are the
-// means of the runs', an SLO objective is met only when every run met it
-// (a load holds only if it holds run after run), and the step passes only
-// when every run passed. A run stopped early or interrupted ends the step
-// with the runs so far. With Dir set (the inner stepper a ReplayStepper
+// apart, and makes the step's result of the runs, which the sweep then
+// judges (Criteria.Judge) like any step: the curve and the search read
+// the means across runs. Counts are summed (so the error rate and the
+// goodput are over every run's requests), rates and latency statistics
+// (the SLO objectives' percentiles among them) are the means of the
+// runs', and the client health figures are the worst run's, so one run
+// the client distorted marks the step distorted. A run stopped early or
+// interrupted ends the step with the runs so far. With Dir set (the inner stepper a ReplayStepper
 // writing there), the runs' recordings STEP-1.parquet ... are analyzed
 // together as a run set (analyze --runs): StepRuns.Set, and the set's
 // HTML report STEP.html.
@@ -86,7 +87,7 @@ func interval(vs []float64, conf float64) RunInterval {
 // Step runs spec's load Runs times and combines the runs.
 func (r *RepeatStepper) Step(ctx context.Context, spec StepSpec) (StepResult, error) {
 	var runs []StepResult
-	for i := 1; i <= r.Runs; i++ {
+	for i := 1; i <= r.Runs && ctx.Err() == nil; i++ {
 		if i > 1 && r.Cooldown > 0 {
 			t := time.NewTimer(r.Cooldown)
 			select {
@@ -110,6 +111,10 @@ func (r *RepeatStepper) Step(ctx context.Context, spec StepSpec) (StepResult, er
 		}
 	}
 	res := combineRuns(runs, r.Confidence)
+	if ctx.Err() != nil && len(runs) < r.Runs {
+		res.Interrupted = true
+		res.Notes = append(res.Notes, fmt.Sprintf("interrupted after %d of %d runs", len(runs), r.Runs))
+	}
 	if r.Dir != "" && len(runs) > 1 {
 		if err := r.runSet(&res, spec); err != nil {
 			return res, err
@@ -176,7 +181,7 @@ func combineRuns(runs []StepResult, conf float64) StepResult {
 		}
 	}
 	res.Requests, res.Completed, res.Failed, res.Canceled, res.Errors, res.Good = 0, 0, 0, 0, 0, 0
-	res.Notes, res.Reasons, res.HealthWarnings, res.Distortions = nil, nil, nil, nil
+	res.Notes, res.HealthWarnings = nil, nil
 	var tput, out []float64
 	for i := range runs {
 		r := &runs[i]
@@ -191,22 +196,12 @@ func combineRuns(runs []StepResult, conf float64) StepResult {
 		for _, s := range r.Notes {
 			res.Notes = append(res.Notes, prefix+s)
 		}
-		for _, s := range r.Reasons {
-			res.Reasons = append(res.Reasons, prefix+s)
-		}
 		for _, s := range r.HealthWarnings {
 			res.HealthWarnings = append(res.HealthWarnings, prefix+s)
 		}
-		for _, s := range r.Distortions {
-			res.Distortions = append(res.Distortions, prefix+s)
-		}
-		res.Distorted = res.Distorted || r.Distorted
 		res.Interrupted = res.Interrupted || r.Interrupted
 		if res.Stopped == "" && r.Stopped != "" {
 			res.Stopped = prefix + r.Stopped
-		}
-		if !r.Pass && res.Pass {
-			res.Pass, res.Verdict = false, r.Verdict
 		}
 	}
 	if res.Requests > 0 {
@@ -220,10 +215,17 @@ func combineRuns(runs []StepResult, conf float64) StepResult {
 	res.TotalTokenThroughput = mean(func(r *StepResult) float64 { return r.TotalTokenThroughput })
 	res.Throughput = mean(func(r *StepResult) float64 { return r.Throughput })
 	res.RequestGoodput = mean(func(r *StepResult) float64 { return r.RequestGoodput })
-	res.DispatchLagP99Ms = mean(func(r *StepResult) float64 { return r.DispatchLagP99Ms })
-	res.SchedLatP99Ms = mean(func(r *StepResult) float64 { return r.SchedLatP99Ms })
-	res.SendDelayP99Ms = mean(func(r *StepResult) float64 { return r.SendDelayP99Ms })
-	res.ClientCPU = mean(func(r *StepResult) float64 { return r.ClientCPU })
+	worst := func(f func(*StepResult) float64) float64 {
+		w := math.Inf(-1)
+		for i := range runs {
+			w = math.Max(w, f(&runs[i]))
+		}
+		return w
+	}
+	res.DispatchLagP99Ms = worst(func(r *StepResult) float64 { return r.DispatchLagP99Ms })
+	res.SchedLatP99Ms = worst(func(r *StepResult) float64 { return r.SchedLatP99Ms })
+	res.SendDelayP99Ms = worst(func(r *StepResult) float64 { return r.SendDelayP99Ms })
+	res.ClientCPU = worst(func(r *StepResult) float64 { return r.ClientCPU })
 	res.WallS = 0
 	for i := range runs {
 		res.WallS += runs[i].WallS
@@ -235,15 +237,15 @@ func combineRuns(runs []StepResult, conf float64) StepResult {
 	res.Checks = append([]Check(nil), runs[0].Checks...)
 	for k := range res.Checks {
 		c := &res.Checks[k]
-		c.ValueMs, c.Samples, c.Met = 0, 0, true
+		c.ValueMs, c.Samples = 0, 0
 		for i := range runs {
 			if k < len(runs[i].Checks) {
 				rc := runs[i].Checks[k]
 				c.ValueMs += rc.ValueMs / n
 				c.Samples += rc.Samples
-				c.Met = c.Met && rc.Met
 			}
 		}
+		c.Met = c.Samples > 0 && c.ValueMs <= c.ThresholdMs
 	}
 	res.Repeat = &StepRuns{Runs: len(runs), Confidence: conf, Throughput: interval(tput, conf), OutputThroughput: interval(out, conf)}
 	return res
