@@ -17,11 +17,15 @@ import (
 )
 
 // runCLI runs one tracekit command line in this process, as main would,
-// and returns its stdout, stderr and exit code.
+// and returns its stdout, stderr and exit code. Every JSON result the
+// command wrote is checked against the result schema (checkResults).
 func runCLI(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
+	outputs := resultOutputs(args)
+	before := statAll(outputs)
 	var out, errb bytes.Buffer
 	code := run(args, &out, &errb)
+	checkResults(t, outputs, before)
 	return out.String(), errb.String(), code
 }
 

@@ -103,7 +103,7 @@ tokens for the generating APIs; latency, requests, input tokens and items
 per second for embeddings, rerank and score.
 
 --runs treats each recording as one run of a repeated benchmark (the -o name
-of replay --num-runs stands for its OUT-1..OUT-N) and reports, per metric,
+of replay --repeat stands for its OUT-1..OUT-N, and implies --runs) and reports, per metric,
 the mean across runs, the sample standard deviation, the coefficient of
 variation and the confidence interval of the mean (Student's t with N-1
 degrees of freedom, as AIPerf's multi-run report); --json and --html then
@@ -120,7 +120,7 @@ hold that aggregate.`,
 				return badInput(err)
 			}
 			opts.ServerMetrics = serverMetrics
-			if runs {
+			if runs || namesRunSet(args) {
 				return analyzeRunSet(cmd, args, opts, confidence, runSetOutputs{json: jsonPath, html: htmlPath, quiet: quiet, perRequest: perReq})
 			}
 			paths, skipped, err := analyze.ExpandRuns(args)

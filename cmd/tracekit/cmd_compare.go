@@ -41,7 +41,7 @@ METRIC>CHANGE or METRIC<CHANGE, CHANGE relative to A with a % sign
 and exits 1 when any is met (a regression), 2 when one is malformed. It is
 a threshold on one run against one run, not a test of significance.
 
-Either side may be a run set: the -o name given to replay --num-runs, which
+Either side may be a run set: the -o name given to replay --repeat, which
 stands for its OUT-1..OUT-N (a single recording is a set of one). compare
 then prints each metric's mean across runs ± the half width of its
 --confidence interval, and the gate compares the means. With --beyond-ci a
@@ -54,7 +54,7 @@ chart of each run's median and P99.`,
 		Example: `  tracekit compare baseline.parquet candidate.parquet --percentiles 50,99
   tracekit compare base.parquet new.parquet --fail-on 'ttft.p99>+10%,itl.median>+5%,output_throughput<-5%'
   tracekit compare sweep-before/ sweep-after/
-  tracekit compare base.parquet new.parquet --fail-on 'ttft.p99>+10%' --beyond-ci   # sets from replay --num-runs`,
+  tracekit compare base.parquet new.parquet --fail-on 'ttft.p99>+10%' --beyond-ci   # sets from replay --repeat`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			gate, err := analyze.ParseGate(failOn)
@@ -88,7 +88,7 @@ chart of each run's median and P99.`,
 				return badInput(fmt.Errorf("--html writes the comparison of run sets (the -o name of replay --num-runs); %s and %s are single runs: analyze --html reports each", args[0], args[1]))
 			}
 			if beyondCI {
-				return badInput(fmt.Errorf("--beyond-ci needs a run set on one side at least (the -o name of replay --num-runs); %s and %s are single runs", args[0], args[1]))
+				return badInput(fmt.Errorf("--beyond-ci needs a run set on one side at least (the -o name of replay --repeat); %s and %s are single runs", args[0], args[1]))
 			}
 			var runs [2]*analyze.Summary
 			for i, arg := range args {

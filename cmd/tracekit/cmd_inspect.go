@@ -32,7 +32,8 @@ for a trace, rows, conversations, turns per conversation, token statistics,
 think times, time span, arrival rates and burstiness, and metadata; for a
 recording, requests, errors by kind, events, time span and run metadata;
 for a trace's media file (trace.parquet.media, also shown with its trace),
-its items and bytes by kind.
+its items and bytes by kind. The -o name of a replay --repeat set stands
+for its runs: each is summarised.
 
 Burstiness of starts and arrivals: the gamma shape of the gaps
 (mean^2/variance, vLLM's --burstiness: 1 Poisson, <1 burstier, >1 more
@@ -42,38 +43,50 @@ mean gaps, the trace's own time scale, and per second of replay time at
 		Example: "  tracekit inspect trace.parquet\n  tracekit inspect recording.parquet",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			path, w := args[0], cmd.OutOrStdout()
 			if !(speed > 0) || math.IsInf(speed, 0) {
 				return badInput(fmt.Errorf("--speed %g: want a time compression above 0 (replay's --speed)", speed))
 			}
-			s, err := trace.SummarizeTraceAt(path, speed)
-			if err == nil {
-				printTraceSummary(w, path, s)
-				return nil
-			}
-			if !errors.Is(err, trace.ErrWrongFormat) {
-				return badInput(err)
-			}
-			if ms, merr := trace.OpenMediaFile(path); merr == nil {
-				printMediaFile(w, "media file "+path, ms)
-				ms.Close()
-				return nil
-			} else if !errors.Is(merr, trace.ErrWrongFormat) && !errors.Is(merr, fs.ErrNotExist) {
-				return badInput(merr)
-			}
-			rs, rerr := trace.SummarizeRecording(path)
-			if rerr != nil {
-				if errors.Is(rerr, trace.ErrWrongFormat) {
-					return badInput(fmt.Errorf("%s is neither a tracekit trace nor a recording: %w", path, rerr))
+			if set := analyze.FindRunSet(args[0]); len(set) > 0 {
+				for _, p := range set {
+					if err := inspectFile(cmd.OutOrStdout(), p, speed); err != nil {
+						return err
+					}
 				}
-				return badInput(rerr)
+				return nil
 			}
-			printRecordingSummary(w, path, rs)
-			return nil
+			return inspectFile(cmd.OutOrStdout(), args[0], speed)
 		},
 	}
 	cmd.Flags().Float64Var(&speed, "speed", 1, "a trace's arrival statistics at this replay speed (replay --speed)")
 	return cmd
+}
+
+// inspectFile prints the summary of the trace or recording at path.
+func inspectFile(w io.Writer, path string, speed float64) error {
+	s, err := trace.SummarizeTraceAt(path, speed)
+	if err == nil {
+		printTraceSummary(w, path, s)
+		return nil
+	}
+	if !errors.Is(err, trace.ErrWrongFormat) {
+		return badInput(err)
+	}
+	if ms, merr := trace.OpenMediaFile(path); merr == nil {
+		printMediaFile(w, "media file "+path, ms)
+		ms.Close()
+		return nil
+	} else if !errors.Is(merr, trace.ErrWrongFormat) && !errors.Is(merr, fs.ErrNotExist) {
+		return badInput(merr)
+	}
+	rs, rerr := trace.SummarizeRecording(path)
+	if rerr != nil {
+		if errors.Is(rerr, trace.ErrWrongFormat) {
+			return badInput(fmt.Errorf("%s is neither a tracekit trace nor a recording: %w", path, rerr))
+		}
+		return badInput(rerr)
+	}
+	printRecordingSummary(w, path, rs)
+	return nil
 }
 
 func printTraceSummary(w io.Writer, path string, s trace.TraceSummary) {

@@ -55,7 +55,8 @@ as they were, in-flight ones marked canceled with their partial events. A second
 Ctrl-C exits at once (tracekit recover then rebuilds the file from its journal).
 The API key is read from the environment (--api-key-env) and never written.
 
---num-runs N replays the trace N times (--run-cooldown between runs), each
+--repeat N (alias --num-runs) replays the trace N times (--run-cooldown
+between runs; --reset-prefix-cache resets before every run), each
 run its own complete recording OUT-1..OUT-N (run.parquet: run-1.parquet, ...),
 then prints per metric the mean across runs, the sample standard deviation and
 the --confidence interval of the mean (Student's t, N-1 degrees of freedom).
@@ -170,14 +171,15 @@ beside the output, verified, removed after).`,
 	f.DurationVar(&c.IdleConnTimeout, "idle-conn-timeout", replay.DefaultIdleConnTimeout, "never reuse a keep-alive connection idle longer than this (below the server's own limit: uvicorn closes after 5s)")
 	f.StringVar(&c.StampMode, "stamp", "", "how event arrivals are stamped: kernel-offset, kernel (SO_TIMESTAMPING receive stamps, Linux) or goroutine; default "+replay.DefaultStampMode+" where supported (the mode used is in the recording's metadata)")
 	f.BoolVar(&c.Insecure, "insecure", false, "accept any TLS certificate from an https:// target (self-signed test deployments)")
-	f.BoolVar(&c.ResetPrefixCache, "reset-prefix-cache", false, "POST /reset_prefix_cache to every target before the run")
+	f.BoolVar(&c.ResetPrefixCache, "reset-prefix-cache", false, "POST /reset_prefix_cache to every target before the run (before every run with --repeat)")
 	f.BoolVar(&c.NoProbe, "no-probe", false, "skip the tiny request that checks each target and the model before the clock starts (--continuous-usage auto is then off)")
 	f.StringVar(&dispatcher, "dispatcher", "precise", "precise (absolute CLOCK_MONOTONIC timerfd in Go's poller, adaptive early release and spin) or sleep (Go timers, for comparison)")
 	f.StringVar(&o.progress, "progress", "auto", "auto (a bar on a terminal, else a line every 10 s), bar, dashboard (live figures on a terminal, else the line), plain or none")
 	f.BoolVar(&o.noAnalyze, "no-analyze", false, "do not print the analysis at the end")
-	f.IntVar(&o.numRuns, "num-runs", 1, "run the whole trace N times, each its own recording OUT-1..OUT-N, then print each metric's mean and confidence interval across runs")
-	f.DurationVar(&o.runCooldown, "run-cooldown", 0, "with --num-runs: pause this long between runs")
-	f.Float64Var(&o.confidence, "confidence", analyze.DefaultConfidence, "with --num-runs: confidence level of the intervals across runs")
+	f.IntVar(&o.numRuns, "repeat", 1, "run the whole trace N times, each its own recording OUT-1..OUT-N, then print each metric's mean and confidence interval across runs (alias --num-runs)")
+	f.DurationVar(&o.runCooldown, "run-cooldown", 0, "with --repeat: pause this long between runs")
+	f.Float64Var(&o.confidence, "confidence", analyze.DefaultConfidence, "with --repeat: confidence level of the intervals across runs")
+	f.SetNormalizeFunc(repeatAlias)
 	d.register(f)
 	scrape.register(f, "target")
 	lf.register(f)

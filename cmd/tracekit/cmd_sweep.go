@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tracekit/tracekit/internal/analyze"
 	"github.com/tracekit/tracekit/internal/redact"
 	"github.com/tracekit/tracekit/internal/replay"
 	"github.com/tracekit/tracekit/internal/sweep"
@@ -40,6 +41,9 @@ type sweepFlags struct {
 	headers                           []string
 	temperature                       float64
 	scrape                            scrapeFlags
+	repeat                            int
+	runCooldown                       time.Duration
+	confidence                        float64
 }
 
 // newSweepCmd builds the sweep command and its compare subcommand.
@@ -68,6 +72,13 @@ percentile is at most its threshold; per-request goodput (a request is good when
 its metrics is within its threshold, as vLLM's --goodput) is reported, and required with
 --goodput-target. The search doubles the load until a step fails, then bisects to
 --resolution and reports the highest passing load with the two steps that bound it.
+
+--repeat N runs every step N times (--run-cooldown between runs,
+--reset-prefix-cache before each): a step's figures are the means across its
+runs (an objective is judged on the mean of the runs' percentiles, the client's
+health on the worst run), with the confidence interval of the steady and
+output throughput (Student's t, N-1 degrees of freedom). The runs are STEP-1.parquet ... STEP-N.parquet, a run set that
+analyze and compare take by the name STEP.parquet (STEP.html is its report).
 
 Ctrl-C keeps every finished step and writes the summary so far (exit 130).
 Exit codes: 0 done, 1 target unreachable or no step passed, 2 bad flags, 3 no step
@@ -123,7 +134,10 @@ dispatch lag, scheduler latency, send delay or CPU over --max-client-lag or
 	f.live.register(fl)
 	fl.IntVar(&c.Warmup, "warmup", 0, "the first N requests of every step are warm-up (not measured)")
 	fl.Uint64Var(&c.Seed, "seed", 0, "seed of the synthesized text, the same for every step")
-	fl.BoolVar(&c.ResetPrefixCache, "reset-prefix-cache", false, "POST /reset_prefix_cache to every target before every step")
+	fl.BoolVar(&c.ResetPrefixCache, "reset-prefix-cache", false, "POST /reset_prefix_cache to every target before every step (every run of a step with --repeat)")
+	fl.IntVar(&f.repeat, "repeat", 1, "run every step N times (STEP-1.parquet ... STEP-N.parquet, one run set): the curve and the search read the means across runs, with their confidence intervals")
+	fl.DurationVar(&f.runCooldown, "run-cooldown", 0, "with --repeat: pause this long between the runs of a step")
+	fl.Float64Var(&f.confidence, "confidence", analyze.DefaultConfidence, "with --repeat: confidence level of the intervals across runs")
 	fl.StringVar(&c.Model, "model", "", "model name (default: the first of the target's /v1/models)")
 	fl.StringVar(&enums.endpoint, "endpoint", string(replay.EndpointChat), "the API of turns whose trace names none: chat, completions, responses, messages, embeddings, rerank or score")
 	fl.StringVar(&f.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key (never recorded)")
@@ -350,9 +364,23 @@ func runSweep(cmd *cobra.Command, f sweepFlags, c replay.Config) error {
 		defer sl.stop()
 		o.StepView, o.StepDraws = sl.step, dashboard
 	}
+	if f.repeat < 1 {
+		return badInput(fmt.Errorf("--repeat %d: expected 1 or more", f.repeat))
+	}
+	if f.runCooldown < 0 {
+		return badInput(fmt.Errorf("--run-cooldown %s: expected a duration of 0 or more", f.runCooldown))
+	}
+	if err := checkConfidence(f.confidence); err != nil {
+		return err
+	}
 	st, err := sweep.NewReplayStepper(o)
 	if err != nil {
 		return badInput(err)
+	}
+	var stepper sweep.Stepper = st
+	if f.repeat > 1 {
+		stepper = &sweep.RepeatStepper{Inner: st, Runs: f.repeat, Cooldown: f.runCooldown, Confidence: f.confidence,
+			Dir: f.out, Options: sweep.AnalyzeOptions(crit.SLO)}
 	}
 	if s := plan.Search; s != nil {
 		s.Resolution = res
@@ -392,7 +420,7 @@ func runSweep(cmd *cobra.Command, f sweepFlags, c replay.Config) error {
 	cfg := sweep.Config{Plan: plan, Criteria: crit, RetryDistorted: f.retryDistorted,
 		Info: sweep.Info{Command: c.Command, Trace: c.Trace, Targets: c.Targets, TraceRate: st.TraceRate(), Setup: map[string]any{
 			"step_requests": f.stepRequests, "step_duration": f.stepDuration.String(), "warmup": c.Warmup, "seed": c.Seed,
-			"reset_prefix_cache": c.ResetPrefixCache, "early_stop": !f.noEarlyStop, "fixed": fixedNames(fixed)}},
+			"reset_prefix_cache": c.ResetPrefixCache, "early_stop": !f.noEarlyStop, "fixed": fixedNames(fixed), "repeat": f.repeat}},
 		OnStep: func(s *sweep.Summary) {
 			r := &s.Steps[len(s.Steps)-1]
 			fmt.Fprintf(stderr, "step %d %s: %s, %s req/s", r.Index, r.Load, strings.ToUpper(r.Verdict), fmtRate(r.Throughput))
@@ -408,7 +436,7 @@ func runSweep(cmd *cobra.Command, f sweepFlags, c replay.Config) error {
 				fmt.Fprintln(stderr, "warning:", err)
 			}
 		}}
-	sum, runErr := sweep.Run(ctx, st, cfg)
+	sum, runErr := sweep.Run(ctx, stepper, cfg)
 	if sum == nil {
 		return badInput(runErr)
 	}

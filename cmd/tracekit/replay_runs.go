@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/tracekit/tracekit/internal/analyze"
 	"github.com/tracekit/tracekit/internal/replay"
@@ -21,7 +22,7 @@ import (
 // ends the set with its exit code; the runs before it are complete.
 func runReplays(cmd *cobra.Command, c replay.Config, o replayOpts) error {
 	if o.numRuns < 1 {
-		return badInput(fmt.Errorf("--num-runs %d: expected 1 or more", o.numRuns))
+		return badInput(fmt.Errorf("--repeat %d: expected 1 or more", o.numRuns))
 	}
 	if o.runCooldown < 0 {
 		return badInput(fmt.Errorf("--run-cooldown %s: expected a duration of 0 or more", o.runCooldown))
@@ -36,7 +37,7 @@ func runReplays(cmd *cobra.Command, c replay.Config, o replayOpts) error {
 	for i := range paths {
 		paths[i] = analyze.RunPath(o.out, i+1)
 		if _, err := os.Stat(paths[i]); err == nil && !o.force {
-			return badInput(fmt.Errorf("%s exists (run %d of --num-runs %d): pass --force to replace it", paths[i], i+1, o.numRuns))
+			return badInput(fmt.Errorf("%s exists (run %d of --repeat %d): pass --force to replace it", paths[i], i+1, o.numRuns))
 		}
 	}
 	stderr := cmd.ErrOrStderr()
@@ -62,6 +63,15 @@ func runReplays(cmd *cobra.Command, c replay.Config, o replayOpts) error {
 		return nil // the recordings are complete; analyze --runs can retry
 	}
 	return rs.WriteText(cmd.OutOrStdout())
+}
+
+// repeatAlias makes --num-runs (the name vLLM's Rust benchmark client
+// gives it) the same flag as --repeat.
+func repeatAlias(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+	if name == "num-runs" {
+		name = "repeat"
+	}
+	return pflag.NormalizedName(name)
 }
 
 // cooldown waits d; SIGINT or SIGTERM ends it early with an error.

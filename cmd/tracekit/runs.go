@@ -11,7 +11,7 @@ import (
 
 // runSetPaths lists the runs named by args: each argument is one run (a
 // recording, or a glob whose matches are each one run), or the -o name a
-// replay --num-runs set was written under, which stands for its
+// replay --repeat set was written under, which stands for its
 // OUT-1..OUT-N.
 func runSetPaths(args []string) ([]string, error) {
 	var paths []string
@@ -27,6 +27,16 @@ func runSetPaths(args []string) ([]string, error) {
 		paths = append(paths, p...)
 	}
 	return paths, nil
+}
+
+// namesRunSet reports whether an argument is the -o name of a run set.
+func namesRunSet(args []string) bool {
+	for _, a := range args {
+		if len(analyze.FindRunSet(a)) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // aggregateRuns analyzes each path as one run and aggregates them.

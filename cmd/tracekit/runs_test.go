@@ -235,3 +235,64 @@ func TestCompareRunSetsHTMLPage(t *testing.T) {
 		t.Errorf("compare --html of two recordings: exit %d: %s", code, stderr)
 	}
 }
+
+// --repeat resets the prefix cache before every run of a set, not only the
+// first: against a caching mock each run of the set sees the cache of
+// its own requests only, so every request's cached tokens repeat run to
+// run; without the reset (and through the --num-runs alias) the second
+// run finds the first run's prompts cached. The set's -o name then
+// stands for its runs in analyze (no --runs needed) and inspect.
+func TestReplayRepeatResetsPrefixCacheEveryRun(t *testing.T) {
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "t.parquet")
+	if _, stderr, code := runCLI(t, "synth", "--conversations", "3", "--turns", "2", "--input-tokens", "300", "--output-tokens", "4",
+		"--rate", "0", "--seed", "3", "-o", tr); code != ExitOK {
+		t.Fatalf("synth: exit %d: %s", code, stderr)
+	}
+	caching := func(c *mock.Config) { c.Latency.PrefixCacheTokens = 1 << 20 }
+	srv := mocktest.Start(t, caching)
+	cached := func(out string, run int) (map[string]int32, int64) {
+		t.Helper()
+		recs, _, err := trace.ReadRecords(analyze.RunPath(out, run))
+		if err != nil || len(recs) != 6 {
+			t.Fatalf("run %d of %s: %d records, %v", run, out, len(recs), err)
+		}
+		m, sum := map[string]int32{}, int64(0)
+		for _, r := range recs {
+			m[r.RequestID] = r.CachedTokens
+			sum += int64(r.CachedTokens)
+		}
+		return m, sum
+	}
+	reset := filepath.Join(dir, "reset.parquet")
+	if _, stderr, code := runCLI(t, "replay", tr, "--target", srv.URL(), "-o", reset, "--repeat", "2", "--reset-prefix-cache",
+		"--max-concurrency", "1", "--progress", "none", "--no-probe", "--ignore-eos", "--no-analyze"); code != ExitOK {
+		t.Fatalf("replay --repeat 2 --reset-prefix-cache: exit %d: %s", code, stderr)
+	}
+	first, _ := cached(reset, 1)
+	second, _ := cached(reset, 2)
+	for id, n := range first {
+		if second[id] != n {
+			t.Errorf("%s: %d cached tokens in run 1, %d in run 2: the cache was not reset between runs", id, n, second[id])
+		}
+	}
+	kept := filepath.Join(dir, "kept.parquet")
+	srv = mocktest.Start(t, caching) // an empty cache
+	if _, stderr, code := runCLI(t, "replay", tr, "--target", srv.URL(), "-o", kept, "--num-runs", "2", "--reset-prefix-cache=false",
+		"--max-concurrency", "1", "--progress", "none", "--no-probe", "--ignore-eos", "--no-analyze"); code != ExitOK {
+		t.Fatalf("replay --num-runs 2: exit %d: %s", code, stderr)
+	}
+	_, sum1 := cached(kept, 1)
+	_, sum2 := cached(kept, 2)
+	if sum2 <= sum1 {
+		t.Errorf("without a reset run 2 found %d cached tokens, run 1 %d: want more (run 1's prompts cached)", sum2, sum1)
+	}
+	// The set's -o name in analyze and inspect.
+	if stdout, stderr, code := runCLI(t, "analyze", reset); code != ExitOK || !strings.Contains(stdout, "Run set: 2 runs") {
+		t.Errorf("analyze SET: exit %d: %s\n%s", code, stderr, stdout)
+	}
+	stdout, stderr, code := runCLI(t, "inspect", reset)
+	if code != ExitOK || !strings.Contains(stdout, analyze.RunPath(reset, 1)) || !strings.Contains(stdout, analyze.RunPath(reset, 2)) {
+		t.Errorf("inspect SET: exit %d: %s\n%s", code, stderr, stdout)
+	}
+}

@@ -44,6 +44,8 @@ type accumulator struct {
 	// distributions, so a run of one endpoint keeps one copy (endpoints.go).
 	epITL   map[string][2]*Dist
 	firstEP string
+	// eventTokens counts decode events by their tokens (event_tokens.go).
+	eventTokens eventTokenCounts
 }
 
 func newAccumulator(opts Options) *accumulator {
@@ -119,6 +121,7 @@ func (a *accumulator) add(r *trace.Record, file int) {
 	d["corrected_ttft"].Add(float64(q.CorrectedTTFTNs))
 	itl := a.endpointITL(q.Endpoint)
 	a.addEvents(r.EventNs, r.EventTokens, itl[0], itl[1])
+	a.eventTokens.add(r.EventTokens, r.TokensExact)
 	for i := 2; i < len(r.EventNs); i++ {
 		d["decode_itl"].Add(float64(r.EventNs[i] - r.EventNs[i-1]))
 	}

@@ -194,6 +194,7 @@ func (s *Summary) writeFigures(b *bufio.Writer) {
 	// (reasoning_from_usage, reasoning_counted): the text reads the same
 	// for a recording whose usage predates the reasoning column.
 	fmt.Fprintf(b, "%-40s %d reasoning, %d answer\n", "Output tokens:", f.TotalReasoningTokens, f.TotalAnswerTokens)
+	s.writeEventTokens(b)
 }
 
 // writeFiguresHTML writes the per-request figures as one table.
@@ -236,4 +237,5 @@ func (s *Summary) writeFiguresHTML(b *strings.Builder) {
 		row(d.name, d.unit, d.v.Count, d.v.Mean, d.v.Median, d.v.Max, ps)
 	}
 	b.WriteString("</table>\n")
+	s.writeEventTokensHTML(b)
 }

@@ -105,6 +105,9 @@ type Summary struct {
 
 	// Figures are the per-request figures beside vLLM's block (figures.go).
 	Figures RequestFigures `json:"per_request"`
+	// TokensPerEvent is the stream's tokens per decode event
+	// (event_tokens.go); nil without a decode event.
+	TokensPerEvent *EventTokens `json:"tokens_per_event,omitempty"`
 
 	Errors    []ErrorCount   `json:"errors_by_kind"`
 	Cache     CacheStats     `json:"cached_tokens"`
@@ -208,6 +211,7 @@ func (a *accumulator) finish(files []FileInfo) *Summary {
 	s.steady()
 	s.slices()
 	s.requestFigures(s.dists["decode_itl"])
+	s.TokensPerEvent = a.eventTokens.summary(s.Options.Percentiles)
 	return s
 }
 

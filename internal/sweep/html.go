@@ -328,6 +328,7 @@ func (s *Summary) WriteHTML(w io.Writer) error {
 	}
 	b.WriteString("</div>\n<h2>Steps</h2>\n")
 	s.writeStepTable(&b, "")
+	s.writeRepeatHTML(&b)
 	var text bytes.Buffer
 	if err := s.WriteText(&text); err != nil {
 		return err

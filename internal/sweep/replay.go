@@ -234,6 +234,9 @@ func (s *ReplayStepper) configure(spec StepSpec) (replay.Config, float64, error)
 	}
 	c.MaxRequests, c.Duration, c.BenchmarkTimeout = s.o.StepRequests, s.o.StepDuration, s.o.StepTimeout
 	c.Command = strings.TrimSpace(c.Command + fmt.Sprintf(" [sweep step %d: %s]", spec.Index, spec.Load))
+	if spec.Run > 0 {
+		c.Command = strings.TrimSuffix(c.Command, "]") + fmt.Sprintf(", run %d]", spec.Run)
+	}
 	offered := 0.0
 	if c.Speed != flatOut {
 		offered = c.Speed * s.traceRate
@@ -252,6 +255,9 @@ func (s *ReplayStepper) Step(ctx context.Context, spec StepSpec) (_ StepResult, 
 	defer func() { err = scrub.Error(err) }()
 	res := StepResult{Index: spec.Index, Load: spec.Load}
 	name := StepName(spec.Index, spec.Load)
+	if spec.Run > 0 { // run i of a repeated step: STEP-i, the set's runs
+		name += "-" + strconv.Itoa(spec.Run)
+	}
 	recPath, htmlPath := filepath.Join(s.o.Dir, name+".parquet"), filepath.Join(s.o.Dir, name+".html")
 	for _, p := range []string{recPath, record.JournalPath(recPath), htmlPath, trace.MetricsPath(recPath)} {
 		if _, err := os.Lstat(p); err == nil {
@@ -301,7 +307,11 @@ func (s *ReplayStepper) Step(ctx context.Context, spec StepSpec) (_ StepResult, 
 		stopProgress = func() { stopLines(); stopView() }
 		return sink, nil
 	}
-	s.logf("step %d (%s): %s%s", spec.Index, spec.Phase, spec.Load, offeredNote(offered, spec.Load.Axis))
+	run := ""
+	if spec.Run > 0 {
+		run = fmt.Sprintf(" run %d", spec.Run)
+	}
+	s.logf("step %d%s (%s): %s%s", spec.Index, run, spec.Phase, spec.Load, offeredNote(offered, spec.Load.Axis))
 	began := time.Now()
 	out, runErr := replay.Record(stepCtx, cfg, nil, open)
 	stopProgress()

@@ -296,6 +296,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 		fmt.Fprintf(b, "%4d %-20s %9s %9s %-20s %-20s %-20s %7s %7d %-18s %s%s\n", r.Index, r.Load.String(), rate(r.OfferedRate), rate(r.Throughput),
 			triple(r.TTFT), triple(r.TPOT), triple(r.ITL), good, r.Errors, r.health(), r.result(), mark)
 	}
+	s.writeRepeatText(b)
 	s.writeServerText(b)
 	if k := s.Knee; k != nil {
 		fmt.Fprintf(b, "knee:     step %d (%s): %s req/s, %.0f%% of the highest throughput %s req/s", k.Step, Load{s.Plan.Axis, k.Load},

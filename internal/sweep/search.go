@@ -35,6 +35,9 @@ type StepSpec struct {
 	Index int    // 1-based
 	Load  Load   // the load
 	Phase string // for progress: "ladder 2/5", "bracket", "bisect, at most 3 more"
+	// Run is the run of a repeated step (RepeatStepper), from 1; 0 when
+	// steps are not repeated.
+	Run int
 }
 
 // Info describes the sweep's setup for its summary; Run copies it.

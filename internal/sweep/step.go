@@ -95,6 +95,10 @@ type StepResult struct {
 	// Server is the targets' /metrics during the step (server.go).
 	Server *StepServer `json:"server,omitempty"`
 
+	// Repeat is a repeated step's figures across its runs (sweep
+	// --repeat, repeat.go); the figures above are then the runs' means.
+	Repeat *StepRuns `json:"repeat,omitempty"`
+
 	Stopped     string   `json:"stopped,omitempty"` // why the sweep stopped the step early
 	Interrupted bool     `json:"interrupted,omitempty"`
 	Notes       []string `json:"notes,omitempty"`
