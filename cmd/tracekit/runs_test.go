@@ -100,7 +100,7 @@ func TestReplayNumRuns(t *testing.T) {
 		}
 		mean := (v[0] + v[1] + v[2]) / 3
 		sd := math.Sqrt(((v[0]-mean)*(v[0]-mean) + (v[1]-mean)*(v[1]-mean) + (v[2]-mean)*(v[2]-mean)) / 2)
-		half := 4.302653 * sd / math.Sqrt(3)
+		half := rs.TCritical * sd / math.Sqrt(3)
 		// Relative to the mean's size: an interval's end near 0 is as
 		// exact as its mean.
 		near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-6*math.Max(1, math.Abs(mean)+half) }
