@@ -43,9 +43,7 @@ func saturationBench(ctx context.Context, e *env) ([]figure, error) {
 			Value: fmt.Sprintf("error p50 %.3f ms, p99 %.3f ms, max %.3f ms; %d/%d events matched, %d failed requests; client %.2f core (of 1), %.0f events/s",
 				float64(r.ErrP50Ns)/1e6, p99, float64(r.ErrMaxNs)/1e6, r.Matched, r.EventsServer, r.Errors, r.ClientCores, r.EventsPerS),
 			Command: cmd, Note: la + fmt.Sprintf("; client on CPUs %v, mock on %v", rep.ClientCPUs, rep.MockCPUs)}
-		if r.StampMode != r.Step.Stamp || r.StampNote != "" {
-			f.Note += fmt.Sprintf("; the recording says mode %s: %s", r.StampMode, r.StampNote)
-		}
+		f.Note += stampSaid(r)
 		if r.Step.Stamp == "kernel-offset" { // the default
 			f.Name += " (the default)"
 			f.Goal = fmt.Sprintf("p99 <= %g ms in the default mode", saturatedP99GoalMs)
@@ -81,9 +79,7 @@ func cpuPerEventBench(ctx context.Context, e *env) ([]figure, error) {
 			Goal:    fmt.Sprintf("<= %g us per event", cpuPerEventGoalUs),
 			Verdict: atMost(us, cpuPerEventGoalUs, func(v float64) string { return fmt.Sprintf("%.1f us", v) }),
 			Command: cmd, Note: la + "; the client's CPU is the calibrate process's and its arrival observer's, the mock's is apart"}
-		if r.StampMode != r.Step.Stamp || r.StampNote != "" {
-			f.Note += fmt.Sprintf("; the recording says mode %s: %s", r.StampMode, r.StampNote)
-		}
+		f.Note += stampSaid(r)
 		figs = append(figs, f)
 	}
 	return figs, nil

@@ -55,9 +55,7 @@ func stampsBench(ctx context.Context, e *env) ([]figure, error) {
 		if g := goroutineP99[base]; g > 0 && r.Step.Stamp != "goroutine" {
 			f.Value += fmt.Sprintf("; p99 %.2fx the goroutine stamp's", float64(r.ErrP99Ns)/float64(g))
 		}
-		if r.StampMode != r.Step.Stamp || r.StampNote != "" {
-			f.Note += fmt.Sprintf("; the recording says mode %s: %s", r.StampMode, r.StampNote)
-		}
+		f.Note += stampSaid(r)
 		switch {
 		case r.Step.Kind == calibrate.KindStreams && r.Step.Streams >= 10000 && !r.Step.Burner && !r.Step.Scrape:
 			f.Goal = "per-event error p99 <= 0.2 ms steady at 10,000 streams"
@@ -86,4 +84,13 @@ func stampsBench(ctx context.Context, e *env) ([]figure, error) {
 		figs = append(figs, f)
 	}
 	return figs, nil
+}
+
+// stampSaid is a note on the stamp mode a step's recording says it used,
+// when that is not the mode asked for or comes with a note; "" otherwise.
+func stampSaid(r calibrate.Result) string {
+	if r.StampMode == r.Step.Stamp && r.StampNote == "" {
+		return ""
+	}
+	return fmt.Sprintf("; the recording says mode %s: %s", r.StampMode, r.StampNote)
 }
