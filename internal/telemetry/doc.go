@@ -16,16 +16,16 @@
 //	w, err := trace.NewMetricsWriter(trace.MetricsPath(recPath), telemetry.MetricsMeta(o, runMeta, recPath))
 //	o.Sink = w
 //	s, err := telemetry.New(o)
-//	s.Start(ctx)      // returns at once
+//	s.Start(ctx)      // returns after the first scrape of each endpoint
 //	... the run ...
 //	s.Stop()          // cancels what is in flight, waits, returns the Sink's error
 //	s.ScrapeOnce(ctx) // optional: the state at the end of the run
 //	w.Close()
 //
-// Each endpoint is scraped on its own goroutine, at once and then every
-// Interval (a time.Ticker: a scrape still running when the next is due
-// makes that one wait for the following tick, so a slow server never causes
-// bursts). The HTTP client is the scraper's own (net/http, its own
+// Each endpoint is scraped at once (Start waits for it: the run's
+// baseline) and then every Interval on its own goroutine (a time.Ticker: a
+// scrape still running when the next is due makes that one wait for the
+// following tick, so a slow server never causes bursts). The HTTP client is the scraper's own (net/http, its own
 // connection pool); nothing is shared with replay's read path, no lock
 // included: the only lock a scrape takes around the Sink is the scraper's.
 // Memory is bounded: one page buffer and its rows per endpoint, reused;

@@ -261,20 +261,33 @@ func baseName(p string) string {
 	return p
 }
 
-// Start scrapes every endpoint now and then every Interval, each on its own
-// goroutine, until Stop or ctx ends. It returns at once. Calling it twice
-// is an error.
+// Start scrapes every endpoint once and returns when those scrapes are
+// recorded (each bounded by the timeout), then goes on every Interval,
+// each endpoint on its own goroutine, until Stop or ctx ends. The first
+// scrape is the run's baseline: a counter's change over the run is only
+// whole when it was read before the first request, which a scrape racing
+// the run's start can miss. Calling it twice is an error.
 func (s *Scraper) Start(ctx context.Context) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.started {
+		s.mu.Unlock()
 		return errors.New("telemetry: Scraper started twice")
 	}
 	s.started = true
 	ctx, s.cancel = context.WithCancel(ctx)
+	s.mu.Unlock()
+	var first sync.WaitGroup
 	for _, e := range s.eps {
-		s.wg.Add(1)
-		go s.loop(ctx, e)
+		first.Go(func() { s.scrape(ctx, e) })
+	}
+	first.Wait()
+	s.mu.Lock() // a Stop during the first scrape has canceled ctx: no loops
+	defer s.mu.Unlock()
+	if ctx.Err() == nil {
+		for _, e := range s.eps {
+			s.wg.Add(1)
+			go s.loop(ctx, e)
+		}
 	}
 	return nil
 }
@@ -325,14 +338,14 @@ func (s *Scraper) loop(ctx context.Context, e *endpoint) {
 	defer s.wg.Done()
 	t := time.NewTicker(s.o.Interval)
 	defer t.Stop()
-	for {
-		if !s.scrape(ctx, e) {
-			return
-		}
+	for { // Start took the first scrape
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if !s.scrape(ctx, e) {
+			return
 		}
 	}
 }

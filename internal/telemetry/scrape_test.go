@@ -346,7 +346,7 @@ func TestScrapeHostile(t *testing.T) {
 	}
 }
 
-func TestStartDoesNotWaitAndStopCancels(t *testing.T) {
+func TestStartWaitsForTheBaselineAndStopCancels(t *testing.T) {
 	h := newHostile(t)
 	mem := &Memory{}
 	// A timeout and interval far longer than the test: only Stop ends the scrape.
@@ -354,19 +354,31 @@ func TestStartDoesNotWaitAndStopCancels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(context.Background()); err == nil {
-		t.Error("second Start succeeded")
-	}
-	// Start has returned while the scrape is stuck in the handler.
+	started := make(chan error, 1)
+	go func() { started <- s.Start(context.Background()) }()
 	waitFor(t, "the scrape to reach the server", func() bool { return h.slowIn.Load() == 1 })
+	// Start waits for its first scrape: the run's baseline.
+	select {
+	case err := <-started:
+		t.Fatalf("Start returned (%v) while its first scrape is stuck in the handler", err)
+	default:
+	}
 	if len(mem.Rows()) != 0 {
 		t.Fatalf("rows before the scrape ended: %v", mem.Rows())
 	}
 	if err := stopWithin(t, s); err != nil {
 		t.Fatal(err)
+	}
+	select {
+	case err := <-started:
+		if err != nil {
+			t.Fatalf("Start: %v", err)
+		}
+	case <-time.After(hangGuard):
+		t.Fatal("Start did not return after Stop")
+	}
+	if err := s.Start(context.Background()); err == nil {
+		t.Error("second Start succeeded")
 	}
 	// A scrape cut by Stop is not a server failure: nothing recorded.
 	if rows := mem.Rows(); len(rows) != 0 {
