@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// --streams ” is the empty list (no stream steps), not a malformed count:
+// An empty --streams is the empty list (no stream steps), not a malformed count:
 // alone it leaves calibrate without a step, said as such; a word is
 // refused naming the flag.
 func TestCalibrateStreamsEmptyList(t *testing.T) {
