@@ -124,12 +124,15 @@ func needsData(items []trace.Media) bool {
 }
 
 // makeMedia makes the bytes of virtual items and loads those of real ones
-// from store (verified against their hash) on up to GOMAXPROCS goroutines
-// (an image of a megapixel takes tens of milliseconds to encode), all
-// ended before it returns, and returns the bytes made. With urls, each is
-// also kept there and sent as its URL.
+// from store (verified against their hash) on up to GOMAXPROCS-1
+// goroutines (an image of a megapixel takes tens of milliseconds to
+// encode; one P is left to the dispatcher and the read loops, which would
+// otherwise wait for the encoders' preemption), each on a thread of the
+// lowest priority (so the kernel, too, runs the dispatcher first on a
+// busy machine), all ended before it returns, and returns the bytes made. With urls, each is also kept there
+// and sent as its URL.
 func makeMedia(items []*trace.Media, urls *mediaServer, store *trace.MediaStore) (int, error) {
-	workers := min(len(items), runtime.GOMAXPROCS(0))
+	workers := min(len(items), max(1, runtime.GOMAXPROCS(0)-1))
 	var (
 		next  atomic.Int64
 		total atomic.Int64
@@ -139,6 +142,7 @@ func makeMedia(items []*trace.Media, urls *mediaServer, store *trace.MediaStore)
 	)
 	for range workers {
 		wg.Go(func() {
+			backgroundThread() // lowprio_linux.go: the dispatcher and the reads come first
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= len(items) {

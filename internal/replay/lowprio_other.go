@@ -1,0 +1,7 @@
+//go:build !linux
+
+package replay
+
+// backgroundThread does nothing where a thread's priority cannot be set
+// apart from its process's.
+func backgroundThread() {}
