@@ -183,6 +183,10 @@ type Media struct {
 	// URL, when set by a reader, is where the receiver fetches the bytes
 	// instead of from the request (replay --media-url-base); never stored.
 	URL string `parquet:"-" json:"-"`
+	// Base64, when a reader set it, is Data in standard base64, encoded
+	// ahead of the request (replay's look-ahead) so that building a body
+	// of megabytes copies it rather than encodes it; never stored.
+	Base64 string `parquet:"-" json:"-"`
 }
 
 // MediaFileSuffix names the file beside a trace that holds its real media

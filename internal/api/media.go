@@ -42,9 +42,13 @@ func AppendDataURI(dst []byte, m *trace.Media) []byte {
 	return append(dst, '"')
 }
 
-// AppendBase64 appends m.Data in standard base64 (no quotes). The bytes
-// are read in place: a copy of megabytes per request would be waste.
+// AppendBase64 appends m.Data in standard base64 (no quotes): m.Base64
+// when a reader encoded it ahead, else encoded here from the bytes in
+// place (a copy of megabytes per request would be waste).
 func AppendBase64(dst []byte, m *trace.Media) []byte {
+	if m.Base64 != "" {
+		return append(dst, m.Base64...)
+	}
 	return base64.StdEncoding.AppendEncode(dst, unsafe.Slice(unsafe.StringData(m.Data), len(m.Data)))
 }
 

@@ -3,6 +3,7 @@ package api_test
 import (
 	"encoding/base64"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/tracekit/tracekit/internal/api"
@@ -62,5 +63,22 @@ func TestMediaParts(t *testing.T) {
 	if p := m.Messages[0].Content; len(p) != 2 || p[0].Text != "look" || p[1].Type != "image" ||
 		p[1].Source["type"] != "base64" || p[1].Source["media_type"] != "image/png" || p[1].Source["data"] != b64 {
 		t.Errorf("messages content %+v", p)
+	}
+}
+
+// A body built from the base64 a reader encoded ahead is the body built
+// from the bytes, and a stale or wrong Base64 is not checked here: the
+// reader that sets it owns it (replay's look-ahead sets both at once).
+func TestAppendBase64Ahead(t *testing.T) {
+	data := string([]byte{0, 1, 2, 0xfe, 0xff, 'a', 'b'})
+	raw := trace.Media{Kind: trace.MediaImage, Format: "png", Data: data}
+	ahead := raw
+	ahead.Base64 = base64.StdEncoding.EncodeToString([]byte(data))
+	if a, b := string(api.AppendDataURI(nil, &raw)), string(api.AppendDataURI(nil, &ahead)); a != b || !strings.HasPrefix(a, `"data:image/png;base64,`) {
+		t.Errorf("from the bytes %s, from the base64 made ahead %s", a, b)
+	}
+	ahead.Base64 = "AAAA"
+	if got := string(api.AppendBase64(nil, &ahead)); got != "AAAA" {
+		t.Errorf("AppendBase64 = %q, want the base64 made ahead", got)
 	}
 }

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"encoding/base64"
 	"fmt"
 	"io"
 	"runtime"
@@ -66,7 +67,7 @@ func newMaterializer(meta trace.TraceMeta, hasMedia bool) (*materializer, error)
 // match its hash) is an error naming it.
 func (m *materializer) fill(conv []trace.Turn) ([]trace.Turn, int, error) {
 	copied, n := false, 0
-	var todo []*trace.Media
+	var todo []mediaTodo
 	for i := range conv {
 		var msgs []trace.Message
 		for j, msg := range conv[i].Messages {
@@ -85,7 +86,7 @@ func (m *materializer) fill(conv []trace.Turn) ([]trace.Turn, int, error) {
 				msgs[j].Media = slices.Clone(msg.Media)
 				for k := range msgs[j].Media {
 					if msgs[j].Media[k].Data == "" {
-						todo = append(todo, &msgs[j].Media[k])
+						todo = append(todo, mediaTodo{&msgs[j].Media[k], sendsBase64(conv[i].Endpoint)})
 					}
 				}
 			}
@@ -114,6 +115,17 @@ func (m *materializer) fill(conv []trace.Turn) ([]trace.Turn, int, error) {
 	return conv, n + made, err
 }
 
+// mediaTodo is an item to make or load, and whether its request carries
+// it in base64 (every API but the speech uploads, which send the bytes).
+type mediaTodo struct {
+	it     *trace.Media
+	base64 bool
+}
+
+func sendsBase64(endpoint string) bool {
+	return endpoint != trace.EndpointTranscriptions && endpoint != trace.EndpointTranslations
+}
+
 func needsData(items []trace.Media) bool {
 	for i := range items {
 		if items[i].Data == "" {
@@ -124,14 +136,17 @@ func needsData(items []trace.Media) bool {
 }
 
 // makeMedia makes the bytes of virtual items and loads those of real ones
-// from store (verified against their hash) on up to GOMAXPROCS-1
-// goroutines (an image of a megapixel takes tens of milliseconds to
-// encode; one P is left to the dispatcher and the read loops, which would
+// from store (verified against their hash), with their base64 when the
+// request carries them so, and returns the bytes made; with urls, each is
+// also kept there and sent as its URL. An image of a megapixel takes tens
+// of milliseconds to encode, so it runs on up to GOMAXPROCS-1 goroutines
+// (one P is left to the dispatcher and the read loops, which would
 // otherwise wait for the encoders' preemption), each on a thread of the
-// lowest priority (so the kernel, too, runs the dispatcher first on a
-// busy machine), all ended before it returns, and returns the bytes made. With urls, each is also kept there
-// and sent as its URL.
-func makeMedia(items []*trace.Media, urls *mediaServer, store *trace.MediaStore) (int, error) {
+// lowest priority (so the kernel, too, runs the dispatcher first on a busy
+// machine), all ended before it returns. The base64 is made here because
+// encoding megabytes while building the body would hold the P the next
+// dispatch needs; building it is then a copy.
+func makeMedia(items []mediaTodo, urls *mediaServer, store *trace.MediaStore) (int, error) {
 	workers := min(len(items), max(1, runtime.GOMAXPROCS(0)-1))
 	var (
 		next  atomic.Int64
@@ -148,7 +163,7 @@ func makeMedia(items []*trace.Media, urls *mediaServer, store *trace.MediaStore)
 				if i >= len(items) {
 					return
 				}
-				it := items[i]
+				it := items[i].it
 				b, err := itemBytes(it, store)
 				if err != nil {
 					errMu.Lock()
@@ -161,8 +176,10 @@ func makeMedia(items []*trace.Media, urls *mediaServer, store *trace.MediaStore)
 				it.Data = string(b)
 				if urls != nil {
 					it.URL = urls.put(it, it.Data)
+				} else if items[i].base64 {
+					it.Base64 = base64.StdEncoding.EncodeToString(b)
 				}
-				total.Add(int64(len(b)))
+				total.Add(int64(len(b) + len(it.Base64)))
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"os"
@@ -330,5 +331,37 @@ func TestMediaMadeBeforeClock(t *testing.T) {
 		if rec.WriteStartNs <= 0 || rec.WriteStartNs > rec.SentNs {
 			t.Errorf("%s: write start %d, sent %d", rec.RequestID, rec.WriteStartNs, rec.SentNs)
 		}
+	}
+}
+
+// The look-ahead encodes an item's base64 with its bytes when its request
+// carries it so, and not for a speech upload, which sends the bytes.
+func TestMediaBase64MadeAhead(t *testing.T) {
+	m, err := newMaterializer(trace.TraceMeta{Tokenizer: "o200k_base"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := trace.Media{Kind: trace.MediaImage, Format: "png", Width: 16, Height: 8, Seed: 3}
+	clip := trace.Media{Kind: trace.MediaAudio, Format: "wav", DurationMs: 20, Seed: 4}
+	conv := []trace.Turn{
+		{ConversationID: "a", Endpoint: trace.EndpointChat, Messages: []trace.Message{{Role: "user", Content: "x", Media: []trace.Media{img}}}},
+		{ConversationID: "a", Turn: 1, Endpoint: trace.EndpointTranscriptions, Messages: []trace.Message{{Role: "user", Media: []trace.Media{clip}}}},
+	}
+	got, n, err := m.fill(conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chat, speech := got[0].Messages[0].Media[0], got[1].Messages[0].Media[0]
+	if chat.Data == "" || chat.Base64 != base64.StdEncoding.EncodeToString([]byte(chat.Data)) {
+		t.Errorf("chat item: %d bytes, base64 %q...", len(chat.Data), chat.Base64[:min(16, len(chat.Base64))])
+	}
+	if speech.Data == "" || speech.Base64 != "" {
+		t.Errorf("speech upload: %d bytes, base64 of %d", len(speech.Data), len(speech.Base64))
+	}
+	if want := len(chat.Data) + len(chat.Base64) + len(speech.Data); n != want {
+		t.Errorf("fill counted %d bytes, want %d (the base64 is held too)", n, want)
+	}
+	if conv[0].Messages[0].Media[0].Base64 != "" {
+		t.Error("fill changed its caller's turns")
 	}
 }
