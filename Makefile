@@ -6,7 +6,7 @@ PKGS    := ./...
 # 0: the demo's mock takes a free port and names it in its --ready-file.
 DEMO_PORT ?= 0
 
-.PHONY: build test demo screenshot bench soak notebook-check sdk-check clean
+.PHONY: build test demo screenshot bench soak notebook-check sdk-check render-check clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/tracekit
@@ -64,6 +64,13 @@ bench: build
 SOAK ?= 10m
 soak: build
 	$(GO) run ./bench -soak $(SOAK) -o BENCHMARKS.md -bin $(BIN)
+
+# Opt-in: every HTML page (reports, run sets, the live page) rendered in
+# headless Chromium, failing on a JavaScript error or a chart without its
+# curves. Installs Debian's chromium when it is missing (needs root).
+render-check:
+	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
+	TRACEKIT_CHROMIUM=$$(command -v chromium) $(GO) test -count=1 -run 'Chromium' -v ./internal/analyze ./internal/live ./cmd/tracekit
 
 # Opt-in: open the files in DuckDB (its Node.js bindings, from the npm
 # registry, into a throw-away folder) and check the queries of docs/formats.md.
