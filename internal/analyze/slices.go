@@ -42,6 +42,11 @@ func (s *Summary) windowFigures(from, to int64, ps []float64) WindowFigures {
 	in := func(t int64) bool { return t >= from && t < to }
 	limit := s.Options.MaxExactSamples
 	ttft, itl := newDist(limit), newDist(limit)
+	if n, span := len(s.eventTimes), s.EndNs-s.StartNs; n > 0 && span > 0 {
+		// Room for the window's share of the events (and a tenth more), so
+		// its gaps do not copy the samples at every doubling.
+		itl.samples = make([]float64, 0, min(n, int(float64(n)*1.1*float64(to-from)/float64(span))+1024))
+	}
 	var tokens, busy float64
 	offered := 0
 	for i := range s.Reqs {
