@@ -114,6 +114,34 @@ func (d *Dist) addGaps(ts []int64, from int) {
 	}
 }
 
+// addGapsIn adds the gaps ts[j] - ts[j-1] that end in [from, to) and
+// returns how many events of ts are in it.
+func (d *Dist) addGapsIn(ts []int64, from, to int64) int {
+	k := 0
+	if d.hist == nil && len(d.samples)+len(ts) <= d.limit {
+		s := d.samples
+		for j, t := range ts {
+			if t >= from && t < to {
+				k++
+				if j > 0 {
+					s = append(s, float64(t-ts[j-1]))
+				}
+			}
+		}
+		d.samples, d.sorted = s, false
+		return k
+	}
+	for j, t := range ts {
+		if t >= from && t < to {
+			k++
+			if j > 0 {
+				d.Add(float64(t - ts[j-1]))
+			}
+		}
+	}
+	return k
+}
+
 // Len is the number of samples added.
 func (d *Dist) Len() int {
 	if d.hist != nil {
