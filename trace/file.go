@@ -262,7 +262,7 @@ func (r *RecordWriter) Write(rows ...Record) error {
 		}
 	}
 	err := r.w.write(gapRows(rows, &r.scratch, &r.gaps))
-	clear(r.scratch[:cap(r.scratch)]) // hold no row's strings past the call
+	clear(r.scratch[:min(len(rows), cap(r.scratch))]) // hold no row's strings past the call
 	return err
 }
 
