@@ -227,6 +227,9 @@ func (t *TraceWriter) SetMeta(meta TraceMeta) error { return t.w.setJSON(MetaTra
 type RecordWriter struct {
 	w       *ParquetWriter[Record]
 	version int // the version stamped so far: the newest its rows need
+	// scratch and gaps hold the rows' on-disk form during a Write.
+	scratch []Record
+	gaps    []int64
 }
 
 // NewRecordWriter creates path. meta is written on Close, so fields known
@@ -258,7 +261,9 @@ func (r *RecordWriter) Write(rows ...Record) error {
 			r.w.stampVersion(v)
 		}
 	}
-	return r.w.write(rows)
+	err := r.w.write(gapRows(rows, &r.scratch, &r.gaps))
+	clear(r.scratch[:min(len(rows), cap(r.scratch))]) // hold no row's strings past the call
+	return err
 }
 
 // Rows is the number of rows written so far.
@@ -283,6 +288,12 @@ type ParquetReader[T any] struct {
 // OpenParquet opens path, checks its format name and schema version (up
 // to format.Version) and returns the reader.
 func OpenParquet[T any](path string, format FileFormat) (*ParquetReader[T], error) {
+	return openParquet[T](path, format, nil)
+}
+
+// openParquet is OpenParquet with reader options chosen from the file's
+// schema (nil: none).
+func openParquet[T any](path string, format FileFormat, options func(*parquet.Schema) []parquet.ReaderOption) (*ParquetReader[T], error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
@@ -315,7 +326,11 @@ func OpenParquet[T any](path string, format FileFormat) (*ParquetReader[T], erro
 		f.Close()
 		return nil, fmt.Errorf("%s: schema version %d, this tracekit reads up to %d (upgrade tracekit): %w", path, v, format.Version, ErrNewerVersion)
 	}
-	return &ParquetReader[T]{path: path, f: f, pf: pf, r: parquet.NewGenericReader[T](pf)}, nil
+	var opts []parquet.ReaderOption
+	if options != nil {
+		opts = options(pf.Schema())
+	}
+	return &ParquetReader[T]{path: path, f: f, pf: pf, r: parquet.NewGenericReader[T](pf, opts...)}, nil
 }
 
 // NumRows is the number of rows in the file.
@@ -432,15 +447,40 @@ func (t *TraceReader) Close() error { return t.r.close() }
 type RecordReader struct {
 	r    *ParquetReader[Record]
 	Meta RunMeta
+	// gaps: the file stores the event times as gaps (event_gap_ns), which
+	// Read turns back into times; false for an older file's event_ns,
+	// read as it is.
+	gaps bool
 }
+
+// legacyEvents reports whether schema s holds the event times in the
+// layout before schema 6 (absolute, column event_ns).
+func legacyEvents(s *parquet.Schema) bool {
+	has := func(name string) bool { // the list's leaf, or a column of another layout
+		_, list := s.Lookup(name, "list", "element")
+		_, other := s.Lookup(name)
+		return list || other
+	}
+	return has(legacyEventColumn) && !has(eventGapColumn)
+}
+
+// legacyEventTag reads Record.EventNs from column event_ns.
+var legacyEventTag = parquet.StructTag(`parquet:"`+legacyEventColumn+`,list" parquet-element:",delta"`, "EventNs")
 
 // OpenRecording opens and validates a recording file.
 func OpenRecording(path string) (*RecordReader, error) {
-	r, err := OpenParquet[Record](path, RecordingFormat)
+	gaps := true
+	r, err := openParquet[Record](path, RecordingFormat, func(s *parquet.Schema) []parquet.ReaderOption {
+		if legacyEvents(s) {
+			gaps = false
+			return []parquet.ReaderOption{legacyEventTag}
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	rr := &RecordReader{r: r}
+	rr := &RecordReader{r: r, gaps: gaps}
 	if err := r.json(MetaRun, &rr.Meta); err != nil {
 		r.close()
 		return nil, err
@@ -454,7 +494,21 @@ func (t *RecordReader) NumRows() int64 { return t.r.pf.NumRows() }
 // Read fills rows and returns how many it read; io.EOF at the end. The
 // reader may reuse the slices already in rows: copy a row's lists before
 // handing the same rows to Read again.
-func (t *RecordReader) Read(rows []Record) (int, error) { return t.r.read(rows) }
+func (t *RecordReader) Read(rows []Record) (int, error) {
+	n, err := t.r.read(rows)
+	t.absolute(rows[:n])
+	return n, err
+}
+
+// absolute turns rows' event gaps, as read, into run-relative times.
+func (t *RecordReader) absolute(rows []Record) {
+	if !t.gaps {
+		return
+	}
+	for i := range rows {
+		fromGaps(rows[i].EventNs, rows[i].SentNs)
+	}
+}
 
 // Close releases the file.
 func (t *RecordReader) Close() error { return t.r.close() }
@@ -497,6 +551,7 @@ func ReadRecords(path string) ([]Record, RunMeta, error) {
 	}
 	defer r.Close()
 	rows, err := readAll(r.r)
+	r.absolute(rows)
 	return rows, r.Meta, err
 }
 

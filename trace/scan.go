@@ -144,10 +144,15 @@ type RecordScanner struct {
 
 // scanColumn is one requested column and where it is in this file's
 // schema: idx < 0 when the file lacks it (an older recording), so the
-// field stays zero as the row reader leaves it.
+// field stays zero as the row reader leaves it. gaps marks the event times
+// stored as gaps, turned into times after decoding; hidden a column
+// decoded only for that (sent_ns when not asked for), left zero in the
+// records.
 type scanColumn struct {
 	recordColumn
-	idx int
+	idx    int
+	gaps   bool
+	hidden bool
 }
 
 // OpenScanner opens and validates the recording at path for one pass.
@@ -183,7 +188,7 @@ func OpenScanner(path string, opts ScanOptions) (*RecordScanner, error) {
 		r.Close()
 		return nil, err
 	}
-	sc, ok := findColumns(pf.Schema(), cols)
+	sc, ok := findColumns(pf.Schema(), withSent(cols))
 	if !ok {
 		fh.Close()
 		return s, nil
@@ -192,12 +197,42 @@ func OpenScanner(path string, opts ScanOptions) (*RecordScanner, error) {
 	return s, nil
 }
 
-// findColumns places cols in schema s; ok is false when one is there with
-// another type or repetition.
-func findColumns(s *parquet.Schema, cols []recordColumn) ([]scanColumn, bool) {
-	out := make([]scanColumn, len(cols))
+// withSent adds sent_ns, hidden, to cols holding the event times without
+// it: the gaps start there.
+func withSent(cols []recordColumn) []scanColumn {
+	out := make([]scanColumn, len(cols), len(cols)+1)
+	events, sent := false, false
 	for i, c := range cols {
-		out[i] = scanColumn{recordColumn: c, idx: -1}
+		out[i] = scanColumn{recordColumn: c}
+		events = events || c.name == eventGapColumn
+		sent = sent || c.name == "sent_ns"
+	}
+	if events && !sent {
+		for _, c := range recordColumns() {
+			if c.name == "sent_ns" {
+				out = append(out, scanColumn{recordColumn: c, hidden: true})
+			}
+		}
+	}
+	return out
+}
+
+// findColumns places cols in schema s; ok is false when one is there with
+// another type or repetition. The event times are found in event_gap_ns, or
+// in an older file's event_ns.
+func findColumns(s *parquet.Schema, cols []scanColumn) ([]scanColumn, bool) {
+	out := make([]scanColumn, len(cols))
+	for i, sc := range cols {
+		c := sc.recordColumn
+		out[i] = sc
+		out[i].idx = -1
+		if c.name == eventGapColumn {
+			out[i].gaps = true
+			if legacyEvents(s) {
+				c.name, out[i].gaps = legacyEventColumn, false
+				out[i].name = c.name // errors name the file's column
+			}
+		}
 		leaf, found := s.Lookup(c.path()...)
 		if !found {
 			if _, other := s.Lookup(c.name); other {
@@ -217,15 +252,15 @@ func findColumns(s *parquet.Schema, cols []recordColumn) ([]scanColumn, bool) {
 // NumRows is the number of rows in the file.
 func (s *RecordScanner) NumRows() int64 { return s.r.NumRows() }
 
-// Events is the footer's count of event_ns levels (events, plus one per
-// empty list): an upper bound of the events, 0 when unknown.
+// Events is the footer's count of the event column's levels (events,
+// plus one per empty list): an upper bound of the events, 0 when unknown.
 func (s *RecordScanner) Events() int {
 	if s.pf == nil {
 		return 0
 	}
 	idx := -1
 	for _, c := range s.cols {
-		if c.name == "event_ns" {
+		if c.field == "EventNs" {
 			idx = c.idx
 		}
 	}
@@ -368,7 +403,41 @@ func (g *rowGroup) read(rg parquet.RowGroup) error {
 			return fmt.Errorf("column %s holds %d rows, the row group %d", c.name, n, g.rows)
 		}
 	}
+	g.absolute()
 	return nil
+}
+
+// absolute turns the event gaps decoded into times: a running sum from
+// each row's sent_ns.
+func (g *rowGroup) absolute() {
+	ev, sent := -1, -1
+	for k, c := range g.cols {
+		switch {
+		case c.gaps && c.idx >= 0:
+			ev = k
+		case c.name == "sent_ns" && c.idx >= 0:
+			sent = k
+		}
+	}
+	if ev < 0 {
+		return
+	}
+	b := &g.bufs[ev]
+	var sents []int64
+	if sent >= 0 {
+		sents = g.bufs[sent].i64
+	}
+	for i := range g.rows {
+		t := int64(0) // a file without sent_ns: gaps from 0, as the row reader reads it
+		if sents != nil {
+			t = sents[i]
+		}
+		vals := b.i64[b.offs[i]:b.offs[i+1]]
+		for j, d := range vals {
+			t += d
+			vals[j] = t
+		}
+	}
 }
 
 // record sets rec to row i: the scanned columns, every other field zero.
@@ -378,7 +447,7 @@ func (g *rowGroup) record(i int, rec *Record) {
 	p := unsafe.Pointer(rec)
 	for k := range g.cols {
 		c, b := &g.cols[k], &g.bufs[k]
-		if c.idx < 0 {
+		if c.idx < 0 || c.hidden {
 			continue
 		}
 		at := unsafe.Add(p, c.off) // the offset reflection gave for this field of Record

@@ -114,7 +114,7 @@ func TestScanMatchesRows(t *testing.T) {
 			t.Fatalf("rows %v: scanned records differ from those written", opts.Rows)
 		}
 	}
-	got := scanAll(t, path, ScanOptions{Columns: []string{"request_id", "event_ns"}})
+	got := scanAll(t, path, ScanOptions{Columns: []string{"request_id", "event_gap_ns"}})
 	for i := range got {
 		if got[i].RequestID != want[i].RequestID || !slices.Equal(got[i].EventNs, want[i].EventNs) || got[i].SentNs != 0 || len(got[i].EventTokens) != 0 {
 			t.Fatalf("row %d: %+v", i, got[i])

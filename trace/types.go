@@ -28,8 +28,13 @@ const (
 	// on a recording that needs them (see Record.needsV4). Version 5 adds
 	// what a request with media sent (write_start_ns, request_bytes,
 	// media_items, media_bytes) and a request's own model (model), stamped
-	// only on a recording with media or a model per request.
-	RecordingSchemaVersion = 5
+	// only on a recording with media or a model per request. Version 6
+	// stores the event times as gaps (event_gap_ns: the first event after
+	// sent_ns, each next after the one before) in place of the absolute
+	// event_ns, which delta-encodes to about half the bytes; stamped on a
+	// recording with an event (a recording without one reads the same
+	// either way). Readers take the layout from the column the file holds.
+	RecordingSchemaVersion = 6
 )
 
 // The versions a file is stamped with when no row needs a newer one: the
@@ -42,6 +47,16 @@ const (
 	recordingVersionAfter = 3
 	traceVersionEndpoint  = 4
 	recordingVersionAPIs  = 4
+	recordingVersionMedia = 5
+)
+
+// The event-time columns: eventGapColumn holds Record.EventNs as gaps
+// (schema 6 on), legacyEventColumn the absolute times of older files. The
+// legacy name is never written again, so a query written for the old
+// layout fails on a new file instead of reading gaps as times.
+const (
+	eventGapColumn    = "event_gap_ns"
+	legacyEventColumn = "event_ns"
 )
 
 // Endpoints: the APIs a turn can be sent on (Turn.Endpoint, Record.Endpoint).
@@ -397,7 +412,12 @@ type Record struct {
 	// continuous usage stats, false when counted from the text.
 	TokensExact bool `parquet:"tokens_exact" json:"tokens_exact"`
 
-	EventNs     []int64 `parquet:"event_ns,list" parquet-element:",delta" json:"event_ns"`
+	// EventNs holds run-relative times in memory, as every other _ns
+	// field; on disk (column event_gap_ns) element 0 is EventNs[0] - SentNs
+	// and element i the gap EventNs[i] - EventNs[i-1]. RecordWriter and the
+	// readers convert; recordings before schema 6 hold the times as they
+	// are in column event_ns.
+	EventNs     []int64 `parquet:"event_gap_ns,list" parquet-element:",delta" json:"event_ns"`
 	EventTokens []int32 `parquet:"event_tokens,list" parquet-element:",delta" json:"event_tokens"`
 
 	// NonStreaming marks a request sent with "stream": false: its one
@@ -476,10 +496,14 @@ type Record struct {
 // Version 4 is needed for an API beyond chat and completions, reasoning,
 // or items; a first answer event after events without tokens (chat's
 // role-only first chunk) is not reasoning: such a chat recording stays
-// readable by a version-3 reader.
+// readable by a version-3 reader. Any event needs version 6: an older
+// reader would take its gaps for nothing (no event_ns column).
 func (r *Record) schemaVersion() int {
-	if r.MediaItems > 0 || r.Model != "" {
+	if len(r.EventNs) > 0 {
 		return RecordingSchemaVersion
+	}
+	if r.MediaItems > 0 || r.Model != "" {
+		return recordingVersionMedia
 	}
 	if (r.Endpoint != "" && r.Endpoint != EndpointChat && r.Endpoint != EndpointCompletions) ||
 		r.ReasoningTokens > 0 || r.Items > 0 {

@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -140,7 +142,7 @@ func TestFilesOpenInDuckDB(t *testing.T) {
 	// A few types pinned outright, so a wrong derivation cannot pass.
 	for path, cols := range map[string]map[string]string{
 		tr:  {"conversation_id": "VARCHAR", "turn": "INTEGER", "start_offset_ns": "BIGINT", "prefix_hashes": "BIGINT[]", "output_tokens": "INTEGER"},
-		rec: {"request_id": "VARCHAR", "sent_ns": "BIGINT", "event_ns": "BIGINT[]", "event_tokens": "INTEGER[]", "error_kind": "VARCHAR"},
+		rec: {"request_id": "VARCHAR", "sent_ns": "BIGINT", "event_gap_ns": "BIGINT[]", "event_tokens": "INTEGER[]", "error_kind": "VARCHAR"},
 		req: {"ttft_ms": "DOUBLE", "success": "BOOLEAN", "turn": "INTEGER"},
 	} {
 		for c, ty := range cols {
@@ -149,17 +151,58 @@ func TestFilesOpenInDuckDB(t *testing.T) {
 			}
 		}
 	}
-	// The per-event query of docs/formats.md sees every event of the recording.
-	var events int
+	// The per-event queries of docs/formats.md give every event of the
+	// recording at the run-relative time tracekit reads (the file holds
+	// gaps): each request's times, in order, as strings (BIGINT as text).
+	doc, err := os.ReadFile("../../docs/formats.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	times := map[string]string{}
 	for _, r := range readRecords(t, rec) {
-		events += len(r.EventNs)
+		times[r.RequestID+"/"+strconv.Itoa(int(r.Attempt))] = fmt.Sprint(r.EventNs)
 	}
-	rows := duckQuery(t, modules, "SELECT count(*)::INTEGER AS n FROM (SELECT unnest(event_ns) FROM '"+rec+"')")
-	if rows[0]["n"] != float64(events) {
-		t.Errorf("duckdb counts %v events, the recording holds %d", rows[0]["n"], events)
+	for _, q := range []struct{ doc, perRequest string }{
+		{docEventRows, "SELECT request_id, attempt, list(t_ns ORDER BY i)::BIGINT[]::VARCHAR[] AS t FROM (" + docEventRows + ") GROUP BY ALL"},
+		{docEventLists, "SELECT request_id, attempt, event_times_ns::BIGINT[]::VARCHAR[] AS t FROM (" + docEventLists + ")"},
+	} {
+		if !strings.Contains(string(doc), q.doc) {
+			t.Errorf("docs/formats.md no longer holds the query\n%s", q.doc)
+		}
+		sql := strings.ReplaceAll(q.perRequest, "'recording.parquet'", "'"+rec+"'")
+		got := map[string]string{}
+		for _, r := range duckQuery(t, modules, sql) {
+			var ts []string
+			for _, v := range r["t"].([]any) {
+				ts = append(ts, v.(string))
+			}
+			got[r["request_id"].(string)+"/"+fmt.Sprint(r["attempt"])] = "[" + strings.Join(ts, " ") + "]"
+		}
+		for k, w := range times {
+			if _, ok := got[k]; !ok && w == "[]" {
+				continue // a request without events has no row in the per-event query
+			}
+			if got[k] != w {
+				t.Errorf("request %s: duckdb gives event times %s, tracekit reads %s", k, got[k], w)
+			}
+		}
+		if len(got) > len(times) {
+			t.Errorf("duckdb gives %d requests, the recording holds %d", len(got), len(times))
+		}
 	}
-	rows = duckQuery(t, modules, "SELECT value::VARCHAR AS v FROM parquet_kv_metadata('"+rec+"') WHERE key::VARCHAR = 'tracekit.format'")
+	rows := duckQuery(t, modules, "SELECT value::VARCHAR AS v FROM parquet_kv_metadata('"+rec+"') WHERE key::VARCHAR = 'tracekit.format'")
 	if len(rows) != 1 || rows[0]["v"] != "tracekit.recording" {
 		t.Errorf("kv metadata: %v", rows)
 	}
 }
+
+// The event queries of docs/formats.md, as the document spells them.
+const (
+	docEventRows = `WITH r AS (SELECT row_number() OVER () AS row, * FROM 'recording.parquet')
+SELECT request_id, attempt, i, sent_ns + sum(gap) OVER (PARTITION BY row ORDER BY i) AS t_ns, tokens
+FROM (SELECT row, request_id, attempt, sent_ns, unnest(event_gap_ns) AS gap, unnest(event_tokens) AS tokens,
+             generate_subscripts(event_gap_ns, 1) AS i FROM r)`
+	docEventLists = `SELECT request_id, attempt,
+       list_transform(event_gap_ns, (g, i) -> sent_ns + list_sum(event_gap_ns[:i])) AS event_times_ns
+FROM 'recording.parquet'`
+)

@@ -122,9 +122,7 @@ func (a *accumulator) add(r *trace.Record, file int) {
 	itl := a.endpointITL(q.Endpoint)
 	a.addEvents(r.EventNs, r.EventTokens, itl[0], itl[1])
 	a.eventTokens.add(r.EventTokens, r.TokensExact)
-	for i := 2; i < len(r.EventNs); i++ {
-		d["decode_itl"].Add(float64(r.EventNs[i] - r.EventNs[i-1]))
-	}
+	d["decode_itl"].addGaps(r.EventNs, 2)
 }
 
 // emptyWindow is the error of a --window that selected no request of the
@@ -166,6 +164,12 @@ func (a *accumulator) addEvents(ts []int64, toks []int32, perEvent, perToken *Di
 	}
 	fast := perEvent.hist == nil && perToken.hist == nil &&
 		len(perEvent.samples)+len(ts) <= perEvent.limit && len(perToken.samples)+len(ts) <= perToken.limit
+	if perToken.twin != nil && (!fast || !oneTokenEach(toks)) {
+		perToken.untwin()
+	}
+	if perToken.twin != nil { // the per-token gaps are the per-event ones
+		fast = true
+	}
 	pe, pt := perEvent.samples, perToken.samples
 	carry := int64(0) // gap time of zero-token events, handed to the next token
 	for i, t := range ts {
@@ -179,6 +183,8 @@ func (a *accumulator) addEvents(ts []int64, toks []int32, perEvent, perToken *Di
 				carry += gap
 			}
 			switch {
+			case perToken.twin != nil:
+				pe = append(pe, float64(gap))
 			case fast:
 				pe = append(pe, float64(gap))
 				if tokGap >= 0 {
@@ -215,12 +221,25 @@ func (a *accumulator) addEvents(ts []int64, toks []int32, perEvent, perToken *Di
 	}
 }
 
+// oneTokenEach reports whether every event after the first carried one
+// token: then each per-token gap is the per-event gap, exactly.
+func oneTokenEach(toks []int32) bool {
+	for _, n := range toks[min(1, len(toks)):] {
+		if n != 1 {
+			return false
+		}
+	}
+	return true
+}
+
 // presize grows the per-event slices to the expected event count (plus 5%),
 // estimated from the rows seen so far, within MaxExactSamples.
 func (a *accumulator) presize() {
 	a.presized = true
 	want := min(int(float64(a.seenEvents)/float64(a.seenRows)*float64(a.expectRows)*1.05), a.opts.MaxExactSamples)
-	for _, d := range []*Dist{a.dists["itl"], a.dists["itl_per_token"]} {
+	// Not itl_per_token: it shares itl's samples until an event carries
+	// other than one token, and then takes itl's room (Dist.untwin).
+	for _, d := range []*Dist{a.dists["itl"], a.dists["decode_itl"]} {
 		d.samples = slices.Grow(d.samples, want-len(d.samples))
 	}
 	a.eventTimes = slices.Grow(a.eventTimes, want-len(a.eventTimes))
@@ -235,20 +254,20 @@ func (a *accumulator) reserve(events int) {
 	a.presized = true
 	want, rows := min(events, a.opts.MaxExactSamples), a.expectRows
 	var (
-		pe, pt []float64
+		pe, dc []float64
 		et     []int64
 		reqs   []Request
 		done   = make(chan struct{})
 	)
-	go func() {
+	go func() { // itl_per_token: see presize
 		defer close(done)
-		pe, pt, et = make([]float64, 0, want), make([]float64, 0, want), make([]int64, 0, want)
+		pe, dc, et = make([]float64, 0, want), make([]float64, 0, want), make([]int64, 0, want)
 		reqs = make([]Request, 0, rows)
 	}()
 	a.reserved = func() {
 		<-done
 		a.reserved = nil
-		a.dists["itl"].samples, a.dists["itl_per_token"].samples = pe, pt
+		a.dists["itl"].samples, a.dists["decode_itl"].samples = pe, dc
 		a.eventTimes, a.reqs = et, reqs
 	}
 }

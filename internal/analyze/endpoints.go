@@ -72,8 +72,29 @@ func (a *accumulator) endpointITL(ep string) [2]*Dist {
 	} else {
 		d = [2]*Dist{newDist(a.opts.MaxExactSamples), newDist(a.opts.MaxExactSamples)}
 	}
+	if d[1].Len() == 0 && d[0].Len() == 0 {
+		d[1].twin = d[0] // until an event carries other than one token
+	}
 	a.epITL[ep] = d
 	return d
+}
+
+// settleTwins ends the per-token ITL's sharing of the per-event samples:
+// a run of one endpoint aliases them (read only from here on: the stats
+// are computed once for both), a run of several copies them, since the
+// endpoints' samples are then added into the run's.
+func (a *accumulator) settleTwins() {
+	for _, d := range a.epITL {
+		if d[1].twin == nil {
+			continue
+		}
+		if len(a.epITL) > 1 {
+			d[1].untwin()
+			continue
+		}
+		n := len(d[0].samples)
+		d[1].samples, d[1].sorted, d[1].twin = d[0].samples[:n:n], d[0].sorted, nil
+	}
 }
 
 // mergeEndpointITL computes each endpoint's per-event and per-token ITL

@@ -331,7 +331,7 @@ func TestTwoGeneratingEndpointsSplitITL(t *testing.T) {
 
 // writeV3Recording writes recs as a recording of schema version 3 would
 // be: without the endpoint, reasoning_tokens, first_answer_event and items
-// columns.
+// columns, and with the event times as they are in column event_ns.
 func writeV3Recording(t *testing.T, path string, meta trace.RunMeta, recs []trace.Record) {
 	t.Helper()
 	rt := reflect.TypeFor[trace.Record]()
@@ -342,6 +342,9 @@ func writeV3Recording(t *testing.T, path string, meta trace.RunMeta, recs []trac
 		name, _, _ := strings.Cut(f.Tag.Get("parquet"), ",")
 		if slices.Contains([]string{"endpoint", "reasoning_tokens", "first_answer_event", "items"}, name) {
 			continue
+		}
+		if name == "event_gap_ns" {
+			f.Tag = `parquet:"event_ns,list" parquet-element:",delta"`
 		}
 		fields, idx = append(fields, f), append(idx, i)
 	}

@@ -39,8 +39,11 @@ type EventTokenCount struct {
 	Events int64 `json:"events"` // decode events that carried that many
 }
 
-// eventTokenCounts accumulates decode events by their token count.
+// eventTokenCounts accumulates decode events by their token count: the
+// usual small counts in an array (a map update per event cost more than
+// the rest of the per-event work), larger ones in a map.
 type eventTokenCounts struct {
+	small    [64]int64
 	byTokens map[int32]int64
 	inexact  bool
 }
@@ -53,10 +56,14 @@ func (c *eventTokenCounts) add(toks []int32, exact bool) {
 			continue
 		}
 		if seen {
-			if c.byTokens == nil {
-				c.byTokens = map[int32]int64{}
+			if int(n) < len(c.small) {
+				c.small[n]++
+			} else {
+				if c.byTokens == nil {
+					c.byTokens = map[int32]int64{}
+				}
+				c.byTokens[n]++
 			}
-			c.byTokens[n]++
 			c.inexact = c.inexact || !exact
 		}
 		seen = true
@@ -65,6 +72,15 @@ func (c *eventTokenCounts) add(toks []int32, exact bool) {
 
 // summary is the distribution, nil without a decode event.
 func (c *eventTokenCounts) summary(ps []float64) *EventTokens {
+	for n, k := range c.small {
+		if k > 0 {
+			if c.byTokens == nil {
+				c.byTokens = map[int32]int64{}
+			}
+			c.byTokens[int32(n)] += k
+			c.small[n] = 0
+		}
+	}
 	if len(c.byTokens) == 0 {
 		return nil
 	}

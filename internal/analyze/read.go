@@ -126,7 +126,7 @@ func files(paths []string, opts Options, columns bool) (*Summary, error) {
 // columns are the recording columns the metrics read (trace.ScanOptions).
 var scanColumns = []string{"request_id", "conversation_id", "target", "error_kind", "error_message",
 	"turn", "shard", "attempt", "status", "input_tokens", "prompt_tokens", "completion_tokens", "cached_tokens",
-	"intended_ns", "slot_ns", "sent_ns", "headers_ns", "done_ns", "warmup", "event_ns", "event_tokens", "non_streaming",
+	"intended_ns", "slot_ns", "sent_ns", "headers_ns", "done_ns", "warmup", "event_gap_ns", "event_tokens", "non_streaming",
 	"parents", "after", "tool_calls", "tool_call_mismatch", "endpoint", "reasoning_tokens", "first_answer_event", "items", "model",
 	"media_items", "media_bytes", // a speech-to-text request's audio (speech.go), and media.go's:
 	"write_start_ns", "request_bytes", "image_items", "image_bytes", "video_items", "video_bytes", "audio_items", "audio_bytes",
@@ -147,7 +147,8 @@ func openInput(path string, columns bool) (input, error) {
 
 func (in input) close() { in.r.Close() }
 
-// events is the footer's count of event_ns levels, 0 when unknown.
+// events is the footer's count of the event column's levels, 0 when
+// unknown.
 func (in input) events() int { return in.r.Events() }
 
 // read streams the file's rows into acc, validating each.
@@ -175,12 +176,15 @@ func accept(rec *trace.Record, f FileInfo, file int, row int64, acc *accumulator
 
 // validate checks what the metrics rely on.
 func validate(r *trace.Record) error {
+	// The messages name the events, not a column: a recording stores the
+	// times as gaps (event_gap_ns) or, before schema 6, as times (event_ns).
 	if len(r.EventNs) != len(r.EventTokens) {
-		return fmt.Errorf("%d event_ns but %d event_tokens (the lists must be parallel)", len(r.EventNs), len(r.EventTokens))
+		return fmt.Errorf("%d event times (event_gap_ns or event_ns) but %d event_tokens (the lists must be parallel)", len(r.EventNs), len(r.EventTokens))
 	}
 	for i := 1; i < len(r.EventNs); i++ {
 		if r.EventNs[i] < r.EventNs[i-1] {
-			return fmt.Errorf("event_ns[%d]=%d is before event_ns[%d]=%d (expected non-decreasing)", i, r.EventNs[i], i-1, r.EventNs[i-1])
+			return fmt.Errorf("event %d at %d ns is before event %d at %d ns (expected non-decreasing times: event_gap_ns[%d] >= 0, or event_ns in a recording before schema 6)",
+				i, r.EventNs[i], i-1, r.EventNs[i-1], i)
 		}
 	}
 	return nil

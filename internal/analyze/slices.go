@@ -42,6 +42,12 @@ func (s *Summary) windowFigures(from, to int64, ps []float64) WindowFigures {
 	in := func(t int64) bool { return t >= from && t < to }
 	limit := s.Options.MaxExactSamples
 	ttft, itl := newDist(limit), newDist(limit)
+	if n, span := len(s.eventTimes), s.EndNs-s.StartNs; n > 0 && span > 0 {
+		// Room for the window's share of the events, half as many again
+		// (a steady window is where the events crowd), so its gaps do not
+		// copy the samples as they grow.
+		itl.samples = make([]float64, 0, min(n, int(float64(n)*1.5*float64(to-from)/float64(span))+1024))
+	}
 	var tokens, busy float64
 	offered := 0
 	for i := range s.Reqs {
@@ -71,15 +77,7 @@ func (s *Summary) windowFigures(from, to int64, ps []float64) WindowFigures {
 		}
 		if s.eventTimes != nil && q.Events > 0 {
 			ev := s.eventTimes[q.evOff : q.evOff+int(q.Events)]
-			k := 0
-			for j, t := range ev {
-				if in(t) {
-					k++
-					if j > 0 {
-						itl.Add(float64(t - ev[j-1]))
-					}
-				}
-			}
+			k := itl.addGapsIn(ev, from, to)
 			tokens += float64(q.OutputTokens) * float64(k) / float64(len(ev))
 			continue
 		}

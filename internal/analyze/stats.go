@@ -49,6 +49,26 @@ type Dist struct {
 	samples []float64
 	sorted  bool
 	hist    *logHist
+	// twin, while set, holds this Dist's samples: every sample so far
+	// equalled twin's, in order (the per-token ITL of one-token events is
+	// the per-event ITL), so they are kept once; see accumulator.addEvents.
+	twin *Dist
+}
+
+// untwin gives d its own copy of the samples it shares with its twin,
+// with the twin's room (presized for the run's events).
+func (d *Dist) untwin() {
+	if d.twin == nil {
+		return
+	}
+	t := d.twin.samples
+	d.samples = append(slices.Grow(d.samples[:0], cap(t)), t...)
+	d.twin = nil
+}
+
+// sameAs reports whether d's samples are o's (an aliased twin).
+func (d *Dist) sameAs(o *Dist) bool {
+	return d.hist == nil && o.hist == nil && len(d.samples) == len(o.samples) && len(d.samples) > 0 && &d.samples[0] == &o.samples[0]
 }
 
 func newDist(limit int) *Dist {
@@ -73,6 +93,53 @@ func (d *Dist) Add(v float64) {
 		d.samples = nil
 	}
 	d.hist.add(v)
+}
+
+// addGaps adds the gaps ts[i] - ts[i-1] for i >= from (from >= 1): one
+// append per gap while the samples are exact.
+func (d *Dist) addGaps(ts []int64, from int) {
+	if from >= len(ts) {
+		return
+	}
+	if d.hist == nil && len(d.samples)+len(ts)-from <= d.limit {
+		s := d.samples
+		for i := from; i < len(ts); i++ {
+			s = append(s, float64(ts[i]-ts[i-1]))
+		}
+		d.samples, d.sorted = s, false
+		return
+	}
+	for i := from; i < len(ts); i++ {
+		d.Add(float64(ts[i] - ts[i-1]))
+	}
+}
+
+// addGapsIn adds the gaps ts[j] - ts[j-1] that end in [from, to) and
+// returns how many events of ts are in it.
+func (d *Dist) addGapsIn(ts []int64, from, to int64) int {
+	k := 0
+	if d.hist == nil && len(d.samples)+len(ts) <= d.limit {
+		s := d.samples
+		for j, t := range ts {
+			if t >= from && t < to {
+				k++
+				if j > 0 {
+					s = append(s, float64(t-ts[j-1]))
+				}
+			}
+		}
+		d.samples, d.sorted = s, false
+		return k
+	}
+	for j, t := range ts {
+		if t >= from && t < to {
+			k++
+			if j > 0 {
+				d.Add(float64(t - ts[j-1]))
+			}
+		}
+	}
+	return k
 }
 
 // Len is the number of samples added.

@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/tracekit/tracekit/trace"
@@ -149,6 +150,7 @@ func (a *accumulator) finish(files []FileInfo) *Summary {
 	if a.reserved != nil { // no row was added
 		a.reserved()
 	}
+	a.settleTwins()
 	epITL := a.mergeEndpointITL()
 	s := &Summary{Files: files, Options: a.opts, Reqs: a.reqs, dists: a.dists, eventTimes: a.eventTimes, failTimes: a.failTimes,
 		ExcludedWarmup: a.sawWarmup, ExcludedByWindow: a.outWindow, Requests: len(a.reqs)}
@@ -245,10 +247,20 @@ func (s *Summary) stats(wg *sync.WaitGroup) {
 		"corrected_ttft":    &s.CorrectedTTFT, "corrected_e2el": &s.CorrectedE2EL,
 		"queue": &s.Queue, "send_delay": &s.SendDelay,
 	}
+	twins := s.dists["itl_per_token"].sameAs(s.dists["itl"])
 	for name, dst := range targets {
 		d := s.dists[name]
+		if name == "itl_per_token" && twins {
+			continue // the per-event statistics, copied below
+		}
 		if name == "itl" || name == "itl_per_token" {
-			wg.Go(func() { *dst = d.Stats(ps) })
+			wg.Go(func() {
+				*dst = d.Stats(ps)
+				if twins {
+					s.ITLPerToken = *dst
+					s.ITLPerToken.Percentiles = slices.Clone(dst.Percentiles)
+				}
+			})
 			continue
 		}
 		*dst = d.Stats(ps)
