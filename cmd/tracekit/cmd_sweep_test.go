@@ -119,7 +119,7 @@ func TestSweepLadderFiles(t *testing.T) {
 	tr := sweepTrace(t, 40, 20)
 	out := filepath.Join(t.TempDir(), "sweep")
 	args := []string{"sweep", tr, "--target", srv.URL(), "--out", out, "--speed", "1,2", "--step-requests", "20", "--warmup", "2",
-		"--slo", "ttft:p99:2s tpot:p90:1s", "--ignore-eos", "--max-client-lag", "1s", "--progress-every", "100ms", "--seed", "3", "--slices", "250ms"}
+		"--slo", "ttft:p99:2s tpot:p90:1s", "--ignore-eos", "--max-client-lag", "1s", "--max-client-cpu", "1", "--progress-every", "100ms", "--seed", "3", "--slices", "250ms"}
 	stdout, stderr, code := runCLI(t, args...)
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
@@ -334,7 +334,7 @@ func TestSweepTargetDiesMidSweep(t *testing.T) {
 		}
 	}()
 	stdout, stderr, code := runCLI(t, "sweep", sweepTrace(t, 400, 20), "--target", srv.URL(), "--out", out, "--search", "speed:1-8",
-		"--slo", "ttft:p99:5s", "--step-requests", "60", "--max-client-lag", "1s", "--progress-every", "1m",
+		"--slo", "ttft:p99:5s", "--step-requests", "60", "--max-client-lag", "1s", "--max-client-cpu", "1", "--progress-every", "1m",
 		"--idle-timeout", "5s", "--drain-timeout", "5s")
 	close(done)
 	if !<-killed {
@@ -374,7 +374,7 @@ func TestSweepInterruptKeepsFinishedSteps(t *testing.T) {
 	srv := sweepMock(t)
 	out := filepath.Join(t.TempDir(), "sweep")
 	cmd := exec.Command(bin, "sweep", sweepTrace(t, 400, 20), "--target", srv.URL(), "--out", out, "--speed", "0.5,1,2,4",
-		"--step-duration", "3s", "--max-client-lag", "1s")
+		"--step-duration", "3s", "--max-client-lag", "1s", "--max-client-cpu", "1")
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
 	if err := cmd.Start(); err != nil {

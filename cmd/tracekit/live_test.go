@@ -231,7 +231,7 @@ func TestSweepServeUIFollowsSteps(t *testing.T) {
 	var stderr bytes.Buffer
 	go func() {
 		code <- run([]string{"sweep", tr, "--target", srv.URL(), "--out", filepath.Join(t.TempDir(), "sweep"), "--speed", "1,2",
-			"--step-duration", "2s", "--max-client-lag", "1s", "--serve-ui", addr}, io.Discard, &stderr)
+			"--step-duration", "2s", "--max-client-lag", "1s", "--max-client-cpu", "1", "--serve-ui", addr}, io.Discard, &stderr)
 	}()
 	snaps := readEvents(t, "http://"+addr+"/events")
 	if c := <-code; c != ExitOK {

@@ -355,7 +355,7 @@ func TestSweepScrapePerStep(t *testing.T) {
 	srv, tr := scrapeFixture(t)
 	out := filepath.Join(t.TempDir(), "sweep")
 	args := []string{"sweep", tr, "--target", srv.URL(), "--out", out, "--max-concurrency", "1,8", "--step-requests", "16",
-		"--ignore-eos", "--max-client-lag", "1s", "--progress-every", "100ms", "--scrape", "--scrape-interval", "50ms", "--scrape-timeout", "10s"}
+		"--ignore-eos", "--max-client-lag", "1s", "--max-client-cpu", "1", "--progress-every", "100ms", "--scrape", "--scrape-interval", "50ms", "--scrape-timeout", "10s"}
 	stdout, stderr, code := runCLI(t, args...)
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)

@@ -155,7 +155,7 @@ func TestSweepSpecDecodeAndEnergyPerStep(t *testing.T) {
 	defer dcgm.Close()
 	out := filepath.Join(t.TempDir(), "sweep")
 	args := []string{"sweep", tr, "--target", srv.URL(), "--out", out, "--max-concurrency", "1,8", "--step-requests", "16",
-		"--ignore-eos", "--max-client-lag", "1s", "--progress-every", "100ms", "--scrape", "--scrape-interval", "50ms", "--scrape-timeout", "10s",
+		"--ignore-eos", "--max-client-lag", "1s", "--max-client-cpu", "1", "--progress-every", "100ms", "--scrape", "--scrape-interval", "50ms", "--scrape-timeout", "10s",
 		"--scrape-url", dcgm.URL + "/metrics"}
 	stdout, stderr, code := runCLI(t, args...)
 	if code != ExitOK {
