@@ -142,7 +142,7 @@ func stages() []stage {
 		{"calibrate endpoints", 3 * time.Minute, calibrateEndpointsBench}, // endpoints.go
 		{"stamps", 10 * time.Minute, stampsBench},
 		{"saturation", 5 * time.Minute, saturationBench},        // saturation.go
-		{"cpu per event", 5 * time.Minute, cpuPerEventBench},    // saturation.go
+		{"cpu per event", 8 * time.Minute, cpuPerEventBench},    // saturation.go: two 50 s steps of 10,800 streams
 		{"many streams", 8 * time.Minute, manyStreamsBench},     // saturation.go
 		{"live view", 5 * time.Minute, liveViewBench},           // liveview.go
 		{"media make", 3 * time.Minute, mediaMakeBench},         // media.go

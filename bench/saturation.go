@@ -54,15 +54,17 @@ func saturationBench(ctx context.Context, e *env) ([]figure, error) {
 	return figs, nil
 }
 
-// cpuPerEventBench: e.cpuStreams streams of one event every 500 ms, in
-// the two kernel-grade modes: the client's CPU (its arrival observer
-// included) per token event.
+// cpuPerEventBench: e.cpuStreams streams of one event every 500 ms for
+// 50 s (100 events each, the goal's shape: per-request costs spread over
+// 100 events), in the two kernel-grade modes: the client's CPU (its
+// arrival observer included) per token event, over the whole step and
+// over its steady window (every stream open), on which the goal is judged.
 func cpuPerEventBench(ctx context.Context, e *env) ([]figure, error) {
 	const sec = "Client CPU per event (tracekit calibrate)"
 	n := e.cpuStreams
 	before := loadAvg()
 	rep, cmd, err := runCalibrate(ctx, e, filepath.Join(e.work, "cpu-per-event"),
-		"--streams", strconv.Itoa(n), "--events-per-s", strconv.Itoa(2*n), "--stamp", "kernel,kernel-offset", "--duration", "10s")
+		"--streams", strconv.Itoa(n), "--events-per-s", strconv.Itoa(2*n), "--stamp", "kernel,kernel-offset", "--duration", "50s")
 	if err != nil {
 		return nil, err
 	}
@@ -72,13 +74,21 @@ func cpuPerEventBench(ctx context.Context, e *env) ([]figure, error) {
 		if r.Step.Kind != calibrate.KindStreams || r.EventsPerS == 0 {
 			continue
 		}
-		us := r.ClientCores / r.EventsPerS * 1e6
-		f := figure{Section: sec, Name: fmt.Sprintf("%d streams, one event every 500 ms each, stamp mode %s", n, r.Step.Stamp),
-			Value: fmt.Sprintf("%.1f us of client CPU per event (%.2f core at %.0f events/s); error p99 %.3f ms; %d/%d events matched",
-				us, r.ClientCores, r.EventsPerS, float64(r.ErrP99Ns)/1e6, r.Matched, r.EventsServer),
-			Goal:    fmt.Sprintf("<= %g us per event", cpuPerEventGoalUs),
-			Verdict: atMost(us, cpuPerEventGoalUs, func(v float64) string { return fmt.Sprintf("%.1f us", v) }),
+		whole := r.ClientCores / r.EventsPerS * 1e6
+		f := figure{Section: sec, Name: fmt.Sprintf("%d streams, one event every 500 ms each for 50 s, stamp mode %s", n, r.Step.Stamp),
+			Goal:    fmt.Sprintf("<= %g us per event in the steady window", cpuPerEventGoalUs),
 			Command: cmd, Note: la + "; the client's CPU is the calibrate process's and its arrival observer's, the mock's is apart"}
+		steady := "no steady window"
+		if st := r.Steady; st != nil && st.ClientCPUPerEventNs > 0 {
+			us := st.ClientCPUPerEventNs / 1e3
+			steady = fmt.Sprintf("%.1f us per event in the steady window (%.2f core over %.1f s, %d events)", us, st.ClientCores, float64(st.WindowNs)/1e9, st.Events)
+			f.Verdict = atMost(us, cpuPerEventGoalUs, func(v float64) string { return fmt.Sprintf("%.1f us", v) })
+			f.Note += "; the goal is judged on the steady window (every stream open), the whole step adds the ramp's dials and request writes and the tail"
+		} else {
+			f.Verdict = "not judged: no steady window"
+		}
+		f.Value = fmt.Sprintf("%s; %.1f us per event over the whole step (%.2f core at %.0f events/s); error p99 %.3f ms; %d/%d events matched",
+			steady, whole, r.ClientCores, r.EventsPerS, float64(r.ErrP99Ns)/1e6, r.Matched, r.EventsServer)
 		f.Note += stampSaid(r)
 		figs = append(figs, f)
 	}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -247,6 +249,13 @@ func checkSteady(t *testing.T, r Result) {
 	if st.StartNs <= 0 || st.WindowNs <= 0 || time.Duration(st.StartNs+st.WindowNs) > time.Duration(r.WallSeconds*float64(time.Second)) {
 		t.Errorf("%s: steady window from %v for %v, the step took %.3fs", r.Name, time.Duration(st.StartNs), time.Duration(st.WindowNs), r.WallSeconds)
 	}
+	// The client's CPU over the window, sampled during the step: some, at
+	// most the machine's cores (and the arrival observer's), the same
+	// CPU per event and per second of window.
+	if st.ClientCPUPerEventNs <= 0 || st.ClientCores <= 0 || st.ClientCores > float64(runtime.NumCPU()+1) ||
+		math.Abs(st.ClientCPUPerEventNs*float64(st.Events)-st.ClientCores*float64(st.WindowNs)) > 1e-6*st.ClientCPUPerEventNs*float64(st.Events) {
+		t.Errorf("%s: steady client CPU %g ns per event over %d events, %g cores over %v", r.Name, st.ClientCPUPerEventNs, st.Events, st.ClientCores, time.Duration(st.WindowNs))
+	}
 	if st.Events <= 0 || st.Events >= r.Matched {
 		t.Errorf("%s: %d steady events of %d matched: expected some, not all (the ramp's are left out)", r.Name, st.Events, r.Matched)
 	}
@@ -291,9 +300,25 @@ func TestJoinSteadyWindow(t *testing.T) {
 	if j.ServerFirstNs != 1000 || j.SteadyFromNs != 1220 || j.SteadyToNs != 1400 || j.SteadyWindowNs() != 180 || j.Matched() != 14 {
 		t.Errorf("first %d, window %d..%d (%d), %d matched", j.ServerFirstNs, j.SteadyFromNs, j.SteadyToNs, j.SteadyWindowNs(), j.Matched())
 	}
-	st := steadyOf(Step{Kind: KindStreams, Streams: 3}, j)
+	// The client's CPU: 3 ns a ns, sampled in the client's clock, which
+	// runs the step's median diff (2000) ahead of the server's; a bend at
+	// 3300 (= 1300 + 2000), inside the shifted window, to show the
+	// interpolation between samples: from 3220 (cpu 9660) to 3400 (cpu
+	// 9900 + 100*1 = 10000): 340 ns over 180 ns and 4 events.
+	if m := quantile(j.Diffs, 0.5); m != 2000 {
+		t.Fatalf("median diff %d, want 2000", m)
+	}
+	cpu := []cpuSample{{0, 0}, {3300, 9900}, {10000, 9900 + 6700}}
+	st := steadyOf(Step{Kind: KindStreams, Streams: 3}, j, cpu)
 	if st == nil || st.StartNs != 220 || st.WindowNs != 180 || st.Events != 4 {
 		t.Fatalf("steady %+v, want from 220 for 180 with 4 events", st)
+	}
+	if math.Abs(st.ClientCPUPerEventNs-340.0/4) > 1e-9 || math.Abs(st.ClientCores-340.0/180) > 1e-9 {
+		t.Errorf("steady client CPU %g ns per event, %g cores; want 85, %g", st.ClientCPUPerEventNs, st.ClientCores, 340.0/180)
+	}
+	// Samples that end before the window: no figure rather than a wrong one.
+	if st := steadyOf(Step{Kind: KindStreams, Streams: 3}, j, cpu[:2]); st == nil || st.ClientCPUPerEventNs != 0 || st.ClientCores != 0 {
+		t.Errorf("with samples up to 3300 only: steady %+v, want no CPU figures", st)
 	}
 	// The offset comes off the steady quantiles as off the whole step's.
 	rep := &Report{Steps: []Result{
@@ -340,7 +365,7 @@ func TestJoinSteadyWindow(t *testing.T) {
 	// Short requests one after another: no moment with all open.
 	short := []mock.LogEntry{{RequestID: "r-1", EventMonoNs: []int64{10, 20}}, {RequestID: "r-2", EventMonoNs: []int64{30, 40}}}
 	j = Join([]trace.Record{{RequestID: "r-1", EventNs: []int64{11, 21}}, {RequestID: "r-2", EventNs: []int64{31, 41}}}, 0, short, "r-")
-	if j.SteadyWindowNs() != 0 || len(j.SteadyDiffs) != 0 || steadyOf(Step{Kind: KindStreams}, j) != nil {
+	if j.SteadyWindowNs() != 0 || len(j.SteadyDiffs) != 0 || steadyOf(Step{Kind: KindStreams}, j, nil) != nil {
 		t.Errorf("non-overlapping requests: window %d, %d steady diffs", j.SteadyWindowNs(), len(j.SteadyDiffs))
 	}
 }
@@ -579,5 +604,40 @@ func TestPrefillSetsTheMocksFirstEvent(t *testing.T) {
 	}
 	if err := Validate(Config{Prefill: -time.Second, Mode: ModeInProcess}); err == nil || !strings.Contains(err.Error(), "Prefill -1s") {
 		t.Errorf("a negative prefill: %v", err)
+	}
+}
+
+// TestCPUSamplerThinsAndInterpolates: a sampler over a counter keeps its
+// first and last samples in time order when it thins to half, and cpuAt
+// reads a counter between samples and refuses times outside them.
+func TestCPUSamplerThinsAndInterpolates(t *testing.T) {
+	var n int64
+	s := &cpuSampler{read: func() int64 { n += 10; return n }}
+	for range maxCPUSamples - 1 {
+		if s.take() {
+			t.Fatal("thinned before the samples were full")
+		}
+	}
+	if !s.take() {
+		t.Fatal("did not thin when full")
+	}
+	got := s.samples
+	if len(got) > maxCPUSamples/2+1 || got[0].cpu != 10 || got[len(got)-1].cpu != 10*maxCPUSamples {
+		t.Fatalf("%d samples from cpu %d to %d after thinning, want at most %d from 10 to %d", len(got), got[0].cpu, got[len(got)-1].cpu, maxCPUSamples/2+1, 10*maxCPUSamples)
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i].at < got[i-1].at || got[i].cpu <= got[i-1].cpu {
+			t.Fatalf("samples out of order at %d: %+v then %+v", i, got[i-1], got[i])
+		}
+	}
+	samples := []cpuSample{{100, 1000}, {200, 1000}, {300, 3000}}
+	for _, c := range []struct {
+		at   int64
+		want float64
+		ok   bool
+	}{{99, 0, false}, {100, 1000, true}, {150, 1000, true}, {250, 2000, true}, {300, 3000, true}, {301, 0, false}} {
+		if v, ok := cpuAt(samples, c.at); v != c.want || ok != c.ok {
+			t.Errorf("cpuAt(%d) = %g, %v; want %g, %v", c.at, v, ok, c.want, c.ok)
+		}
 	}
 }

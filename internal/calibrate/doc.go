@@ -69,7 +69,13 @@
 //
 // with p50/p99/max of their errors (same offset), the window's start
 // (after the step's first write), its length and its event count
-// (Result.Steady). It is reported next to the whole-step figures and does
+// (Result.Steady), and the client's CPU over it per event and per second:
+// the client's CPU (this process and its arrival observer) is sampled
+// every 250 ms during the step and read off at the window's ends, moved
+// to the client's clock by the step's median difference, by linear
+// interpolation. Per-request costs (dial, request write, headers, the
+// record) fall mostly in the ramp and the tail, so this is the cost of
+// an event once every stream is open. It is reported next to the whole-step figures and does
 // not change them or the pass/fail rule, which stays on the whole step: a
 // real benchmark has its ramp too. Rate steps have no such window (their
 // short requests are never all open at once).

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -194,11 +195,15 @@ func (rep *Report) writeSteady(w io.Writer) error {
 	}
 	fmt.Fprintln(w, "\nsteady state (events written while every stream of the step is open, but 1 in 100 stragglers; the ramp and the tail left out; not part of pass):")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "step\twindow from\tlength\tevents\tof matched\terror p50\tp99\tmax\twhole-step p99\t")
+	fmt.Fprintln(tw, "step\twindow from\tlength\tevents\tof matched\terror p50\tp99\tmax\twhole-step p99\tclient cores\tclient CPU per event\t")
 	for _, r := range rows {
 		st := r.Steady
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.0f%%\t%s\t%s\t%s\t%s\t\n", r.Name, fmtNs(st.StartNs), fmtNs(st.WindowNs), st.Events,
-			100*float64(st.Events)/float64(max(1, r.Matched)), fmtNs(st.ErrP50Ns), fmtNs(st.ErrP99Ns), fmtNs(st.ErrMaxNs), fmtNs(r.ErrP99Ns))
+		cores, per := "-", "-"
+		if st.ClientCPUPerEventNs > 0 {
+			cores, per = fmt.Sprintf("%.2f", st.ClientCores), fmtNs(int64(math.Round(st.ClientCPUPerEventNs)))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.0f%%\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Name, fmtNs(st.StartNs), fmtNs(st.WindowNs), st.Events,
+			100*float64(st.Events)/float64(max(1, r.Matched)), fmtNs(st.ErrP50Ns), fmtNs(st.ErrP99Ns), fmtNs(st.ErrMaxNs), fmtNs(r.ErrP99Ns), cores, per)
 	}
 	return tw.Flush()
 }

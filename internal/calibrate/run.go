@@ -105,17 +105,39 @@ type Steady struct {
 	ErrP99Ns int64 `json:"error_p99_ns"`
 	ErrMaxNs int64 `json:"error_max_ns"`
 
+	// ClientCores is the client's CPU (this process and its arrival
+	// observer) over the window / the window's length; 0 when the CPU
+	// samples do not cover the window.
+	ClientCores float64 `json:"client_cores"`
+	// ClientCPUPerEventNs is the client's CPU over the window / Events:
+	// the per-event cost with every stream open, without the ramp's
+	// dials and request writes or the tail; 0 when the CPU samples do
+	// not cover the window.
+	ClientCPUPerEventNs float64 `json:"client_cpu_per_event_ns"`
+
 	diffs []int64 // sorted raw diffs, until finish
 }
 
 // steadyOf is j's steady-state figures before the offset is removed, nil
-// for a rate step or an empty window.
-func steadyOf(s Step, j *Joined) *Steady {
+// for a rate step or an empty window. cpu is the client's CPU sampled
+// over the step (clock.Mono): the window, in server write time, is moved
+// to the client's clock by the step's median difference (the same clock
+// with a local mock; a remote one's constant offset otherwise), and the
+// CPU read off at both ends.
+func steadyOf(s Step, j *Joined, cpu []cpuSample) *Steady {
 	if s.Kind == KindRate || s.Kind == KindBurst || len(j.SteadyDiffs) == 0 {
 		return nil
 	}
-	return &Steady{StartNs: j.SteadyFromNs - j.ServerFirstNs, WindowNs: j.SteadyWindowNs(),
+	st := &Steady{StartNs: j.SteadyFromNs - j.ServerFirstNs, WindowNs: j.SteadyWindowNs(),
 		Events: len(j.SteadyDiffs), diffs: j.SteadyDiffs}
+	shift := quantile(j.Diffs, 0.5)
+	from, ok1 := cpuAt(cpu, j.SteadyFromNs+shift)
+	to, ok2 := cpuAt(cpu, j.SteadyToNs+shift)
+	if ok1 && ok2 && to >= from {
+		st.ClientCores = (to - from) / float64(st.WindowNs)
+		st.ClientCPUPerEventNs = (to - from) / float64(st.Events)
+	}
+	return st
 }
 
 // Report is a whole calibration.
@@ -320,6 +342,6 @@ func (r *stepRun) result() (Result, error) {
 		res.Join = JoinBody
 	}
 	res.diffs = j.Diffs
-	res.Steady = steadyOf(r.plan.step, j)
+	res.Steady = steadyOf(r.plan.step, j, r.cpu)
 	return res, nil
 }

@@ -159,6 +159,7 @@ type stepRun struct {
 	scrapeErr int    // failed ones
 	burners   int    // goroutines the burner ran (Step.Burner)
 	live      liveCounts
+	cpu       []cpuSample // the client's CPU over the replay (ClientCPU, clock.Mono)
 }
 
 // runStep runs one step: starts its mock (unless cfg.Target), replays its
@@ -240,7 +241,7 @@ func runStep(ctx context.Context, cfg Config, dir string, idx int, s Step) (*ste
 		}
 	}
 	began := time.Now()
-	h, canceled, err := replayInto(ctx, p, replay.NewMemorySource(traceMeta, turns), target, model, run.recording, sink, &run.live)
+	h, canceled, err := replayInto(ctx, p, replay.NewMemorySource(traceMeta, turns), target, model, run.recording, sink, &run.live, &run.cpu)
 	run.wall = time.Since(began)
 	if scr != nil {
 		scr.Stop()
@@ -266,17 +267,24 @@ func runStep(ctx context.Context, cfg Config, dir string, idx int, s Step) (*ste
 // replayInto replays src, the step's trace, against target into sink, or
 // with a nil sink into a recording at out, and returns the client's health
 // and why it was cut short ("" if it was not). A LiveView "on" step's
-// view counts what it took into lc. The run is bounded: every
+// view counts what it took into lc; the client's CPU, sampled over the
+// replay, goes to cpu. The run is bounded: every
 // stream should end by ramp + duration, so anything beyond a generous
 // margin is canceled (and recorded as such).
-func replayInto(ctx context.Context, p plan, src replay.Source, target, model, out string, sink record.Sink, lc *liveCounts) (trace.Health, string, error) {
+func replayInto(ctx context.Context, p plan, src replay.Source, target, model, out string, sink record.Sink, lc *liveCounts, cpu *[]cpuSample) (trace.Health, string, error) {
 	span := p.span()
 	var rec *record.Recorder
 	var view *liveView
+	var cs *cpuSampler
+	defer func() { *cpu = cs.stop() }()  // after Record's Close: the observer's last CPU is in
 	defer func() { *lc = view.stop() }() // after the recorder's close: its last records went through the tap
-	open := replay.Into(sink)
+	open := func(r *replay.Runner) (record.Sink, error) {
+		cs = startCPUSampler(r.ClientCPU)
+		return sink, nil
+	}
 	if sink == nil {
 		open = func(r *replay.Runner) (record.Sink, error) {
+			cs = startCPUSampler(r.ClientCPU)
 			ro := record.RecorderOptions{Queue: max(1024, 2*p.requests)}
 			if p.step.LiveView == "on" {
 				view = startLiveView(r, p.step.Name())

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"unsafe"
 
 	"github.com/tracekit/tracekit/internal/api"
@@ -111,6 +112,24 @@ func (s *Stream) SetAPI(name api.Name) error {
 
 // API is the API whose responses the Stream reads.
 func (s *Stream) API() api.Name { return s.api }
+
+// maxExpect bounds what Expect reserves: a trace's max_tokens can be far
+// above what a server streams, and the slices still grow past it.
+const maxExpect = 4096
+
+// Expect reserves room for the per-event figures of a response of about
+// events events (at most maxExpect), so that a long stream does not grow
+// them one doubling at a time. Call it after SetAPI or Reset.
+func (s *Stream) Expect(events int) {
+	events = min(events, maxExpect)
+	if events <= 0 {
+		return
+	}
+	s.evNs = slices.Grow(s.evNs, events)
+	s.evContent = slices.Grow(s.evContent, events)
+	s.evReason = slices.Grow(s.evReason, events)
+	s.evCum = slices.Grow(s.evCum, events)
+}
 
 // Reset clears the state for the next response, keeping the buffers.
 func (s *Stream) Reset() {

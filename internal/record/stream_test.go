@@ -441,3 +441,43 @@ func TestIndexEOL(t *testing.T) {
 		}
 	}
 }
+
+// TestExpectReservesEventRoom: after Expect(n) a stream of n events keeps
+// its per-event figures in the room reserved (no regrowth), records the
+// same as without it, and Expect is bounded and ignores nonsense.
+func TestExpectReservesEventRoom(t *testing.T) {
+	const n = 100
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "data: {\"choices\":[{\"delta\":{\"content\":\"t%d \"}}]}\n\n", i)
+	}
+	b.WriteString("data: [DONE]\n\n")
+	body := b.String()
+	read := func(expect int) (trace.Record, *Stream, *int64) {
+		s := NewStream(nil)
+		s.Expect(expect)
+		var first *int64
+		if cap(s.evNs) > 0 {
+			first = &s.evNs[:1][0]
+		}
+		var tick int64
+		if err := s.ReadBody(strings.NewReader(body), make([]byte, 64), func() int64 { tick++; return tick }); err != nil {
+			t.Fatal(err)
+		}
+		return fill(s), s, first
+	}
+	want, _, _ := read(0)
+	got, s, first := read(n)
+	if !reflect.DeepEqual(got, want) || len(got.EventNs) != n {
+		t.Fatalf("with Expect(%d): %d events, record differs from the one without: %+v vs %+v", n, len(got.EventNs), got, want)
+	}
+	if first == nil || &s.evNs[0] != first || cap(s.evNs) < n || cap(s.evCum) < n {
+		t.Errorf("the event slices moved or were short (cap %d): Expect reserved no room for %d events", cap(s.evNs), n)
+	}
+	s.Reset()
+	s.Expect(-5)
+	s.Expect(1 << 30)
+	if c := cap(s.evNs); c < maxExpect || c > 2*maxExpect+n {
+		t.Errorf("Expect(1<<30) reserved %d, want about maxExpect (%d)", c, maxExpect)
+	}
+}

@@ -29,7 +29,9 @@ var errStaleConn = errors.New("the pooled connection was idle too long to trust"
 //     and writeStartNs when its first write began;
 //   - idle: a per-read idle timeout. fasthttp's own read deadline covers the
 //     whole streamed body, so before each Read (response headers included)
-//     we set the deadline to min(request deadline, now + idle);
+//     we keep the deadline at min(request deadline, now + idle to
+//     idle*9/8), moving it only when it falls out of that range
+//     (idleDeadline);
 //   - cancel: the run can interrupt every blocked Read;
 //   - stamps: in a kernel stamp mode the TCP connection under it (and
 //     under TLS) is a stamp.Conn, whose reads carry the kernel's receive
@@ -57,6 +59,7 @@ type conn struct {
 	writeStartNs atomic.Int64
 	readNs       atomic.Int64 // clock.Mono() after the last Read that returned bytes (or the dial)
 	reqDeadline  atomic.Int64 // unix ns of the read deadline fasthttp set; 0: none
+	readDl       atomic.Int64 // unix ns of the read deadline set on Conn now; 0: none
 
 	requests atomic.Int32 // requests started on this connection
 	writing  atomic.Bool  // the current request is being written or awaits its first response byte
@@ -101,11 +104,7 @@ func (c *conn) Read(p []byte) (int, error) {
 		return 0, errRunCanceled
 	}
 	if idle := c.set.idle; idle > 0 {
-		d := time.Now().UnixNano() + int64(idle)
-		if rd := c.reqDeadline.Load(); rd != 0 && rd < d {
-			d = rd
-		}
-		if err := c.Conn.SetReadDeadline(time.Unix(0, d)); err != nil {
+		if err := c.idleDeadline(idle); err != nil {
 			return 0, err
 		}
 	}
@@ -130,6 +129,27 @@ func (c *conn) reusedWithoutAnswer() bool {
 	return c.requests.Load() > 1 && !c.gotByte.Load()
 }
 
+// idleDeadline sets the read deadline to at least now + idle, capped by
+// the request's own deadline. Moving a deadline is a timer change in the
+// runtime, so it is moved only when needed: when the one set would fire
+// less than idle from now, it is set idle + idle/8 ahead, and the next
+// idle/8 of reads (most events of a stream) leave it alone. A silent
+// stream thus times out between idle and idle*9/8 after its last read.
+func (c *conn) idleDeadline(idle time.Duration) error {
+	now := time.Now().UnixNano()
+	lo, hi := now+int64(idle), now+int64(idle+idle/8)
+	set := c.readDl.Load()
+	d := hi
+	if rd := c.reqDeadline.Load(); rd != 0 && rd <= hi {
+		d, lo = rd, min(lo, rd)
+	}
+	if set >= lo && set <= d && set != 0 {
+		return nil // fires no earlier than needed and no later than allowed
+	}
+	c.readDl.Store(d)
+	return c.Conn.SetReadDeadline(time.Unix(0, d))
+}
+
 func (c *conn) SetReadDeadline(t time.Time) error {
 	c.storeDeadline(t)
 	return c.Conn.SetReadDeadline(t)
@@ -140,12 +160,15 @@ func (c *conn) SetDeadline(t time.Time) error {
 	return c.Conn.SetDeadline(t)
 }
 
+// storeDeadline keeps t as the request's deadline and as the read
+// deadline now set on the conn beneath (0: none).
 func (c *conn) storeDeadline(t time.Time) {
-	if t.IsZero() {
-		c.reqDeadline.Store(0)
-	} else {
-		c.reqDeadline.Store(t.UnixNano())
+	var ns int64
+	if !t.IsZero() {
+		ns = t.UnixNano()
 	}
+	c.reqDeadline.Store(ns)
+	c.readDl.Store(ns)
 }
 
 // pastRequestDeadline reports whether the request's own deadline (not the

@@ -212,6 +212,7 @@ func (r *runState) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace
 	if err := ex.stream.SetAPI(api.Name(ep)); err != nil { // resets the stream
 		panic(err) // the table has every Endpoint
 	}
+	ex.stream.Expect(int(turn.OutputTokens) + 2) // a role chunk and a closing event beside one per token
 	rec := &ex.rec
 	*rec = trace.Record{
 		RequestID:      requestID(turn, 0),

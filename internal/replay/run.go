@@ -275,6 +275,18 @@ func (r *Runner) HealthSoFar() *trace.Health {
 	return rn.mon.sample(false)
 }
 
+// ClientCPU is the client's CPU time so far in ns: this process's and
+// its arrival observer's (which stays at its last figure once Close
+// stopped it). Safe to call at any time after New; only differences of
+// two readings mean anything.
+func (r *Runner) ClientCPU() int64 {
+	ns := cpuTime()
+	if r.conns != nil {
+		ns += r.conns.stamp.ObserverCPU()
+	}
+	return ns
+}
+
 // Config returns the configuration with defaults applied.
 func (r *Runner) Config() Config { return r.cfg }
 

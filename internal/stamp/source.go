@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,6 +30,11 @@ type Source struct {
 	conv      *clock.RealToMono // kernel modes
 
 	obs *observer // kernel-offset: the arrival observer (observer_linux.go)
+	// obsMu guards obs against Close while ObserverCPU reads it (a
+	// sampler may read during and after the run); obsEndCPU is the
+	// observer's CPU when Close stopped it.
+	obsMu     sync.Mutex
+	obsEndCPU int64
 	// watchStop ends the observer's watch (watch.go); offNs is when the
 	// watch switched the observer off (clock.Mono), 0 while it runs.
 	watchStop chan struct{}
@@ -114,18 +120,24 @@ func (s *Source) Wrap(nc net.Conn, encrypted bool) *Conn {
 // reading, with kernel stamps.
 func (s *Source) Close() {
 	s.stopWatch()
+	s.obsMu.Lock()
+	defer s.obsMu.Unlock()
 	if s.obs != nil {
 		s.obs.stop()
+		s.obsEndCPU = s.obs.cpuNs()
 		s.obs = nil
 	}
 }
 
 // ObserverCPU is the arrival observer's CPU time so far in ns, 0 without
 // one: a process of the client's own, whose CPU the client's is not
-// complete without.
+// complete without. After Close it stays at the observer's last figure.
+// Safe to call at any time.
 func (s *Source) ObserverCPU() int64 {
+	s.obsMu.Lock()
+	defer s.obsMu.Unlock()
 	if s.obs == nil {
-		return 0
+		return s.obsEndCPU
 	}
 	return s.obs.cpuNs()
 }
