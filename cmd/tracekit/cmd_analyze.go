@@ -3,12 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/tracekit/tracekit/internal/analyze"
+	"github.com/tracekit/tracekit/internal/sweep"
 )
 
 // analyzeFlags are the selection and definition flags shared by analyze
@@ -140,7 +141,7 @@ hold that aggregate.`,
 				}
 			}
 			if jsonPath != "" {
-				if err := writeFile(jsonPath, func(f *os.File) error { return s.WriteJSON(f, detailed) }); err != nil {
+				if err := writeFile(jsonPath, func(f io.Writer) error { return s.WriteJSON(f, detailed) }); err != nil {
 					return err
 				}
 			}
@@ -153,7 +154,7 @@ hold that aggregate.`,
 				}
 			}
 			if htmlPath != "" {
-				if err := writeFile(htmlPath, func(f *os.File) error { return s.WriteHTML(f) }); err != nil {
+				if err := writeFile(htmlPath, func(f io.Writer) error { return s.WriteHTML(f) }); err != nil {
 					return err
 				}
 			}
@@ -172,18 +173,9 @@ hold that aggregate.`,
 	return cmd
 }
 
-// writeFile creates path and runs write on it.
-func writeFile(path string, write func(*os.File) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("writing output: %w", err)
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("closing %s: %w", path, err)
-	}
-	return nil
+// writeFile writes path with write through a temporary file renamed into
+// place (sweep.WriteFileAtomic): a report cut short by an error or a
+// signal never stands as a whole one, and the previous file stays.
+func writeFile(path string, write func(io.Writer) error) error {
+	return sweep.WriteFileAtomic(path, write)
 }

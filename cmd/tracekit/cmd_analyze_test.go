@@ -225,3 +225,41 @@ func TestAnalyzeEmptyWindowExits2(t *testing.T) {
 		t.Errorf("window inside the run: exit %d\n%s%s", code, out, stderr)
 	}
 }
+
+// analyze's reports go through a temporary file renamed into place: a
+// report over an old one replaces it whole, no temporary file stays
+// beside it, and a report that cannot be written (its directory is a
+// file) fails without a partial file.
+func TestAnalyzeReportsWrittenWhole(t *testing.T) {
+	dir := t.TempDir()
+	rec, js, html := filepath.Join(dir, "a.parquet"), filepath.Join(dir, "r.json"), filepath.Join(dir, "r.html")
+	writeRun(t, rec, 100)
+	for _, p := range []string{js, html} {
+		if err := os.WriteFile(p, []byte("an older report, longer than nothing"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, stderr, code := runCLI(t, "analyze", rec, "--json", js, "--html", html); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var res map[string]any
+	raw, _ := os.ReadFile(js)
+	if err := json.Unmarshal(raw, &res); err != nil || res["completed"] != 10.0 {
+		t.Errorf("r.json is not the new report: %v %q", err, raw[:min(len(raw), 60)])
+	}
+	if b, _ := os.ReadFile(html); !strings.HasPrefix(string(b), "<!DOCTYPE html>") {
+		t.Errorf("r.html is not the new report: %q", b[:min(len(b), 60)])
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 3 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("the directory holds %v, want the recording and the two reports", names)
+	}
+	bad := filepath.Join(rec, "r.json") // under a file: cannot be created
+	if _, _, code := runCLI(t, "analyze", rec, "--json", bad); code == ExitOK {
+		t.Error("a report under a file was written")
+	}
+}

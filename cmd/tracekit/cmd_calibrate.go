@@ -144,15 +144,7 @@ elsewhere: give that FILE as --mock-log; calibrate waits for it to be complete
 }
 
 func writeCalibrateJSON(path string, rep *calibrate.Report) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("writing the JSON report: %w", err)
-	}
-	if err := rep.WriteJSON(f); err != nil {
-		f.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return f.Close()
+	return writeFile(path, rep.WriteJSON)
 }
 
 // intList is a comma-separated list of counts whose empty value is the

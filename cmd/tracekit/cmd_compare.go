@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -127,7 +128,7 @@ func finishGate(cmd *cobra.Command, results []analyze.GateResult, args []string,
 	}
 	if verdictPath != "" {
 		v := analyze.Verdict(results, args[0], args[1])
-		if err := writeFile(verdictPath, func(f *os.File) error {
+		if err := writeFile(verdictPath, func(f io.Writer) error {
 			enc := json.NewEncoder(f)
 			enc.SetIndent("", "  ")
 			return enc.Encode(v)

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 	"github.com/tracekit/tracekit/internal/analyze"
@@ -91,12 +90,12 @@ func analyzeRunSet(cmd interface {
 		}
 	}
 	if out.json != "" {
-		if err := writeFile(out.json, func(f *os.File) error { return rs.WriteJSON(f) }); err != nil {
+		if err := writeFile(out.json, func(f io.Writer) error { return rs.WriteJSON(f) }); err != nil {
 			return err
 		}
 	}
 	if out.html != "" {
-		if err := writeFile(out.html, func(f *os.File) error { return rs.WriteHTML(f) }); err != nil {
+		if err := writeFile(out.html, func(f io.Writer) error { return rs.WriteHTML(f) }); err != nil {
 			return err
 		}
 	}
@@ -140,7 +139,7 @@ func compareRunSets(cmd *cobra.Command, args []string, sets [2][]string, opts an
 		return err
 	}
 	if g.html != "" {
-		if err := writeFile(g.html, func(f *os.File) error { return analyze.WriteCompareRunsHTML(f, rs[0], rs[1], args[0], args[1]) }); err != nil {
+		if err := writeFile(g.html, func(f io.Writer) error { return analyze.WriteCompareRunsHTML(f, rs[0], rs[1], args[0], args[1]) }); err != nil {
 			return err
 		}
 	}
