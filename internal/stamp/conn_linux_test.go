@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"slices"
 	"strings"
@@ -223,8 +224,17 @@ func TestStampReadAllocs(t *testing.T) {
 				got += n
 			}
 			round()
-			if n := testing.AllocsPerRun(50, round); n != 0 {
-				t.Errorf("%v allocations per round of reads", n)
+			// AllocsPerRun counts the whole process's allocations, and
+			// other goroutines (the observer's watch among them) allocate
+			// now and then: on a loaded machine one can fall into a
+			// measurement. An allocation of the reads shows in every
+			// measurement, so the least of five is theirs.
+			least := math.Inf(1)
+			for range 5 {
+				least = min(least, testing.AllocsPerRun(50, round))
+			}
+			if least != 0 {
+				t.Errorf("%v allocations per round of reads (the least of five measurements)", least)
 			}
 		})
 	}
