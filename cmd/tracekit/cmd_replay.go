@@ -139,6 +139,7 @@ beside the output, verified, removed after).`,
 	f.StringVar(&c.ReasoningEffort, "reasoning-effort", "", "low, medium or high: Responses' reasoning.effort, chat's reasoning_effort (default: not sent)")
 	f.IntVar(&c.ThinkingBudget, "thinking-budget", 0, "Messages: ask for extended thinking with this many budget tokens (0: not sent)")
 	f.StringVar(&c.MediaURLBase, "media-url-base", "", "serve the trace's images, video and audio from this host at this http URL (e.g. http://127.0.0.1:8089/media; port 0: any) and send their URLs instead of data URIs")
+	f.StringVar(&c.MediaFile, "media-file", "", "the media file holding the bytes of the trace's real images, video and audio, a path or, for a trace URL, an http(s) URL (default: the trace's own path or URL with .media added)")
 	f.StringVar(&c.Model, "model", "", "model name (default: the first of the target's /v1/models)")
 	f.StringVar(&apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key (sent as a Bearer token, as x-api-key on messages; never recorded)")
 	f.StringArrayVar(&headers, "header", nil, "extra request header K:V (repeatable)")

@@ -27,6 +27,7 @@ var replayFieldFlags = map[string]string{
 	"replay.Config.ReasoningEffort":         "reasoning-effort",
 	"replay.Config.ThinkingBudget":          "thinking-budget",
 	"replay.Config.MediaURLBase":            "media-url-base",
+	"replay.Config.MediaFile":               "media-file",
 	"replay.Config.Model":                   "model",
 	"replay.Config.Headers":                 "header",
 	"replay.Config.ExtraBody":               "extra-body",

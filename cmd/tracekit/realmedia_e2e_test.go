@@ -1,6 +1,8 @@
 package main
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -219,5 +221,83 @@ func TestFromVLLMCustomMM(t *testing.T) {
 	_, stderr, code = runCLI(t, "synth", "--from-vllm", strings.Replace(line, "openai-chat --endpoint /v1/chat/completions", "openai --endpoint /v1/completions", 1), "-o", filepath.Join(dir, "t2.parquet"))
 	if code != ExitUsage || !strings.Contains(stderr, "custom_mm") {
 		t.Errorf("custom_mm on completions: exit %d\n%s", code, stderr)
+	}
+}
+
+// A trace URL whose trace carries real images brings its media file from
+// beside it (or from --media-file's URL) and replays with 0 errors, the
+// mock seeing every item; a media file missing there is bad input (exit 2)
+// naming its URL and the turn that needs it, before anything is sent; a
+// --media-file URL with a local trace is bad usage.
+func TestRealMediaFromTraceURL(t *testing.T) {
+	dir := t.TempDir()
+	imgs := mediaFixture(t, dir, map[string]trace.Media{"x.png": {Kind: trace.MediaImage, Format: "png", Width: 64, Height: 48, Seed: 5}})
+	in := filepath.Join(dir, "mm.jsonl")
+	if err := os.WriteFile(in, []byte(`{"prompt": "What is it?", "image_files": ["x.png"]}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	served := filepath.Join(dir, "served")
+	if err := os.Mkdir(served, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tr := filepath.Join(served, "trace.parquet")
+	if stdout, stderr, code := runCLI(t, "synth", "--source", "vllm-custom-mm", "--input", in, "--conversations", "2", "-o", tr); code != ExitOK {
+		t.Fatalf("synth: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if err := os.Rename(trace.MediaPath(tr), filepath.Join(served, "elsewhere.media")); err != nil {
+		t.Fatal(err)
+	}
+	files := httptest.NewServer(http.FileServer(http.Dir(served)))
+	defer files.Close()
+	srv := mocktest.Start(t, nil)
+	replay := func(extra ...string) (string, int) {
+		out := filepath.Join(t.TempDir(), "rec.parquet")
+		args := append([]string{"replay", files.URL + "/trace.parquet", "--target", srv.URL(), "-o", out, "--no-analyze", "--progress", "none", "--no-probe"}, extra...)
+		_, stderr, code := runCLI(t, args...)
+		return stderr, code
+	}
+
+	// Not beside the trace's URL yet: refused, nothing sent.
+	stderr, code := replay()
+	hash := trace.MediaHash(imgs["x.png"])
+	if code != ExitUsage || !strings.Contains(stderr, "media file "+files.URL+"/trace.parquet.media: the server answered 404") || !strings.Contains(stderr, hash) || !strings.Contains(stderr, "(row 0)") {
+		t.Errorf("media file missing beside the trace URL: exit %d, want %d naming its URL, the hash and row 0\n%s", code, ExitUsage, stderr)
+	}
+	if len(srv.Log()) != 0 {
+		t.Fatalf("%d requests reached the server", len(srv.Log()))
+	}
+
+	seen := 0 // log entries of earlier runs
+	check := func(how string) {
+		t.Helper()
+		n, bytes := 0, int64(0)
+		log := srv.Log()
+		for _, e := range log[seen:] {
+			n++
+			bytes += e.MediaBytes
+			if e.Status != 200 || e.MediaItems != 1 {
+				t.Errorf("%s: a request got %d with %d items", how, e.Status, e.MediaItems)
+			}
+		}
+		if n != 2 || bytes != 2*int64(len(imgs["x.png"])) {
+			t.Errorf("%s: the mock saw %d requests with %d media bytes, want 2 with %d", how, n, bytes, 2*len(imgs["x.png"]))
+		}
+		seen = len(log)
+	}
+	if stderr, code := replay("--media-file", files.URL+"/elsewhere.media"); code != ExitOK {
+		t.Fatalf("--media-file URL: exit %d\n%s", code, stderr)
+	}
+	check("--media-file URL")
+	if err := os.Rename(filepath.Join(served, "elsewhere.media"), trace.MediaPath(tr)); err != nil {
+		t.Fatal(err)
+	}
+	if stderr, code := replay(); code != ExitOK {
+		t.Fatalf("media file beside the trace URL: exit %d\n%s", code, stderr)
+	}
+	check("beside the trace URL")
+
+	_, stderr, code = runCLI(t, "replay", tr, "--target", srv.URL(), "-o", filepath.Join(dir, "r.parquet"), "--media-file", files.URL+"/x.media")
+	if code != ExitUsage || !strings.Contains(stderr, "--media-file") {
+		t.Errorf("--media-file URL with a local trace: exit %d, want %d naming the flag\n%s", code, ExitUsage, stderr)
 	}
 }

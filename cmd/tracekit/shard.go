@@ -42,7 +42,7 @@ func (d *distOpts) register(f *pflag.FlagSet) {
 	f.StringVar(&d.runID, "run-id", "", "id shared by every shard of one run (default: from the trace's content and the start instant)")
 	f.StringVar(&d.startAt, "start-at", "", "start the clock at this instant, once the targets are ready: RFC 3339 (2026-12-01T12:00:00Z, the same for every shard) or +DURATION from now, at most 24h away; fails if it has passed")
 	d.maxTraceBytes = 4 << 30
-	f.Var((*sizeValue)(&d.maxTraceBytes), "max-trace-bytes", "largest trace downloaded when TRACE is an http(s) URL (bytes, or e.g. 512MiB, 8GiB)")
+	f.Var((*sizeValue)(&d.maxTraceBytes), "max-trace-bytes", "largest trace, and largest media file, downloaded when TRACE is an http(s) URL (bytes, or e.g. 512MiB, 8GiB)")
 }
 
 // apply settles the shard (--shard, or --shards with the index from the
@@ -161,19 +161,28 @@ func startAtErr(flag string, err error) error {
 }
 
 // fetchTrace downloads a trace URL into the output's directory (created if
-// missing) and points c at the copy, recording the URL redacted; remove
-// deletes the copy. SIGINT/SIGTERM abort the download.
+// missing), with its media file when it carries real media items (from
+// --media-file when that is a URL, else beside the trace's URL), and
+// points c at the copy, recording the URL redacted; remove deletes the
+// copies. SIGINT/SIGTERM abort the download.
 func fetchTrace(c *replay.Config, out string, d distOpts) (remove func(), err error) {
 	dir := filepath.Dir(out)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, badInput(fmt.Errorf("-o %s: creating its directory: %w", out, err))
 	}
 	if !replay.IsURL(c.Trace) {
+		if replay.IsURL(c.MediaFile) {
+			return nil, badInput(fmt.Errorf("--media-file %s: a URL is downloaded only with a trace URL; give a local trace's media file as a path", replay.RedactURL(c.MediaFile)))
+		}
 		return func() {}, nil
+	}
+	opts := replay.FetchOptions{Dir: dir, MaxBytes: d.maxTraceBytes, NoMedia: c.MediaFile != ""}
+	if replay.IsURL(c.MediaFile) {
+		opts.MediaURL, opts.NoMedia, c.MediaFile = c.MediaFile, false, "" // downloaded beside the trace's copy
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	path, remove, err := replay.FetchTrace(ctx, c.Trace, replay.FetchOptions{Dir: dir, MaxBytes: d.maxTraceBytes})
+	path, remove, err := replay.FetchTrace(ctx, c.Trace, opts)
 	var fe *replay.FetchError
 	switch {
 	case err == nil:

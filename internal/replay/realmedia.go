@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"github.com/tracekit/tracekit/internal/fielderr"
 
 	"github.com/tracekit/tracekit/trace"
 )
@@ -65,7 +66,7 @@ func (r *Runner) openMediaStore() error {
 			tr = r.cfg.Trace
 		}
 		if tr == "" {
-			return fmt.Errorf("%s carries a real media item (sha256 %s) and no media file holds its bytes: set %s", r.where(first), first.hash, "MediaFile")
+			return fielderr.Errorf(configType, "MediaFile", "%s carries a real media item (sha256 %s) and no media file holds its bytes: set %s", r.where(first), first.hash, fielderr.Name("MediaFile"))
 		}
 		path = trace.MediaPath(tr)
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tracekit/tracekit/trace"
 )
 
 const secretBits = "s3cr3t"
@@ -145,5 +147,107 @@ func TestRedactURLAndCommand(t *testing.T) {
 	if strings.Contains(cmd, secretBits) || !strings.Contains(cmd, "--target=http://h:8000") ||
 		!strings.Contains(cmd, "https://REDACTED@h/t?tok=REDACTED") || !strings.Contains(cmd, "--trace-url=https://h/t?sig=REDACTED") {
 		t.Errorf("command %q", cmd)
+	}
+}
+
+// A trace that carries real media items brings its media file: from
+// beside its URL (the path with .media added, the query kept), or from
+// MediaURL; beside the copy, where replay looks for it. A media file that
+// is missing, or lacks an item, fails naming the turn that carries it,
+// with nothing left behind; NoMedia leaves it to the caller.
+func TestFetchTraceBringsItsMedia(t *testing.T) {
+	items := realItems(t, 2)
+	local := writeRealTrace(t, 3, items)
+	traceBody, err := os.ReadFile(local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mediaBody, err := os.ReadFile(trace.MediaPath(local))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A media file of the first item alone.
+	partial := writeRealTrace(t, 1, items[:1])
+	partialBody, err := os.ReadFile(trace.MediaPath(partial))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		paths = append(paths, r.URL.Path+"?"+r.URL.RawQuery)
+		var body []byte
+		switch r.URL.Path {
+		case "/t/trace.parquet", "/bare/trace.parquet":
+			body = traceBody
+		case "/t/trace.parquet.media", "/elsewhere/m":
+			body = mediaBody
+		case "/partial.media":
+			body = partialBody
+		default:
+			http.NotFound(w, r)
+			return
+		}
+		http.ServeContent(w, r, "f", time.Time{}, strings.NewReader(string(body)))
+	}))
+	defer srv.Close()
+
+	for _, c := range []struct {
+		name, trace, media string
+		wantPaths          []string
+	}{
+		{"beside", withCreds(srv.URL, "/t/trace.parquet"), "",
+			[]string{"/t/trace.parquet?X-Amz-Signature=" + secretBits + "&token=" + secretBits, "/t/trace.parquet.media?X-Amz-Signature=" + secretBits + "&token=" + secretBits}},
+		{"given", srv.URL + "/bare/trace.parquet", srv.URL + "/elsewhere/m", []string{"/bare/trace.parquet?", "/elsewhere/m?"}},
+	} {
+		paths = nil
+		dir := t.TempDir()
+		path, remove, err := FetchTrace(context.Background(), c.trace, FetchOptions{Dir: dir, MaxBytes: 1 << 24, MediaURL: c.media})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if strings.Join(paths, " ") != strings.Join(c.wantPaths, " ") {
+			t.Errorf("%s: requested %q, want %q", c.name, paths, c.wantPaths)
+		}
+		s, err := trace.OpenMediaFile(trace.MediaPath(path))
+		if err != nil {
+			t.Fatalf("%s: no media file beside the copy: %v", c.name, err)
+		}
+		for _, it := range items {
+			if _, ok := s.Has(it.m.Hash); !ok {
+				t.Errorf("%s: the media file lacks %s", c.name, it.m.Hash)
+			}
+		}
+		s.Close()
+		remove()
+		if names := dirEntries(t, dir); len(names) != 0 {
+			t.Errorf("%s: left behind: %v", c.name, names)
+		}
+	}
+
+	for _, c := range []struct{ name, media, want string }{
+		{"missing", srv.URL + "/nowhere.media", "404 Not Found"},
+		{"partial", srv.URL + "/partial.media", "it does not hold the item (sha256 " + items[1].m.Hash + ") of conversation \"r01\" turn 0 (row 1)"},
+	} {
+		dir := t.TempDir()
+		_, _, err := FetchTrace(context.Background(), srv.URL+"/bare/trace.parquet", FetchOptions{Dir: dir, MaxBytes: 1 << 24, MediaURL: c.media})
+		var fe *FetchError
+		if !errors.As(err, &fe) || fe.What != "media file" || !fe.Input || !strings.Contains(err.Error(), c.want) ||
+			!strings.Contains(err.Error(), "media file "+c.media+": ") ||
+			!strings.Contains(err.Error(), "conversation \"r00\" turn 0 (row 0) of the trace carries a real media item") {
+			t.Errorf("%s: %v; want a media-file FetchError saying %q and naming the first turn with an item", c.name, err, c.want)
+		}
+		if names := dirEntries(t, dir); len(names) != 0 {
+			t.Errorf("%s: left behind: %v", c.name, names)
+		}
+	}
+
+	dir := t.TempDir()
+	path, remove, err := FetchTrace(context.Background(), srv.URL+"/bare/trace.parquet", FetchOptions{Dir: dir, MaxBytes: 1 << 24, NoMedia: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer remove()
+	if _, err := os.Stat(trace.MediaPath(path)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("NoMedia: a media file was downloaded (%v)", err)
 	}
 }
