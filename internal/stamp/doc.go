@@ -42,6 +42,12 @@
 // the child acknowledges an add by storing its generation in the slot;
 // closing the pair ends the child.
 //
+// One observer serves a process's runs in turn (pool_linux.go): Close leaves it
+// idle for observerLinger (2 s), and the next run started within that
+// takes it over, its CPU counted from there, instead of starting a process
+// of its own; runs at once have one each, and one switched off or dead is
+// never handed on.
+//
 // Standing down (watch.go): a client that may run on one CPU only starts
 // no observer (it could only take the reader's CPU), and one busy more
 // than 90% of the time for two seconds running (it cannot keep up) is

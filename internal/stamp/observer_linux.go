@@ -359,6 +359,20 @@ func (o *observer) send(m ctlMsg, oob []byte) error {
 	return nil
 }
 
+// reusable says whether o can serve another run: not stopped, its control
+// pair working and the child alive.
+func (o *observer) reusable() bool {
+	o.mu.Lock()
+	ok := !o.stopped && !o.dead
+	o.mu.Unlock()
+	select {
+	case <-o.exited:
+		return false
+	default:
+		return ok
+	}
+}
+
 // stop ends the child (closing the pair is its signal) and unmaps the
 // table once no connection uses it.
 func (o *observer) stop() {

@@ -32,9 +32,12 @@ type Source struct {
 	obs *observer // kernel-offset: the arrival observer (observer_linux.go)
 	// obsMu guards obs against Close while ObserverCPU reads it (a
 	// sampler may read during and after the run); obsEndCPU is the
-	// observer's CPU when Close stopped it.
-	obsMu     sync.Mutex
-	obsEndCPU int64
+	// observer's CPU in this run when Close released it, obsBaseCPU its
+	// CPU when this run took it over (an observer may serve several runs
+	// in turn: pool_linux.go).
+	obsMu      sync.Mutex
+	obsEndCPU  int64
+	obsBaseCPU int64
 	// watchStop ends the observer's watch (watch.go); offNs is when the
 	// watch switched the observer off (clock.Mono), 0 while it runs.
 	watchStop chan struct{}
@@ -83,12 +86,13 @@ func New(requested string, targets, tlsTargets int) *Source {
 			s.mode, s.note = trace.StampKernel, "the client may run on one CPU only: no arrival observer (it would take the reader's CPU), kernel stamps"
 			return s
 		}
-		o, err := startObserver()
+		o, err := acquireObserver()
 		if err != nil {
 			s.mode, s.note = trace.StampKernel, fmt.Sprintf("no arrival observer (%v): kernel stamps", err)
 		}
 		s.obs = o
 		if o != nil {
+			s.obsBaseCPU = o.cpuNs()
 			s.startWatch()
 		}
 	}
@@ -116,20 +120,21 @@ func (s *Source) Wrap(nc net.Conn, encrypted bool) *Conn {
 	return c
 }
 
-// Close stops the arrival observer, if any. Connections still open keep
-// reading, with kernel stamps.
+// Close ends the run's use of the arrival observer, if any: it lingers a
+// moment for the next run of this process, then stops (pool_linux.go).
+// Connections still open keep reading, with kernel stamps once it stopped.
 func (s *Source) Close() {
 	s.stopWatch()
 	s.obsMu.Lock()
 	defer s.obsMu.Unlock()
 	if s.obs != nil {
-		s.obs.stop()
-		s.obsEndCPU = s.obs.cpuNs()
+		s.obsEndCPU = s.obs.cpuNs() - s.obsBaseCPU
+		releaseObserver(s.obs)
 		s.obs = nil
 	}
 }
 
-// ObserverCPU is the arrival observer's CPU time so far in ns, 0 without
+// ObserverCPU is the arrival observer's CPU time in this run so far in ns, 0 without
 // one: a process of the client's own, whose CPU the client's is not
 // complete without. After Close it stays at the observer's last figure.
 // Safe to call at any time.
@@ -139,7 +144,7 @@ func (s *Source) ObserverCPU() int64 {
 	if s.obs == nil {
 		return s.obsEndCPU
 	}
-	return s.obs.cpuNs()
+	return s.obs.cpuNs() - s.obsBaseCPU
 }
 
 // toMono converts a kernel stamp (CLOCK_REALTIME ns) to Mono.
