@@ -55,8 +55,8 @@ const (
 	frameMeta   = 'M'
 	frameRecord = 'R'
 	// maxFrame bounds a frame so a corrupt length cannot make a reader
-	// allocate gigabytes.
-	maxFrame = 64 << 20
+	// allocate gigabytes; a media frame holds one item whole.
+	maxFrame = MaxMediaItemBytes + 1<<20
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -393,14 +393,63 @@ func (j *JournalReader) torn() error {
 }
 
 // The trace journal of a capture segment: the same framing, holding the
-// trace meta ('T', JSON) and each turn as it finishes ('U', JSON). A trace's
-// rows are sorted, so the file itself is written when the segment closes;
-// after a crash Recover sorts the journal's turns into it.
+// trace meta ('T', JSON) and each turn as it finishes ('U', JSON), and each
+// real media item's bytes the first time the segment stores its content
+// ('D', before the turn that carries it: WriteMediaFrame). A trace's rows
+// are sorted, so the file itself is written when the segment closes; after
+// a crash Recover sorts the journal's turns into it and stores its items
+// in the media file beside it.
 const (
 	TraceJournalMagic = "tracekit.trace-journal.v1\n"
 	FrameTraceMeta    = 'T'
 	FrameTurn         = 'U'
+	FrameMedia        = 'D'
 )
+
+// WriteMediaFrame writes a media frame of item m (a real item: Hash set)
+// with its bytes data to w: 'D', the uvarint length of m's JSON, the JSON,
+// then data. It writes the frame's pieces as they are, so an item is not
+// copied into a buffer; a frame torn by a crash fails its CRC, which ends
+// the journal there.
+func WriteMediaFrame(w io.Writer, m Media, data []byte) error {
+	if err := checkItemSize(int64(len(data))); err != nil {
+		return err
+	}
+	m.Data = ""
+	meta, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encoding a media item for the journal: %w", err)
+	}
+	head := binary.AppendUvarint([]byte{FrameMedia}, uint64(len(meta)))
+	head = append(head, meta...)
+	sum := crc32.Update(crc32.Checksum(head, castagnoli), castagnoli, data)
+	var hdr [8]byte
+	binary.LittleEndian.PutUint32(hdr[:4], uint32(len(head)+len(data)))
+	binary.LittleEndian.PutUint32(hdr[4:], sum)
+	for _, b := range [][]byte{hdr[:], head, data} {
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeMedia splits a media frame's body (after 'D').
+func decodeMedia(body []byte) (Media, []byte, error) {
+	n, k := binary.Uvarint(body)
+	if k <= 0 || n > uint64(len(body)-k) {
+		return Media{}, nil, errors.New("media frame: its item's description is cut short")
+	}
+	var m Media
+	if err := json.Unmarshal(body[k:k+int(n)], &m); err != nil {
+		return Media{}, nil, fmt.Errorf("media frame: %w", err)
+	}
+	data := body[k+int(n):]
+	if m.Hash == "" || MediaHash(data) != m.Hash || int64(len(data)) != m.Bytes {
+		return Media{}, nil, fmt.Errorf("media frame: %d bytes that are not the item %s of %d bytes it names", len(data), m.Hash, m.Bytes)
+	}
+	return m, data, nil
+}
 
 func AppendJSONPayload(dst []byte, kind byte, v any) ([]byte, error) {
 	b, err := json.Marshal(v)
@@ -410,8 +459,10 @@ func AppendJSONPayload(dst []byte, kind byte, v any) ([]byte, error) {
 	return append(append(dst, kind), b...), nil
 }
 
-// ReadTraceJournal returns the turns and meta of a trace journal.
-func (j *JournalReader) ReadTraceJournal() ([]Turn, TraceMeta, error) {
+// ReadTraceJournal returns the turns and meta of a trace journal, and
+// hands each media item it holds to media (nil: skipped); data is valid
+// until media returns.
+func (j *JournalReader) ReadTraceJournal(media func(m Media, data []byte) error) ([]Turn, TraceMeta, error) {
 	var turns []Turn
 	var meta TraceMeta
 	for {
@@ -429,6 +480,12 @@ func (j *JournalReader) ReadTraceJournal() ([]Turn, TraceMeta, error) {
 			var t Turn
 			if err = json.Unmarshal(p[1:], &t); err == nil {
 				turns = append(turns, t)
+			}
+		case FrameMedia:
+			var m Media
+			var data []byte
+			if m, data, err = decodeMedia(p[1:]); err == nil && media != nil {
+				err = media(m, data)
 			}
 		default:
 			err = fmt.Errorf("unknown frame kind %q", p[0])

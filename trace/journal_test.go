@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"io"
+	"strings"
 	"testing"
 )
 
@@ -165,5 +166,69 @@ func TestJournalTornInItsMagic(t *testing.T) {
 	}
 	if _, err := NewJournalReader(bytes.NewReader([]byte("tracekit.jX")), "test", JournalMagic); err == nil {
 		t.Error("a file that is no journal's start was taken for a torn journal")
+	}
+}
+
+// A trace journal's media frames hand each item back with its bytes, in
+// order among the turns; a frame whose bytes are not the item it names is
+// an error naming its byte offset; one cut short by a crash ends the
+// journal there (torn), the turns before it kept.
+func TestTraceJournalMedia(t *testing.T) {
+	a, b := []byte("first item's bytes"), bytes.Repeat([]byte{7}, 70000)
+	ma := Media{Kind: MediaImage, Format: "png", Width: 4, Height: 3, Hash: MediaHash(a), Bytes: int64(len(a))}
+	mb := Media{Kind: MediaAudio, Format: "wav", DurationMs: 10, Hash: MediaHash(b), Bytes: int64(len(b))}
+	var j bytes.Buffer
+	j.WriteString(TraceJournalMagic)
+	turn := func(id string) {
+		p, err := AppendJSONPayload(nil, FrameTurn, Turn{ConversationID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		j.Write(AppendJournalFrame(nil, p))
+	}
+	if err := WriteMediaFrame(&j, ma, a); err != nil {
+		t.Fatal(err)
+	}
+	turn("c1")
+	if err := WriteMediaFrame(&j, mb, b); err != nil {
+		t.Fatal(err)
+	}
+	turn("c2")
+	read := func(data []byte) ([]Turn, []string, *JournalReader, error) {
+		jr, err := NewJournalReader(bytes.NewReader(data), "j", TraceJournalMagic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		turns, _, err := jr.ReadTraceJournal(func(m Media, data []byte) error {
+			got = append(got, m.Kind+" "+m.Hash+" "+string(rune('0'+len(data)%10)))
+			if MediaHash(data) != m.Hash {
+				t.Errorf("item %s handed back with other bytes", m.Hash)
+			}
+			return nil
+		})
+		return turns, got, jr, err
+	}
+	turns, items, jr, err := read(j.Bytes())
+	if err != nil || len(turns) != 2 || len(items) != 2 || jr.Torn ||
+		items[0] != "image "+ma.Hash+" 8" || items[1] != "audio "+mb.Hash+" 0" {
+		t.Fatalf("turns %d, items %q, torn %v, %v", len(turns), items, jr.Torn, err)
+	}
+
+	// Cut inside the second item: the first item and turn are kept.
+	cut := bytes.Index(j.Bytes(), b[:100]) + 1000
+	turns, items, jr, err = read(j.Bytes()[:cut])
+	if err != nil || len(turns) != 1 || len(items) != 1 || !jr.Torn {
+		t.Fatalf("torn journal: turns %d, items %d, torn %v, %v", len(turns), len(items), jr.Torn, err)
+	}
+
+	// An item whose bytes are not what it names.
+	var bad bytes.Buffer
+	bad.WriteString(TraceJournalMagic)
+	if err := WriteMediaFrame(&bad, ma, b); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := read(bad.Bytes()); err == nil || !strings.Contains(err.Error(), "j: byte 26: media frame: 70000 bytes that are not the item") {
+		t.Fatalf("a media frame of other bytes: %v", err)
 	}
 }

@@ -62,6 +62,12 @@ type MediaMeta struct {
 // MediaPath is the media file of a trace: "t.parquet" has "t.parquet.media".
 func MediaPath(tracePath string) string { return tracePath + MediaFileSuffix }
 
+// MediaTempPath is the temporary file a MediaWriter for the media file
+// path writes until Close renames it into place.
+func MediaTempPath(path string) string {
+	return filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+}
+
 // MediaHash is the SHA-256 of data in lower-case hex: a real item's
 // Media.Hash.
 func MediaHash(data []byte) string {
@@ -92,7 +98,7 @@ func NewMediaWriter(path string, replace bool) (*MediaWriter, error) {
 			return nil, fmt.Errorf("creating %s: refusing to replace an existing file: %w", path, os.ErrExist)
 		}
 	}
-	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+	tmp := MediaTempPath(path)
 	// No statistics: the bounds of the data column would store items again.
 	w, err := createParquet[MediaItem](tmp, MediaFormat, zstd.SpeedDefault,
 		parquet.DataPageStatistics(false), parquet.SkipPageBounds("data"))

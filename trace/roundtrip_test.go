@@ -125,7 +125,7 @@ func TestEveryFieldRoundTrips(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, _, err := jr.ReadTraceJournal()
+		got, _, err := jr.ReadTraceJournal(nil)
 		if err != nil {
 			t.Fatal(err)
 		}

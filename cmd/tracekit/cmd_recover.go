@@ -47,6 +47,9 @@ written; the journal is kept).`,
 					what = "trace turns"
 				}
 				fmt.Fprintf(stderr, "recovered %d %s from %s into %s", r.Records, what, r.Journal, r.Out)
+				if r.MediaItems > 0 {
+					fmt.Fprintf(stderr, " with %d media items (%s) in %s", r.MediaItems, byteSize(r.MediaBytes), trace.MediaPath(r.Out))
+				}
 				if r.TornBytes > 0 {
 					fmt.Fprintf(stderr, " (dropped a %d-byte partial last entry)", r.TornBytes)
 				}

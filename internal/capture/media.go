@@ -126,7 +126,12 @@ func (s *segment) putMedia(m trace.Media) (trace.Media, error) {
 		}
 		s.media = w
 	}
-	data := m.Data
+	data := unsafe.Slice(unsafe.StringData(m.Data), len(m.Data)) // read only, not kept
 	m.Data = ""
-	return s.media.Put(m, unsafe.Slice(unsafe.StringData(data), len(data))) // read only, not kept
+	before := s.media.Bytes()
+	m, err := s.media.Put(m, data)
+	if err == nil && s.media.Bytes() != before {
+		s.journalMedia(m, data) // stored for the first time
+	}
+	return m, err
 }

@@ -1,6 +1,7 @@
 package capture_test
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
@@ -14,15 +15,19 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tracekit/tracekit/internal/capture"
 	"github.com/tracekit/tracekit/internal/media"
 	"github.com/tracekit/tracekit/internal/mock"
+	"github.com/tracekit/tracekit/internal/record"
 	"github.com/tracekit/tracekit/internal/tokenizer"
 	"github.com/tracekit/tracekit/trace"
 )
@@ -477,4 +482,109 @@ func TestCaptureMediaInHistory(t *testing.T) {
 	if got, want := mediaTokens(target.Log()), mediaTokens(up.Log()); len(want) != 2 || !slices.Equal(got, want) {
 		t.Errorf("replay's media tokens\n%s\nwant the capture's\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+}
+
+// A capture killed (SIGKILL) after requests with media leaves its items'
+// bytes in its trace journal, once per content: recover stores them in
+// the media file beside the recovered trace, which replays against the
+// mock as the capture's traffic went, and removes what the killed process
+// left of its own media file.
+func TestCaptureMediaSIGKILLRecover(t *testing.T) {
+	it := newMediaItems(t)
+	up := quickMock(t)
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "TRACEKIT_PROXY_CHILD="+dir, "TRACEKIT_PROXY_UPSTREAM="+up.URL())
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "http://") {
+		t.Fatalf("child said %q (%v)", line, err)
+	}
+	sendMedia(t, strings.TrimSpace(line), it)
+	// Kill once the trace journal holds the 5 turns and the 3 distinct
+	// items (a loaded machine may take longer than any fixed wait).
+	var turns, items int
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if turns, items = traceJournalFrames(t, dir); turns >= 5 && items >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30 s the trace journal holds %d turns and %d media items, want 5 and 3", turns, items)
+		}
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	res, err := record.RecoverAll(dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr string
+	for _, r := range res {
+		if r.Trace {
+			tr = r.Out
+			if r.Records != 5 || r.MediaItems != 3 || r.MediaBytes != int64(len(it.png)+len(it.jpeg)+len(it.wav)) {
+				t.Errorf("recovered %+v: want 5 turns and the 3 distinct items", r)
+			}
+		}
+	}
+	if tr == "" {
+		t.Fatalf("no trace recovered: %+v", res)
+	}
+	store, err := trace.OpenMediaFile(trace.MediaPath(tr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sent := range [][]byte{it.png, it.jpeg, it.wav} {
+		if b, err := store.Load(hashOf(sent)); err != nil || !bytes.Equal(b, sent) {
+			t.Errorf("item %s: %d bytes, %v", hashOf(sent), len(b), err)
+		}
+	}
+	store.Close()
+	if files := filesHolding(t, dir, []byte(mediaMarker)); !slices.Equal(files, []string{trace.MediaPath(tr)}) {
+		t.Errorf("after recovery the media bytes are in %v, want only the media file", files)
+	}
+	target := quickMock(t)
+	for _, g := range replayTo(t, tr, target.URL()) {
+		if g.ErrorKind != "" {
+			t.Fatalf("replayed request failed: %+v", g)
+		}
+	}
+	if got, want := mediaTokens(target.Log()), mediaTokens(up.Log()); len(want) != 5 || !slices.Equal(got, want) {
+		t.Errorf("replay's media %v, want the capture's %v", got, want)
+	}
+}
+
+// traceJournalFrames counts the turn and media frames of the trace
+// journals in dir.
+func traceJournalFrames(t *testing.T, dir string) (turns, items int) {
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.journal"))
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			continue
+		}
+		br := bufio.NewReader(f)
+		if trace.SniffJournal(br) == trace.TraceJournalMagic {
+			if jr, err := trace.NewJournalReader(br, p, trace.TraceJournalMagic); err == nil {
+				for {
+					b, _, err := jr.Frame()
+					if err != nil {
+						break
+					}
+					switch b[0] {
+					case trace.FrameTurn:
+						turns++
+					case trace.FrameMedia:
+						items++
+					}
+				}
+			}
+		}
+		f.Close()
+	}
+	return turns, items
 }

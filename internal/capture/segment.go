@@ -184,6 +184,18 @@ func (s *segment) addTurn(t *trace.Turn, bytes int64) {
 	s.tjErr = err
 }
 
+// journalMedia writes a real media item's bytes to the trace journal, the
+// first time the segment stores its content, before the turn that carries
+// it: a segment killed before its media file is complete recovers them.
+func (s *segment) journalMedia(m trace.Media, data []byte) {
+	s.jmu.Lock()
+	defer s.jmu.Unlock()
+	if s.tj == nil || s.tjErr != nil {
+		return
+	}
+	s.tjErr = trace.WriteMediaFrame(s.tj, m, data)
+}
+
 // syncTrace makes the trace journal durable (called every SyncEvery). It
 // returns a journal failure once; the trace is still written at close.
 // The fsync holds no lock: the accounting (addTurn) keeps writing turns

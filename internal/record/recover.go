@@ -22,6 +22,10 @@ type RecoverResult struct {
 	// TornBytes is the size of the partial frame a crash left at the end of
 	// the journal (dropped).
 	TornBytes int64
+	// MediaItems and MediaBytes are what a trace journal held of real
+	// media items, stored in the media file beside the trace.
+	MediaItems int
+	MediaBytes int64
 }
 
 // Recover turns what a killed run left into valid recordings and returns how
@@ -177,6 +181,22 @@ func recoverJournal(journal, outPath string) (RecoverResult, error) {
 	return res, nil
 }
 
+// holdsAll reports whether the media file at path holds every item of
+// hashes.
+func holdsAll(path string, hashes []string) bool {
+	s, err := trace.OpenMediaFile(path)
+	if err != nil {
+		return false
+	}
+	defer s.Close()
+	for _, h := range hashes {
+		if _, ok := s.Has(h); !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // moveToFreeName renames tmp to want, or, when a file is already there
 // (the run finished it before dying, or an earlier recovery did), to the
 // first free "<name>.recovered[-k]<ext>" next to it: recovery never replaces
@@ -218,20 +238,62 @@ func recoverTraceJournal(r io.Reader, journal, outPath string) (RecoverResult, e
 	if err != nil {
 		return res, err
 	}
-	turns, meta, err := jr.ReadTraceJournal()
+	tmp := outPath + ".recovering"
+	// The segment's real media items go to a media file beside the trace
+	// (the one the killed capture was writing is not a valid file).
+	var mw *trace.MediaWriter
+	var hashes []string
+	abort := func() {
+		os.Remove(tmp)
+		if mw != nil {
+			mw.Abort()
+			os.Remove(trace.MediaPath(tmp))
+		}
+	}
+	turns, meta, err := jr.ReadTraceJournal(func(m trace.Media, data []byte) error {
+		if mw == nil {
+			var err error
+			if mw, err = trace.NewMediaWriter(trace.MediaPath(tmp), true); err != nil {
+				return err
+			}
+		}
+		hashes = append(hashes, m.Hash)
+		_, err := mw.Put(m, data)
+		return err
+	})
 	if err != nil {
+		abort()
 		return res, fmt.Errorf("recovering: %w", err)
 	}
-	tmp := outPath + ".recovering"
+	if mw != nil {
+		if err := mw.Close(); err != nil {
+			abort()
+			return res, fmt.Errorf("recovering %s: the media file: %w", journal, err)
+		}
+	}
 	if err := trace.WriteTrace(tmp, meta, turns); err != nil {
-		os.Remove(tmp)
+		abort()
 		return res, fmt.Errorf("recovering %s: %w", journal, err)
 	}
 	if res.Out, err = moveToFreeName(tmp, outPath); err != nil {
-		os.Remove(tmp)
+		abort()
 		return res, fmt.Errorf("recovering %s: moving the trace into place: %w", journal, err)
 	}
 	outPath = res.Out
+	if mw != nil {
+		err := RenameNoReplace(trace.MediaPath(tmp), trace.MediaPath(outPath))
+		if errors.Is(err, fs.ErrExist) && holdsAll(trace.MediaPath(outPath), hashes) {
+			// The capture put its media file in place before it died.
+			err = os.Remove(trace.MediaPath(tmp))
+		}
+		if err != nil {
+			os.Remove(trace.MediaPath(tmp))
+			return res, fmt.Errorf("recovered %d turns into %s but not their media file (the journal is kept): %w", len(turns), outPath, err)
+		}
+		res.MediaItems, res.MediaBytes = mw.Items(), mw.Bytes()
+	}
+	// What the killed capture left of its own media file.
+	os.Remove(trace.MediaTempPath(trace.MediaPath(strings.TrimSuffix(journal, ".journal"))))
 	trace.SyncDir(filepath.Dir(outPath))
 	res.Records, res.TornBytes = len(turns), tornBytes(jr, journal)
 	if err := os.Remove(journal); err != nil {
