@@ -21,7 +21,11 @@ import (
 //
 // A frame cut short or failing its CRC ends the journal: a crash can only
 // tear the tail.
-const JournalMagic = "tracekit.journal.v7\n"
+const JournalMagic = "tracekit.journal.v8\n"
+
+// journalMagicV7 is the journal of a build before Record.AudioMs: its
+// record payloads end after AudioTokens. Recover still reads it.
+const journalMagicV7 = "tracekit.journal.v7\n"
 
 // journalMagicV6 is the journal of a build before Record's media columns
 // by kind (ImageItems ... AudioTokens): its record payloads end after
@@ -121,7 +125,7 @@ func AppendRecordPayload(dst []byte, r *Record) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(r.Model)))
 	dst = append(dst, r.Model...)
 	for _, v := range [...]int64{int64(r.ImageItems), r.ImageBytes, int64(r.VideoItems), r.VideoBytes, int64(r.AudioItems), r.AudioBytes,
-		int64(r.ImageTokens), int64(r.VideoTokens), int64(r.AudioTokens)} {
+		int64(r.ImageTokens), int64(r.VideoTokens), int64(r.AudioTokens), r.AudioMs} {
 		dst = binary.AppendVarint(dst, v)
 	}
 	return dst
@@ -207,7 +211,8 @@ const (
 	journalV4 = 4 // before Record.Endpoint, ReasoningTokens, FirstAnswerEvent, Items
 	journalV5 = 5 // before Record.WriteStartNs, RequestBytes, MediaItems, MediaBytes, Model
 	journalV6 = 6 // before Record's media columns by kind (ImageItems ... AudioTokens)
-	journalV7 = 7
+	journalV7 = 7 // before Record.AudioMs
+	journalV8 = 8
 )
 
 func decodeRecord(body []byte, r *Record, ver int) error {
@@ -271,6 +276,10 @@ func decodeRecord(body []byte, r *Record, ver int) error {
 		r.AudioItems, r.AudioBytes = int32(d.varint()), d.varint()
 		r.ImageTokens, r.VideoTokens, r.AudioTokens = int32(d.varint()), int32(d.varint()), int32(d.varint())
 	}
+	r.AudioMs = 0
+	if ver >= journalV8 {
+		r.AudioMs = d.varint()
+	}
 	if d.err == nil && len(d.b) != 0 {
 		return fmt.Errorf("%d unexpected bytes after the record", len(d.b))
 	}
@@ -293,7 +302,7 @@ type JournalReader struct {
 
 // SniffJournal returns the magic line r starts with, if it is one of ours.
 func SniffJournal(r *bufio.Reader) string {
-	for _, m := range []string{JournalMagic, journalMagicV6, journalMagicV5, journalMagicV4, journalMagicV3, journalMagicV2, journalMagicV1, TraceJournalMagic} {
+	for _, m := range []string{JournalMagic, journalMagicV7, journalMagicV6, journalMagicV5, journalMagicV4, journalMagicV3, journalMagicV2, journalMagicV1, TraceJournalMagic} {
 		if b, err := r.Peek(len(m)); err == nil && string(b) == m {
 			return m
 		}
@@ -304,9 +313,11 @@ func SniffJournal(r *bufio.Reader) string {
 func NewJournalReader(r io.Reader, name, magic string) (*JournalReader, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	got := SniffJournal(br)
-	ver := journalV7
+	ver := journalV8
 	if magic == JournalMagic {
 		switch got {
+		case journalMagicV7:
+			ver = journalV7
 		case journalMagicV6:
 			ver = journalV6
 		case journalMagicV5:
@@ -321,7 +332,7 @@ func NewJournalReader(r io.Reader, name, magic string) (*JournalReader, error) {
 			ver = journalV3
 		}
 	}
-	if got != magic && ver == journalV7 {
+	if got != magic && ver == journalV8 {
 		// A run killed before its journal's first line was on disk leaves
 		// the start of that line or nothing: a journal torn at byte 0.
 		if b, _ := br.Peek(len(magic)); len(b) < len(magic) && strings.HasPrefix(magic, string(b)) {

@@ -12,7 +12,9 @@ import (
 // after TokensExact) still decodes, and a v2 journal keeps the field.
 func TestJournalV1StillReads(t *testing.T) {
 	rec := Record{RequestID: "r1", ConversationID: "c", Turn: 2, SentNs: 5, EventNs: []int64{7, 9}, EventTokens: []int32{0, 3}, TokensExact: true}
-	v7 := AppendRecordPayload(nil, &rec)
+	v8 := AppendRecordPayload(nil, &rec)
+	// v7's payload: v8's without the zero AudioMs varint.
+	v7 := v8[:len(v8)-1]
 	// v6's payload: v7's without the nine zero media varints by kind.
 	v6 := v7[:len(v7)-9]
 	// v5's payload: v6's without the four zero media varints and the empty
@@ -38,7 +40,7 @@ func TestJournalV1StillReads(t *testing.T) {
 		magic   string
 		payload []byte
 		nonStr  bool
-	}{{journalMagicV1, v1, false}, {journalMagicV2, v2, false}, {journalMagicV3, v3, false}, {journalMagicV4, v4, false}, {journalMagicV5, v5, false}, {journalMagicV6, v6, false}, {JournalMagic, v7, false}} {
+	}{{journalMagicV1, v1, false}, {journalMagicV2, v2, false}, {journalMagicV3, v3, false}, {journalMagicV4, v4, false}, {journalMagicV5, v5, false}, {journalMagicV6, v6, false}, {journalMagicV7, v7, false}, {JournalMagic, v8, false}} {
 		j := AppendJournalFrame([]byte(c.magic), c.payload)
 		jr, err := NewJournalReader(bytes.NewReader(j), "test", JournalMagic)
 		if err != nil {
@@ -72,7 +74,7 @@ func TestJournalGraphFields(t *testing.T) {
 		t.Fatalf("v3 graph fields lost: %v %+v", err, got)
 	}
 	p := AppendRecordPayload(nil, &Record{RequestID: "r2"})
-	jr, _ = NewJournalReader(bytes.NewReader(AppendJournalFrame([]byte(journalMagicV2), p[:len(p)-13-9])), "test", JournalMagic)
+	jr, _ = NewJournalReader(bytes.NewReader(AppendJournalFrame([]byte(journalMagicV2), p[:len(p)-13-9-1])), "test", JournalMagic)
 	got = Record{Parents: []int32{9}, ToolCalls: 9}
 	if err := jr.Next(&got); err != nil || got.Parents != nil || got.ToolCalls != 0 || got.RequestID != "r2" {
 		t.Fatalf("v2 journal: %v %+v", err, got)
@@ -90,7 +92,7 @@ func TestJournalAfter(t *testing.T) {
 		t.Fatalf("v4 After lost: %v %+v", err, got)
 	}
 	noAfter := AppendRecordPayload(nil, &Record{RequestID: "r2", Parents: []int32{RootParent}, ToolCalls: 1})
-	jr, _ = NewJournalReader(bytes.NewReader(AppendJournalFrame([]byte(journalMagicV3), noAfter[:len(noAfter)-10-9])), "test", JournalMagic)
+	jr, _ = NewJournalReader(bytes.NewReader(AppendJournalFrame([]byte(journalMagicV3), noAfter[:len(noAfter)-10-9-1])), "test", JournalMagic)
 	got = Record{After: []int32{9}}
 	if err := jr.Next(&got); err != nil || got.After != nil || got.RequestID != "r2" || len(got.Parents) != 1 || got.ToolCalls != 1 {
 		t.Fatalf("v3 journal: %v %+v", err, got)
@@ -107,7 +109,7 @@ func TestJournalEndpointFields(t *testing.T) {
 		t.Fatalf("v5 fields lost: %v %+v", err, got)
 	}
 	p := AppendRecordPayload(nil, &Record{RequestID: "r2", After: []int32{1}})
-	jr, _ = NewJournalReader(bytes.NewReader(AppendJournalFrame([]byte(journalMagicV4), p[:len(p)-9-9])), "test", JournalMagic)
+	jr, _ = NewJournalReader(bytes.NewReader(AppendJournalFrame([]byte(journalMagicV4), p[:len(p)-9-9-1])), "test", JournalMagic)
 	got = Record{Endpoint: "x", Items: 9}
 	if err := jr.Next(&got); err != nil || got.Endpoint != "" || got.Items != 0 || len(got.After) != 1 || got.RequestID != "r2" {
 		t.Fatalf("v4 journal: %v %+v", err, got)
@@ -124,26 +126,33 @@ func TestJournalMediaFields(t *testing.T) {
 		t.Fatalf("v6 fields lost: %v %+v", err, got)
 	}
 	p := AppendRecordPayload(nil, &Record{RequestID: "r2", Items: 3})
-	jr, _ = NewJournalReader(bytes.NewReader(AppendJournalFrame([]byte(journalMagicV5), p[:len(p)-5-9])), "test", JournalMagic)
+	jr, _ = NewJournalReader(bytes.NewReader(AppendJournalFrame([]byte(journalMagicV5), p[:len(p)-5-9-1])), "test", JournalMagic)
 	got = Record{MediaItems: 9, RequestBytes: 9}
 	if err := jr.Next(&got); err != nil || got.MediaItems != 0 || got.RequestBytes != 0 || got.Items != 3 || got.RequestID != "r2" {
 		t.Fatalf("v5 journal: %v %+v", err, got)
 	}
 }
 
-// A v7 journal carries the media columns by kind; a v6 one reads them
-// as 0 and still decodes the media totals and the model.
+// A v8 journal carries the media columns by kind and the audio's
+// length; a v7 one reads the length as 0, a v6 one the columns by kind,
+// and both still decode the media totals and the model.
 func TestJournalMediaKindFields(t *testing.T) {
 	rec := Record{RequestID: "r1", MediaItems: 3, MediaBytes: 30, Model: "m", ImageItems: 2, ImageBytes: 20, AudioItems: 1, AudioBytes: 10,
-		ImageTokens: 512, AudioTokens: 13}
+		ImageTokens: 512, AudioTokens: 13, AudioMs: 2750}
 	jr, _ := NewJournalReader(bytes.NewReader(AppendJournalFrame([]byte(JournalMagic), AppendRecordPayload(nil, &rec))), "test", JournalMagic)
 	var got Record
 	if err := jr.Next(&got); err != nil || got.ImageItems != 2 || got.ImageBytes != 20 || got.AudioItems != 1 || got.AudioBytes != 10 ||
-		got.ImageTokens != 512 || got.AudioTokens != 13 || got.VideoItems != 0 || got.MediaItems != 3 {
-		t.Fatalf("v7 fields lost: %v %+v", err, got)
+		got.ImageTokens != 512 || got.AudioTokens != 13 || got.VideoItems != 0 || got.MediaItems != 3 || got.AudioMs != 2750 {
+		t.Fatalf("v8 fields lost: %v %+v", err, got)
+	}
+	v8 := AppendRecordPayload(nil, &rec)
+	jr, _ = NewJournalReader(bytes.NewReader(AppendJournalFrame([]byte(journalMagicV7), v8[:len(v8)-2])), "test", JournalMagic)
+	got = Record{AudioMs: 9}
+	if err := jr.Next(&got); err != nil || got.AudioMs != 0 || got.AudioTokens != 13 || got.AudioBytes != 10 {
+		t.Fatalf("v7 journal: %v %+v", err, got)
 	}
 	p := AppendRecordPayload(nil, &Record{RequestID: "r2", MediaItems: 1, Model: "m"})
-	jr, _ = NewJournalReader(bytes.NewReader(AppendJournalFrame([]byte(journalMagicV6), p[:len(p)-9])), "test", JournalMagic)
+	jr, _ = NewJournalReader(bytes.NewReader(AppendJournalFrame([]byte(journalMagicV6), p[:len(p)-10])), "test", JournalMagic)
 	got = Record{ImageItems: 9, AudioTokens: 9}
 	if err := jr.Next(&got); err != nil || got.ImageItems != 0 || got.AudioTokens != 0 || got.MediaItems != 1 || got.Model != "m" {
 		t.Fatalf("v6 journal: %v %+v", err, got)

@@ -479,6 +479,11 @@ type Record struct {
 	VideoBytes int64 `parquet:"video_bytes" json:"video_bytes,omitempty"`
 	AudioItems int32 `parquet:"audio_items" json:"audio_items,omitempty"`
 	AudioBytes int64 `parquet:"audio_bytes" json:"audio_bytes,omitempty"`
+	// AudioMs is the audio clips' length in milliseconds, as the trace's
+	// items give it (Media.DurationMs); 0 in recordings written before
+	// this column, whose clips were the 16 kHz 16-bit mono WAV that
+	// internal/media makes (their bytes give their length).
+	AudioMs int64 `parquet:"audio_ms" json:"audio_ms,omitempty"`
 	// The prompt tokens the media took, by kind, as the server's usage
 	// split them (vLLM's prompt_tokens_details.multimodal_tokens, OpenAI's
 	// prompt_tokens_details.audio_tokens); 0 when it did not report them,

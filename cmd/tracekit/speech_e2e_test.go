@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -126,5 +128,90 @@ func TestSpeechRefusals(t *testing.T) {
 	}
 	if n := len(srv.Log()); n != 0 {
 		t.Errorf("the mock got %d requests", n)
+	}
+}
+
+// A real clip of another shape than the 16 kHz mono WAV synth makes
+// (44.1 kHz stereo, as a captured upload may be): the recording keeps its
+// length from the trace, and analyze reports that, not a length guessed
+// from its bytes.
+func TestSpeechRealClipLength(t *testing.T) {
+	const rate, channels, ms = 44100, 2, 1500
+	data := make([]byte, rate*channels*2*ms/1000)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	wav := binary.LittleEndian.AppendUint32([]byte("RIFF"), uint32(36+len(data)))
+	wav = append(wav, "WAVEfmt "...)
+	wav = binary.LittleEndian.AppendUint32(wav, 16)
+	for _, v := range []uint16{1, channels} {
+		wav = binary.LittleEndian.AppendUint16(wav, v)
+	}
+	wav = binary.LittleEndian.AppendUint32(wav, rate)
+	wav = binary.LittleEndian.AppendUint32(wav, rate*channels*2)
+	wav = binary.LittleEndian.AppendUint16(wav, channels*2)
+	wav = binary.LittleEndian.AppendUint16(wav, 16)
+	wav = binary.LittleEndian.AppendUint32(append(wav, "data"...), uint32(len(data)))
+	wav = append(wav, data...)
+
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "t.parquet")
+	mw, err := trace.NewMediaWriter(trace.MediaPath(tr), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	item, err := mw.Put(trace.Media{Kind: trace.MediaAudio, Format: "wav", DurationMs: ms}, wav)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var turns []trace.Turn
+	for i := range 3 {
+		turns = append(turns, trace.Turn{ConversationID: fmt.Sprintf("c%d", i), Endpoint: trace.EndpointTranscriptions, OutputTokens: 8,
+			Messages: []trace.Message{{Role: "user", Media: []trace.Media{item}}}})
+	}
+	if err := trace.WriteTrace(tr, trace.TraceMeta{Source: "test"}, turns); err != nil {
+		t.Fatal(err)
+	}
+	srv := mocktest.Start(t, nil)
+	rec, js := filepath.Join(dir, "r.parquet"), filepath.Join(dir, "r.json")
+	if _, stderr, code := runCLI(t, "replay", tr, "--target", srv.URL(), "-o", rec, "--no-analyze", "--progress", "none", "--no-probe"); code != ExitOK {
+		t.Fatalf("replay: exit %d: %s", code, stderr)
+	}
+	recs, _, err := trace.ReadRecords(rec)
+	if err != nil || len(recs) != 3 {
+		t.Fatalf("%d records, %v", len(recs), err)
+	}
+	for _, r := range recs {
+		if r.ErrorKind != "" || r.AudioMs != ms || r.AudioBytes != int64(len(wav)) {
+			t.Fatalf("%s: error %s %q, audio %d ms of %d bytes; want %d ms of %d", r.RequestID, r.ErrorKind, r.ErrorMessage, r.AudioMs, r.AudioBytes, ms, len(wav))
+		}
+	}
+	if _, stderr, code := runCLI(t, "analyze", rec, "--json", js); code != ExitOK {
+		t.Fatalf("analyze: exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Tracekit struct {
+			Endpoints map[string]struct {
+				Generation struct {
+					Audio struct {
+						Seconds  float64
+						MeanClip float64 `json:"mean_clip_seconds"`
+					}
+				}
+			} `json:"endpoints"`
+		} `json:"tracekit"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	if a := out.Tracekit.Endpoints[trace.EndpointTranscriptions].Generation.Audio; math.Abs(a.Seconds-4.5) > 1e-9 || math.Abs(a.MeanClip-1.5) > 1e-9 {
+		t.Errorf("analyze's audio: %+v, want 4.5 s in clips of 1.5 s", a)
 	}
 }

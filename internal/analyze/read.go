@@ -129,7 +129,7 @@ var scanColumns = []string{"request_id", "conversation_id", "target", "error_kin
 	"intended_ns", "slot_ns", "sent_ns", "headers_ns", "done_ns", "warmup", "event_gap_ns", "event_tokens", "non_streaming",
 	"parents", "after", "tool_calls", "tool_call_mismatch", "endpoint", "reasoning_tokens", "first_answer_event", "items", "model",
 	"media_items", "media_bytes", // a speech-to-text request's audio (speech.go), and media.go's:
-	"write_start_ns", "request_bytes", "image_items", "image_bytes", "video_items", "video_bytes", "audio_items", "audio_bytes",
+	"write_start_ns", "request_bytes", "image_items", "image_bytes", "video_items", "video_bytes", "audio_items", "audio_bytes", "audio_ms",
 	"image_tokens", "video_tokens", "audio_tokens"}
 
 // input is one recording opened for one pass by trace's column scanner.

@@ -7,9 +7,11 @@ import (
 
 // Speech-to-text (transcriptions, translations): a request uploads an
 // audio clip, so besides its tokens an endpoint of these counts the audio
-// it had transcribed. The clip's duration is read from the recording's
-// media_bytes (replay sends the 16 kHz 16-bit mono WAV clips internal/media
-// makes, whose size fixes their duration). Its figure is audio seconds per
+// it had transcribed. The clip's length is the recording's audio_ms (the
+// trace item's own, whatever its sample rate and channels); a recording
+// written before that column gives it by media_bytes (replay sent the
+// 16 kHz 16-bit mono WAV clips internal/media makes, whose size fixes
+// their length). Its figure is audio seconds per
 // second of the run's wall time, as vLLM's benchmark (input audio
 // duration) and AIPerf report it: above 1, the server transcribes faster
 // than real time.
@@ -33,8 +35,11 @@ func speechEndpoint(ep string) bool {
 
 // audioSeconds is the audio a speech-to-text request sent, 0 for others.
 func audioSeconds(r *trace.Record, ep string) float64 {
-	if !speechEndpoint(ep) || r.MediaItems <= 0 {
+	switch {
+	case !speechEndpoint(ep) || r.MediaItems <= 0:
 		return 0
+	case r.AudioMs > 0:
+		return float64(r.AudioMs) / 1e3
 	}
 	return media.WAVSeconds(r.MediaBytes, r.MediaItems)
 }

@@ -359,9 +359,10 @@ func convHasMedia(conv []trace.Turn) bool {
 // request sends of media (trace.Record.MediaItems, MediaBytes and the
 // columns by kind).
 type tally struct {
-	items int32
-	bytes int64
-	kind  [3]struct { // by kindIndex
+	items   int32
+	bytes   int64
+	audioMs int64       // the audio clips' length (Media.DurationMs)
+	kind    [3]struct { // by kindIndex
 		items int32
 		bytes int64
 	}
@@ -380,7 +381,7 @@ func kindIndex(kind string) int {
 
 // plus is t and u together.
 func (t tally) plus(u tally) tally {
-	t.items, t.bytes = t.items+u.items, t.bytes+u.bytes
+	t.items, t.bytes, t.audioMs = t.items+u.items, t.bytes+u.bytes, t.audioMs+u.audioMs
 	for k := range t.kind {
 		t.kind[k].items += u.kind[k].items
 		t.kind[k].bytes += u.kind[k].bytes
@@ -393,7 +394,7 @@ func (t tally) fill(rec *trace.Record) {
 	rec.MediaItems, rec.MediaBytes = t.items, t.bytes
 	rec.ImageItems, rec.ImageBytes = t.kind[0].items, t.kind[0].bytes
 	rec.VideoItems, rec.VideoBytes = t.kind[1].items, t.kind[1].bytes
-	rec.AudioItems, rec.AudioBytes = t.kind[2].items, t.kind[2].bytes
+	rec.AudioItems, rec.AudioBytes, rec.AudioMs = t.kind[2].items, t.kind[2].bytes, t.audioMs
 }
 
 // mediaOf tallies the media of msgs.
@@ -407,6 +408,9 @@ func mediaOf(msgs []trace.Message) tally {
 			k.bytes += int64(len(m.Data))
 			t.items++
 			t.bytes += int64(len(msgs[i].Media[j].Data))
+			if m.Kind == trace.MediaAudio {
+				t.audioMs += int64(m.DurationMs)
+			}
 		}
 	}
 	return t
