@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/tracekit/tracekit/trace/tracetest"
 )
 
 func sampleTurns(n int) []Turn {
@@ -275,17 +277,7 @@ func TestTraceReaderChecksRows(t *testing.T) {
 func TestVersionStampFollowsAfter(t *testing.T) {
 	dir := t.TempDir()
 	version := func(p string) string {
-		f, err := os.Open(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		st, _ := f.Stat()
-		pf, err := parquet.OpenFile(f, st.Size())
-		if err != nil {
-			t.Fatal(err)
-		}
-		v, _ := pf.Lookup(MetaSchemaVersion)
+		v, _ := tracetest.OpenParquet(t, p).Lookup(MetaSchemaVersion)
 		return v
 	}
 	chat := []Turn{{ConversationID: "a", Turn: 0}, {ConversationID: "a", Turn: 1, Parents: []int32{RootParent}}}

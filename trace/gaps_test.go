@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/tracekit/tracekit/trace/tracetest"
 )
 
 // gapEdgeRecords are rows with no, one and many events, an event stamped
@@ -67,17 +69,7 @@ func readEventColumn(t *testing.T, path, name string) [][]int64 {
 
 func stampedVersion(t *testing.T, path string) int {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	st, _ := f.Stat()
-	pf, err := parquet.OpenFile(f, st.Size())
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, _ := pf.Lookup(MetaSchemaVersion)
+	v, _ := tracetest.OpenParquet(t, path).Lookup(MetaSchemaVersion)
 	n, err := strconv.Atoi(v)
 	if err != nil {
 		t.Fatal(err)

@@ -7,22 +7,15 @@ import (
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/tracekit/tracekit/trace/tracetest"
 )
 
 // pageEnds returns the offset of the last byte of every page of the file
 // (inside the page's body, which its CRC covers), from its offset index.
 func pageEnds(t *testing.T, path string) []int64 {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	st, _ := f.Stat()
-	pf, err := parquet.OpenFile(f, st.Size())
-	if err != nil {
-		t.Fatal(err)
-	}
+	pf := tracetest.OpenParquet(t, path)
 	var ends []int64
 	for _, rg := range pf.RowGroups() {
 		for _, cc := range rg.ColumnChunks() {

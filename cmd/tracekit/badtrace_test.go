@@ -11,22 +11,14 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/tracekit/tracekit/trace"
+	"github.com/tracekit/tracekit/trace/tracetest"
 )
 
 // midPageByte is a byte inside the body of the largest page of the file's
 // first row group (its CRC covers it), from the offset index.
 func midPageByte(t *testing.T, path string) int64 {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	st, _ := f.Stat()
-	pf, err := parquet.OpenFile(f, st.Size())
-	if err != nil {
-		t.Fatal(err)
-	}
+	pf := tracetest.OpenParquet(t, path)
 	var at, size int64
 	for _, cc := range pf.RowGroups()[0].ColumnChunks() {
 		oi, err := cc.(*parquet.FileColumnChunk).OffsetIndex()
