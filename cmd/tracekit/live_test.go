@@ -3,19 +3,17 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tracekit/tracekit/internal/chromiumtest"
 	"github.com/tracekit/tracekit/internal/live"
 	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/trace"
@@ -143,35 +141,14 @@ func TestProgressDashboardDegradesWithoutTerminal(t *testing.T) {
 // the DOM Chromium dumps once the last, finished event closed the
 // stream).
 func TestServeUIRendersInChromium(t *testing.T) {
-	// Opt-in (make render-check installs Chromium and sets it): a browser
-	// is not part of make test.
-	chromium := os.Getenv("TRACEKIT_CHROMIUM")
-	if chromium == "" {
-		t.Skip("TRACEKIT_CHROMIUM is not set (make render-check)")
-	}
-	if _, err := os.Stat(chromium); err != nil {
-		t.Fatalf("TRACEKIT_CHROMIUM: %v", err)
-	}
-	if testing.Short() {
-		t.Skip("-short")
-	}
+	chromium := chromiumtest.Path(t) // opt-in: make render-check
 	const n = 30
 	url, code := liveRunFixture(t, n, 8*time.Second) // Chromium starts well within it
 	connect(t, url).Body.Close()
 	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second) // hang guard, not a budget
-	defer cancel()
-	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
-		"--user-data-dir="+filepath.Join(dir, "profile"), "--virtual-time-budget=60000", "--dump-dom", url)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	dom, err := cmd.Output()
+	dom := chromiumtest.Run(t, chromium, dir, "live", "--virtual-time-budget=60000", "--dump-dom", url)
 	if c := <-code; c != ExitOK {
 		t.Fatalf("replay exit %d", c)
-	}
-	if err != nil {
-		t.Fatalf("chromium: %v\n%s", err, stderr.String())
 	}
 	page := string(dom)
 	for _, want := range []string{`<span id="state">(finished)</span>`, fmt.Sprintf(`<b id="done">%d / %d</b>`, n, n), `<b id="failed">0</b>`, "dispatch lag p50"} {

@@ -2,21 +2,19 @@ package analyze
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"image"
 	"image/color"
 	"image/png"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/tracekit/tracekit/internal/chromiumtest"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -186,18 +184,7 @@ func TestPeakBelowAverageIsExplained(t *testing.T) {
 // well above the requests chart's floor. TRACEKIT_SCREENSHOTS=DIR keeps
 // the PNGs.
 func TestHTMLRendersInChromium(t *testing.T) {
-	// Opt-in (make render-check installs Chromium and sets it): a browser
-	// is not part of make test.
-	chromium := os.Getenv("TRACEKIT_CHROMIUM")
-	if chromium == "" {
-		t.Skip("TRACEKIT_CHROMIUM is not set (make render-check)")
-	}
-	if _, err := os.Stat(chromium); err != nil {
-		t.Fatalf("TRACEKIT_CHROMIUM: %v", err)
-	}
-	if testing.Short() {
-		t.Skip("-short")
-	}
+	chromium := chromiumtest.Path(t) // opt-in: make render-check
 	dir := t.TempDir()
 	keep := os.Getenv("TRACEKIT_SCREENSHOTS")
 	shoot := func(name, page string, w, h int) image.Image {
@@ -210,14 +197,7 @@ func TestHTMLRendersInChromium(t *testing.T) {
 		if keep != "" {
 			shot = filepath.Join(keep, name+".png")
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-			"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
-			"--user-data-dir="+filepath.Join(dir, "profile-"+name), "--screenshot="+shot, fmt.Sprintf("--window-size=%d,%d", w, h), "file://"+p)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("chromium %s: %v\n%s", name, err, out)
-		}
+		chromiumtest.Run(t, chromium, dir, name, "--screenshot="+shot, fmt.Sprintf("--window-size=%d,%d", w, h), "file://"+p)
 		f, err := os.Open(shot)
 		if err != nil {
 			t.Fatal(err)

@@ -2,19 +2,17 @@ package analyze
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"image"
 	"image/color"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/tracekit/tracekit/internal/chromiumtest"
 	"github.com/tracekit/tracekit/internal/svgchart"
 	"github.com/tracekit/tracekit/trace"
 )
@@ -175,40 +173,12 @@ func TestCompareRunSetsHTML(t *testing.T) {
 // headline and table render. Chromium that crashes (it may under load) is
 // launched once more.
 func TestRunSetHTMLRendersInChromium(t *testing.T) {
-	// Opt-in (make render-check installs Chromium and sets it): a browser
-	// is not part of make test.
-	chromium := os.Getenv("TRACEKIT_CHROMIUM")
-	if chromium == "" {
-		t.Skip("TRACEKIT_CHROMIUM is not set (make render-check)")
-	}
-	if _, err := os.Stat(chromium); err != nil {
-		t.Fatalf("TRACEKIT_CHROMIUM: %v", err)
-	}
-	if testing.Short() {
-		t.Skip("-short")
-	}
+	chromium := chromiumtest.Path(t) // opt-in: make render-check
 	dir := t.TempDir()
 	keep := os.Getenv("TRACEKIT_SCREENSHOTS")
 	launch := func(name string, args ...string) []byte {
 		t.Helper()
-		var out []byte
-		var err error
-		for try := range 2 {
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second) // hang guard, not a budget
-			cmd := exec.CommandContext(ctx, chromium, append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-				"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
-				fmt.Sprintf("--user-data-dir=%s", filepath.Join(dir, fmt.Sprintf("profile-%s-%d", name, try)))}, args...)...)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			out, err = cmd.Output()
-			cancel()
-			if err == nil {
-				return out
-			}
-			t.Logf("chromium %s, launch %d: %v\n%s", name, try+1, err, stderr.String())
-		}
-		t.Fatalf("chromium %s failed twice: %v", name, err)
-		return nil
+		return chromiumtest.Run(t, chromium, dir, name, args...)
 	}
 	pages := map[string]string{}
 	var b bytes.Buffer

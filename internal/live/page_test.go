@@ -1,14 +1,11 @@
 package live
 
 import (
-	"bytes"
-	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tracekit/tracekit/internal/chromiumtest"
 )
 
 // fixed is a Snapshotter of one snapshot.
@@ -21,18 +18,7 @@ func (f fixed) Snapshot() Snapshot { return Snapshot(f) }
 // and the health block shows only where there is one. Chromium that
 // crashes (it may under load) is launched once more.
 func TestPageHealthBlockInChromium(t *testing.T) {
-	// Opt-in (make render-check installs Chromium and sets it): a browser
-	// is not part of make test.
-	chromium := os.Getenv("TRACEKIT_CHROMIUM")
-	if chromium == "" {
-		t.Skip("TRACEKIT_CHROMIUM is not set (make render-check)")
-	}
-	if _, err := os.Stat(chromium); err != nil {
-		t.Fatalf("TRACEKIT_CHROMIUM: %v", err)
-	}
-	if testing.Short() {
-		t.Skip("-short")
-	}
+	chromium := chromiumtest.Path(t) // opt-in: make render-check
 	dir := t.TempDir()
 	for _, c := range []struct {
 		name   string
@@ -49,25 +35,8 @@ func TestPageHealthBlockInChromium(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var dom []byte
-		for try := range 2 {
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second) // hang guard, not a budget
-			cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-				"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
-				"--user-data-dir="+filepath.Join(dir, c.name+"-"+string(rune('0'+try))), "--virtual-time-budget=10000", "--dump-dom", srv.URL())
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			dom, err = cmd.Output()
-			cancel()
-			if err == nil {
-				break
-			}
-			t.Logf("chromium %s, launch %d: %v\n%s", c.name, try+1, err, stderr.String())
-		}
+		dom := chromiumtest.Run(t, chromium, dir, c.name, "--virtual-time-budget=10000", "--dump-dom", srv.URL())
 		srv.Close()
-		if err != nil {
-			t.Fatalf("chromium %s failed twice", c.name)
-		}
 		page := string(dom)
 		for _, want := range []string{`<span id="state">(finished)</span>`, `<b id="done">7</b>`, `<b id="failed">1</b>`, "failures: http_status 1"} {
 			if !strings.Contains(page, want) {
