@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"math"
+	"math/bits"
 	"slices"
 )
 
@@ -10,54 +11,102 @@ import (
 // modifying a.
 //
 // It is a most-significant-digit radix select on the float64 bit pattern
-// (mapped so unsigned order equals numeric order): one counting pass over 16
-// bits of the key finds the bucket of each rank, a second pass copies only
-// those buckets out, and the copies are resolved on the next 16 bits (or
-// sorted once small). Latency samples cluster in few buckets, so the cost is
-// about two linear passes, against O(n log n) for a sort of tens of
-// millions of ITL samples.
+// (mapped so unsigned order equals numeric order), with digits cut from the
+// samples' own key range rather than from fixed bit positions: latency
+// samples share their sign, exponent and leading mantissa bits, so fixed
+// top bits would put most of them in a few buckets, while the range split
+// in 2^16 buckets leaves each wanted bucket a few dozen samples. One
+// counting pass finds the bucket of each rank, a second copies only those
+// buckets out, and the copies are resolved the same way within their
+// bucket's range (or sorted once small). The cost is three linear passes
+// (the range, the counts, the copy) against O(n log n) for a sort of tens
+// of millions of ITL samples.
 func orderStats(a []float64, ranks []int) []float64 {
 	out := make([]float64, len(ranks))
-	orderStatsAt(a, ranks, out, 48)
+	if len(a) <= radixSmall {
+		sortedAt(a, ranks, out)
+		return out
+	}
+	lo, hi := keyRange(a)
+	orderStatsIn(a, ranks, out, lo, hi)
 	return out
 }
 
 // sortableKey maps a float64 to a uint64 whose unsigned order is the
-// numeric order (negative values included).
+// numeric order (negative values included): the sign bit flipped for a
+// positive value, every bit for a negative one. Branch-free.
 func sortableKey(f float64) uint64 {
 	b := math.Float64bits(f)
-	if b>>63 == 1 {
-		return ^b
-	}
-	return b | 1<<63
+	return b ^ (uint64(int64(b)>>63) | 1<<63)
+}
+
+// keyFloat is sortableKey's inverse.
+func keyFloat(k uint64) float64 {
+	return math.Float64frombits(k ^ (uint64(int64(^k)>>63) | 1<<63))
 }
 
 const (
-	radixSmall  = 2048 // below this, sort a copy
-	radixBits   = 16
-	radixDigits = 1 << radixBits
+	radixSmall = 2048 // below this, sort a copy
+	radixBits  = 16
 )
 
-func digit(v float64, shift uint) int { return int(sortableKey(v)>>shift) & (radixDigits - 1) }
+// keyRange is the least and greatest key of a (not empty).
+func keyRange(a []float64) (lo, hi uint64) {
+	lo, hi = math.MaxUint64, 0
+	for _, v := range a {
+		k := sortableKey(v)
+		lo, hi = min(lo, k), max(hi, k)
+	}
+	return lo, hi
+}
 
-func orderStatsAt(a []float64, ranks []int, out []float64, shift uint) {
-	if len(a) <= radixSmall {
-		s := slices.Clone(a)
-		slices.Sort(s)
-		for i, r := range ranks {
-			out[i] = s[r]
+// level is one radix level over keys in [lo, lo + buckets<<shift): a
+// sample's bucket is (key - lo) >> shift.
+type level struct {
+	lo    uint64
+	shift uint
+	n     int // buckets
+}
+
+// levelOf cuts [lo, hi] into at most 2^radixBits buckets.
+func levelOf(lo, hi uint64) level {
+	shift := uint(max(bits.Len64(hi-lo)-radixBits, 0))
+	return level{lo: lo, shift: shift, n: int((hi-lo)>>shift) + 1}
+}
+
+func (l level) bucket(v float64) int { return int((sortableKey(v) - l.lo) >> l.shift) }
+
+// sortedAt writes the ranks of a, sorted in a copy, to out.
+func sortedAt(a []float64, ranks []int, out []float64) {
+	s := slices.Clone(a)
+	slices.Sort(s)
+	for i, r := range ranks {
+		out[i] = s[r]
+	}
+}
+
+// orderStatsIn is orderStats for samples whose keys lie in [lo, hi].
+func orderStatsIn(a []float64, ranks []int, out []float64, lo, hi uint64) {
+	switch {
+	case lo == hi: // one value
+		for i := range ranks {
+			out[i] = keyFloat(lo)
 		}
 		return
+	case len(a) <= radixSmall:
+		sortedAt(a, ranks, out)
+		return
 	}
-	counts := make([]int32, radixDigits)
+	l := levelOf(lo, hi)
+	counts := make([]int32, l.n)
 	for _, v := range a {
-		counts[digit(v, shift)]++
+		counts[l.bucket(v)]++
 	}
 	sel := newSelection(counts, ranks)
 	for _, v := range a {
-		sel.keep(v, shift)
+		sel.keep(v, l)
 	}
-	sel.resolve(out, shift)
+	sel.resolve(out, l, hi)
 }
 
 // selection is one radix level: the buckets holding the wanted ranks, and
@@ -68,9 +117,10 @@ type selection struct {
 }
 
 type group struct {
-	ranks []int // within the bucket
-	idx   []int // positions in out
-	elems []float64
+	bucket int
+	ranks  []int // within the bucket
+	idx    []int // positions in out
+	elems  []float64
 }
 
 // newSelection groups ascending ranks by the bucket holding them, given the
@@ -84,8 +134,8 @@ func newSelection(counts []int32, ranks []int) *selection {
 			b++
 		}
 		if s.slot[b] == 0 {
-			s.groups = append(s.groups, &group{elems: make([]float64, 0, counts[b])})
-			s.slot[b] = uint16(len(s.groups)) // at most one group per bucket: fits
+			s.groups = append(s.groups, &group{bucket: b, elems: make([]float64, 0, counts[b])})
+			s.slot[b] = uint16(len(s.groups)) // at most one group per rank, and ranks are few: fits
 		}
 		g := s.groups[s.slot[b]-1]
 		g.ranks = append(g.ranks, r-start)
@@ -95,39 +145,35 @@ func newSelection(counts []int32, ranks []int) *selection {
 }
 
 // keep collects v if its bucket is wanted.
-func (s *selection) keep(v float64, shift uint) {
-	if k := s.slot[digit(v, shift)]; k != 0 {
+func (s *selection) keep(v float64, l level) {
+	if k := s.slot[l.bucket(v)]; k != 0 {
 		g := s.groups[k-1]
 		g.elems = append(g.elems, v)
 	}
 }
 
-// resolve finds each group's ranks among its elements (the next digit
-// down) and writes them to out.
-func (s *selection) resolve(out []float64, shift uint) {
+// resolve finds each group's ranks among its elements, within its bucket's
+// range (hi bounds the last bucket), and writes them to out.
+func (s *selection) resolve(out []float64, l level, hi uint64) {
 	for _, g := range s.groups {
 		sub := make([]float64, len(g.ranks))
-		if shift == 0 { // every element of the bucket has the same bits
-			for i := range sub {
-				sub[i] = g.elems[0]
-			}
-		} else {
-			orderStatsAt(g.elems, g.ranks, sub, shift-radixBits)
-		}
+		blo := l.lo + uint64(g.bucket)<<l.shift
+		bhi := min(hi, blo+(uint64(1)<<l.shift-1))
+		orderStatsIn(g.elems, g.ranks, sub, blo, bhi)
 		for i, k := range g.idx {
 			out[k] = sub[i]
 		}
 	}
 }
 
-// summarize is Stats' two passes over unsorted samples: the first adds
-// them up (in sum's order, so the mean is the same to the bit) while
-// counting the top radix digit, the second sums squared deviations from the
-// mean in sample order (numpy's two-pass variance) while collecting the
-// buckets of the wanted ranks, which are then resolved as orderStats does.
-// ranks must be ascending and include 0 and n-1 (min and max).
+// summarize is Stats' passes over unsorted samples: the first adds them up
+// (in sum's order, so the mean is the same to the bit) while finding their
+// key range, the second sums squared deviations from the mean in sample
+// order (numpy's two-pass variance) while counting the radix buckets of
+// that range, the third collects the buckets of the wanted ranks, which
+// are then resolved as orderStats does. ranks must be ascending and
+// include 0 and n-1 (min and max).
 func summarize(a []float64, ranks []int) (vals []float64, mean, ss float64) {
-	const shift = 64 - radixBits
 	n := len(a)
 	if n <= radixSmall {
 		vals = orderStats(a, ranks)
@@ -137,8 +183,8 @@ func summarize(a []float64, ranks []int) (vals []float64, mean, ss float64) {
 		}
 		return vals, mean, ss
 	}
-	counts := make([]int32, radixDigits)
 	var s0, s1, s2, s3 float64
+	lo, hi := uint64(math.MaxUint64), uint64(0)
 	i := 0
 	for ; i+4 <= n; i += 4 {
 		x0, x1, x2, x3 := a[i], a[i+1], a[i+2], a[i+3]
@@ -146,22 +192,35 @@ func summarize(a []float64, ranks []int) (vals []float64, mean, ss float64) {
 		s1 += x1
 		s2 += x2
 		s3 += x3
-		counts[digit(x0, shift)]++
-		counts[digit(x1, shift)]++
-		counts[digit(x2, shift)]++
-		counts[digit(x3, shift)]++
+		k0, k1, k2, k3 := sortableKey(x0), sortableKey(x1), sortableKey(x2), sortableKey(x3)
+		lo, hi = min(lo, k0, k1, k2, k3), max(hi, k0, k1, k2, k3)
 	}
 	for ; i < n; i++ {
 		s0 += a[i]
-		counts[digit(a[i], shift)]++
+		k := sortableKey(a[i])
+		lo, hi = min(lo, k), max(hi, k)
 	}
 	mean = ((s0 + s1) + (s2 + s3)) / float64(n)
-	sel := newSelection(counts, ranks)
+	vals = make([]float64, len(ranks))
+	if lo == hi {
+		for _, v := range a {
+			ss += (v - mean) * (v - mean)
+		}
+		for i := range vals {
+			vals[i] = a[0]
+		}
+		return vals, mean, ss
+	}
+	l := levelOf(lo, hi)
+	counts := make([]int32, l.n)
 	for _, v := range a {
 		ss += (v - mean) * (v - mean)
-		sel.keep(v, shift)
+		counts[l.bucket(v)]++
 	}
-	vals = make([]float64, len(ranks))
-	sel.resolve(vals, shift)
+	sel := newSelection(counts, ranks)
+	for _, v := range a {
+		sel.keep(v, l)
+	}
+	sel.resolve(vals, l, hi)
 	return vals, mean, ss
 }
