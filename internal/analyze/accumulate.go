@@ -120,9 +120,7 @@ func (a *accumulator) add(r *trace.Record, file int) {
 	a.reqs[len(a.reqs)-1].evOff = len(a.eventTimes)
 	d["corrected_ttft"].Add(float64(q.CorrectedTTFTNs))
 	itl := a.endpointITL(q.Endpoint)
-	a.addEvents(r.EventNs, r.EventTokens, itl[0], itl[1])
-	a.eventTokens.add(r.EventTokens, r.TokensExact)
-	d["decode_itl"].addGaps(r.EventNs, 2)
+	a.addEvents(r.EventNs, r.EventTokens, r.TokensExact, itl[0], itl[1], d["decode_itl"])
 }
 
 // emptyWindow is the error of a --window that selected no request of the
@@ -150,62 +148,64 @@ func (a *accumulator) addTokens(t int64, n int32) {
 	a.tokBins[b] += float64(n)
 }
 
-// addEvents is the per-event hot loop: ITL samples (into the request's
-// endpoint's perEvent and perToken), time bins and the event times for the
-// peak bins. While the distributions are exact it appends straight into
-// their sample slices.
-func (a *accumulator) addEvents(ts []int64, toks []int32, perEvent, perToken *Dist) {
+// addEvents is the per-event work of a successful stream: ITL samples
+// (into the request's endpoint's perEvent and perToken, and the decode-only
+// gaps into decode), time bins, tokens per event and the event times for
+// the peak bins. While the distributions are exact it writes straight into
+// their sample slices: the per-event gaps once, the decode-only ones
+// copied from them (the same gaps less the first).
+func (a *accumulator) addEvents(ts []int64, toks []int32, exact bool, perEvent, perToken, decode *Dist) {
 	if len(ts) == 0 {
 		return
 	}
-	if last := int(min(max(ts[len(ts)-1]/nsPerSec, 0), maxSeriesBins-1)); last >= len(a.tokBins) {
-		a.tokBins = grow(a.tokBins, last)
-		a.msgBins = grow(a.msgBins, last)
-	}
+	a.addBins(ts, toks)
+	ones := oneTokenEach(toks)
+	a.eventTokens.add(toks, exact, ones)
+	n := len(ts)
 	fast := perEvent.hist == nil && perToken.hist == nil &&
-		len(perEvent.samples)+len(ts) <= perEvent.limit && len(perToken.samples)+len(ts) <= perToken.limit
-	if perToken.twin != nil && (!fast || !oneTokenEach(toks)) {
+		len(perEvent.samples)+n <= perEvent.limit && len(perToken.samples)+n <= perToken.limit
+	if perToken.twin != nil && (!fast || !ones) {
 		perToken.untwin()
 	}
-	if perToken.twin != nil { // the per-token gaps are the per-event ones
-		fast = true
-	}
-	pe, pt := perEvent.samples, perToken.samples
-	carry := int64(0) // gap time of zero-token events, handed to the next token
-	for i, t := range ts {
-		if i > 0 {
-			gap := t - ts[i-1]
-			tokGap := -1.0
+	gaps := []float64(nil) // the per-event gaps just added, when fast
+	switch {
+	case perToken.twin != nil: // the per-token gaps are the per-event ones
+		perEvent.samples, gaps = appendGaps(perEvent.samples, ts)
+		perEvent.sorted = false
+	case fast:
+		perEvent.samples, gaps = appendGaps(perEvent.samples, ts)
+		pt := perToken.samples
+		carry := int64(0) // gap time of zero-token events, handed to the next token
+		for i := 1; i < n; i++ {
+			gap := ts[i] - ts[i-1]
 			if toks[i] > 0 {
-				tokGap = float64(gap+carry) / float64(toks[i])
+				pt = append(pt, float64(gap+carry)/float64(toks[i]))
 				carry = 0
 			} else {
 				carry += gap
 			}
-			switch {
-			case perToken.twin != nil:
-				pe = append(pe, float64(gap))
-			case fast:
-				pe = append(pe, float64(gap))
-				if tokGap >= 0 {
-					pt = append(pt, tokGap)
-				}
-			default:
-				perEvent.Add(float64(gap))
-				if tokGap >= 0 {
-					perToken.Add(tokGap)
-				}
+		}
+		perToken.samples = pt
+		perEvent.sorted, perToken.sorted = false, false
+	default:
+		carry := int64(0)
+		for i := 1; i < n; i++ {
+			gap := ts[i] - ts[i-1]
+			perEvent.Add(float64(gap))
+			if toks[i] > 0 {
+				perToken.Add(float64(gap+carry) / float64(toks[i]))
+				carry = 0
+			} else {
+				carry += gap
 			}
 		}
-		b := int(min(max(t/nsPerSec, 0), maxSeriesBins-1))
-		a.tokBins[b] += float64(toks[i])
-		a.msgBins[b]++
 	}
-	if fast {
-		perEvent.samples, perToken.samples = pe, pt
-		perEvent.sorted, perToken.sorted = false, false
+	if gaps != nil && len(gaps) > 1 && decode.hist == nil && len(decode.samples)+len(gaps)-1 <= decode.limit {
+		decode.samples, decode.sorted = append(decode.samples, gaps[1:]...), false
+	} else {
+		decode.addGaps(ts, 2)
 	}
-	if a.msBins == nil && len(a.eventTimes)+len(ts) <= a.opts.MaxExactSamples {
+	if a.msBins == nil && len(a.eventTimes)+n <= a.opts.MaxExactSamples {
 		a.eventTimes = append(a.eventTimes, ts...)
 		return
 	}
@@ -218,6 +218,48 @@ func (a *accumulator) addEvents(ts []int64, toks []int32, perEvent, perToken *Di
 	}
 	for _, t := range ts {
 		a.addMs(t)
+	}
+}
+
+// appendGaps appends the gaps ts[i] - ts[i-1] (i >= 1) to s, returning s
+// and the part appended.
+func appendGaps(s []float64, ts []int64) ([]float64, []float64) {
+	m := len(s)
+	s = slices.Grow(s, len(ts)-1)[:m+len(ts)-1]
+	g := s[m:]
+	for i := range g {
+		g[i] = float64(ts[i+1] - ts[i])
+	}
+	return s, g
+}
+
+// addBins counts the events (messages) and their tokens in the 1 s bins.
+// The times are sorted (validate checks), so it walks them bin by bin,
+// adding each bin's run of events once, rather than dividing every time.
+// The counts are whole numbers, so the sums are the per-event ones exactly.
+func (a *accumulator) addBins(ts []int64, toks []int32) {
+	for i := 0; i < len(ts); {
+		b := int(min(max(ts[i]/nsPerSec, 0), maxSeriesBins-1))
+		if b >= len(a.tokBins) {
+			a.tokBins = grow(a.tokBins, b)
+			a.msgBins = grow(a.msgBins, b)
+		}
+		// Bin b holds [lo, hi); the first and last bins take what is clamped.
+		lo, hi := int64(b)*nsPerSec, int64(b+1)*nsPerSec
+		if b == 0 {
+			lo = math.MinInt64
+		}
+		if b == maxSeriesBins-1 {
+			hi = math.MaxInt64
+		}
+		var tok int64
+		j := i
+		for ; j < len(ts) && ts[j] >= lo && ts[j] < hi; j++ {
+			tok += int64(toks[j])
+		}
+		a.tokBins[b] += float64(tok)
+		a.msgBins[b] += float64(j - i)
+		i = j
 	}
 }
 
