@@ -15,12 +15,12 @@ import (
 // samples' own key range rather than from fixed bit positions: latency
 // samples share their sign, exponent and leading mantissa bits, so fixed
 // top bits would put most of them in a few buckets, while the range split
-// in 2^16 buckets leaves each wanted bucket a few dozen samples. One
-// counting pass finds the bucket of each rank, a second copies only those
-// buckets out, and the copies are resolved the same way within their
-// bucket's range (or sorted once small). The cost is three linear passes
-// (the range, the counts, the copy) against O(n log n) for a sort of tens
-// of millions of ITL samples.
+// in up to 2^16 buckets (two to four per sample) leaves each wanted bucket
+// a few samples. One counting pass finds the bucket of each rank, a second
+// copies only those buckets out, and the copies are resolved the same way
+// within their bucket's range (or sorted once small). The cost is three
+// linear passes (the range, the counts, the copy) against O(n log n) for a
+// sort of tens of millions of ITL samples.
 func orderStats(a []float64, ranks []int) []float64 {
 	out := make([]float64, len(ranks))
 	if len(a) <= radixSmall {
@@ -68,9 +68,12 @@ type level struct {
 	n     int // buckets
 }
 
-// levelOf cuts [lo, hi] into at most 2^radixBits buckets.
-func levelOf(lo, hi uint64) level {
-	shift := uint(max(bits.Len64(hi-lo)-radixBits, 0))
+// levelOf cuts [lo, hi] into buckets for n samples: two to four per
+// sample, at most 2^radixBits (the counts of a few thousand samples need
+// not clear and walk a table of 65,536).
+func levelOf(lo, hi uint64, n int) level {
+	b := min(radixBits, bits.Len(uint(n))+1)
+	shift := uint(max(bits.Len64(hi-lo)-b, 0))
 	return level{lo: lo, shift: shift, n: int((hi-lo)>>shift) + 1}
 }
 
@@ -97,7 +100,7 @@ func orderStatsIn(a []float64, ranks []int, out []float64, lo, hi uint64) {
 		sortedAt(a, ranks, out)
 		return
 	}
-	l := levelOf(lo, hi)
+	l := levelOf(lo, hi, len(a))
 	counts := make([]int32, l.n)
 	for _, v := range a {
 		counts[l.bucket(v)]++
@@ -211,7 +214,7 @@ func summarize(a []float64, ranks []int) (vals []float64, mean, ss float64) {
 		}
 		return vals, mean, ss
 	}
-	l := levelOf(lo, hi)
+	l := levelOf(lo, hi, n)
 	counts := make([]int32, l.n)
 	for _, v := range a {
 		ss += (v - mean) * (v - mean)
