@@ -152,8 +152,8 @@ func (a *accumulator) addTokens(t int64, n int32) {
 // (into the request's endpoint's perEvent and perToken, and the decode-only
 // gaps into decode), time bins, tokens per event and the event times for
 // the peak bins. While the distributions are exact it writes straight into
-// their sample slices: the per-event gaps once, the decode-only ones
-// copied from them (the same gaps less the first).
+// their sample slices: the per-event gaps once, which the per-token ITL
+// (one token each) and the decode-only ITL (less the first) share.
 func (a *accumulator) addEvents(ts []int64, toks []int32, exact bool, perEvent, perToken, decode *Dist) {
 	if len(ts) == 0 {
 		return
@@ -167,13 +167,16 @@ func (a *accumulator) addEvents(ts []int64, toks []int32, exact bool, perEvent, 
 	if perToken.twin != nil && (!fast || !ones) {
 		perToken.untwin()
 	}
-	gaps := []float64(nil) // the per-event gaps just added, when fast
+	if !fast { // perEvent may move to its histogram: decode cannot view it
+		decode.materialize()
+	}
+	off := len(perEvent.samples) // where this stream's gaps go when fast
 	switch {
 	case perToken.twin != nil: // the per-token gaps are the per-event ones
-		perEvent.samples, gaps = appendGaps(perEvent.samples, ts)
+		perEvent.samples = appendGaps(perEvent.samples, ts)
 		perEvent.sorted = false
 	case fast:
-		perEvent.samples, gaps = appendGaps(perEvent.samples, ts)
+		perEvent.samples = appendGaps(perEvent.samples, ts)
 		pt := perToken.samples
 		carry := int64(0) // gap time of zero-token events, handed to the next token
 		for i := 1; i < n; i++ {
@@ -200,9 +203,9 @@ func (a *accumulator) addEvents(ts []int64, toks []int32, exact bool, perEvent, 
 			}
 		}
 	}
-	if gaps != nil && len(gaps) > 1 && decode.hist == nil && len(decode.samples)+len(gaps)-1 <= decode.limit {
-		decode.samples, decode.sorted = append(decode.samples, gaps[1:]...), false
-	} else {
+	// The decode-only gaps are this stream's per-event gaps less the
+	// first: viewed where they were just written.
+	if n > 2 && !(fast && decode.addSpan(perEvent, off+1, off+n-1)) {
 		decode.addGaps(ts, 2)
 	}
 	if a.msBins == nil && len(a.eventTimes)+n <= a.opts.MaxExactSamples {
@@ -221,16 +224,15 @@ func (a *accumulator) addEvents(ts []int64, toks []int32, exact bool, perEvent, 
 	}
 }
 
-// appendGaps appends the gaps ts[i] - ts[i-1] (i >= 1) to s, returning s
-// and the part appended.
-func appendGaps(s []float64, ts []int64) ([]float64, []float64) {
+// appendGaps appends the gaps ts[i] - ts[i-1] (i >= 1) to s.
+func appendGaps(s []float64, ts []int64) []float64 {
 	m := len(s)
 	s = slices.Grow(s, len(ts)-1)[:m+len(ts)-1]
 	g := s[m:]
 	for i := range g {
 		g[i] = float64(ts[i+1] - ts[i])
 	}
-	return s, g
+	return s
 }
 
 // addBins counts the events (messages) and their tokens in the 1 s bins.
@@ -280,10 +282,10 @@ func (a *accumulator) presize() {
 	a.presized = true
 	want := min(int(float64(a.seenEvents)/float64(a.seenRows)*float64(a.expectRows)*1.05), a.opts.MaxExactSamples)
 	// Not itl_per_token: it shares itl's samples until an event carries
-	// other than one token, and then takes itl's room (Dist.untwin).
-	for _, d := range []*Dist{a.dists["itl"], a.dists["decode_itl"]} {
-		d.samples = slices.Grow(d.samples, want-len(d.samples))
-	}
+	// other than one token, and then takes itl's room (Dist.untwin); not
+	// decode_itl, which views them (Dist.addSpan).
+	d := a.dists["itl"]
+	d.samples = slices.Grow(d.samples, want-len(d.samples))
 	a.eventTimes = slices.Grow(a.eventTimes, want-len(a.eventTimes))
 	a.reqs = slices.Grow(a.reqs, a.expectRows-len(a.reqs))
 }
@@ -296,23 +298,22 @@ func (a *accumulator) reserve(events int) {
 	a.presized = true
 	want, rows := min(events, a.opts.MaxExactSamples), a.expectRows
 	var (
-		pe, dc []float64
-		et     []int64
-		reqs   []Request
-		done   = make(chan struct{})
+		pe   []float64
+		et   []int64
+		reqs []Request
+		done = make(chan struct{})
 	)
-	go func() { // itl_per_token: see presize
+	go func() { // itl_per_token and decode_itl: see presize
 		defer close(done)
-		pe, dc, et = make([]float64, 0, want), make([]float64, 0, want), make([]int64, 0, want)
+		pe, et = make([]float64, 0, want), make([]int64, 0, want)
 		reqs = make([]Request, 0, rows)
 		prefault(pe[:cap(pe)])
-		prefault(dc[:cap(dc)])
 		prefault(et[:cap(et)])
 	}()
 	a.reserved = func() {
 		<-done
 		a.reserved = nil
-		a.dists["itl"].samples, a.dists["decode_itl"].samples = pe, dc
+		a.dists["itl"].samples = pe
 		a.eventTimes, a.reqs = et, reqs
 	}
 }

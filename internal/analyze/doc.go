@@ -43,10 +43,12 @@
 //
 // Memory: exact percentiles need every sample, 8 bytes per request for each
 // per-request distribution and 8 bytes per token event for each per-event
-// one (per-event ITL, per-token ITL, event times for the peak-throughput
-// bins: 24 bytes per event, sized up front from the files' footers; the
-// decode-only ITL another 8, grown as it fills),
-// plus one Request (~320 bytes) per request, plus one decoded row group. When a distribution passes Options.MaxExactSamples it switches to
+// one: the per-event ITL and the event times for the peak-throughput bins,
+// 16 bytes per event, sized up front from the files' footers. The
+// per-token ITL shares the per-event samples while every event carries one
+// token (else another 8), and the decode-only ITL views them as one span
+// per stream (Dist.addSpan); plus one Request (~320 bytes) per request,
+// plus two decoded row groups. When a distribution passes Options.MaxExactSamples it switches to
 // a log-bucket histogram with relative error HistRelErr (0.1%), and the
 // peak-throughput bins switch to 1 ms resolution; Summary.Approximate says
 // so.

@@ -15,8 +15,8 @@ import (
 // selection, not only its small-input sort): multi-token and zero-token
 // events, role-only first chunks, runs of one token each, failures and
 // warm-up rows, times on a coarse grid half the time so events meet the
-// 1 s bin edges exactly.
-func longRecords(r *rand.Rand) []trace.Record {
+// 1 s bin edges exactly; mixed sends them to two endpoints at random.
+func longRecords(r *rand.Rand, mixed bool) []trace.Record {
 	grid := int64(1)
 	if r.IntN(2) == 0 {
 		grid = 1e8
@@ -29,6 +29,9 @@ func longRecords(r *rand.Rand) []trace.Record {
 			PromptTokens: 100, CompletionTokens: -1, CachedTokens: -1, Warmup: r.IntN(10) == 0, TokensExact: r.IntN(4) > 0}
 		if r.IntN(8) == 0 {
 			rec.Status = 503
+		}
+		if mixed {
+			rec.Endpoint = []string{trace.EndpointChat, trace.EndpointCompletions}[r.IntN(2)]
 		}
 		t := sent + g(1e6+r.Int64N(1e9))
 		ones := r.IntN(2) == 0 // every event after the first carries one token
@@ -74,9 +77,13 @@ func exactStats(xs []float64, ps []float64) (n int, mean, ss float64, pct []floa
 func TestPropertyPerEventFigures(t *testing.T) {
 	dir := t.TempDir()
 	ps := []float64{1, 50, 90, 99}
-	for seed := range 30 {
+	for seed := range 40 {
 		r := rand.New(rand.NewPCG(uint64(seed), 11))
-		recs := longRecords(r)
+		// Every fourth run mixes two endpoints: each has its own
+		// per-event ITL, merged after, so the decode-only ITL cannot view
+		// one of them and keeps its own copy.
+		mixed := seed%4 == 3
+		recs := longRecords(r, mixed)
 		p := writeRecording(t, dir, fmt.Sprintf("e%d.parquet", seed), trace.RunMeta{}, recs)
 		s, err := Files([]string{p}, Options{Percentiles: ps})
 		if err != nil {
@@ -140,11 +147,19 @@ func TestPropertyPerEventFigures(t *testing.T) {
 					at(s.Series.OutputTokens), at(s.Series.Messages), at(tok), at(msg))
 			}
 		}
-		for _, m := range []struct {
+		checks := []struct {
 			name string
 			st   Stats
 			xs   []float64
-		}{{"per-token ITL", s.ITLPerToken, perToken}, {"decode ITL", s.Figures.DecodeITL, decode}} {
+		}{{"decode ITL", s.Figures.DecodeITL, decode}}
+		if !mixed { // else the run's per-token ITL holds the endpoints' in turn
+			checks = append(checks, struct {
+				name string
+				st   Stats
+				xs   []float64
+			}{"per-token ITL", s.ITLPerToken, perToken})
+		}
+		for _, m := range checks {
 			n, mean, ss, pct := exactStats(m.xs, ps)
 			if m.st.Count != n || m.st.Mean != mean/1e6 || m.st.Std != stdMs(ss, n) {
 				t.Fatalf("%s %s: count %d mean %v std %v, want %d %v %v", tag, m.name, m.st.Count, m.st.Mean, m.st.Std, n, mean/1e6, stdMs(ss, n))
@@ -174,4 +189,35 @@ func stdMs(ss float64, n int) float64 {
 		return 0
 	}
 	return math.Sqrt(ss/float64(n)) / 1e6
+}
+
+// TestDecodeITLPastExactLimit: with fewer exact samples allowed than the
+// run's gaps, the decode-only ITL (a view of the per-event samples until
+// then) passes to its histogram with every gap counted, its percentiles
+// within HistRelErr of the exact ones.
+func TestDecodeITLPastExactLimit(t *testing.T) {
+	recs := longRecords(rand.New(rand.NewPCG(8, 8)), false)
+	var decode []float64
+	for _, rec := range recs {
+		ok := !rec.Warmup && rec.Status == 200 && len(rec.EventNs) > 0
+		for i := 2; ok && i < len(rec.EventNs); i++ {
+			decode = append(decode, float64(rec.EventNs[i]-rec.EventNs[i-1]))
+		}
+	}
+	p := writeRecording(t, t.TempDir(), "limit.parquet", trace.RunMeta{}, recs)
+	s, err := Files([]string{p}, Options{Percentiles: []float64{50, 90}, MaxExactSamples: len(decode) / 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := s.Figures.DecodeITL
+	if !s.Approximate || st.Count != len(decode) {
+		t.Fatalf("approximate %v, %d decode gaps counted, want %d", s.Approximate, st.Count, len(decode))
+	}
+	sorted := slices.Sorted(slices.Values(decode))
+	for _, p := range st.Percentiles {
+		want := Percentile(sorted, p.P) / 1e6
+		if math.Abs(p.Value-want) > 2*HistRelErr*want {
+			t.Errorf("p%v = %v ms, want %v within %v", p.P, p.Value, want, HistRelErr)
+		}
+	}
 }

@@ -169,6 +169,9 @@ func (s *selection) resolve(out []float64, l level, hi uint64) {
 	}
 }
 
+// span is the samples [from, to) of a slice.
+type span struct{ from, to int }
+
 // summarize is Stats' passes over unsorted samples: the first adds them up
 // (in sum's order, so the mean is the same to the bit) while finding their
 // key range, the second sums squared deviations from the mean in sample
@@ -177,52 +180,90 @@ func (s *selection) resolve(out []float64, l level, hi uint64) {
 // are then resolved as orderStats does. ranks must be ascending and
 // include 0 and n-1 (min and max).
 func summarize(a []float64, ranks []int) (vals []float64, mean, ss float64) {
-	n := len(a)
+	return summarizeSpans(a, []span{{0, len(a)}}, ranks)
+}
+
+// summarizeSpans is summarize of the samples a[sp.from:sp.to] of each
+// span in turn, as if they were copied out one after another (a Dist that
+// views parts of another's samples: see sampleView). Not empty.
+func summarizeSpans(a []float64, spans []span, ranks []int) (vals []float64, mean, ss float64) {
+	n := 0
+	for _, sp := range spans {
+		n += sp.to - sp.from
+	}
 	if n <= radixSmall {
-		vals = orderStats(a, ranks)
-		mean = sum(a) / float64(n)
-		for _, v := range a {
+		all := make([]float64, 0, n)
+		for _, sp := range spans {
+			all = append(all, a[sp.from:sp.to]...)
+		}
+		vals = orderStats(all, ranks)
+		mean = sum(all) / float64(n)
+		for _, v := range all {
 			ss += (v - mean) * (v - mean)
 		}
 		return vals, mean, ss
 	}
+	// sum's lanes over the whole sequence: sample g goes to lane g%4 while
+	// a whole group of four remains, the last n%4 to lane 0.
 	var s0, s1, s2, s3 float64
 	lo, hi := uint64(math.MaxUint64), uint64(0)
-	i := 0
-	for ; i+4 <= n; i += 4 {
-		x0, x1, x2, x3 := a[i], a[i+1], a[i+2], a[i+3]
-		s0 += x0
-		s1 += x1
-		s2 += x2
-		s3 += x3
-		k0, k1, k2, k3 := sortableKey(x0), sortableKey(x1), sortableKey(x2), sortableKey(x3)
-		lo, hi = min(lo, k0, k1, k2, k3), max(hi, k0, k1, k2, k3)
-	}
-	for ; i < n; i++ {
-		s0 += a[i]
-		k := sortableKey(a[i])
-		lo, hi = min(lo, k), max(hi, k)
+	body, g := n-n%4, 0
+	for _, sp := range spans {
+		x := a[sp.from:sp.to]
+		for i := 0; i < len(x); {
+			if g&3 == 0 && g+4 <= body && i+4 <= len(x) { // a whole group of four
+				x0, x1, x2, x3 := x[i], x[i+1], x[i+2], x[i+3]
+				s0 += x0
+				s1 += x1
+				s2 += x2
+				s3 += x3
+				k0, k1, k2, k3 := sortableKey(x0), sortableKey(x1), sortableKey(x2), sortableKey(x3)
+				lo, hi = min(lo, k0, k1, k2, k3), max(hi, k0, k1, k2, k3)
+				i, g = i+4, g+4
+				continue
+			}
+			v := x[i] // a group split between spans, or the last n%4
+			switch {
+			case g >= body || g&3 == 0:
+				s0 += v
+			case g&3 == 1:
+				s1 += v
+			case g&3 == 2:
+				s2 += v
+			default:
+				s3 += v
+			}
+			k := sortableKey(v)
+			lo, hi = min(lo, k), max(hi, k)
+			i, g = i+1, g+1
+		}
 	}
 	mean = ((s0 + s1) + (s2 + s3)) / float64(n)
 	vals = make([]float64, len(ranks))
 	if lo == hi {
-		for _, v := range a {
-			ss += (v - mean) * (v - mean)
+		for _, sp := range spans {
+			for _, v := range a[sp.from:sp.to] {
+				ss += (v - mean) * (v - mean)
+			}
 		}
 		for i := range vals {
-			vals[i] = a[0]
+			vals[i] = keyFloat(lo)
 		}
 		return vals, mean, ss
 	}
 	l := levelOf(lo, hi, n)
 	counts := make([]int32, l.n)
-	for _, v := range a {
-		ss += (v - mean) * (v - mean)
-		counts[l.bucket(v)]++
+	for _, sp := range spans {
+		for _, v := range a[sp.from:sp.to] {
+			ss += (v - mean) * (v - mean)
+			counts[l.bucket(v)]++
+		}
 	}
 	sel := newSelection(counts, ranks)
-	for _, v := range a {
-		sel.keep(v, l)
+	for _, sp := range spans {
+		for _, v := range a[sp.from:sp.to] {
+			sel.keep(v, l)
+		}
 	}
 	sel.resolve(vals, l, hi)
 	return vals, mean, ss

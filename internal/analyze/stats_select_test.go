@@ -102,3 +102,51 @@ func TestSummarizeMatchesTwoPass(t *testing.T) {
 		}
 	}
 }
+
+// TestSummarizeSpansMatchesCopy: statistics over spans of a slice equal
+// the plain ones of the spans copied out one after another (sum's mean,
+// the two-pass variance, a sorted copy), to the bit, however the spans cut
+// the groups of four that the sum adds in lanes.
+func TestSummarizeSpansMatchesCopy(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for trial := range 60 {
+		a := make([]float64, 1+r.IntN(30000))
+		for i := range a {
+			a[i] = float64(1e7+r.Int64N(1e7)) / float64(1+r.IntN(3))
+			if trial%2 == 1 { // magnitudes far apart: every change of lane shows in the rounding
+				a[i] = r.Float64() * math.Pow(10, float64(r.IntN(16)))
+			}
+			if trial%5 == 1 && r.IntN(20) == 0 {
+				a[i] = 0
+			}
+		}
+		var spans []span
+		var all []float64
+		for from := 0; from < len(a); {
+			to := min(len(a), from+r.IntN([]int{4, 9, 300}[trial%3]))
+			if r.IntN(4) > 0 { // some parts left out
+				spans = append(spans, span{from, to})
+				all = append(all, a[from:to]...)
+			}
+			from = to + r.IntN(3)
+		}
+		if len(all) == 0 {
+			continue
+		}
+		n := len(all)
+		ranks := slices.Compact([]int{0, n / 4, n / 2, n * 99 / 100, n - 1})
+		vals, mean, ss := summarizeSpans(a, spans, ranks)
+		sorted := slices.Sorted(slices.Values(all))
+		var wantVals []float64
+		for _, rk := range ranks {
+			wantVals = append(wantVals, sorted[rk])
+		}
+		wantMean, wantSS := sum(all)/float64(n), 0.0
+		for _, v := range all {
+			wantSS += (v - wantMean) * (v - wantMean)
+		}
+		if mean != wantMean || ss != wantSS || !slices.Equal(vals, wantVals) {
+			t.Fatalf("trial %d (%d samples in %d spans): %v %v %v, want %v %v %v", trial, n, len(spans), vals, mean, ss, wantVals, wantMean, wantSS)
+		}
+	}
+}

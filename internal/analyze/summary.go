@@ -151,6 +151,9 @@ func (a *accumulator) finish(files []FileInfo) *Summary {
 		a.reserved()
 	}
 	a.settleTwins()
+	if len(a.epITL) > 1 { // merging adds to the per-event ITL, which may pass to its histogram
+		a.dists["decode_itl"].materialize()
+	}
 	epITL := a.mergeEndpointITL()
 	s := &Summary{Files: files, Options: a.opts, Reqs: a.reqs, dists: a.dists, eventTimes: a.eventTimes, failTimes: a.failTimes,
 		ExcludedWarmup: a.sawWarmup, ExcludedByWindow: a.outWindow, Requests: len(a.reqs)}
