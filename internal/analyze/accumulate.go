@@ -82,6 +82,7 @@ func (a *accumulator) add(r *trace.Record, file int) {
 	}
 	a.files[file].apply(r)
 	q := Derive(r, file, a.opts)
+	q.gapOff = -1
 	a.reqs = append(a.reqs, q)
 	if !q.Success {
 		if _, ok := a.errMsg[q.ErrorKind]; !ok {
@@ -120,7 +121,11 @@ func (a *accumulator) add(r *trace.Record, file int) {
 	a.reqs[len(a.reqs)-1].evOff = len(a.eventTimes)
 	d["corrected_ttft"].Add(float64(q.CorrectedTTFTNs))
 	itl := a.endpointITL(q.Endpoint)
-	a.addEvents(r.EventNs, r.EventTokens, r.TokensExact, itl[0], itl[1], d["decode_itl"])
+	off := a.addEvents(r.EventNs, r.EventTokens, r.TokensExact, itl[0], itl[1], d["decode_itl"])
+	if itl[0] != d["itl"] {
+		off = -1
+	}
+	a.reqs[len(a.reqs)-1].gapOff = off
 }
 
 // emptyWindow is the error of a --window that selected no request of the
@@ -153,10 +158,12 @@ func (a *accumulator) addTokens(t int64, n int32) {
 // gaps into decode), time bins, tokens per event and the event times for
 // the peak bins. While the distributions are exact it writes straight into
 // their sample slices: the per-event gaps once, which the per-token ITL
-// (one token each) and the decode-only ITL (less the first) share.
-func (a *accumulator) addEvents(ts []int64, toks []int32, exact bool, perEvent, perToken, decode *Dist) {
+// (one token each) and the decode-only ITL (less the first) share. It
+// returns where in perEvent's samples the stream's gaps went, -1 when not
+// there as such (not written directly, none, or the events unsorted).
+func (a *accumulator) addEvents(ts []int64, toks []int32, exact bool, perEvent, perToken, decode *Dist) int {
 	if len(ts) == 0 {
-		return
+		return -1
 	}
 	a.addBins(ts, toks)
 	ones := oneTokenEach(toks)
@@ -171,12 +178,13 @@ func (a *accumulator) addEvents(ts []int64, toks []int32, exact bool, perEvent, 
 		decode.materialize()
 	}
 	off := len(perEvent.samples) // where this stream's gaps go when fast
+	sorted := true
 	switch {
 	case perToken.twin != nil: // the per-token gaps are the per-event ones
-		perEvent.samples = appendGaps(perEvent.samples, ts)
+		perEvent.samples, sorted = appendGaps(perEvent.samples, ts)
 		perEvent.sorted = false
 	case fast:
-		perEvent.samples = appendGaps(perEvent.samples, ts)
+		perEvent.samples, sorted = appendGaps(perEvent.samples, ts)
 		pt := perToken.samples
 		carry := int64(0) // gap time of zero-token events, handed to the next token
 		for i := 1; i < n; i++ {
@@ -208,9 +216,12 @@ func (a *accumulator) addEvents(ts []int64, toks []int32, exact bool, perEvent, 
 	if n > 2 && !(fast && decode.addSpan(perEvent, off+1, off+n-1)) {
 		decode.addGaps(ts, 2)
 	}
+	if !fast || !sorted {
+		off = -1
+	}
 	if a.msBins == nil && len(a.eventTimes)+n <= a.opts.MaxExactSamples {
 		a.eventTimes = append(a.eventTimes, ts...)
-		return
+		return off
 	}
 	if a.msBins == nil { // switch to 1 ms counts
 		a.msBins = []int32{}
@@ -222,17 +233,22 @@ func (a *accumulator) addEvents(ts []int64, toks []int32, exact bool, perEvent, 
 	for _, t := range ts {
 		a.addMs(t)
 	}
+	return off
 }
 
-// appendGaps appends the gaps ts[i] - ts[i-1] (i >= 1) to s.
-func appendGaps(s []float64, ts []int64) []float64 {
+// appendGaps appends the gaps ts[i] - ts[i-1] (i >= 1) to s; sorted says
+// none was negative.
+func appendGaps(s []float64, ts []int64) (_ []float64, sorted bool) {
 	m := len(s)
 	s = slices.Grow(s, len(ts)-1)[:m+len(ts)-1]
 	g := s[m:]
+	var signs int64
 	for i := range g {
-		g[i] = float64(ts[i+1] - ts[i])
+		d := ts[i+1] - ts[i]
+		signs |= d
+		g[i] = float64(d)
 	}
-	return s
+	return s, signs >= 0
 }
 
 // addBins counts the events (messages) and their tokens in the 1 s bins.

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -218,6 +219,62 @@ func TestDecodeITLPastExactLimit(t *testing.T) {
 		want := Percentile(sorted, p.P) / 1e6
 		if math.Abs(p.Value-want) > 2*HistRelErr*want {
 			t.Errorf("p%v = %v ms, want %v within %v", p.P, p.Value, want, HistRelErr)
+		}
+	}
+}
+
+// TestWindowGapsViewedAsCopied: a window's ITL read in place from the
+// run's per-event samples (spans found by binary search) equals the ITL of
+// the gaps copied out event by event, the other figures too, for windows
+// cut anywhere: on event times, between them, past the run.
+func TestWindowGapsViewedAsCopied(t *testing.T) {
+	dir := t.TempDir()
+	ps := []float64{50, 90, 99}
+	for seed := range 12 {
+		r := rand.New(rand.NewPCG(uint64(seed), 13))
+		recs := longRecords(r, false)
+		p := writeRecording(t, dir, fmt.Sprintf("w%d.parquet", seed), trace.RunMeta{}, recs)
+		s, err := Files([]string{p}, Options{Percentiles: ps})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !s.gapsIndexed() {
+			t.Fatalf("seed %d: the gaps of a run of one endpoint are not indexed", seed)
+		}
+		var windows [][2]int64
+		if s.Steady != nil {
+			windows = append(windows, [2]int64{s.Steady.FromNs, s.Steady.ToNs})
+		}
+		for range 6 {
+			from := s.StartNs + r.Int64N(s.EndNs-s.StartNs+1)
+			if r.IntN(2) == 0 && len(s.eventTimes) > 0 { // on an event
+				from = s.eventTimes[r.IntN(len(s.eventTimes))]
+			}
+			windows = append(windows, [2]int64{from, from + 1 + r.Int64N(3e10)})
+		}
+		for _, w := range windows {
+			viewed := s.windowFigures(w[0], w[1], ps)
+			saved := slices.Clone(s.Reqs)
+			for i := range s.Reqs {
+				s.Reqs[i].gapOff = -1 // as if not indexed: copied
+			}
+			copied := s.windowFigures(w[0], w[1], ps)
+			s.Reqs = saved
+			if !reflect.DeepEqual(viewed, copied) {
+				t.Fatalf("seed %d window %v: viewed %+v\ncopied %+v", seed, w, viewed, copied)
+			}
+		}
+	}
+}
+
+// TestMeanInFlightIsTheRunWindows: the text's mean in flight is the
+// MeanInFlight of a window over the whole run.
+func TestMeanInFlightIsTheRunWindows(t *testing.T) {
+	for seed := range 8 {
+		recs := longRecords(rand.New(rand.NewPCG(uint64(seed), 17)), seed%2 == 1)
+		s := Records(recs, trace.RunMeta{}, Options{})
+		if got, want := s.meanInFlight(), s.windowFigures(s.StartNs, s.EndNs, nil).MeanInFlight; got != want || got == 0 {
+			t.Fatalf("seed %d: mean in flight %v, the run's window says %v", seed, got, want)
 		}
 	}
 }

@@ -137,6 +137,10 @@ type Request struct {
 	Media *RequestMedia
 
 	evOff int // index of its first event in accumulator.eventTimes (success) or failTimes (-1: not kept)
+	// gapOff is the index of its first gap in the run's per-event ITL
+	// samples (the gaps of its sorted events, in order), -1 when they are
+	// not there as such (another endpoint's, a histogram's, or no gap).
+	gapOff int
 }
 
 // Derive computes the metrics of one record under opts' definitions. Its
