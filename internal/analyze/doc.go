@@ -3,12 +3,14 @@
 // Data flow: Files opens one or more recordings (shards of one run are
 // aligned on RunMeta.StartWallNs), reads them through trace's column
 // scanner (trace.OpenScanner: only the columns the metrics need, one row
-// group at a time into reused buffers; analyze knows nothing of the Parquet
+// group at a time into reused buffers, the next decoding while the
+// accumulator reads the current; analyze knows nothing of the Parquet
 // layout), aligns each record (trace.Record.Shift), streams the rows once
 // through an accumulator that derives each request's metrics (Derive) and
 // feeds the distributions, bins and per-request table, then finish freezes
-// everything into one Summary (the per-event statistics on their own
-// goroutines, each read in two passes: see summarize). Text (WriteText), JSON (WriteJSON), the per-request file
+// everything into one Summary (the per-event statistics, the decode-only
+// ITL's and the steady window on their own goroutines, each a few linear
+// passes over the samples: see summarize). Text (WriteText), JSON (WriteJSON), the per-request file
 // (WritePerRequest) and the HTML report (WriteHTML) are renderers of that one
 // Summary, so they never disagree; Compare diffs two Summaries, and a
 // gate (ParseGate, EvaluateGate) turns the diff into a CI verdict.
