@@ -445,12 +445,10 @@ func (g *rowGroup) readColumn(k int, chunk parquet.ColumnChunk) error {
 		err = g.readStrings(chunk, &b.str)
 		n = len(b.str)
 	case kInt32:
-		b.i32 = b.i32[:0]
-		err = g.readScalars(chunk, func(v parquet.Value) { b.i32 = append(b.i32, v.Int32()) })
+		b.i32, err = readInts(g, chunk, b.i32[:0], int32Elems)
 		n = len(b.i32)
 	case kInt64:
-		b.i64 = b.i64[:0]
-		err = g.readScalars(chunk, func(v parquet.Value) { b.i64 = append(b.i64, v.Int64()) })
+		b.i64, err = readInts(g, chunk, b.i64[:0], int64Elems)
 		n = len(b.i64)
 	case kBool:
 		b.bool = b.bool[:0]
@@ -583,6 +581,19 @@ func (g *rowGroup) readScalars(cc parquet.ColumnChunk, add func(parquet.Value)) 
 	return eachPage(cc, func(p parquet.Page) error { return g.eachValue(p, add) })
 }
 
+// readInts decodes a required integer column: a page's decoded values
+// in place (as readList does), value by value for dictionary indexes.
+func readInts[T int64 | int32](g *rowGroup, cc parquet.ColumnChunk, vals []T, e listElem[T]) ([]T, error) {
+	err := eachPage(cc, func(p parquet.Page) error {
+		if data, ok := e.direct(p); ok && int64(len(data)) == p.NumValues() {
+			vals = append(vals, data...)
+			return nil
+		}
+		return g.eachValue(p, func(v parquet.Value) { vals = append(vals, e.value(v)) })
+	})
+	return vals, err
+}
+
 // readStrings decodes a required string column, one allocation per page:
 // the page's strings are copied into one string and sliced.
 func (g *rowGroup) readStrings(cc parquet.ColumnChunk, dst *[]string) error {
@@ -604,8 +615,9 @@ func (g *rowGroup) readStrings(cc parquet.ColumnChunk, dst *[]string) error {
 	})
 }
 
-// listElem is how readList gets one element type: in place from a page
-// whose data is plain (ok false for dictionary indexes), else value by value.
+// listElem is how readList and readInts get one element type: in place
+// from a page whose data is plain (ok false for dictionary indexes), else
+// value by value.
 type listElem[T int64 | int32] struct {
 	direct func(parquet.Page) (data []T, ok bool)
 	value  func(parquet.Value) T
