@@ -181,10 +181,9 @@ func (a *accumulator) addEvents(ts []int64, toks []int32, exact bool, perEvent, 
 	sorted := true
 	switch {
 	case perToken.twin != nil: // the per-token gaps are the per-event ones
-		perEvent.samples, sorted = appendGaps(perEvent.samples, ts)
-		perEvent.sorted = false
+		sorted = perEvent.appendGaps(ts)
 	case fast:
-		perEvent.samples, sorted = appendGaps(perEvent.samples, ts)
+		sorted = perEvent.appendGaps(ts)
 		pt := perToken.samples
 		carry := int64(0) // gap time of zero-token events, handed to the next token
 		for i := 1; i < n; i++ {
@@ -197,7 +196,7 @@ func (a *accumulator) addEvents(ts []int64, toks []int32, exact bool, perEvent, 
 			}
 		}
 		perToken.samples = pt
-		perEvent.sorted, perToken.sorted = false, false
+		perToken.sorted = false
 	default:
 		carry := int64(0)
 		for i := 1; i < n; i++ {
@@ -234,21 +233,6 @@ func (a *accumulator) addEvents(ts []int64, toks []int32, exact bool, perEvent, 
 		a.addMs(t)
 	}
 	return off
-}
-
-// appendGaps appends the gaps ts[i] - ts[i-1] (i >= 1) to s; sorted says
-// none was negative.
-func appendGaps(s []float64, ts []int64) (_ []float64, sorted bool) {
-	m := len(s)
-	s = slices.Grow(s, len(ts)-1)[:m+len(ts)-1]
-	g := s[m:]
-	var signs int64
-	for i := range g {
-		d := ts[i+1] - ts[i]
-		signs |= d
-		g[i] = float64(d)
-	}
-	return s, signs >= 0
 }
 
 // addBins counts the events (messages) and their tokens in the 1 s bins.

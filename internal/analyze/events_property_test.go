@@ -73,8 +73,8 @@ func exactStats(xs []float64, ps []float64) (n int, mean, ss float64, pct []floa
 
 // TestPropertyPerEventFigures checks the figures built in the per-event
 // pass against a plain per-event computation, to the bit: the 1 s token
-// and message bins, the per-token and decode-only ITL, and the tokens per
-// decode event.
+// and message bins, the per-event, per-token and decode-only ITL, and the
+// tokens per decode event.
 func TestPropertyPerEventFigures(t *testing.T) {
 	dir := t.TempDir()
 	ps := []float64{1, 50, 90, 99}
@@ -91,7 +91,7 @@ func TestPropertyPerEventFigures(t *testing.T) {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
 		var tok, msg []float64
-		var perToken, decode []float64
+		var perEvent, perToken, decode []float64
 		counts := map[int32]int64{}
 		k := 0
 		for _, rec := range recs {
@@ -121,6 +121,7 @@ func TestPropertyPerEventFigures(t *testing.T) {
 					continue
 				}
 				gap := ts - rec.EventNs[i-1]
+				perEvent = append(perEvent, float64(gap))
 				if i >= 2 {
 					decode = append(decode, float64(gap))
 				}
@@ -153,12 +154,16 @@ func TestPropertyPerEventFigures(t *testing.T) {
 			st   Stats
 			xs   []float64
 		}{{"decode ITL", s.Figures.DecodeITL, decode}}
-		if !mixed { // else the run's per-token ITL holds the endpoints' in turn
+		if !mixed { // else the run's ITL holds the endpoints' in turn
 			checks = append(checks, struct {
 				name string
 				st   Stats
 				xs   []float64
-			}{"per-token ITL", s.ITLPerToken, perToken})
+			}{"per-token ITL", s.ITLPerToken, perToken}, struct {
+				name string
+				st   Stats
+				xs   []float64
+			}{"per-event ITL", s.ITLPerEvent, perEvent})
 		}
 		for _, m := range checks {
 			n, mean, ss, pct := exactStats(m.xs, ps)

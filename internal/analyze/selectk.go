@@ -106,9 +106,7 @@ func orderStatsIn(a []float64, ranks []int, out []float64, lo, hi uint64) {
 		counts[l.bucket(v)]++
 	}
 	sel := newSelection(counts, ranks)
-	for _, v := range a {
-		sel.keep(v, l)
-	}
+	sel.keep(a, l)
 	sel.resolve(out, l, hi)
 }
 
@@ -147,12 +145,29 @@ func newSelection(counts []int32, ranks []int) *selection {
 	return s
 }
 
-// keep collects v if its bucket is wanted.
-func (s *selection) keep(v float64, l level) {
-	if k := s.slot[l.bucket(v)]; k != 0 {
-		g := s.groups[k-1]
-		g.elems = append(g.elems, v)
+// keep collects the samples of xs whose bucket is wanted.
+func (s *selection) keep(xs []float64, l level) {
+	slot, lo, shift := s.slot, l.lo, l.shift // in registers: the appends may write anywhere
+	for _, v := range xs {
+		if k := slot[(sortableKey(v)-lo)>>shift]; k != 0 {
+			g := s.groups[k-1]
+			g.elems = append(g.elems, v)
+		}
 	}
+}
+
+// keepSquares is keep that also adds the squared deviations of xs from
+// mean to ss, in order: one pass for both.
+func (s *selection) keepSquares(xs []float64, l level, mean, ss float64) float64 {
+	slot, lo, shift := s.slot, l.lo, l.shift
+	for _, v := range xs {
+		ss += (v - mean) * (v - mean)
+		if k := slot[(sortableKey(v)-lo)>>shift]; k != 0 {
+			g := s.groups[k-1]
+			g.elems = append(g.elems, v)
+		}
+	}
+	return ss
 }
 
 // resolve finds each group's ranks among its elements, within its bucket's
@@ -180,13 +195,15 @@ type span struct{ from, to int }
 // are then resolved as orderStats does. ranks must be ascending and
 // include 0 and n-1 (min and max).
 func summarize(a []float64, ranks []int) (vals []float64, mean, ss float64) {
-	return summarizeSpans(a, []span{{0, len(a)}}, ranks)
+	return summarizeSpans(a, []span{{0, len(a)}}, ranks, keyBounds{})
 }
 
 // summarizeSpans is summarize of the samples a[sp.from:sp.to] of each
 // span in turn, as if they were copied out one after another (a Dist that
-// views parts of another's samples: see sampleView). Not empty.
-func summarizeSpans(a []float64, spans []span, ranks []int) (vals []float64, mean, ss float64) {
+// views parts of another's samples: see sampleView). Not empty. When b
+// bounds the samples' keys, the first pass counts the radix buckets of
+// that range and the second collects the wanted ones: two passes.
+func summarizeSpans(a []float64, spans []span, ranks []int, b keyBounds) (vals []float64, mean, ss float64) {
 	n := 0
 	for _, sp := range spans {
 		n += sp.to - sp.from
@@ -202,6 +219,14 @@ func summarizeSpans(a []float64, spans []span, ranks []int) (vals []float64, mea
 			ss += (v - mean) * (v - mean)
 		}
 		return vals, mean, ss
+	}
+	var (
+		l      level
+		counts []int32 // counted in the first pass when the range is known
+	)
+	if b.ok && b.lo < b.hi {
+		l = levelOf(b.lo, b.hi, n)
+		counts = make([]int32, l.n)
 	}
 	// sum's lanes over the whole sequence: sample g goes to lane g%4 while
 	// a whole group of four remains, the last n%4 to lane 0.
@@ -219,6 +244,12 @@ func summarizeSpans(a []float64, spans []span, ranks []int) (vals []float64, mea
 				s3 += x3
 				k0, k1, k2, k3 := sortableKey(x0), sortableKey(x1), sortableKey(x2), sortableKey(x3)
 				lo, hi = min(lo, k0, k1, k2, k3), max(hi, k0, k1, k2, k3)
+				if counts != nil {
+					counts[(k0-l.lo)>>l.shift]++
+					counts[(k1-l.lo)>>l.shift]++
+					counts[(k2-l.lo)>>l.shift]++
+					counts[(k3-l.lo)>>l.shift]++
+				}
 				i, g = i+4, g+4
 				continue
 			}
@@ -235,6 +266,9 @@ func summarizeSpans(a []float64, spans []span, ranks []int) (vals []float64, mea
 			}
 			k := sortableKey(v)
 			lo, hi = min(lo, k), max(hi, k)
+			if counts != nil {
+				counts[(k-l.lo)>>l.shift]++
+			}
 			i, g = i+1, g+1
 		}
 	}
@@ -251,8 +285,16 @@ func summarizeSpans(a []float64, spans []span, ranks []int) (vals []float64, mea
 		}
 		return vals, mean, ss
 	}
-	l := levelOf(lo, hi, n)
-	counts := make([]int32, l.n)
+	if counts != nil { // the buckets are counted: collect while summing squares
+		sel := newSelection(counts, ranks)
+		for _, sp := range spans {
+			ss = sel.keepSquares(a[sp.from:sp.to], l, mean, ss)
+		}
+		sel.resolve(vals, l, b.hi)
+		return vals, mean, ss
+	}
+	l = levelOf(lo, hi, n)
+	counts = make([]int32, l.n)
 	for _, sp := range spans {
 		for _, v := range a[sp.from:sp.to] {
 			ss += (v - mean) * (v - mean)
@@ -261,9 +303,7 @@ func summarizeSpans(a []float64, spans []span, ranks []int) (vals []float64, mea
 	}
 	sel := newSelection(counts, ranks)
 	for _, sp := range spans {
-		for _, v := range a[sp.from:sp.to] {
-			sel.keep(v, l)
-		}
+		sel.keep(a[sp.from:sp.to], l)
 	}
 	sel.resolve(vals, l, hi)
 	return vals, mean, ss

@@ -55,6 +55,50 @@ type Dist struct {
 	twin *Dist
 	// view, while set, holds this Dist's samples as spans of another's.
 	view *sampleView
+	// keyLo and keyHi bound the sortable keys of the first boundN samples,
+	// all written by appendGaps: while that is every sample, summarize
+	// counts the radix buckets in its first pass (one pass fewer).
+	keyLo, keyHi uint64
+	boundN       int
+}
+
+// keyBounds bound the sortable keys of some samples, when ok.
+type keyBounds struct {
+	lo, hi uint64
+	ok     bool
+}
+
+// bounds are the key bounds of all of d's own samples, when known.
+func (d *Dist) bounds() keyBounds {
+	return keyBounds{d.keyLo, d.keyHi, d.hist == nil && d.boundN > 0 && d.boundN == len(d.samples)}
+}
+
+// appendGaps appends the gaps ts[i] - ts[i-1] (i >= 1) as samples, keeping
+// the key bounds while every sample came this way; sorted says no gap was
+// negative. The caller checks the limit.
+func (d *Dist) appendGaps(ts []int64) (sorted bool) {
+	m := len(d.samples)
+	known := d.boundN == m
+	s := slices.Grow(d.samples, len(ts)-1)[:m+len(ts)-1]
+	g := s[m:]
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for i := range g {
+		gap := ts[i+1] - ts[i]
+		lo, hi = min(lo, gap), max(hi, gap)
+		g[i] = float64(gap)
+	}
+	d.samples, d.sorted = s, false
+	if len(g) == 0 {
+		return true
+	}
+	if known { // float64 of an int64 keeps its order: the keys of lo and hi bound the rest
+		klo, khi := sortableKey(float64(lo)), sortableKey(float64(hi))
+		if m > 0 {
+			klo, khi = min(klo, d.keyLo), max(khi, d.keyHi)
+		}
+		d.keyLo, d.keyHi, d.boundN = klo, khi, len(s)
+	}
+	return lo >= 0
 }
 
 // sampleView is a Dist's samples held as spans of another Dist's samples,
@@ -262,8 +306,8 @@ func (d *Dist) Stats(ps []float64) Stats {
 	var vals []float64
 	var mean, ss float64
 	switch {
-	case d.view != nil:
-		vals, mean, ss = summarizeSpans(d.view.of.samples, d.view.spans, ranks)
+	case d.view != nil: // within the viewed samples' bounds
+		vals, mean, ss = summarizeSpans(d.view.of.samples, d.view.spans, ranks, d.view.of.bounds())
 	case d.sorted:
 		for _, r := range ranks {
 			vals = append(vals, d.samples[r])
@@ -273,7 +317,7 @@ func (d *Dist) Stats(ps []float64) Stats {
 			ss += (v - mean) * (v - mean)
 		}
 	default:
-		vals, mean, ss = summarize(d.samples, ranks)
+		vals, mean, ss = summarizeSpans(d.samples, []span{{0, n}}, ranks, d.bounds())
 	}
 	at := func(r int) float64 { i, _ := slices.BinarySearch(ranks, r); return vals[i] }
 	q := func(p float64) float64 {

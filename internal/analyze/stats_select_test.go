@@ -135,7 +135,17 @@ func TestSummarizeSpansMatchesCopy(t *testing.T) {
 		}
 		n := len(all)
 		ranks := slices.Compact([]int{0, n / 4, n / 2, n * 99 / 100, n - 1})
-		vals, mean, ss := summarizeSpans(a, spans, ranks)
+		// Without bounds, and with bounds as found or looser (the view of a
+		// subset of the bounded samples).
+		bounds := keyBounds{}
+		if trial%3 > 0 {
+			lo, hi := keyRange(a)
+			if trial%3 == 2 {
+				lo, hi = lo-min(lo, uint64(r.Int64N(1<<40))), hi+min(math.MaxUint64-hi, uint64(r.Int64N(1<<40)))
+			}
+			bounds = keyBounds{lo, hi, true}
+		}
+		vals, mean, ss := summarizeSpans(a, spans, ranks, bounds)
 		sorted := slices.Sorted(slices.Values(all))
 		var wantVals []float64
 		for _, rk := range ranks {
