@@ -15,12 +15,12 @@ import (
 // samples' own key range rather than from fixed bit positions: latency
 // samples share their sign, exponent and leading mantissa bits, so fixed
 // top bits would put most of them in a few buckets, while the range split
-// in up to 2^16 buckets (two to four per sample) leaves each wanted bucket
-// a few samples. One counting pass finds the bucket of each rank, a second
-// copies only those buckets out, and the copies are resolved the same way
-// within their bucket's range (or sorted once small). The cost is three
-// linear passes (the range, the counts, the copy) against O(n log n) for a
-// sort of tens of millions of ITL samples.
+// in up to 2^radixBits buckets leaves each wanted bucket a small share of
+// them. One counting pass finds the bucket of each rank, a second copies
+// only those buckets out, and the copies are resolved the same way within
+// their bucket's range (or sorted once small). The cost is three linear
+// passes (the range, the counts, the copy) against O(n log n) for a sort of
+// tens of millions of ITL samples.
 func orderStats(a []float64, ranks []int) []float64 {
 	out := make([]float64, len(ranks))
 	if len(a) <= radixSmall {
@@ -47,7 +47,7 @@ func keyFloat(k uint64) float64 {
 
 const (
 	radixSmall = 2048 // below this, sort a copy
-	radixBits  = 16
+	radixBits  = 12   // 4,096 buckets: the counts (16 KiB) and the wanted-bucket table stay in L1
 )
 
 // keyRange is the least and greatest key of a (not empty).
@@ -69,8 +69,7 @@ type level struct {
 }
 
 // levelOf cuts [lo, hi] into buckets for n samples: two to four per
-// sample, at most 2^radixBits (the counts of a few thousand samples need
-// not clear and walk a table of 65,536).
+// sample, at most 2^radixBits.
 func levelOf(lo, hi uint64, n int) level {
 	b := min(radixBits, bits.Len(uint(n))+1)
 	shift := uint(max(bits.Len64(hi-lo)-b, 0))
