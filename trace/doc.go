@@ -20,7 +20,9 @@
 // in batches. Writers flush a row group every RowGroupRows rows, so memory is
 // bounded whatever the file size. ReadTurns and ReadRecords read a whole
 // (small) file at once; OpenScanner reads a recording once, decoding only
-// the columns asked for, column by column (what analyze uses, fast);
+// the columns asked for, column by column, the next row group on a
+// goroutine of its own while the caller reads the current one (what
+// analyze uses, fast);
 // the media file beside a trace (MediaPath) holds its real media items'
 // bytes once per SHA-256: MediaWriter.Put stores them, OpenMediaFile indexes
 // the hashes and MediaStore.Load reads one item and verifies it;

@@ -20,7 +20,8 @@ import (
 // by column, one row group at a time, into flat buffers reused from row
 // group to row group: only the columns asked for, the event lists straight
 // from the pages' decoded values with row boundaries from the repetition
-// levels. Memory stays bounded by one row group (RowGroupRows rows).
+// levels. Memory stays bounded by two row groups (RowGroupRows rows each:
+// the one being read and the next, decoding).
 //
 // The columns are Record's own, found by reflection on its parquet tags, so
 // a field added to Record is scanned without a change here (a field of a
@@ -287,28 +288,70 @@ func (s *RecordScanner) Close() error {
 // the scanner's buffers and are valid only during the call. An error from
 // fn stops the scan and is returned as is; a decoding error names the
 // file and the row group or row.
+//
+// The next row group decodes on a goroutine of Scan's while fn reads the
+// current one (two row groups' buffers take turns), so decoding and the
+// caller's work share two cores; fn is still called from Scan's goroutine
+// alone, row by row in file order. The goroutine ends before Scan returns.
 func (s *RecordScanner) Scan(fn func(row int64, rec *Record) error) error {
 	if s.pf == nil {
 		return s.scanRows(fn)
 	}
+	groups := s.pf.RowGroups()
+	type decoded struct {
+		g   *rowGroup
+		err error
+	}
 	var (
-		g   rowGroup
+		out  = make(chan decoded)
+		free = make(chan *rowGroup, 2) // the buffers not being read by fn
+		stop = make(chan struct{})
+		wg   sync.WaitGroup
+	)
+	free <- &rowGroup{cols: s.cols, bufs: make([]colBuf, len(s.cols))}
+	free <- &rowGroup{cols: s.cols, bufs: make([]colBuf, len(s.cols))}
+	wg.Go(func() {
+		defer close(out)
+		for _, rg := range groups {
+			var g *rowGroup
+			select {
+			case g = <-free:
+			case <-stop:
+				return
+			}
+			err := g.read(rg)
+			select {
+			case out <- decoded{g, err}:
+			case <-stop:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	})
+	defer func() {
+		close(stop)
+		wg.Wait()
+	}()
+	var (
 		rec Record
 		row int64
+		k   int
 	)
-	g.cols = s.cols
-	g.bufs = make([]colBuf, len(s.cols))
-	for k, rg := range s.pf.RowGroups() {
-		if err := g.read(rg); err != nil {
-			return fmt.Errorf("%s: row group %d (rows %d-%d): %w", s.path, k, row, row+rg.NumRows()-1, err)
+	for d := range out {
+		if d.err != nil {
+			return fmt.Errorf("%s: row group %d (rows %d-%d): %w", s.path, k, row, row+groups[k].NumRows()-1, d.err)
 		}
-		for i := range g.rows {
-			g.record(i, &rec)
+		for i := range d.g.rows {
+			d.g.record(i, &rec)
 			if err := fn(row, &rec); err != nil {
 				return err
 			}
 			row++
 		}
+		free <- d.g // room for both: never blocks
+		k++
 	}
 	if n := s.NumRows(); row != n {
 		return fmt.Errorf("%s: read %d rows, footer says %d (truncated?)", s.path, row, n)
@@ -362,48 +405,68 @@ type rowGroup struct {
 	strEnds []int
 }
 
-// read decodes row group rg.
+// read decodes row group rg. The list columns (the events, most of the
+// work) each decode on a goroutine of their own, beside the scalar columns
+// on the caller's: each writes only its own buffer, and the column chunks
+// are read independently.
 func (g *rowGroup) read(rg parquet.RowGroup) error {
 	g.rows = int(rg.NumRows())
 	cc := rg.ColumnChunks()
+	errs := make([]error, len(g.cols))
+	var wg sync.WaitGroup
 	for k, c := range g.cols {
-		if c.idx < 0 {
-			continue
+		switch {
+		case c.idx < 0:
+		case c.kind == kListInt64 || c.kind == kListInt32:
+			wg.Go(func() { errs[k] = g.readColumn(k, cc[c.idx]) })
+		default:
+			errs[k] = g.readColumn(k, cc[c.idx])
 		}
-		b, chunk := &g.bufs[k], cc[c.idx]
-		var err error
-		n := 0
-		switch c.kind {
-		case kString:
-			err = g.readStrings(chunk, &b.str)
-			n = len(b.str)
-		case kInt32:
-			b.i32 = b.i32[:0]
-			err = g.readScalars(chunk, func(v parquet.Value) { b.i32 = append(b.i32, v.Int32()) })
-			n = len(b.i32)
-		case kInt64:
-			b.i64 = b.i64[:0]
-			err = g.readScalars(chunk, func(v parquet.Value) { b.i64 = append(b.i64, v.Int64()) })
-			n = len(b.i64)
-		case kBool:
-			b.bool = b.bool[:0]
-			err = g.readScalars(chunk, func(v parquet.Value) { b.bool = append(b.bool, v.Boolean()) })
-			n = len(b.bool)
-		case kListInt64:
-			b.i64, b.offs, err = readList(chunk, b.i64[:0], b.offs[:0], int64Elems)
-			n = len(b.offs) - 1
-		case kListInt32:
-			b.i32, b.offs, err = readList(chunk, b.i32[:0], b.offs[:0], int32Elems)
-			n = len(b.offs) - 1
-		}
+	}
+	wg.Wait()
+	for _, err := range errs { // the first in column order, as one goroutine would find it
 		if err != nil {
-			return fmt.Errorf("column %s: %w", c.name, err)
-		}
-		if n != g.rows {
-			return fmt.Errorf("column %s holds %d rows, the row group %d", c.name, n, g.rows)
+			return err
 		}
 	}
 	g.absolute()
+	return nil
+}
+
+// readColumn decodes column k of the row group from its chunk. A list
+// column uses no scratch of g's, so lists may decode concurrently with the
+// other columns.
+func (g *rowGroup) readColumn(k int, chunk parquet.ColumnChunk) error {
+	c, b := g.cols[k], &g.bufs[k]
+	var err error
+	n := 0
+	switch c.kind {
+	case kString:
+		err = g.readStrings(chunk, &b.str)
+		n = len(b.str)
+	case kInt32:
+		b.i32, err = readInts(g, chunk, b.i32[:0], int32Elems)
+		n = len(b.i32)
+	case kInt64:
+		b.i64, err = readInts(g, chunk, b.i64[:0], int64Elems)
+		n = len(b.i64)
+	case kBool:
+		b.bool = b.bool[:0]
+		err = g.readScalars(chunk, func(v parquet.Value) { b.bool = append(b.bool, v.Boolean()) })
+		n = len(b.bool)
+	case kListInt64:
+		b.i64, b.offs, err = readList(chunk, b.i64[:0], b.offs[:0], int64Elems)
+		n = len(b.offs) - 1
+	case kListInt32:
+		b.i32, b.offs, err = readList(chunk, b.i32[:0], b.offs[:0], int32Elems)
+		n = len(b.offs) - 1
+	}
+	if err != nil {
+		return fmt.Errorf("column %s: %w", c.name, err)
+	}
+	if n != g.rows {
+		return fmt.Errorf("column %s holds %d rows, the row group %d", c.name, n, g.rows)
+	}
 	return nil
 }
 
@@ -518,6 +581,19 @@ func (g *rowGroup) readScalars(cc parquet.ColumnChunk, add func(parquet.Value)) 
 	return eachPage(cc, func(p parquet.Page) error { return g.eachValue(p, add) })
 }
 
+// readInts decodes a required integer column: a page's decoded values
+// in place (as readList does), value by value for dictionary indexes.
+func readInts[T int64 | int32](g *rowGroup, cc parquet.ColumnChunk, vals []T, e listElem[T]) ([]T, error) {
+	err := eachPage(cc, func(p parquet.Page) error {
+		if data, ok := e.direct(p); ok && int64(len(data)) == p.NumValues() {
+			vals = append(vals, data...)
+			return nil
+		}
+		return g.eachValue(p, func(v parquet.Value) { vals = append(vals, e.value(v)) })
+	})
+	return vals, err
+}
+
 // readStrings decodes a required string column, one allocation per page:
 // the page's strings are copied into one string and sliced.
 func (g *rowGroup) readStrings(cc parquet.ColumnChunk, dst *[]string) error {
@@ -539,8 +615,9 @@ func (g *rowGroup) readStrings(cc parquet.ColumnChunk, dst *[]string) error {
 	})
 }
 
-// listElem is how readList gets one element type: in place from a page
-// whose data is plain (ok false for dictionary indexes), else value by value.
+// listElem is how readList and readInts get one element type: in place
+// from a page whose data is plain (ok false for dictionary indexes), else
+// value by value.
 type listElem[T int64 | int32] struct {
 	direct func(parquet.Page) (data []T, ok bool)
 	value  func(parquet.Value) T

@@ -1,14 +1,17 @@
 package trace
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parquet-go/parquet-go"
 )
@@ -122,6 +125,50 @@ func TestScanMatchesRows(t *testing.T) {
 	}
 	if _, err := OpenScanner(path, ScanOptions{Columns: []string{"ttft"}}); err == nil || !strings.Contains(err.Error(), `"ttft" is not a recording column`) {
 		t.Errorf("unknown column: %v", err)
+	}
+}
+
+// Scan decodes the next row group while fn reads the current one: over
+// several row groups the rows still arrive whole and in order, an error
+// from fn in any row group stops the scan with that error, and the
+// decoding goroutine has ended when Scan returns.
+func TestScanDecodesAhead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.parquet")
+	want := randomRecords(rand.New(rand.NewPCG(3, 4)), 3*RowGroupRows+17)
+	writeRecords(t, path, want)
+	before := runtime.NumGoroutine()
+	if got := scanAll(t, path, ScanOptions{}); !reflect.DeepEqual(got, want) {
+		t.Fatal("scanned records differ from those written")
+	}
+	stop := errors.New("enough")
+	for _, at := range []int64{0, RowGroupRows - 1, RowGroupRows, 2*RowGroupRows + 3} {
+		s, err := OpenScanner(path, ScanOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var last int64 = -1
+		err = s.Scan(func(row int64, r *Record) error {
+			if r.RequestID != want[row].RequestID || !slices.Equal(r.EventNs, want[row].EventNs) {
+				t.Fatalf("row %d differs", row)
+			}
+			last = row
+			if row == at {
+				return stop
+			}
+			return nil
+		})
+		s.Close()
+		if err != stop || last != at {
+			t.Fatalf("stop at row %d: Scan returned %v after row %d", at, err, last)
+		}
+	}
+	// The goroutines end as Scan returns; allow the runtime a moment to
+	// retire them (bounded).
+	for i := 0; runtime.NumGoroutine() > before; i++ {
+		if i == 500 {
+			t.Fatalf("%d goroutines after the scans, %d before", runtime.NumGoroutine(), before)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -82,6 +82,7 @@ func (a *accumulator) add(r *trace.Record, file int) {
 	}
 	a.files[file].apply(r)
 	q := Derive(r, file, a.opts)
+	q.gapOff = -1
 	a.reqs = append(a.reqs, q)
 	if !q.Success {
 		if _, ok := a.errMsg[q.ErrorKind]; !ok {
@@ -120,9 +121,11 @@ func (a *accumulator) add(r *trace.Record, file int) {
 	a.reqs[len(a.reqs)-1].evOff = len(a.eventTimes)
 	d["corrected_ttft"].Add(float64(q.CorrectedTTFTNs))
 	itl := a.endpointITL(q.Endpoint)
-	a.addEvents(r.EventNs, r.EventTokens, itl[0], itl[1])
-	a.eventTokens.add(r.EventTokens, r.TokensExact)
-	d["decode_itl"].addGaps(r.EventNs, 2)
+	off := a.addEvents(r.EventNs, r.EventTokens, r.TokensExact, itl[0], itl[1], d["decode_itl"])
+	if itl[0] != d["itl"] {
+		off = -1
+	}
+	a.reqs[len(a.reqs)-1].gapOff = off
 }
 
 // emptyWindow is the error of a --window that selected no request of the
@@ -150,64 +153,74 @@ func (a *accumulator) addTokens(t int64, n int32) {
 	a.tokBins[b] += float64(n)
 }
 
-// addEvents is the per-event hot loop: ITL samples (into the request's
-// endpoint's perEvent and perToken), time bins and the event times for the
-// peak bins. While the distributions are exact it appends straight into
-// their sample slices.
-func (a *accumulator) addEvents(ts []int64, toks []int32, perEvent, perToken *Dist) {
+// addEvents is the per-event work of a successful stream: ITL samples
+// (into the request's endpoint's perEvent and perToken, and the decode-only
+// gaps into decode), time bins, tokens per event and the event times for
+// the peak bins. While the distributions are exact it writes straight into
+// their sample slices: the per-event gaps once, which the per-token ITL
+// (one token each) and the decode-only ITL (less the first) share. It
+// returns where in perEvent's samples the stream's gaps went, -1 when not
+// there as such (not written directly, none, or the events unsorted).
+func (a *accumulator) addEvents(ts []int64, toks []int32, exact bool, perEvent, perToken, decode *Dist) int {
 	if len(ts) == 0 {
-		return
+		return -1
 	}
-	if last := int(min(max(ts[len(ts)-1]/nsPerSec, 0), maxSeriesBins-1)); last >= len(a.tokBins) {
-		a.tokBins = grow(a.tokBins, last)
-		a.msgBins = grow(a.msgBins, last)
-	}
+	a.addBins(ts, toks)
+	ones := oneTokenEach(toks)
+	a.eventTokens.add(toks, exact, ones)
+	n := len(ts)
 	fast := perEvent.hist == nil && perToken.hist == nil &&
-		len(perEvent.samples)+len(ts) <= perEvent.limit && len(perToken.samples)+len(ts) <= perToken.limit
-	if perToken.twin != nil && (!fast || !oneTokenEach(toks)) {
+		len(perEvent.samples)+n <= perEvent.limit && len(perToken.samples)+n <= perToken.limit
+	if perToken.twin != nil && (!fast || !ones) {
 		perToken.untwin()
 	}
-	if perToken.twin != nil { // the per-token gaps are the per-event ones
-		fast = true
+	if !fast { // perEvent may move to its histogram: decode cannot view it
+		decode.materialize()
 	}
-	pe, pt := perEvent.samples, perToken.samples
-	carry := int64(0) // gap time of zero-token events, handed to the next token
-	for i, t := range ts {
-		if i > 0 {
-			gap := t - ts[i-1]
-			tokGap := -1.0
+	off := len(perEvent.samples) // where this stream's gaps go when fast
+	sorted := true
+	switch {
+	case perToken.twin != nil: // the per-token gaps are the per-event ones
+		sorted = perEvent.appendGaps(ts)
+	case fast:
+		sorted = perEvent.appendGaps(ts)
+		pt := perToken.samples
+		carry := int64(0) // gap time of zero-token events, handed to the next token
+		for i := 1; i < n; i++ {
+			gap := ts[i] - ts[i-1]
 			if toks[i] > 0 {
-				tokGap = float64(gap+carry) / float64(toks[i])
+				pt = append(pt, float64(gap+carry)/float64(toks[i]))
 				carry = 0
 			} else {
 				carry += gap
 			}
-			switch {
-			case perToken.twin != nil:
-				pe = append(pe, float64(gap))
-			case fast:
-				pe = append(pe, float64(gap))
-				if tokGap >= 0 {
-					pt = append(pt, tokGap)
-				}
-			default:
-				perEvent.Add(float64(gap))
-				if tokGap >= 0 {
-					perToken.Add(tokGap)
-				}
+		}
+		perToken.samples = pt
+		perToken.sorted = false
+	default:
+		carry := int64(0)
+		for i := 1; i < n; i++ {
+			gap := ts[i] - ts[i-1]
+			perEvent.Add(float64(gap))
+			if toks[i] > 0 {
+				perToken.Add(float64(gap+carry) / float64(toks[i]))
+				carry = 0
+			} else {
+				carry += gap
 			}
 		}
-		b := int(min(max(t/nsPerSec, 0), maxSeriesBins-1))
-		a.tokBins[b] += float64(toks[i])
-		a.msgBins[b]++
 	}
-	if fast {
-		perEvent.samples, perToken.samples = pe, pt
-		perEvent.sorted, perToken.sorted = false, false
+	// The decode-only gaps are this stream's per-event gaps less the
+	// first: viewed where they were just written.
+	if n > 2 && !(fast && decode.addSpan(perEvent, off+1, off+n-1)) {
+		decode.addGaps(ts, 2)
 	}
-	if a.msBins == nil && len(a.eventTimes)+len(ts) <= a.opts.MaxExactSamples {
+	if !fast || !sorted {
+		off = -1
+	}
+	if a.msBins == nil && len(a.eventTimes)+n <= a.opts.MaxExactSamples {
 		a.eventTimes = append(a.eventTimes, ts...)
-		return
+		return off
 	}
 	if a.msBins == nil { // switch to 1 ms counts
 		a.msBins = []int32{}
@@ -218,6 +231,37 @@ func (a *accumulator) addEvents(ts []int64, toks []int32, perEvent, perToken *Di
 	}
 	for _, t := range ts {
 		a.addMs(t)
+	}
+	return off
+}
+
+// addBins counts the events (messages) and their tokens in the 1 s bins.
+// The times are sorted (validate checks), so it walks them bin by bin,
+// adding each bin's run of events once, rather than dividing every time.
+// The counts are whole numbers, so the sums are the per-event ones exactly.
+func (a *accumulator) addBins(ts []int64, toks []int32) {
+	for i := 0; i < len(ts); {
+		b := int(min(max(ts[i]/nsPerSec, 0), maxSeriesBins-1))
+		if b >= len(a.tokBins) {
+			a.tokBins = grow(a.tokBins, b)
+			a.msgBins = grow(a.msgBins, b)
+		}
+		// Bin b holds [lo, hi); the first and last bins take what is clamped.
+		lo, hi := int64(b)*nsPerSec, int64(b+1)*nsPerSec
+		if b == 0 {
+			lo = math.MinInt64
+		}
+		if b == maxSeriesBins-1 {
+			hi = math.MaxInt64
+		}
+		var tok int64
+		j := i
+		for ; j < len(ts) && ts[j] >= lo && ts[j] < hi; j++ {
+			tok += int64(toks[j])
+		}
+		a.tokBins[b] += float64(tok)
+		a.msgBins[b] += float64(j - i)
+		i = j
 	}
 }
 
@@ -238,37 +282,49 @@ func (a *accumulator) presize() {
 	a.presized = true
 	want := min(int(float64(a.seenEvents)/float64(a.seenRows)*float64(a.expectRows)*1.05), a.opts.MaxExactSamples)
 	// Not itl_per_token: it shares itl's samples until an event carries
-	// other than one token, and then takes itl's room (Dist.untwin).
-	for _, d := range []*Dist{a.dists["itl"], a.dists["decode_itl"]} {
-		d.samples = slices.Grow(d.samples, want-len(d.samples))
-	}
+	// other than one token, and then takes itl's room (Dist.untwin); not
+	// decode_itl, which views them (Dist.addSpan).
+	d := a.dists["itl"]
+	d.samples = slices.Grow(d.samples, want-len(d.samples))
 	a.eventTimes = slices.Grow(a.eventTimes, want-len(a.eventTimes))
 	a.reqs = slices.Grow(a.reqs, a.expectRows-len(a.reqs))
 }
 
 // reserve is presize for a known event count (an upper bound, from the
 // files' footers) and expectRows, made before the first row: the slices are
-// allocated (and zeroed) on another goroutine while the first rows decode;
-// the first add waits for them.
+// allocated, and their pages touched, on another goroutine while the first
+// rows decode; the first add waits for them.
 func (a *accumulator) reserve(events int) {
 	a.presized = true
 	want, rows := min(events, a.opts.MaxExactSamples), a.expectRows
 	var (
-		pe, dc []float64
-		et     []int64
-		reqs   []Request
-		done   = make(chan struct{})
+		pe   []float64
+		et   []int64
+		reqs []Request
+		done = make(chan struct{})
 	)
-	go func() { // itl_per_token: see presize
+	go func() { // itl_per_token and decode_itl: see presize
 		defer close(done)
-		pe, dc, et = make([]float64, 0, want), make([]float64, 0, want), make([]int64, 0, want)
+		pe, et = make([]float64, 0, want), make([]int64, 0, want)
 		reqs = make([]Request, 0, rows)
+		prefault(pe[:cap(pe)])
+		prefault(et[:cap(et)])
 	}()
 	a.reserved = func() {
 		<-done
 		a.reserved = nil
-		a.dists["itl"].samples, a.dists["decode_itl"].samples = pe, dc
+		a.dists["itl"].samples = pe
 		a.eventTimes, a.reqs = et, reqs
+	}
+}
+
+// prefault writes a zero to every 4 KiB page of s. Memory fresh from the
+// system is mapped on its first write, and that fault costs far more than
+// the write: taken here, on the goroutine that reserves, the per-event loop
+// later writes to pages already there.
+func prefault[T float64 | int64](s []T) {
+	for i := 0; i < len(s); i += 4096 / 8 {
+		s[i] = 0
 	}
 }
 

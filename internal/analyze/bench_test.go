@@ -116,3 +116,26 @@ func TestBenchmarkRecordingShape(t *testing.T) {
 		t.Errorf("gaps + first events = %d, want %d", got, events)
 	}
 }
+
+// BenchmarkStats measures the statistics of one per-event distribution of
+// a million gaps, written as the analysis writes them (appendGaps: the
+// unsorted samples' passes of summarize, with their key bounds known).
+func BenchmarkStats(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	d := newDist(0)
+	ts := make([]int64, 1<<10)
+	for range 1 << 10 {
+		for i := 1; i < len(ts); i++ {
+			ts[i] = ts[i-1] + 10e6 + r.Int64N(10e6)
+		}
+		d.appendGaps(ts)
+	}
+	if !d.bounds().ok {
+		b.Fatal("no bounds")
+	}
+	b.ResetTimer()
+	for range b.N {
+		d.Stats([]float64{50, 90, 99})
+	}
+	reportEvents(b, d.Len())
+}

@@ -3,12 +3,14 @@
 // Data flow: Files opens one or more recordings (shards of one run are
 // aligned on RunMeta.StartWallNs), reads them through trace's column
 // scanner (trace.OpenScanner: only the columns the metrics need, one row
-// group at a time into reused buffers; analyze knows nothing of the Parquet
+// group at a time into reused buffers, the next decoding while the
+// accumulator reads the current; analyze knows nothing of the Parquet
 // layout), aligns each record (trace.Record.Shift), streams the rows once
 // through an accumulator that derives each request's metrics (Derive) and
 // feeds the distributions, bins and per-request table, then finish freezes
-// everything into one Summary (the per-event statistics on their own
-// goroutines, each read in two passes: see summarize). Text (WriteText), JSON (WriteJSON), the per-request file
+// everything into one Summary (the per-event statistics, the decode-only
+// ITL's and the steady window on their own goroutines, each a few linear
+// passes over the samples: see summarize). Text (WriteText), JSON (WriteJSON), the per-request file
 // (WritePerRequest) and the HTML report (WriteHTML) are renderers of that one
 // Summary, so they never disagree; Compare diffs two Summaries, and a
 // gate (ParseGate, EvaluateGate) turns the diff into a CI verdict.
@@ -43,10 +45,12 @@
 //
 // Memory: exact percentiles need every sample, 8 bytes per request for each
 // per-request distribution and 8 bytes per token event for each per-event
-// one (per-event ITL, per-token ITL, event times for the peak-throughput
-// bins: 24 bytes per event, sized up front from the files' footers; the
-// decode-only ITL another 8, grown as it fills),
-// plus one Request (~320 bytes) per request, plus one decoded row group. When a distribution passes Options.MaxExactSamples it switches to
+// one: the per-event ITL and the event times for the peak-throughput bins,
+// 16 bytes per event, sized up front from the files' footers. The
+// per-token ITL shares the per-event samples while every event carries one
+// token (else another 8), and the decode-only ITL views them as one span
+// per stream (Dist.addSpan); plus one Request (~320 bytes) per request,
+// plus two decoded row groups. When a distribution passes Options.MaxExactSamples it switches to
 // a log-bucket histogram with relative error HistRelErr (0.1%), and the
 // peak-throughput bins switch to 1 ms resolution; Summary.Approximate says
 // so.

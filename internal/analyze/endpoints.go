@@ -123,6 +123,7 @@ func (a *accumulator) mergeEndpointITL() map[string][2]Stats {
 // each calls f with every sample (a histogram's as its buckets'
 // representatives).
 func (d *Dist) each(f func(float64)) {
+	d.materialize()
 	if d.hist == nil {
 		for _, v := range d.samples {
 			f(v)

@@ -48,8 +48,20 @@ type eventTokenCounts struct {
 	inexact  bool
 }
 
-// add counts the decode events of one successful streamed request.
-func (c *eventTokenCounts) add(toks []int32, exact bool) {
+// add counts the decode events of one successful streamed request; ones
+// says every event after the first carried one token (oneTokenEach).
+func (c *eventTokenCounts) add(toks []int32, exact, ones bool) {
+	if ones { // the decode events are those after the first content one
+		k := int64(len(toks) - 1)
+		if len(toks) > 0 && toks[0] <= 0 {
+			k--
+		}
+		if k > 0 {
+			c.small[1] += k
+			c.inexact = c.inexact || !exact
+		}
+		return
+	}
 	seen := false
 	for _, n := range toks {
 		if n <= 0 {

@@ -96,8 +96,8 @@ type RequestFigures struct {
 }
 
 // requestFigures fills s.Figures from the completed requests; decode is
-// the pooled decode-only gaps the accumulator collected.
-func (s *Summary) requestFigures(decode *Dist) {
+// the statistics of the pooled decode-only gaps the accumulator collected.
+func (s *Summary) requestFigures(decode Stats) {
 	lim, ps := s.Options.MaxExactSamples, s.Options.Percentiles
 	ttst, ttfo, reason := newDist(lim), newDist(lim), newDist(lim)
 	otps, ptps, rtok, atok := newDist(lim), newDist(lim), newDist(lim), newDist(lim)
@@ -136,7 +136,7 @@ func (s *Summary) requestFigures(decode *Dist) {
 		}
 	}
 	f.TimeToSecondToken, f.TimeToFirstOutputToken, f.ReasoningDuration = ttst.Stats(ps), ttfo.Stats(ps), reason.Stats(ps)
-	f.DecodeITL = decode.Stats(ps)
+	f.DecodeITL = decode
 	f.OutputTokenThroughputPerUser, f.PrefillThroughputPerUser = valuesOf(otps, ps), valuesOf(ptps, ps)
 	f.ReasoningTokenCount, f.AnswerTokenCount = valuesOf(rtok, ps), valuesOf(atok, ps)
 }

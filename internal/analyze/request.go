@@ -137,6 +137,10 @@ type Request struct {
 	Media *RequestMedia
 
 	evOff int // index of its first event in accumulator.eventTimes (success) or failTimes (-1: not kept)
+	// gapOff is the index of its first gap in the run's per-event ITL
+	// samples (the gaps of its sorted events, in order), -1 when they are
+	// not there as such (another endpoint's, a histogram's, or no gap).
+	gapOff int
 }
 
 // Derive computes the metrics of one record under opts' definitions. Its
@@ -170,15 +174,23 @@ func Derive(r *trace.Record, file int, opts Options) Request {
 		q.After = slices.Clone(r.After)
 	}
 	q.ToolCalls, q.ToolCallMismatch = r.ToolCalls, r.ToolCallMismatch
+	// One pass over the tokens, in locals (the per-event part of Derive).
+	firstContent, lastContent := -1, -1
+	var tokens, content int32
 	for i, n := range r.EventTokens {
-		q.ClientOutputTokens += n
+		tokens += n
 		if n > 0 {
-			if q.ContentEvents == 0 {
-				q.FirstContentNs, q.FirstContentTokens = r.EventNs[i], n
+			if firstContent < 0 {
+				firstContent = i
 			}
-			q.LastContentNs = r.EventNs[i]
-			q.ContentEvents++
+			lastContent = i
+			content++
 		}
+	}
+	q.ClientOutputTokens, q.ContentEvents = tokens, content
+	if firstContent >= 0 {
+		q.FirstContentNs, q.FirstContentTokens = r.EventNs[firstContent], r.EventTokens[firstContent]
+		q.LastContentNs = r.EventNs[lastContent]
 	}
 	// vLLM multi-turn's client only chats: the other APIs stay out of its table.
 	q.MultiTurnValid = generates && r.Status == 200 && (r.ErrorKind == "" || EndedCleanly(r)) && (r.NonStreaming || q.ContentEvents > 0)
@@ -186,11 +198,7 @@ func Derive(r *trace.Record, file int, opts Options) Request {
 		q.PromptTokens = r.InputTokens
 	}
 	if q.OutputTokens <= 0 {
-		var s int32
-		for _, t := range r.EventTokens {
-			s += t
-		}
-		q.OutputTokens = s
+		q.OutputTokens = tokens
 	}
 	if n := len(r.EventNs); n > 0 {
 		q.FirstNs, q.LastNs = r.EventNs[0], r.EventNs[n-1]

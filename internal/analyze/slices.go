@@ -42,14 +42,21 @@ func (s *Summary) windowFigures(from, to int64, ps []float64) WindowFigures {
 	in := func(t int64) bool { return t >= from && t < to }
 	limit := s.Options.MaxExactSamples
 	ttft, itl := newDist(limit), newDist(limit)
-	if n, span := len(s.eventTimes), s.EndNs-s.StartNs; n > 0 && span > 0 {
+	// The window's gaps are, request by request, a span of the run's
+	// per-event ITL samples (its sorted events' gaps ending in the window,
+	// found by binary search): viewed there rather than copied, when every
+	// stream's gaps are there.
+	all := s.dists["itl"]
+	var spans []span
+	viewed := s.eventTimes != nil && all.hist == nil && all.view == nil && !all.sorted && s.gapsIndexed()
+	if n, span := len(s.eventTimes), s.EndNs-s.StartNs; !viewed && n > 0 && span > 0 {
 		// Room for the window's share of the events, half as many again
 		// (a steady window is where the events crowd), so its gaps do not
 		// copy the samples as they grow.
 		itl.samples = make([]float64, 0, min(n, int(float64(n)*1.5*float64(to-from)/float64(span))+1024))
 	}
 	var tokens, busy float64
-	offered := 0
+	offered, gaps := 0, 0
 	for i := range s.Reqs {
 		q := &s.Reqs[i]
 		if in(q.IntendedNs) {
@@ -77,7 +84,18 @@ func (s *Summary) windowFigures(from, to int64, ps []float64) WindowFigures {
 		}
 		if s.eventTimes != nil && q.Events > 0 {
 			ev := s.eventTimes[q.evOff : q.evOff+int(q.Events)]
-			k := itl.addGapsIn(ev, from, to)
+			var k int
+			if viewed {
+				lo, _ := slices.BinarySearch(ev, from) // the first event at or after from
+				hi, _ := slices.BinarySearch(ev, to)
+				k = hi - lo
+				if a := max(lo, 1); a < hi { // gap j ends at event j
+					spans = append(spans, span{q.gapOff + a - 1, q.gapOff + hi - 1})
+					gaps += hi - a
+				}
+			} else {
+				k = itl.addGapsIn(ev, from, to)
+			}
 			tokens += float64(q.OutputTokens) * float64(k) / float64(len(ev))
 			continue
 		}
@@ -92,6 +110,16 @@ func (s *Summary) windowFigures(from, to int64, ps []float64) WindowFigures {
 			itl.Add(q.ITLMeanNs)
 		}
 	}
+	switch {
+	case gaps > limit: // past the exact samples: added one by one, into the histogram
+		for _, sp := range spans {
+			for _, v := range all.samples[sp.from:sp.to] {
+				itl.Add(v)
+			}
+		}
+	case gaps > 0:
+		itl.view = &sampleView{of: all, spans: spans, n: gaps}
+	}
 	if w.Duration > 0 {
 		w.OfferedRate = float64(offered) / w.Duration
 		w.RequestThroughput = float64(w.Completed) / w.Duration
@@ -100,6 +128,17 @@ func (s *Summary) windowFigures(from, to int64, ps []float64) WindowFigures {
 	}
 	w.TTFT, w.ITL = ttft.Stats(ps), itl.Stats(ps)
 	return w
+}
+
+// gapsIndexed reports whether every successful stream's gaps are in the
+// run's per-event ITL samples where its gapOff says.
+func (s *Summary) gapsIndexed() bool {
+	for i := range s.Reqs {
+		if q := &s.Reqs[i]; q.Success && !q.NonStreaming && q.Events > 0 && q.gapOff < 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // slices sets Summary.Slices: the run cut into Options.Slices-long

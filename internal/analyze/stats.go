@@ -53,6 +53,98 @@ type Dist struct {
 	// equalled twin's, in order (the per-token ITL of one-token events is
 	// the per-event ITL), so they are kept once; see accumulator.addEvents.
 	twin *Dist
+	// view, while set, holds this Dist's samples as spans of another's.
+	view *sampleView
+	// keyLo and keyHi bound the sortable keys of the first boundN samples,
+	// all written by appendGaps: while that is every sample, summarize
+	// counts the radix buckets in its first pass (one pass fewer).
+	keyLo, keyHi uint64
+	boundN       int
+}
+
+// keyBounds bound the sortable keys of some samples, when ok.
+type keyBounds struct {
+	lo, hi uint64
+	ok     bool
+}
+
+// bounds are the key bounds of all of d's own samples, when known.
+func (d *Dist) bounds() keyBounds {
+	return keyBounds{d.keyLo, d.keyHi, d.hist == nil && d.boundN > 0 && d.boundN == len(d.samples)}
+}
+
+// appendGaps appends the gaps ts[i] - ts[i-1] (i >= 1) as samples, keeping
+// the key bounds while every sample came this way; sorted says no gap was
+// negative. The caller checks the limit.
+func (d *Dist) appendGaps(ts []int64) (sorted bool) {
+	m := len(d.samples)
+	known := d.boundN == m
+	s := slices.Grow(d.samples, len(ts)-1)[:m+len(ts)-1]
+	g := s[m:]
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for i := range g {
+		gap := ts[i+1] - ts[i]
+		lo, hi = min(lo, gap), max(hi, gap)
+		g[i] = float64(gap)
+	}
+	d.samples, d.sorted = s, false
+	if len(g) == 0 {
+		return true
+	}
+	if known { // float64 of an int64 keeps its order: the keys of lo and hi bound the rest
+		klo, khi := sortableKey(float64(lo)), sortableKey(float64(hi))
+		if m > 0 {
+			klo, khi = min(klo, d.keyLo), max(khi, d.keyHi)
+		}
+		d.keyLo, d.keyHi, d.boundN = klo, khi, len(s)
+	}
+	return lo >= 0
+}
+
+// sampleView is a Dist's samples held as spans of another Dist's samples,
+// in order: the decode-only ITL is the per-event ITL less each stream's
+// first gap, so while every stream's gaps go to one per-event Dist it is
+// kept as spans of those (accumulator.addEvents), not copied. The viewed
+// samples only grow while viewed (not sorted, not moved to a histogram:
+// the accumulator materializes the view first).
+type sampleView struct {
+	of    *Dist
+	spans []span
+	n     int
+}
+
+// addSpan adds of's samples [from, to) to d's view of them, starting one
+// if d holds no sample yet; false when d cannot (it holds samples of its
+// own, views another Dist, or would pass its limit), and then the caller
+// materializes d and adds the samples as usual.
+func (d *Dist) addSpan(of *Dist, from, to int) bool {
+	switch {
+	case d.view == nil && (d.hist != nil || len(d.samples) > 0),
+		d.view != nil && d.view.of != of,
+		d.Len()+to-from > d.limit:
+		return false
+	}
+	if d.view == nil {
+		d.view = &sampleView{of: of}
+	}
+	v := d.view
+	v.spans = append(v.spans, span{from, to})
+	v.n += to - from
+	return true
+}
+
+// materialize copies a view's samples into d's own.
+func (d *Dist) materialize() {
+	v := d.view
+	if v == nil {
+		return
+	}
+	d.view = nil
+	d.samples = slices.Grow(d.samples[:0], v.n)
+	for _, sp := range v.spans {
+		d.samples = append(d.samples, v.of.samples[sp.from:sp.to]...)
+	}
+	d.sorted = false
 }
 
 // untwin gives d its own copy of the samples it shares with its twin,
@@ -80,6 +172,7 @@ func newDist(limit int) *Dist {
 
 // Add records one sample.
 func (d *Dist) Add(v float64) {
+	d.materialize()
 	if d.hist == nil {
 		if len(d.samples) < d.limit {
 			d.samples = append(d.samples, v)
@@ -101,6 +194,7 @@ func (d *Dist) addGaps(ts []int64, from int) {
 	if from >= len(ts) {
 		return
 	}
+	d.materialize()
 	if d.hist == nil && len(d.samples)+len(ts)-from <= d.limit {
 		s := d.samples
 		for i := from; i < len(ts); i++ {
@@ -117,6 +211,7 @@ func (d *Dist) addGaps(ts []int64, from int) {
 // addGapsIn adds the gaps ts[j] - ts[j-1] that end in [from, to) and
 // returns how many events of ts are in it.
 func (d *Dist) addGapsIn(ts []int64, from, to int64) int {
+	d.materialize()
 	k := 0
 	if d.hist == nil && len(d.samples)+len(ts) <= d.limit {
 		s := d.samples
@@ -147,6 +242,9 @@ func (d *Dist) Len() int {
 	if d.hist != nil {
 		return int(d.hist.n)
 	}
+	if d.view != nil {
+		return d.view.n
+	}
 	return len(d.samples)
 }
 
@@ -154,6 +252,7 @@ func (d *Dist) Len() int {
 func (d *Dist) Approximate() bool { return d.hist != nil }
 
 func (d *Dist) sort() {
+	d.materialize()
 	if !d.sorted {
 		slices.Sort(d.samples)
 		d.sorted = true
@@ -192,7 +291,7 @@ func (d *Dist) Stats(ps []float64) Stats {
 	for i, p := range ps {
 		st.Percentiles[i].P = p
 	}
-	n := len(d.samples)
+	n := d.Len()
 	if n == 0 {
 		return st
 	}
@@ -206,7 +305,10 @@ func (d *Dist) Stats(ps []float64) Stats {
 	ranks = slices.Compact(ranks)
 	var vals []float64
 	var mean, ss float64
-	if d.sorted {
+	switch {
+	case d.view != nil: // within the viewed samples' bounds
+		vals, mean, ss = summarizeSpans(d.view.of.samples, d.view.spans, ranks, d.view.of.bounds())
+	case d.sorted:
 		for _, r := range ranks {
 			vals = append(vals, d.samples[r])
 		}
@@ -214,8 +316,8 @@ func (d *Dist) Stats(ps []float64) Stats {
 		for _, v := range d.samples {
 			ss += (v - mean) * (v - mean)
 		}
-	} else {
-		vals, mean, ss = summarize(d.samples, ranks)
+	default:
+		vals, mean, ss = summarizeSpans(d.samples, []span{{0, n}}, ranks, d.bounds())
 	}
 	at := func(r int) float64 { i, _ := slices.BinarySearch(ranks, r); return vals[i] }
 	q := func(p float64) float64 {

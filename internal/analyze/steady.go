@@ -127,12 +127,20 @@ func (s *Summary) writeSteady(b *bufio.Writer) {
 	fmt.Fprintln(b, "(--window steady analyzes the requests sent in the window)")
 }
 
-// meanInFlight is the whole run's mean in-flight count.
+// meanInFlight is the whole run's mean in-flight count: windowFigures'
+// MeanInFlight over the run, without the window's latency statistics.
 func (s *Summary) meanInFlight() float64 {
-	if s.EndNs <= s.StartNs {
+	from, to := s.StartNs, s.EndNs
+	if to <= from {
 		return 0
 	}
-	return s.windowFigures(s.StartNs, s.EndNs, nil).MeanInFlight
+	var busy float64
+	for i := range s.Reqs {
+		if q := &s.Reqs[i]; q.Success {
+			busy += float64(max(0, min(q.StartNs+q.E2ELNs, to)-max(q.StartNs, from)))
+		}
+	}
+	return busy / float64(to-from)
 }
 
 // steadyPass analyzes with --window steady: a first pass over the whole run

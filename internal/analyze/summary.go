@@ -151,6 +151,9 @@ func (a *accumulator) finish(files []FileInfo) *Summary {
 		a.reserved()
 	}
 	a.settleTwins()
+	if len(a.epITL) > 1 { // merging adds to the per-event ITL, which may pass to its histogram
+		a.dists["decode_itl"].materialize()
+	}
 	epITL := a.mergeEndpointITL()
 	s := &Summary{Files: files, Options: a.opts, Reqs: a.reqs, dists: a.dists, eventTimes: a.eventTimes, failTimes: a.failTimes,
 		ExcludedWarmup: a.sawWarmup, ExcludedByWindow: a.outWindow, Requests: len(a.reqs)}
@@ -193,10 +196,16 @@ func (a *accumulator) finish(files []FileInfo) *Summary {
 		s.OutputThroughput = float64(s.TotalOutput) / s.Duration
 		s.TotalTokenThroughput = float64(s.TotalInput+s.TotalOutput) / s.Duration
 	}
-	// The per-event distributions' statistics are the largest piece of
-	// work: they run on their own goroutines while the rest is computed.
+	// The per-event work is the largest piece: the per-event ITL's
+	// statistics, the decode-only ITL's and the steady window (a pass over
+	// the event times and the statistics of its gaps) run on their own
+	// goroutines while the rest is computed. They only read the requests,
+	// samples and event times, and each writes its own result.
 	var wg sync.WaitGroup
 	s.stats(&wg)
+	var decodeITL Stats
+	wg.Go(func() { decodeITL = s.dists["decode_itl"].Stats(s.Options.Percentiles) })
+	wg.Go(s.steady)
 	s.MaxOutputTokensPerS = a.peakOutput(succ)
 	s.MaxConcurrentRequests = peakConcurrency(succ)
 	s.errors(a.errMsg)
@@ -210,9 +219,8 @@ func (a *accumulator) finish(files []FileInfo) *Summary {
 	s.ITL = [...]Stats{s.ITLPerEvent, s.ITLPerToken, s.ITLRequestMean, s.ITLFirstContent}[s.Options.ITL]
 	s.endpoints(epITL)
 	s.models()
-	s.steady()
 	s.slices()
-	s.requestFigures(s.dists["decode_itl"])
+	s.requestFigures(decodeITL)
 	s.TokensPerEvent = a.eventTokens.summary(s.Options.Percentiles)
 	return s
 }
