@@ -9,6 +9,7 @@ import (
 	"image/png"
 	"math"
 	"math/rand/v2"
+	"sync"
 
 	"github.com/tracekit/tracekit/trace"
 )
@@ -81,7 +82,9 @@ func Make(dst []byte, m *trace.Media) ([]byte, error) {
 
 // appendImage encodes an image of uniform random pixels.
 func appendImage(dst []byte, m *trace.Media, r *rand.Rand) ([]byte, error) {
-	pix := randomPixels(make([]byte, 4*int(m.Width)*int(m.Height)), r)
+	p := getPixels(4 * int(m.Width) * int(m.Height))
+	defer putPixels(p)
+	pix := randomPixels(*p, r)
 	b := bytes.NewBuffer(dst)
 	var err error
 	if m.Format == "png" {
@@ -90,6 +93,30 @@ func appendImage(dst []byte, m *trace.Media, r *rand.Rand) ([]byte, error) {
 		err = jpeg.Encode(b, asRGBA(pix, m), &jpeg.Options{Quality: JPEGQuality})
 	}
 	return b.Bytes(), err
+}
+
+// pixels holds pixel buffers (*[]byte) between images: a megapixel is 4
+// MB, which replay's look-ahead would otherwise leave as garbage for every
+// image it makes, and collect while requests are being sent. Buffers of
+// more than maxPooledPixels bytes are not kept.
+var pixels sync.Pool
+
+const maxPooledPixels = 32 << 20
+
+// getPixels returns a buffer of n bytes, its contents undefined.
+func getPixels(n int) *[]byte {
+	if p, _ := pixels.Get().(*[]byte); p != nil && cap(*p) >= n {
+		*p = (*p)[:n]
+		return p
+	}
+	b := make([]byte, n)
+	return &b
+}
+
+func putPixels(p *[]byte) {
+	if cap(*p) <= maxPooledPixels {
+		pixels.Put(p)
+	}
 }
 
 // randomPixels fills pix with opaque pixels of uniform random color, 4

@@ -61,7 +61,9 @@ func videoTiming(m *trace.Media) (timescale, delta uint32) {
 // track, mdat) of m.Frames frames of uniform random pixels, each a JPEG at
 // JPEGQuality.
 func appendVideo(dst []byte, m *trace.Media, r *rand.Rand) ([]byte, error) {
-	img := asRGBA(make([]byte, 4*int(m.Width)*int(m.Height)), m) // asRGBA: the JPEG encoder's fast path
+	p := getPixels(4 * int(m.Width) * int(m.Height))
+	defer putPixels(p)
+	img := asRGBA(*p, m) // the JPEG encoder's fast path
 	var frames bytes.Buffer
 	sizes := make([]uint32, m.Frames)
 	for i := range sizes {
