@@ -129,14 +129,20 @@ func firstLine(b []byte) string {
 
 // startMock runs `tracekit mock` until stop, returning its URL.
 func startMock(ctx context.Context, bin string, args []string) (string, func(), error) {
+	url, _, stop, err := startMockPID(ctx, bin, args)
+	return url, stop, err
+}
+
+// startMockPID is startMock that also returns the child's process id.
+func startMockPID(ctx context.Context, bin string, args []string) (string, int, func(), error) {
 	c := exec.CommandContext(ctx, bin, args...)
 	stdout, err := c.StdoutPipe()
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	c.Stderr = io.Discard
 	if err := c.Start(); err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	urls := make(chan string, 1)
 	go func() { // ends at the child's stdout EOF
@@ -163,10 +169,10 @@ func startMock(ctx context.Context, bin string, args []string) (string, func(), 
 	}
 	select {
 	case u := <-urls:
-		return u, stop, nil
+		return u, c.Process.Pid, stop, nil
 	case <-time.After(30 * time.Second):
 		stop()
-		return "", nil, errors.New("the mock printed no URL within 30 s")
+		return "", 0, nil, errors.New("the mock printed no URL within 30 s")
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"image/png"
 	"math"
 	"math/rand/v2"
+	"sync"
 
 	"github.com/tracekit/tracekit/trace"
 )
@@ -81,19 +82,65 @@ func Make(dst []byte, m *trace.Media) ([]byte, error) {
 
 // appendImage encodes an image of uniform random pixels.
 func appendImage(dst []byte, m *trace.Media, r *rand.Rand) ([]byte, error) {
-	img := image.NewNRGBA(image.Rect(0, 0, int(m.Width), int(m.Height)))
-	for i := 0; i < len(img.Pix); i += 4 {
-		v := r.Uint32()
-		img.Pix[i], img.Pix[i+1], img.Pix[i+2], img.Pix[i+3] = byte(v), byte(v>>8), byte(v>>16), 0xff
-	}
+	p := getPixels(4 * int(m.Width) * int(m.Height))
+	defer putPixels(p)
+	pix := randomPixels(*p, r)
 	b := bytes.NewBuffer(dst)
 	var err error
 	if m.Format == "png" {
-		err = (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(b, img)
+		err = (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(b, asNRGBA(pix, m))
 	} else {
-		err = jpeg.Encode(b, img, &jpeg.Options{Quality: JPEGQuality})
+		err = jpeg.Encode(b, asRGBA(pix, m), &jpeg.Options{Quality: JPEGQuality})
 	}
 	return b.Bytes(), err
+}
+
+// pixels holds pixel buffers (*[]byte) between images: a megapixel is 4
+// MB, which replay's look-ahead would otherwise leave as garbage for every
+// image it makes, and collect while requests are being sent. Buffers of
+// more than maxPooledPixels bytes are not kept.
+var pixels sync.Pool
+
+const maxPooledPixels = 32 << 20
+
+// getPixels returns a buffer of n bytes, its contents undefined.
+func getPixels(n int) *[]byte {
+	if p, _ := pixels.Get().(*[]byte); p != nil && cap(*p) >= n {
+		*p = (*p)[:n]
+		return p
+	}
+	b := make([]byte, n)
+	return &b
+}
+
+func putPixels(p *[]byte) {
+	if cap(*p) <= maxPooledPixels {
+		pixels.Put(p)
+	}
+}
+
+// randomPixels fills pix with opaque pixels of uniform random color, 4
+// bytes each (R, G, B, 0xff), and returns it.
+func randomPixels(pix []byte, r *rand.Rand) []byte {
+	for i := 0; i < len(pix); i += 4 {
+		v := r.Uint32()
+		pix[i], pix[i+1], pix[i+2], pix[i+3] = byte(v), byte(v>>8), byte(v>>16), 0xff
+	}
+	return pix
+}
+
+// asNRGBA and asRGBA are the image of m's size whose pixels are pix. The
+// pixels are opaque, so the two are the same picture in the same bytes;
+// the JPEG encoder reads an *image.RGBA directly but any other type pixel
+// by pixel through an interface, a million allocations for a megapixel
+// (10x slower), so JPEGs are encoded from an RGBA. PNGs stay NRGBA: the
+// bytes made are those the format was first made with.
+func asNRGBA(pix []byte, m *trace.Media) *image.NRGBA {
+	return &image.NRGBA{Pix: pix, Stride: 4 * int(m.Width), Rect: image.Rect(0, 0, int(m.Width), int(m.Height))}
+}
+
+func asRGBA(pix []byte, m *trace.Media) *image.RGBA {
+	return &image.RGBA{Pix: pix, Stride: 4 * int(m.Width), Rect: image.Rect(0, 0, int(m.Width), int(m.Height))}
 }
 
 // appendWAV appends a RIFF WAVE file of 16-bit mono PCM noise.

@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"image"
-	_ "image/jpeg"
+	"image/jpeg"
 	_ "image/png"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/tracekit/tracekit/trace"
@@ -32,6 +33,40 @@ func TestMakeImages(t *testing.T) {
 		if c, _ := Make(nil, &m); bytes.Equal(c, a) {
 			t.Errorf("%s: another seed made the same bytes", f)
 		}
+	}
+}
+
+// A made JPEG is the standard encoder's encoding of the item's pixels as
+// an *image.NRGBA (the bytes JPEG items were first made as), and takes a
+// handful of allocations, not one a pixel: Make hands the encoder an
+// *image.RGBA of the same bytes, which it reads directly.
+func TestMakeJPEGIsTheNRGBAEncoding(t *testing.T) {
+	for _, m := range []trace.Media{
+		{Kind: trace.MediaImage, Format: "jpeg", Width: 256, Height: 256, Seed: 11},
+		{Kind: trace.MediaImage, Format: "jpeg", Width: 333, Height: 77, Seed: 12},
+	} {
+		r := rand.New(rand.NewPCG(uint64(m.Seed), 0x6d65646961))
+		img := image.NewNRGBA(image.Rect(0, 0, int(m.Width), int(m.Height)))
+		for i := 0; i < len(img.Pix); i += 4 {
+			v := r.Uint32()
+			img.Pix[i], img.Pix[i+1], img.Pix[i+2], img.Pix[i+3] = byte(v), byte(v>>8), byte(v>>16), 0xff
+		}
+		var want bytes.Buffer
+		if err := jpeg.Encode(&want, img, &jpeg.Options{Quality: JPEGQuality}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := Make(nil, &m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want.Bytes()) {
+			t.Errorf("%dx%d: made %d bytes that differ from the NRGBA encoding's %d", m.Width, m.Height, len(got), want.Len())
+		}
+	}
+	m := trace.Media{Kind: trace.MediaImage, Format: "jpeg", Width: 256, Height: 256, Seed: 13}
+	buf := make([]byte, 0, 1<<20)
+	if n := testing.AllocsPerRun(3, func() { buf, _ = Make(buf[:0], &m) }); n > 100 {
+		t.Errorf("making a 256x256 JPEG took %.0f allocations, want a few (not one a pixel)", n)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"image"
 	"image/jpeg"
 	"math/rand/v2"
 
@@ -62,14 +61,13 @@ func videoTiming(m *trace.Media) (timescale, delta uint32) {
 // track, mdat) of m.Frames frames of uniform random pixels, each a JPEG at
 // JPEGQuality.
 func appendVideo(dst []byte, m *trace.Media, r *rand.Rand) ([]byte, error) {
-	img := image.NewNRGBA(image.Rect(0, 0, int(m.Width), int(m.Height)))
+	p := getPixels(4 * int(m.Width) * int(m.Height))
+	defer putPixels(p)
+	img := asRGBA(*p, m) // the JPEG encoder's fast path
 	var frames bytes.Buffer
 	sizes := make([]uint32, m.Frames)
 	for i := range sizes {
-		for p := 0; p < len(img.Pix); p += 4 {
-			v := r.Uint32()
-			img.Pix[p], img.Pix[p+1], img.Pix[p+2], img.Pix[p+3] = byte(v), byte(v>>8), byte(v>>16), 0xff
-		}
+		randomPixels(img.Pix, r)
 		n := frames.Len()
 		if err := jpeg.Encode(&frames, img, &jpeg.Options{Quality: JPEGQuality}); err != nil {
 			return dst, fmt.Errorf("video frame %d: %w", i, err)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/tracekit/tracekit/internal/blocktext"
 	"github.com/tracekit/tracekit/internal/clock"
@@ -158,13 +159,17 @@ func makeMedia(items []mediaTodo, urls *mediaServer, store *trace.MediaStore) (i
 	for range workers {
 		wg.Go(func() {
 			backgroundThread() // lowprio_linux.go: the dispatcher and the reads come first
+			sp := scratchPool.Get().(*[]byte)
+			defer scratchPool.Put(sp)
+			scratch := *sp
+			defer func() { *sp = scratch[:0] }()
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= len(items) {
 					return
 				}
 				it := items[i].it
-				b, err := itemBytes(it, store)
+				b, err := itemBytes(scratch[:0], it, store)
 				if err != nil {
 					errMu.Lock()
 					if first == nil {
@@ -174,10 +179,13 @@ func makeMedia(items []mediaTodo, urls *mediaServer, store *trace.MediaStore) (i
 					continue
 				}
 				it.Data = string(b)
+				if it.Hash == "" {
+					scratch = b
+				}
 				if urls != nil {
 					it.URL = urls.put(it, it.Data)
 				} else if items[i].base64 {
-					it.Base64 = base64.StdEncoding.EncodeToString(b)
+					it.Base64 = base64String(b)
 				}
 				total.Add(int64(len(b) + len(it.Base64)))
 			}
@@ -187,10 +195,24 @@ func makeMedia(items []mediaTodo, urls *mediaServer, store *trace.MediaStore) (i
 	return int(total.Load()), first
 }
 
-// itemBytes makes a virtual item's bytes or loads a real one's.
-func itemBytes(it *trace.Media, store *trace.MediaStore) ([]byte, error) {
+// base64String is b in standard base64, in one allocation
+// (EncodeToString makes two: its buffer and the string's copy of it).
+func base64String(b []byte) string {
+	buf := base64.StdEncoding.AppendEncode(make([]byte, 0, base64.StdEncoding.EncodedLen(len(b))), b)
+	return unsafe.String(unsafe.SliceData(buf), len(buf)) // buf is not written again
+}
+
+// scratchPool holds the buffers makeMedia's workers make items' bytes in
+// (*[]byte): the bytes are copied into the item's Data, and a buffer of a
+// megabyte left as garbage for every item would be collected while the
+// run sends requests.
+var scratchPool = sync.Pool{New: func() any { return new([]byte) }}
+
+// itemBytes makes a virtual item's bytes (appended to dst) or loads a
+// real one's.
+func itemBytes(dst []byte, it *trace.Media, store *trace.MediaStore) ([]byte, error) {
 	if it.Hash == "" {
-		b, err := media.Make(nil, it)
+		b, err := media.Make(dst, it)
 		if err != nil {
 			return nil, fmt.Errorf("media item (%s %s, seed %d): %w", it.Kind, it.Format, it.Seed, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -363,5 +364,64 @@ func TestMediaBase64MadeAhead(t *testing.T) {
 	}
 	if conv[0].Messages[0].Media[0].Base64 != "" {
 		t.Error("fill changed its caller's turns")
+	}
+}
+
+// Making media leaves little garbage beyond what the items keep (their
+// bytes and base64): the pixels and the encoded bytes are made in reused
+// buffers, so a run whose look-ahead makes images as requests go out
+// collects rarely. Every item still holds its own bytes.
+func TestMediaMakingLeavesLittleGarbage(t *testing.T) {
+	m, err := newMaterializer(trace.TraceMeta{Tokenizer: "o200k_base"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := int64(0)
+	convs := func(n int) [][]trace.Turn {
+		var cs [][]trace.Turn
+		for i := range n {
+			var items []trace.Media
+			for range 2 {
+				seed++
+				items = append(items, trace.Media{Kind: trace.MediaImage, Format: "jpeg", Width: 512, Height: 512, Seed: seed})
+			}
+			cs = append(cs, []trace.Turn{{ConversationID: fmt.Sprint("c", i), Endpoint: trace.EndpointChat,
+				Messages: []trace.Message{{Role: "user", Content: "x", Media: items}}}})
+		}
+		return cs
+	}
+	for _, c := range convs(2) { // the buffers' first use
+		if _, _, err := m.fill(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	todo := convs(8)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	var made [][]trace.Turn
+	kept := 0
+	for _, c := range todo {
+		got, n, err := m.fill(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		made = append(made, got)
+		kept += n
+	}
+	runtime.ReadMemStats(&after)
+	if alloc := int(after.TotalAlloc - before.TotalAlloc); alloc > 5*kept/2 && !raceOn {
+		t.Errorf("making 16 images of 512x512 allocated %d bytes for the %d they keep, want at most 2.5 times as many", alloc, kept)
+	}
+	for _, c := range made {
+		for _, it := range c[0].Messages[0].Media {
+			want, err := media.Make(nil, &it)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if it.Data != string(want) || it.Base64 != base64.StdEncoding.EncodeToString(want) {
+				t.Fatalf("item of seed %d holds %d bytes that are not its own (%d)", it.Seed, len(it.Data), len(want))
+			}
+		}
 	}
 }
