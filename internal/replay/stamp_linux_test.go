@@ -4,6 +4,7 @@ package replay
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -160,5 +161,98 @@ func TestKernelOffsetChunkedEvents(t *testing.T) {
 		if at < began[i]-width || at >= began[i+1] {
 			t.Errorf("event %d stamped %d: want after its write began (%d), before the next write (%d)", i, at, began[i], began[i+1])
 		}
+	}
+}
+
+// TestKernelStampCancelEndsWaitingReads: streams in a kernel stamp mode
+// whose server fell silent after the first event wait for their next
+// bytes; the run's cancel ends every one of those reads with
+// errRunCanceled.
+func TestKernelStampCancelEndsWaitingReads(t *testing.T) {
+	const streams = 20
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	quit := make(chan struct{})
+	defer close(quit)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 4096)
+				for req := []byte(nil); !bytes.Contains(req, []byte("\r\n\r\n")); {
+					n, err := c.Read(buf)
+					if err != nil {
+						return
+					}
+					req = append(req, buf[:n]...)
+				}
+				ev := "data: {\"choices\":[{\"text\":\"a\"}]}\n\n"
+				fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n", len(ev), ev)
+				<-quit // silent until the test ends
+			}()
+		}
+	}()
+	for _, mode := range []string{StampKernel, StampKernelOffset} {
+		t.Run(mode, func(t *testing.T) {
+			cs := newConnSet(&Config{StampMode: mode, Targets: []string{"http://x"}, DialTimeout: 5 * time.Second})
+			defer cs.stamp.Close()
+			hc := &fasthttp.HostClient{Addr: ln.Addr().String(), Dial: cs.dialer(nil), StreamResponseBody: true, MaxConns: streams}
+			defer hc.CloseIdleConnections()
+			first := make(chan struct{}, streams)
+			ended := make(chan error, streams)
+			for range streams {
+				go func() {
+					req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+					defer fasthttp.ReleaseRequest(req)
+					defer fasthttp.ReleaseResponse(resp)
+					req.SetRequestURI("http://" + ln.Addr().String() + "/v1/completions")
+					if err := hc.Do(req, resp); err != nil {
+						first <- struct{}{}
+						ended <- err
+						return
+					}
+					if c := connOf(resp.LocalAddr()); c == nil || c.rx == nil {
+						first <- struct{}{}
+						ended <- fmt.Errorf("not a kernel-stamp connection")
+						return
+					}
+					body := resp.BodyStream()
+					buf := make([]byte, 4096)
+					n, err := body.Read(buf)
+					first <- struct{}{}
+					if err != nil || !bytes.Contains(buf[:n], []byte("data: ")) {
+						ended <- fmt.Errorf("first read %q: %v", buf[:n], err)
+						return
+					}
+					for err == nil {
+						_, err = body.Read(buf) // waits: the server is silent
+					}
+					resp.CloseBodyStream()
+					ended <- err
+				}()
+			}
+			for range streams {
+				<-first
+			}
+			cs.cancel()
+			deadline := time.After(10 * time.Second)
+			for i := range streams {
+				select {
+				case err := <-ended:
+					if !errors.Is(err, errRunCanceled) {
+						t.Errorf("stream %d ended with %v, want %v", i, err, errRunCanceled)
+					}
+				case <-deadline:
+					t.Fatalf("%d of %d waiting reads still wait 10 s after the cancel", streams-i, streams)
+				}
+			}
+		})
 	}
 }
