@@ -77,6 +77,7 @@ func (x *exchange) fire() (streamEnd, bool) {
 	}
 	x.buf = x.appendEvent(x.buf[:0])
 	x.pending = pendingEvent
+	x.countTokens()
 	if end, ok := x.write(x.buf); !ok {
 		return end, false
 	}
@@ -102,6 +103,20 @@ func (x *exchange) write(b []byte) (streamEnd, bool) {
 	return 0, true
 }
 
+// countTokens adds the prepared event's tokens to the server's counters
+// (generation tokens, a speculative step's drafts and accepted tokens)
+// before it is written, as a server counts a step's tokens when it makes
+// them: a client that read the event and then scrapes finds them counted.
+func (x *exchange) countTokens() {
+	if x.take <= 0 {
+		return
+	}
+	if x.tok > 0 && x.lat.SpecK > 0 {
+		x.s.m.specStep(x.take - 1)
+	}
+	x.s.m.genTokens.Add(int64(x.take))
+}
+
 // logEvent records the prepared event as written at now and moves on. The
 // first token's event gives the request's TTFT (now - arrival); each later
 // token event an inter-token latency (now - the previous token event).
@@ -117,9 +132,6 @@ func (x *exchange) logEvent(now int64) {
 		}
 		x.lastTokNs = now
 		x.holdKV(x.take)
-		if x.tok > 0 && x.lat.SpecK > 0 {
-			x.s.m.specStep(x.take - 1)
-		}
 	}
 	late := max(now-x.sched, 0)
 	x.e.EventMonoNs = append(x.e.EventMonoNs, now)
@@ -127,7 +139,6 @@ func (x *exchange) logEvent(now int64) {
 	x.e.EventLatenessNs = append(x.e.EventLatenessNs, late)
 	x.s.m.lateness.Record(late)
 	x.s.m.events.Add(1)
-	x.s.m.genTokens.Add(int64(x.take))
 	x.sent, x.tok = x.sent+1, x.tok+x.take
 }
 
