@@ -317,7 +317,7 @@ func (r *runState) closedLoopAPI(runCtx, stopCtx context.Context, conv []trace.T
 			input += histTokens
 			ex.media = ex.media.plus(mediaOf(hist))
 		}
-		if !r.waitUntil(stopCtx, at) {
+		if !r.waitUntil(stopCtx, at, k == 0) {
 			return
 		}
 		ex.agent = 0
@@ -365,7 +365,7 @@ func (r *runState) openLoopAPI(runCtx, stopCtx context.Context, conv []trace.Tur
 		} else {
 			*bp = r.appendAPIBody((*bp)[:0], ep, r.model(turn), turn, nil, msgs, "")
 		}
-		if !r.waitUntil(stopCtx, at) {
+		if !r.waitUntil(stopCtx, at, true) {
 			r.bodies.Put(bp)
 			break
 		}

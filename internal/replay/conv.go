@@ -52,7 +52,7 @@ func (r *runState) closedLoop(runCtx, stopCtx context.Context, conv []trace.Turn
 			cb.add(&r.bo, model, &msgs[i])
 		}
 		body := cb.build(&r.bo, model, turn)
-		if !r.waitUntil(stopCtx, at) {
+		if !r.waitUntil(stopCtx, at, k == 0) {
 			return
 		}
 		ex.agent = 0
@@ -137,7 +137,7 @@ func (r *runState) openLoop(runCtx, stopCtx context.Context, conv []trace.Turn) 
 		}
 		bp := r.bodies.Get().(*[]byte)
 		*bp = r.bo.appendBodyEnc((*bp)[:0], r.model(turn), hist.b, turn)
-		if !r.waitUntil(stopCtx, at) {
+		if !r.waitUntil(stopCtx, at, true) {
 			r.bodies.Put(bp)
 			break
 		}

@@ -192,7 +192,8 @@ func (r *runState) graphClosed(runCtx, stopCtx context.Context, conv []trace.Tur
 				continue
 			}
 			at := start + r.scale(n.turn.ThinkTimeNs)
-			if i == 0 && len(n.turn.Parents) == 0 {
+			first := i == 0 && len(n.turn.Parents) == 0
+			if first {
 				at = start // a first turn goes at the start, as in a chat
 			}
 			for _, p := range n.parents {
@@ -204,7 +205,7 @@ func (r *runState) graphClosed(runCtx, stopCtx context.Context, conv []trace.Tur
 				at = max(at, nodes[w].doneAt+r.scale(n.turn.ThinkTimeNs))
 			}
 			ex, input := r.prepareNode(nodes, i)
-			go r.runNode(runCtx, stopCtx, nodes, i, at, ex, input, reports)
+			go r.runNode(runCtx, stopCtx, nodes, i, at, first, ex, input, reports)
 		}
 		if resolved == len(nodes) {
 			break
@@ -340,8 +341,9 @@ func (r *runState) prepareNode(nodes []gnode, i int) (*exchange, int32) {
 }
 
 // runNode sends node i, prepared in ex (prepareNode), at the absolute
-// instant at, records it, and reports i. ex goes back to the pool.
-func (r *runState) runNode(runCtx, stopCtx context.Context, nodes []gnode, i int, at int64, ex *exchange, input int32, reports chan<- int) {
+// instant at (arrival: the session's start, see waitUntil), records it,
+// and reports i. ex goes back to the pool.
+func (r *runState) runNode(runCtx, stopCtx context.Context, nodes []gnode, i int, at int64, arrival bool, ex *exchange, input int32, reports chan<- int) {
 	n := &nodes[i]
 	defer func() { reports <- i }()
 	defer r.exPool.Put(ex)
@@ -351,7 +353,7 @@ func (r *runState) runNode(runCtx, stopCtx context.Context, nodes []gnode, i int
 		}
 	}()
 	n.state = nodeStopped
-	if !r.waitUntil(stopCtx, at) {
+	if !r.waitUntil(stopCtx, at, arrival) {
 		return
 	}
 	ex.agent = n.agent
@@ -545,7 +547,7 @@ func (r *runState) graphOpen(runCtx, stopCtx context.Context, conv []trace.Turn)
 		} else {
 			*bp = r.bo.appendBodyMsgs((*bp)[:0], r.model(n.turn), hist.enc.b, len(hist.msgs), msgs, n.turn)
 		}
-		if !r.waitUntil(stopCtx, at) {
+		if !r.waitUntil(stopCtx, at, true) {
 			r.bodies.Put(bp)
 			break
 		}

@@ -207,10 +207,12 @@ func (d lateDispatcher) WaitUntil(ctx context.Context, at int64) (int64, error) 
 	return SleepDispatcher{}.WaitUntil(ctx, at+int64(d.over))
 }
 
-// TestTimingTraceRecordsLateSends: in open loop a request whose arrival
-// time has already passed when it is ready (here every feeder wake-up
-// comes 30 ms late, past the lookahead) leaves late, and that lateness is
-// in the run's dispatch lag instead of being skipped as "no wait".
+// TestTimingTraceRecordsLateSends: a request whose arrival time has
+// already passed when it is ready (here every feeder wake-up comes 30 ms
+// late, past the lookahead) leaves late, and that lateness is in the run's
+// dispatch lag instead of being skipped as "no wait": in open loop, and for
+// a conversation's first turn in closed loop, whose instant is its arrival
+// too.
 func TestTimingTraceRecordsLateSends(t *testing.T) {
 	srv := mocktest.Start(t, nil)
 	var convs [][]trace.Turn
@@ -218,20 +220,22 @@ func TestTimingTraceRecordsLateSends(t *testing.T) {
 		convs = append(convs, conv(fmt.Sprintf("c%d", i), 1, time.Duration(i)*10*time.Millisecond, 0, 2))
 	}
 	const over = 30 * time.Millisecond
-	sink, res := run(t, Config{Trace: writeTrace(t, convs...), Targets: []string{srv.URL()}, Timing: TimingTrace,
-		IgnoreEOS: true, Dispatcher: lateDispatcher{over}})
-	if res.Errors != 0 || res.Sent != 4 {
-		t.Fatalf("result %+v", res)
-	}
-	late := over - time.Duration(lookahead)
-	for _, r := range sink.byID() {
-		if d := time.Duration(r.SentNs - r.IntendedNs); d < late {
-			t.Fatalf("%s left %v after its arrival time, want at least %v (the dispatcher was late)", r.RequestID, d, late)
+	for _, timing := range []Timing{TimingTrace, TimingClosed} {
+		sink, res := run(t, Config{Trace: writeTrace(t, convs...), Targets: []string{srv.URL()}, Timing: timing,
+			IgnoreEOS: true, Dispatcher: lateDispatcher{over}})
+		if res.Errors != 0 || res.Sent != 4 {
+			t.Fatalf("%s: result %+v", timing, res)
 		}
-	}
-	h := res.Meta.Health
-	if h == nil || time.Duration(h.DispatchLagP50Ns) < late {
-		t.Fatalf("health %+v: dispatch lag p50 below the %v every send was late by", h, late)
+		late := over - time.Duration(lookahead)
+		for _, r := range sink.byID() {
+			if d := time.Duration(r.SentNs - r.IntendedNs); d < late {
+				t.Fatalf("%s: %s left %v after its arrival time, want at least %v (the dispatcher was late)", timing, r.RequestID, d, late)
+			}
+		}
+		h := res.Meta.Health
+		if h == nil || time.Duration(h.DispatchLagP50Ns) < late {
+			t.Fatalf("%s: health %+v: dispatch lag p50 below the %v every send was late by", timing, h, late)
+		}
 	}
 }
 

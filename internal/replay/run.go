@@ -558,17 +558,18 @@ func (r *runState) launch(runCtx, stopCtx context.Context, conv []trace.Turn, wg
 func (r *Runner) scale(ns int64) int64 { return int64(float64(ns) / r.cfg.Speed) }
 
 // waitUntil waits for the absolute instant at and records the dispatch lag
-// of real waits; false means the run is stopping. In open loop (--timing
-// trace) every instant is the trace's arrival time, so one already past
-// when its request was ready (its body took longer to build than the
-// feeder's lookahead, or the run is behind) is recorded too, as how late it
-// leaves: the health's dispatch lag never hides a late send. In closed loop
-// a turn's instant is its think time after the previous answer, and one
+// of real waits; false means the run is stopping. An arrival instant (every
+// one in open loop, --timing trace, and a conversation's first in closed
+// loop) is the trace's time for the request, so one already past when its
+// request was ready (its body took longer to build than the feeder's
+// lookahead, or the run is behind) is recorded too, as how late it leaves:
+// the health's dispatch lag never hides a late send. A later closed-loop
+// turn's instant is its think time after the previous answer, and one
 // already past is the client's own time between the two (building the
 // body), not a wake-up's lateness.
-func (r *runState) waitUntil(stopCtx context.Context, at int64) bool {
+func (r *runState) waitUntil(stopCtx context.Context, at int64, arrival bool) bool {
 	if now := clock.Mono(); at-now <= 0 {
-		if r.cfg.Timing == TimingTrace {
+		if arrival || r.cfg.Timing == TimingTrace {
 			r.mon.lag.Record(now - at)
 		}
 		return stopCtx.Err() == nil
