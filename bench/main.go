@@ -147,7 +147,7 @@ func stages() []stage {
 		{"live view", 5 * time.Minute, liveViewBench},           // liveview.go
 		{"media make", 3 * time.Minute, mediaMakeBench},         // media.go
 		{"media stamps", 10 * time.Minute, mediaStampsBench},    // media.go
-		{"media dispatch", 5 * time.Minute, mediaDispatchBench}, // media.go
+		{"media dispatch", 9 * time.Minute, mediaDispatchBench}, // media.go
 		{"deadlock", 6 * time.Minute, deadlockBench},
 		{"shard skew", 3 * time.Minute, shardSkew},
 		{"sweep", 5 * time.Minute, sweepBench},

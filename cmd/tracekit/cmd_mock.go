@@ -113,6 +113,7 @@ SIGINT, 0 after SIGTERM (a service manager's normal stop).`,
 	f.Int64Var(&cfg.Seed, "seed", d.Seed, "seed of output lengths, jitter, drawn faults and generated text")
 	durationFlag(cmd, &cfg.IdleClose, "idle-close", "close a keep-alive connection idle this long after a response, silently, like uvicorn's timeout_keep_alive (0 = never)")
 	f.BoolVar(&cfg.CloseAfterResponse, "close-after-response", d.CloseAfterResponse, "close every connection right after its response, without sending Connection: close")
+	f.StringVar(&cfg.MediaCheck, "media-check", mock.MediaCheckFull, "how far images are checked: full (decode the pixels, as vLLM does: a damaged image gets a 400) or header (format and size only, no decoding CPU)")
 	l := &cfg.Latency
 	durationFlag(cmd, &l.PrefillBase, "prefill-base", "fixed prefill time")
 	durationFlag(cmd, &l.PrefillPerToken, "prefill-per-token", "prefill time per uncached prompt token")
@@ -164,6 +165,7 @@ func applyChangedMockFlags(c *cobra.Command, dst *mock.Config, src mock.Config) 
 	pick("transcription-stream", func() { dst.TranscriptionStream = src.TranscriptionStream })
 	pick("idle-close", func() { dst.IdleClose = src.IdleClose })
 	pick("close-after-response", func() { dst.CloseAfterResponse = src.CloseAfterResponse })
+	pick("media-check", func() { dst.MediaCheck = src.MediaCheck })
 	l, s := &dst.Latency, src.Latency
 	pick("prefill-base", func() { l.PrefillBase = s.PrefillBase })
 	pick("prefill-per-token", func() { l.PrefillPerToken = s.PrefillPerToken })

@@ -37,7 +37,15 @@ type Info struct {
 // RGB), so an image whose data is cut short fails there. A video's boxes
 // are read and its samples checked to lie within the bytes; an audio
 // clip's WAV header is read and its data checked to be all there.
-func Probe(data []byte) (Info, error) {
+func Probe(data []byte) (Info, error) { return probe(data, true) }
+
+// ProbeHeader is Probe without decoding an image's pixels: its header
+// alone gives its format and size, so an image whose data is cut short or
+// damaged past its header passes. Video and audio are checked as Probe
+// checks them.
+func ProbeHeader(data []byte) (Info, error) { return probe(data, false) }
+
+func probe(data []byte, pixels bool) (Info, error) {
 	switch {
 	case len(data) >= 12 && string(data[:4]) == "RIFF" && string(data[8:12]) == "WAVE":
 		return probeWAV(data)
@@ -54,6 +62,9 @@ func Probe(data []byte) (Info, error) {
 	info := Info{Kind: trace.MediaImage, Format: format, Width: cfg.Width, Height: cfg.Height}
 	if int64(cfg.Width)*int64(cfg.Height) > MaxPixels {
 		return info, fmt.Errorf("%s image of %dx%d: more than %d pixels", format, cfg.Width, cfg.Height, MaxPixels)
+	}
+	if !pixels {
+		return info, nil
 	}
 	if _, _, err := image.Decode(bytes.NewReader(data)); err != nil {
 		return info, fmt.Errorf("%s image of %dx%d does not decode: %w", format, cfg.Width, cfg.Height, err)

@@ -171,6 +171,13 @@ type Config struct {
 	// vLLM's VLLM_IMAGE_FETCH_TIMEOUT defaults to 5 s.
 	MediaFetchTimeout Duration `json:"media_fetch_timeout"`
 	MaxMediaBytes     int64    `json:"max_media_bytes"`
+	// MediaCheck is how far an image is checked: MediaCheckFull (the
+	// default) decodes its pixels, as vLLM does before its encoder sees
+	// it, so a damaged image gets a 400; MediaCheckHeader reads its
+	// header alone (format and size, all the media tokens need), for a
+	// mock that must not spend a CPU on decoding, such as one sharing a
+	// small machine with the client it measures.
+	MediaCheck string `json:"media_check"`
 	// StrictAnthropic makes /v1/messages require the anthropic-version
 	// header (400 without) and an API key, x-api-key or Authorization
 	// (401 without), in Anthropic's error shape, as Anthropic's API does.
@@ -301,6 +308,8 @@ func (c Config) validateRest() error {
 	switch {
 	case c.MaxBodyBytes < 1:
 		return fmt.Errorf("max_body_bytes %d must be >= 1", c.MaxBodyBytes)
+	case c.MediaCheck != "" && c.MediaCheck != MediaCheckFull && c.MediaCheck != MediaCheckHeader:
+		return fmt.Errorf("media_check %q: expected %s or %s", c.MediaCheck, MediaCheckFull, MediaCheckHeader)
 	case c.MediaFetchTimeout <= 0:
 		return fmt.Errorf("media_fetch_timeout %v must be above 0", c.MediaFetchTimeout.D())
 	case c.MaxMediaBytes < 1:

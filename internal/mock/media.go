@@ -51,14 +51,26 @@ type mediaFetcher struct {
 	// pixels to check it (several times its encoded size), and a thousand
 	// large images arriving together would hold them all at once.
 	probes chan struct{}
+	// check is media.Probe, or media.ProbeHeader (Config.MediaCheck).
+	check func([]byte) (media.Info, error)
 }
 
-func newMediaFetcher(timeout time.Duration, maxBytes int64) *mediaFetcher {
-	return &mediaFetcher{client: &http.Client{Timeout: timeout}, maxBytes: maxBytes,
-		probes: make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))}
+// The values of Config.MediaCheck.
+const (
+	MediaCheckFull   = "full"
+	MediaCheckHeader = "header"
+)
+
+func newMediaFetcher(timeout time.Duration, maxBytes int64, check string) *mediaFetcher {
+	f := &mediaFetcher{client: &http.Client{Timeout: timeout}, maxBytes: maxBytes,
+		probes: make(chan struct{}, max(2, runtime.GOMAXPROCS(0))), check: media.Probe}
+	if check == MediaCheckHeader {
+		f.check = media.ProbeHeader
+	}
+	return f
 }
 
-// probe is media.Probe of b, once a decoding slot is free (or ctx ends).
+// probe checks b (media.Probe, or its header alone), once a decoding slot is free (or ctx ends).
 func (f *mediaFetcher) probe(ctx context.Context, b []byte) (media.Info, error) {
 	select {
 	case f.probes <- struct{}{}:
@@ -66,7 +78,7 @@ func (f *mediaFetcher) probe(ctx context.Context, b []byte) (media.Info, error) 
 		return media.Info{}, ctx.Err()
 	}
 	defer func() { <-f.probes }()
-	return media.Probe(b)
+	return f.check(b)
 }
 
 func (f *mediaFetcher) fetch(ctx context.Context, url string) ([]byte, error) {

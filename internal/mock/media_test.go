@@ -243,6 +243,40 @@ func TestMediaRejected(t *testing.T) {
 	}
 }
 
+// With MediaCheck header an image is checked by its header alone: one cut
+// short past its header is served (its media tokens from its size), one
+// without a readable header is still a 400. With the default the cut one
+// is refused (TestMediaRejected).
+func TestMediaCheckHeader(t *testing.T) {
+	f := fixtures(t)
+	srv := startMock(t, func(c *Config) { c.MediaCheck = MediaCheckHeader })
+	cut := f.png[:len(f.png)/2]
+	resp := post(t, srv, "/v1/chat/completions", chatParts(imageURL(dataURI("image/png", cut))), map[string]string{"X-Request-Id": "cut"})
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("a PNG cut past its header, header check: status %d %s", resp.StatusCode, b)
+	}
+	info, err := media.ProbeHeader(cut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := media.Tokens(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := entryByID(t, srv, "cut"); e.MediaItems != 1 || e.MediaTokens != int32(want) {
+		t.Errorf("logged %d items, %d media tokens; want 1, %d", e.MediaItems, e.MediaTokens, want)
+	}
+	resp = post(t, srv, "/v1/chat/completions", chatParts(imageURL(dataURI("image/png", []byte("just some text")))), nil)
+	b, _ = io.ReadAll(resp.Body)
+	if resp.StatusCode != 400 || !strings.Contains(string(b), "not an image, video or audio") {
+		t.Errorf("not media, header check: status %d %s", resp.StatusCode, b)
+	}
+	if _, err := media.Probe(cut); err == nil {
+		t.Error("the full check passes the cut PNG")
+	}
+}
+
 // A log of schema version 3, before the media columns, reads with them 0.
 func TestLogV3ReadsWithoutMedia(t *testing.T) {
 	rt := reflect.TypeFor[LogEntry]()

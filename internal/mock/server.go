@@ -76,7 +76,7 @@ func Start(cfg Config) (*Server, error) {
 		slots:    make(chan struct{}, cfg.Latency.MaxNumSeqs),
 		cache:    newPrefixCache(cfg.Latency.PrefixCacheTokens),
 		store:    newResponseStore(cfg.ResponseStoreBytes),
-		media:    newMediaFetcher(cfg.MediaFetchTimeout.D(), cfg.MaxMediaBytes),
+		media:    newMediaFetcher(cfg.MediaFetchTimeout.D(), cfg.MaxMediaBytes, cfg.MediaCheck),
 	}
 	s.m.init(cfg)
 	if s.latency, err = cfg.modelLatencies(); err != nil {
