@@ -290,7 +290,7 @@ func (t *target) setAPIHeaders(req *fasthttp.Request, ep Endpoint) {
 // API's package. A Responses turn after a Responses answer with
 // --responses-state server sends only its new messages, chained by
 // previous_response_id.
-func (r *runState) closedLoopAPI(runCtx, stopCtx context.Context, conv []trace.Turn, at int64) {
+func (r *runState) closedLoopAPI(runCtx, stopCtx context.Context, conv []trace.Turn, at int64, onTime bool) {
 	ex := r.exPool.Get().(*exchange)
 	defer r.exPool.Put(ex)
 	var hist []trace.Message
@@ -317,7 +317,7 @@ func (r *runState) closedLoopAPI(runCtx, stopCtx context.Context, conv []trace.T
 			input += histTokens
 			ex.media = ex.media.plus(mediaOf(hist))
 		}
-		if !r.waitUntil(stopCtx, at, k == 0) {
+		if !r.waitUntil(stopCtx, at, k == 0 && onTime) {
 			return
 		}
 		ex.agent = 0

@@ -20,13 +20,13 @@ import (
 // closedLoop runs one conversation as a user would: turn k+1 is sent its
 // think time (scaled by --speed) after the response to turn k ended, with
 // the history so far (the server's answers, or the reference answers).
-func (r *runState) closedLoop(runCtx, stopCtx context.Context, conv []trace.Turn, at int64) {
+func (r *runState) closedLoop(runCtx, stopCtx context.Context, conv []trace.Turn, at int64, onTime bool) {
 	if isGraph(conv) {
-		r.graphClosed(runCtx, stopCtx, conv, at)
+		r.graphClosed(runCtx, stopCtx, conv, at, onTime)
 		return
 	}
 	if !r.allEncodedHere(conv) {
-		r.closedLoopAPI(runCtx, stopCtx, conv, at)
+		r.closedLoopAPI(runCtx, stopCtx, conv, at, onTime)
 		return
 	}
 	ex := r.exPool.Get().(*exchange)
@@ -52,7 +52,7 @@ func (r *runState) closedLoop(runCtx, stopCtx context.Context, conv []trace.Turn
 			cb.add(&r.bo, model, &msgs[i])
 		}
 		body := cb.build(&r.bo, model, turn)
-		if !r.waitUntil(stopCtx, at, k == 0) {
+		if !r.waitUntil(stopCtx, at, k == 0 && onTime) {
 			return
 		}
 		ex.agent = 0

@@ -171,7 +171,7 @@ func (t *transcript) clone(grow, growMsgs int) transcript {
 // graphClosed runs conv closed-loop as a graph that started at the
 // absolute instant start. It returns when every node was sent and
 // answered, recorded as not sent, or dropped because the run is stopping.
-func (r *runState) graphClosed(runCtx, stopCtx context.Context, conv []trace.Turn, start int64) {
+func (r *runState) graphClosed(runCtx, stopCtx context.Context, conv []trace.Turn, start int64, onTime bool) {
 	nodes := buildGraph(conv)
 	reports := make(chan int, len(nodes)) // each node reports once: never blocks
 	resolved := 0
@@ -205,7 +205,7 @@ func (r *runState) graphClosed(runCtx, stopCtx context.Context, conv []trace.Tur
 				at = max(at, nodes[w].doneAt+r.scale(n.turn.ThinkTimeNs))
 			}
 			ex, input := r.prepareNode(nodes, i)
-			go r.runNode(runCtx, stopCtx, nodes, i, at, first, ex, input, reports)
+			go r.runNode(runCtx, stopCtx, nodes, i, at, first && onTime, ex, input, reports)
 		}
 		if resolved == len(nodes) {
 			break

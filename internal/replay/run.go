@@ -532,11 +532,20 @@ func (r *runState) launch(runCtx, stopCtx context.Context, conv []trace.Turn, wg
 	if _, err := r.disp.WaitUntil(stopCtx, at-lookahead); err != nil {
 		return false
 	}
+	// onTime: no conversation slot held it back. One that waited for a
+	// slot (--max-concurrency) goes when the slot frees, and its first
+	// send's lateness is the load's limit, not the dispatcher's lag.
+	onTime := true
 	if r.convSlots != nil {
 		select {
 		case r.convSlots <- struct{}{}:
-		case <-stopCtx.Done():
-			return false
+		default:
+			onTime = false
+			select {
+			case r.convSlots <- struct{}{}:
+			case <-stopCtx.Done():
+				return false
+			}
 		}
 	}
 	wg.Add(1)
@@ -548,7 +557,7 @@ func (r *runState) launch(runCtx, stopCtx context.Context, conv []trace.Turn, wg
 		if r.cfg.Timing == TimingTrace {
 			r.openLoop(runCtx, stopCtx, conv)
 		} else {
-			r.closedLoop(runCtx, stopCtx, conv, at)
+			r.closedLoop(runCtx, stopCtx, conv, at, onTime)
 		}
 	}()
 	return true
@@ -559,8 +568,9 @@ func (r *Runner) scale(ns int64) int64 { return int64(float64(ns) / r.cfg.Speed)
 
 // waitUntil waits for the absolute instant at and records the dispatch lag
 // of real waits; false means the run is stopping. An arrival instant (every
-// one in open loop, --timing trace, and a conversation's first in closed
-// loop) is the trace's time for the request, so one already past when its
+// one in open loop, --timing trace, and in closed loop a conversation's
+// first, unless it waited for a --max-concurrency slot) is the trace's time
+// for the request, so one already past when its
 // request was ready (its body took longer to build than the feeder's
 // lookahead, or the run is behind) is recorded too, as how late it leaves:
 // the health's dispatch lag never hides a late send. A later closed-loop
