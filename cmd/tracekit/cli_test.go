@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,6 +17,23 @@ import (
 	"github.com/tracekit/tracekit/internal/replay"
 	"github.com/tracekit/tracekit/internal/synth"
 )
+
+// analyzeJSON runs tracekit analyze on rec with --json into a file of the
+// test's and decodes that file into out (the parts a test reads).
+func analyzeJSON(t *testing.T, rec string, out any) {
+	t.Helper()
+	js := filepath.Join(t.TempDir(), "analysis.json")
+	if _, stderr, code := runCLI(t, "analyze", rec, "--json", js); code != ExitOK {
+		t.Fatalf("analyze: exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		t.Fatalf("%s: %v", js, err)
+	}
+}
 
 // runCLI runs one tracekit command line in this process, as main would,
 // and returns its stdout, stderr and exit code. Every JSON result the

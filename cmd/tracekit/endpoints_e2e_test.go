@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -23,7 +21,7 @@ func TestEveryEndpointEndToEnd(t *testing.T) {
 	for _, ep := range trace.Endpoints {
 		t.Run(ep, func(t *testing.T) {
 			dir := t.TempDir()
-			tr, rec, js := filepath.Join(dir, "t.parquet"), filepath.Join(dir, "r.parquet"), filepath.Join(dir, "r.json")
+			tr, rec := filepath.Join(dir, "t.parquet"), filepath.Join(dir, "r.parquet")
 			args := []string{"synth", "--endpoint", ep, "--conversations", "4", "--rate", "0", "--seed", "1", "-o", tr}
 			switch ep {
 			case trace.EndpointEmbeddings:
@@ -63,13 +61,6 @@ func TestEveryEndpointEndToEnd(t *testing.T) {
 					t.Errorf("%s: %d items", r.ConversationID, r.Items)
 				}
 			}
-			if _, stderr, code := runCLI(t, "analyze", rec, "--json", js); code != ExitOK {
-				t.Fatalf("analyze: exit %d: %s", code, stderr)
-			}
-			b, err := os.ReadFile(js)
-			if err != nil {
-				t.Fatal(err)
-			}
 			var out struct {
 				Tracekit struct {
 					Endpoints map[string]struct {
@@ -77,9 +68,7 @@ func TestEveryEndpointEndToEnd(t *testing.T) {
 					} `json:"endpoints"`
 				} `json:"tracekit"`
 			}
-			if err := json.Unmarshal(b, &out); err != nil {
-				t.Fatal(err)
-			}
+			analyzeJSON(t, rec, &out)
 			if e := out.Tracekit.Endpoints[ep]; e.Completed != len(recs) || e.Failed != 0 {
 				t.Errorf("analyze's %s section: %+v, want %d completed and none failed (all: %+v)", ep, e, len(recs), out.Tracekit.Endpoints)
 			}

@@ -2,10 +2,8 @@ package main
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -27,7 +25,7 @@ func TestSpeechEndToEnd(t *testing.T) {
 			t.Run(shape+"/"+ep, func(t *testing.T) {
 				srv := mocktest.Start(t, func(c *mock.Config) { c.TranscriptionStream = shape })
 				dir := t.TempDir()
-				tr, rec, js := filepath.Join(dir, "t.parquet"), filepath.Join(dir, "r.parquet"), filepath.Join(dir, "r.json")
+				tr, rec := filepath.Join(dir, "t.parquet"), filepath.Join(dir, "r.parquet")
 				if _, stderr, code := runCLI(t, "synth", "--endpoint", ep, "--audio-seconds", "2-5", "--conversations", "4",
 					"--turns", "1", "--input-tokens", "8", "--output-tokens", "12", "--rate", "0", "--seed", "3", "-o", tr); code != ExitOK {
 					t.Fatalf("synth: exit %d: %s", code, stderr)
@@ -73,13 +71,6 @@ func TestSpeechEndToEnd(t *testing.T) {
 						}
 					}
 				}
-				if _, stderr, code := runCLI(t, "analyze", rec, "--json", js); code != ExitOK {
-					t.Fatalf("analyze: exit %d: %s", code, stderr)
-				}
-				b, err := os.ReadFile(js)
-				if err != nil {
-					t.Fatal(err)
-				}
 				var out struct {
 					Tracekit struct {
 						Endpoints map[string]struct {
@@ -95,9 +86,7 @@ func TestSpeechEndToEnd(t *testing.T) {
 						} `json:"endpoints"`
 					} `json:"tracekit"`
 				}
-				if err := json.Unmarshal(b, &out); err != nil {
-					t.Fatal(err)
-				}
+				analyzeJSON(t, rec, &out)
 				e := out.Tracekit.Endpoints[ep]
 				if e.Completed != len(recs) || e.Failed != 0 || e.Generation.TTFT.Count != len(recs) || e.Generation.ITL.Count == 0 {
 					t.Errorf("analyze's %s section: %+v, want %d completed streams, none failed, ITL gaps", ep, e, len(recs))
@@ -176,7 +165,7 @@ func TestSpeechRealClipLength(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := mocktest.Start(t, nil)
-	rec, js := filepath.Join(dir, "r.parquet"), filepath.Join(dir, "r.json")
+	rec := filepath.Join(dir, "r.parquet")
 	if _, stderr, code := runCLI(t, "replay", tr, "--target", srv.URL(), "-o", rec, "--no-analyze", "--progress", "none", "--no-probe"); code != ExitOK {
 		t.Fatalf("replay: exit %d: %s", code, stderr)
 	}
@@ -188,13 +177,6 @@ func TestSpeechRealClipLength(t *testing.T) {
 		if r.ErrorKind != "" || r.AudioMs != ms || r.AudioBytes != int64(len(wav)) {
 			t.Fatalf("%s: error %s %q, audio %d ms of %d bytes; want %d ms of %d", r.RequestID, r.ErrorKind, r.ErrorMessage, r.AudioMs, r.AudioBytes, ms, len(wav))
 		}
-	}
-	if _, stderr, code := runCLI(t, "analyze", rec, "--json", js); code != ExitOK {
-		t.Fatalf("analyze: exit %d: %s", code, stderr)
-	}
-	b, err := os.ReadFile(js)
-	if err != nil {
-		t.Fatal(err)
 	}
 	var out struct {
 		Tracekit struct {
@@ -208,9 +190,7 @@ func TestSpeechRealClipLength(t *testing.T) {
 			} `json:"endpoints"`
 		} `json:"tracekit"`
 	}
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
+	analyzeJSON(t, rec, &out)
 	if a := out.Tracekit.Endpoints[trace.EndpointTranscriptions].Generation.Audio; math.Abs(a.Seconds-4.5) > 1e-9 || math.Abs(a.MeanClip-1.5) > 1e-9 {
 		t.Errorf("analyze's audio: %+v, want 4.5 s in clips of 1.5 s", a)
 	}
