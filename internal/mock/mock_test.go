@@ -343,7 +343,7 @@ func TestModelsHealthMetrics(t *testing.T) {
 
 func TestBadRequests(t *testing.T) {
 	srv := startMock(t, func(c *Config) { c.Latency.MaxModelLen = 100 })
-	for _, tc := range []struct {
+	cases := []struct {
 		name, path, body, want string
 		status                 int
 	}{
@@ -354,13 +354,18 @@ func TestBadRequests(t *testing.T) {
 		{"no role", "/v1/chat/completions", `{"messages":[{"content":"x"}]}`, `"role" is required`, 400},
 		{"wrong type", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"max_tokens":"5"}`, `"max_tokens": expected an integer`, 400},
 		{"content type", "/v1/chat/completions", `{"messages":[{"role":"user","content":5}]}`, "messages[0].content", 400},
+		{"part not an object", "/v1/chat/completions", `{"messages":[{"role":"user","content":["x"]}]}`, "messages[0].content: expected a string or an array of content parts", 400},
+		{"part text type", "/v1/chat/completions", `{"messages":[{"role":"user","content":[{"type":"text","text":5}]}]}`, "messages[0].content: expected a string or an array of content parts", 400},
+		{"audio data type", "/v1/chat/completions", `{"messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{"data":1,"format":"wav"}}]}]}`, "messages[0].content: expected", 400},
+		{"data after body", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}]} {}`, "data after the JSON object", 400},
 		{"zero max", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"max_tokens":0}`, "at least 1", 400},
 		{"n", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"n":2}`, "n=2", 400},
 		{"too long", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"max_tokens":100}`, "maximum context length is 100", 400},
 		{"no prompt", "/v1/completions", `{"model":"m"}`, `"prompt" is required`, 400},
 		{"batched prompt", "/v1/completions", `{"prompt":["a","b"]}`, "batched", 400},
 		{"bad fault", "/v1/completions", `{"prompt":"a"}`, "X-Tracekit-Fault", 400},
-	} {
+	}
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			hdr := map[string]string{}
 			if tc.name == "bad fault" {
@@ -393,8 +398,8 @@ func TestBadRequests(t *testing.T) {
 			bad++
 		}
 	}
-	if bad != 13 {
-		t.Fatalf("%d bad_request entries, want 13", bad)
+	if bad != len(cases) {
+		t.Fatalf("%d bad_request entries, want %d", bad, len(cases))
 	}
 }
 

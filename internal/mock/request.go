@@ -128,6 +128,13 @@ func invalid(param, format string, a ...any) *badRequest {
 // decodeBody decodes a request body, one JSON object, into v; what is
 // wrong with a bad one is said with its byte offset or field.
 func decodeBody(body []byte, v any) error {
+	// Unmarshal reads the body in place; a Decoder copies it into a buffer
+	// it grows, megabytes for a body with images, so it only explains a
+	// failure.
+	first := json.Unmarshal(body, v)
+	if first == nil {
+		return nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(v); err != nil {
 		var se *json.SyntaxError
@@ -147,7 +154,7 @@ func decodeBody(body []byte, v any) error {
 	if dec.More() {
 		return invalid("", "request body has data after the JSON object")
 	}
-	return nil
+	return invalid("", "request body: %v", first)
 }
 
 // jsonKind names a Go type the way a JSON user thinks of it.

@@ -29,8 +29,11 @@ type openAIRequest struct {
 }
 
 type openAIMessage struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
+	Role string `json:"role"`
+	// Content is decoded as generic JSON (a string, null or an array of
+	// parts) in the body's one pass: a nested json.Unmarshal would scan
+	// every byte of a multi-megabyte image again per level.
+	Content any `json:"content"`
 }
 
 // chatTool is one entry of a chat request's "tools", and the object form
@@ -126,45 +129,91 @@ func (g *genRequest) chatTools(rawTools, rawChoice json.RawMessage) error {
 // chatPart is one content part of a chat message: text, or an image,
 // video or audio item.
 type chatPart struct {
-	Type     string          `json:"type"`
-	Text     string          `json:"text"`
-	ImageURL json.RawMessage `json:"image_url"` // {"url": ...} (or the URL itself)
-	VideoURL json.RawMessage `json:"video_url"`
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	ImageURL any    `json:"image_url"` // {"url": ...} or the URL itself
+	VideoURL any    `json:"video_url"`
 	Audio    *struct {
 		Data   string `json:"data"`
 		Format string `json:"format"`
 	} `json:"input_audio"`
 }
 
+// contentParts reads a content array decoded as generic JSON; ok is false
+// when it is not an array of objects whose members have chatPart's types.
+func contentParts(v any) (parts []chatPart, ok bool) {
+	list, ok := v.([]any)
+	if !ok {
+		return nil, false
+	}
+	parts = make([]chatPart, len(list))
+	for j, e := range list {
+		o, ok := e.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		p := &parts[j]
+		if p.Type, ok = optString(o["type"]); !ok {
+			return nil, false
+		}
+		if p.Text, ok = optString(o["text"]); !ok {
+			return nil, false
+		}
+		p.ImageURL, p.VideoURL = o["image_url"], o["video_url"]
+		switch a := o["input_audio"].(type) {
+		case nil:
+		case map[string]any:
+			p.Audio = &struct {
+				Data   string `json:"data"`
+				Format string `json:"format"`
+			}{}
+			if p.Audio.Data, ok = optString(a["data"]); !ok {
+				return nil, false
+			}
+			if p.Audio.Format, ok = optString(a["format"]); !ok {
+				return nil, false
+			}
+		default:
+			return nil, false
+		}
+	}
+	return parts, true
+}
+
+// optString reads an optional string member: absent or null is "".
+func optString(v any) (string, bool) {
+	if v == nil {
+		return "", true
+	}
+	s, ok := v.(string)
+	return s, ok
+}
+
 // partURL reads an image_url or video_url member: {"url": ...}, or the URL
 // as a string.
-func partURL(raw json.RawMessage) (string, bool) {
-	var o struct {
-		URL string `json:"url"`
+func partURL(v any) (string, bool) {
+	switch u := v.(type) {
+	case string:
+		return u, u != ""
+	case map[string]any:
+		s, ok := u["url"].(string)
+		return s, ok && s != ""
 	}
-	if json.Unmarshal(raw, &o) == nil && o.URL != "" {
-		return o.URL, true
-	}
-	var s string
-	return s, json.Unmarshal(raw, &s) == nil && s != ""
+	return "", false
 }
 
 // messageText returns a chat message's content: a string, null, or an
 // array of parts whose text parts are joined; and its media parts
 // (image_url, video_url, input_audio), in order.
-func messageText(i int, raw json.RawMessage) (string, []mediaRef, error) {
-	if !present(raw) {
+func messageText(i int, content any) (string, []mediaRef, error) {
+	if content == nil {
 		return "", nil, nil
 	}
-	var s string
-	if raw[0] == '"' {
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", nil, invalid("messages", "messages[%d].content: %v", i, err)
-		}
+	if s, ok := content.(string); ok {
 		return s, nil, nil
 	}
-	var parts []chatPart
-	if err := json.Unmarshal(raw, &parts); err != nil {
+	parts, ok := contentParts(content)
+	if !ok {
 		return "", nil, invalid("messages", "messages[%d].content: expected a string or an array of content parts", i)
 	}
 	var b strings.Builder
