@@ -274,6 +274,9 @@ func TestMessagesErrorsAndHeaders(t *testing.T) {
 	delete(noMax, "max_tokens")
 	anthropicError(t, post(t, lax, "/v1/messages", noMax, nil), 400, "invalid_request_error", "max_tokens")
 	anthropicError(t, post(t, lax, "/v1/messages", `{"max_tokens": 3, "messages": []}`, nil), 400, "invalid_request_error", "at least one message")
+	anthropicError(t, post(t, lax, "/v1/messages", `{"max_tokens":3,"messages":[{"role":"user","content":["x"]}]}`, nil), 400, "invalid_request_error", "messages.0.content: expected a string or an array of content blocks")
+	anthropicError(t, post(t, lax, "/v1/messages", `{"max_tokens":3,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","data":7}}]}]}`, nil), 400, "invalid_request_error", "messages.0.content: expected")
+	anthropicError(t, post(t, lax, "/v1/messages", `{"max_tokens":3,"system":[{"type":"text","text":1}],"messages":[{"role":"user","content":"x"}]}`, nil), 400, "invalid_request_error", "system: expected")
 	anthropicError(t, post(t, lax, "/v1/messages", body, map[string]string{FaultHeader: "status=429"}), 429, "rate_limit_error", "injected fault")
 
 	strict := startMock(t, func(c *Config) { c.StrictAnthropic = true })

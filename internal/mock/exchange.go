@@ -276,6 +276,7 @@ func (x *exchange) planAnswer(id string) error {
 	if err != nil {
 		return err
 	}
+	x.req.media = nil // their data, megabytes each, is not held while the answer streams
 	if x.p, err = buildPrompt(x.req, items, s.tokens); err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package mock
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -11,12 +10,14 @@ import (
 // messagesRequest is the subset of an Anthropic Messages request body the
 // mock reads.
 type messagesRequest struct {
-	Model     string          `json:"model"`
-	MaxTokens *int            `json:"max_tokens"`
-	System    json.RawMessage `json:"system"`
+	Model     string `json:"model"`
+	MaxTokens *int   `json:"max_tokens"`
+	System    any    `json:"system"` // a string or blocks, as content
 	Messages  []struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
+		Role string `json:"role"`
+		// Content is a string or blocks, decoded as generic JSON in the
+		// body's one pass (see openAIMessage.Content).
+		Content any `json:"content"`
 	} `json:"messages"`
 	Stream    bool `json:"stream"`
 	IgnoreEOS bool `json:"ignore_eos"` // vLLM's extension, as on chat
@@ -35,11 +36,55 @@ type messagesRequest struct {
 
 // block is one content block of a Messages request.
 type block struct {
-	Type     string          `json:"type"`
-	Source   *imageSource    `json:"source"` // image
-	Text     string          `json:"text"`
-	Content  json.RawMessage `json:"content"` // tool_result: a string or blocks
-	Thinking string          `json:"thinking"`
+	Type    string
+	Source  *imageSource // image
+	Text    string
+	Content any // tool_result: a string or blocks
+}
+
+// contentBlocks reads content decoded as generic JSON: a string is nil
+// blocks and ok; otherwise ok is false unless it is an array of objects
+// whose members have the types the API declares.
+func contentBlocks(v any) (blocks []block, ok bool) {
+	if _, s := v.(string); s || v == nil {
+		return nil, true
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return nil, false
+	}
+	blocks = make([]block, len(list))
+	for j, e := range list {
+		o, ok := e.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		b := &blocks[j]
+		b.Content = o["content"]
+		var okType, okText, okThinking bool
+		b.Type, okType = optString(o["type"])
+		b.Text, okText = optString(o["text"])
+		_, okThinking = optString(o["thinking"])
+		if !okType || !okText || !okThinking {
+			return nil, false
+		}
+		switch src := o["source"].(type) {
+		case nil:
+		case map[string]any:
+			b.Source = &imageSource{}
+			for _, f := range []struct {
+				dst  *string
+				name string
+			}{{&b.Source.Type, "type"}, {&b.Source.MediaType, "media_type"}, {&b.Source.Data, "data"}, {&b.Source.URL, "url"}} {
+				if *f.dst, ok = optString(src[f.name]); !ok {
+					return nil, false
+				}
+			}
+		default:
+			return nil, false
+		}
+	}
+	return blocks, true
 }
 
 // parseMessages decodes and validates a Messages body. The prompt is the
@@ -61,7 +106,7 @@ func parseMessages(body []byte) (*genRequest, error) {
 		return nil, err
 	}
 	g := &genRequest{Model: req.Model, Stream: req.Stream, IgnoreEOS: req.IgnoreEOS, MaxTokens: req.MaxTokens, maxParam: "max_tokens"}
-	if present(req.System) {
+	if req.System != nil {
 		text, err := blocksText(req.System)
 		if err != nil {
 			return nil, invalid("system", "system: %v", err)
@@ -129,22 +174,16 @@ func parseMessages(body []byte) (*genRequest, error) {
 // imageSource is an image block's source: base64 data with its media
 // type, or a URL.
 type imageSource struct {
-	Type      string `json:"type"`
-	MediaType string `json:"media_type"`
-	Data      string `json:"data"`
-	URL       string `json:"url"`
+	Type, MediaType, Data, URL string
 }
 
 // blockImages reads the image blocks of a message's content, in order, as
 // vLLM does: a base64 source becomes a data URI of its media type, a URL
 // source the URL. msg is the index the message takes in the request's
 // messages. Images inside a tool_result count with the message.
-func blockImages(raw json.RawMessage, m, msg int) ([]mediaRef, error) {
-	if !present(raw) || raw[0] != '[' {
-		return nil, nil
-	}
-	var blocks []block
-	if err := json.Unmarshal(raw, &blocks); err != nil {
+func blockImages(content any, m, msg int) ([]mediaRef, error) {
+	blocks, ok := contentBlocks(content)
+	if !ok {
 		return nil, invalidContent
 	}
 	var refs []mediaRef
@@ -178,17 +217,12 @@ func blockImages(raw json.RawMessage, m, msg int) ([]mediaRef, error) {
 
 // blocksText is content given as a string or an array of blocks: the text
 // of text blocks and tool_result contents, joined.
-func blocksText(raw json.RawMessage) (string, error) {
-	if !present(raw) {
-		return "", nil
+func blocksText(content any) (string, error) {
+	if s, ok := content.(string); ok {
+		return s, nil
 	}
-	if raw[0] == '"' {
-		var s string
-		err := json.Unmarshal(raw, &s)
-		return s, err
-	}
-	var blocks []block
-	if err := json.Unmarshal(raw, &blocks); err != nil {
+	blocks, ok := contentBlocks(content)
+	if !ok {
 		return "", invalidContent
 	}
 	var b strings.Builder

@@ -12,12 +12,12 @@ import (
 // responsesRequest is the subset of an OpenAI Responses request body the
 // mock reads.
 type responsesRequest struct {
-	Model           string          `json:"model"`
-	Input           json.RawMessage `json:"input"`
-	Instructions    *string         `json:"instructions"`
-	MaxOutputTokens *int            `json:"max_output_tokens"`
-	Stream          bool            `json:"stream"`
-	IgnoreEOS       bool            `json:"ignore_eos"` // vLLM's extension, as on chat
+	Model           string  `json:"model"`
+	Input           any     `json:"input"` // a string or items, decoded in the body's one pass
+	Instructions    *string `json:"instructions"`
+	MaxOutputTokens *int    `json:"max_output_tokens"`
+	Stream          bool    `json:"stream"`
+	IgnoreEOS       bool    `json:"ignore_eos"` // vLLM's extension, as on chat
 	Reasoning       *struct {
 		Effort string `json:"effort"`
 	} `json:"reasoning"`
@@ -34,10 +34,33 @@ type responsesRequest struct {
 // Ollama also accepts), a function call or its output; other items
 // (reasoning, references) carry no prompt text for the mock.
 type responsesItem struct {
-	Type    string          `json:"type"`
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
-	Output  json.RawMessage `json:"output"`
+	Type, Role      string
+	Content, Output any // a string or parts
+}
+
+// inputItems reads input decoded as generic JSON as items; what is wrong
+// names the item.
+func inputItems(v any) ([]responsesItem, error) {
+	list, ok := v.([]any)
+	if !ok {
+		return nil, errors.New("expected a string or an array of input items")
+	}
+	items := make([]responsesItem, len(list))
+	for i, e := range list {
+		o, ok := e.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("item %d is not an object", i)
+		}
+		it := &items[i]
+		var okType, okRole bool
+		it.Type, okType = optString(o["type"])
+		it.Role, okRole = optString(o["role"])
+		if !okType || !okRole {
+			return nil, fmt.Errorf("item %d: type and role are strings", i)
+		}
+		it.Content, it.Output = o["content"], o["output"]
+	}
+	return items, nil
 }
 
 // parseResponses decodes and validates a Responses body. The prompt is
@@ -67,19 +90,15 @@ func parseResponses(body []byte) (*genRequest, error) {
 	if req.Instructions != nil && *req.Instructions != "" {
 		g.msgs = append(g.msgs, Message{"system", *req.Instructions})
 	}
-	if !present(req.Input) {
+	if req.Input == nil {
 		return nil, invalid("input", "field \"input\" is required")
 	}
-	if req.Input[0] == '"' {
-		var s string
-		if err := json.Unmarshal(req.Input, &s); err != nil {
-			return nil, invalid("input", "input: %v", err)
-		}
+	if s, ok := req.Input.(string); ok {
 		g.msgs = append(g.msgs, Message{"user", s})
 	} else {
-		var items []responsesItem
-		if err := json.Unmarshal(req.Input, &items); err != nil {
-			return nil, invalid("input", "input: expected a string or an array of input items: %v", err)
+		items, err := inputItems(req.Input)
+		if err != nil {
+			return nil, invalid("input", "input: %v", err)
 		}
 		if len(items) == 0 && g.previous == "" {
 			return nil, invalid("input", "input must contain at least one item")
@@ -155,20 +174,15 @@ func (g *genRequest) responsesTools(req *responsesRequest) error {
 
 // partsText returns content given as a string or an array of parts: the
 // text of the parts of the given types, joined.
-func partsText(raw json.RawMessage, types ...string) (string, error) {
-	if !present(raw) {
+func partsText(content any, types ...string) (string, error) {
+	if content == nil {
 		return "", nil
 	}
-	if raw[0] == '"' {
-		var s string
-		err := json.Unmarshal(raw, &s)
-		return s, err
+	if s, ok := content.(string); ok {
+		return s, nil
 	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if err := json.Unmarshal(raw, &parts); err != nil {
+	parts, ok := contentParts(content)
+	if !ok {
 		return "", errors.New("expected a string or an array of content parts")
 	}
 	var b strings.Builder
@@ -187,12 +201,12 @@ func partsText(raw json.RawMessage, types ...string) (string, error) {
 // input_image with image_url (a data URI or an http(s) URL, as a string or
 // {"url"}), and chat's input_audio part, which AIPerf sends here too. msg
 // is the index the message takes in the request's messages.
-func responsesMedia(raw json.RawMessage, item, msg int) ([]mediaRef, error) {
-	if !present(raw) || raw[0] != '[' {
+func responsesMedia(content any, item, msg int) ([]mediaRef, error) {
+	if _, ok := content.([]any); !ok {
 		return nil, nil
 	}
-	var parts []chatPart
-	if err := json.Unmarshal(raw, &parts); err != nil {
+	parts, ok := contentParts(content)
+	if !ok {
 		return nil, invalid("input", "input[%d].content: expected an array of content parts", item)
 	}
 	var refs []mediaRef
@@ -216,6 +230,6 @@ func responsesMedia(raw json.RawMessage, item, msg int) ([]mediaRef, error) {
 }
 
 // outputText is a function_call_output's output: a string, or parts.
-func outputText(raw json.RawMessage) (string, error) {
-	return partsText(raw, "input_text", "output_text", "text")
+func outputText(output any) (string, error) {
+	return partsText(output, "input_text", "output_text", "text")
 }
