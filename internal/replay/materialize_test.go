@@ -425,3 +425,23 @@ func TestMediaMakingLeavesLittleGarbage(t *testing.T) {
 		}
 	}
 }
+
+// A conversation whose first turn carries media is launched earlier, by
+// its bytes, so that its body of megabytes is built before its instant;
+// text alone keeps the short lead, and no lead passes maxLead.
+func TestLaunchLeadGrowsWithMedia(t *testing.T) {
+	withMedia := func(n int) []trace.Turn {
+		return []trace.Turn{{Messages: []trace.Message{{Role: "user", Content: "look",
+			Media: []trace.Media{{Kind: trace.MediaImage, Data: strings.Repeat("x", n)}}}}}}
+	}
+	text := []trace.Turn{{Messages: []trace.Message{{Role: "user", Content: "hi"}}}}
+	if got := launchLead(text); got != lookahead {
+		t.Errorf("text: lead %v, want %v", time.Duration(got), time.Duration(lookahead))
+	}
+	if got, want := launchLead(withMedia(1<<20)), lookahead+leadPerMediaByte<<20; got != want {
+		t.Errorf("1 MiB of media: lead %v, want %v", time.Duration(got), time.Duration(want))
+	}
+	if got := launchLead(withMedia(64 << 20)); got != maxLead {
+		t.Errorf("64 MiB of media: lead %v, want the cap %v", time.Duration(got), time.Duration(maxLead))
+	}
+}

@@ -1,0 +1,40 @@
+//go:build linux
+
+package replay
+
+import (
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// A background thread is in the SCHED_IDLE class (or at nice 19 where the
+// class is refused), and the threads that run everything else are not.
+func TestBackgroundThreadIsIdleClass(t *testing.T) {
+	type class struct {
+		policy uint32
+		nice   int32
+	}
+	got := make(chan class, 1)
+	go func() {
+		backgroundThread()
+		a, err := unix.SchedGetAttr(unix.Gettid(), 0)
+		if err != nil {
+			t.Errorf("sched_getattr: %v", err)
+			got <- class{}
+			return
+		}
+		got <- class{a.Policy, a.Nice}
+	}()
+	c := <-got
+	if c.policy != unix.SCHED_IDLE && c.nice != 19 {
+		t.Errorf("background thread: policy %d, nice %d; want SCHED_IDLE (%d) or nice 19", c.policy, c.nice, unix.SCHED_IDLE)
+	}
+	a, err := unix.SchedGetAttr(unix.Gettid(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Policy == unix.SCHED_IDLE || a.Nice == 19 {
+		t.Errorf("the test's own thread was lowered too: policy %d, nice %d", a.Policy, a.Nice)
+	}
+}
