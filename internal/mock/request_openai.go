@@ -129,15 +129,13 @@ func (g *genRequest) chatTools(rawTools, rawChoice json.RawMessage) error {
 // chatPart is one content part of a chat message: text, or an image,
 // video or audio item.
 type chatPart struct {
-	Type     string `json:"type"`
-	Text     string `json:"text"`
-	ImageURL any    `json:"image_url"` // {"url": ...} or the URL itself
-	VideoURL any    `json:"video_url"`
-	Audio    *struct {
-		Data   string `json:"data"`
-		Format string `json:"format"`
-	} `json:"input_audio"`
+	Type, Text         string
+	ImageURL, VideoURL any        // image_url, video_url: {"url": ...} or the URL itself
+	Audio              *audioPart // input_audio
 }
+
+// audioPart is an input_audio part's member: base64 data and its format.
+type audioPart struct{ Data, Format string }
 
 // contentParts reads a content array decoded as generic JSON; ok is false
 // when it is not an array of objects whose members have chatPart's types.
@@ -163,10 +161,7 @@ func contentParts(v any) (parts []chatPart, ok bool) {
 		switch a := o["input_audio"].(type) {
 		case nil:
 		case map[string]any:
-			p.Audio = &struct {
-				Data   string `json:"data"`
-				Format string `json:"format"`
-			}{}
+			p.Audio = &audioPart{}
 			if p.Audio.Data, ok = optString(a["data"]); !ok {
 				return nil, false
 			}
