@@ -4,27 +4,22 @@ package replay
 
 import (
 	"runtime"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// backgroundThread locks the calling goroutine to its OS thread and puts
-// that thread in the SCHED_IDLE class, so that on a busy machine the
-// kernel runs the dispatcher, the read loops and the server before it.
-// SCHED_IDLE, not just nice 19: a task waking up preempts a SCHED_IDLE one
-// at once, while a nice-19 one may finish its protected slice first, which
-// measured as dispatch lag of up to a millisecond beside image encoding.
-// Nice 19 is the fallback where the class is refused. The goroutine must
-// not unlock it: when it returns, the runtime ends the locked thread, and
-// its class goes with it. Linux sets these per thread, by thread id. Best
-// effort: lowering one's own priority needs no privilege, and a failure
-// only leaves the thread as it was.
+// backgroundThread locks the calling goroutine to its OS thread and gives
+// that thread the lowest scheduling priority (nice 19), so that on a busy
+// machine the kernel runs the dispatcher, the read loops and the server
+// before it. The goroutine must not unlock it: when it returns, the runtime
+// ends the locked thread, and its priority goes with it. Linux sets the
+// niceness of one thread by its thread id. Not SCHED_IDLE: a waking
+// dispatcher would preempt it sooner, but beside other busy processes it
+// gets a fifth of nice 19's share, and a loaded client then falls behind
+// making its media (tests with images took twice as long beside two busy
+// loops). Best effort: raising one's own niceness needs no privilege, and
+// a failure only leaves the thread as it was.
 func backgroundThread() {
 	runtime.LockOSThread()
-	tid := unix.Gettid()
-	attr := unix.SchedAttr{Size: uint32(unsafe.Sizeof(unix.SchedAttr{})), Policy: unix.SCHED_IDLE}
-	if unix.SchedSetAttr(tid, &attr, 0) != nil {
-		_ = unix.Setpriority(unix.PRIO_PROCESS, tid, 19)
-	}
+	_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), 19)
 }
