@@ -65,8 +65,8 @@ func sessionRouter(t *testing.T, header string, engines ...*mock.Server) *httpte
 				w.(http.Flusher).Flush()
 			}
 			if err != nil {
-				// a client that left (replay ends its probe early) takes
-				// the forwarded exchange down with it
+				// a client that left takes the forwarded exchange down
+				// with it: nothing is left to forward to
 				if err != io.EOF && r.Context().Err() == nil {
 					t.Errorf("router: the body of %s: %v", r.Header.Get("X-Request-Id"), err)
 				}

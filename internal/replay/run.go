@@ -27,9 +27,9 @@ import (
 const lookahead = int64(5 * time.Millisecond)
 
 // A first turn carrying media gets longer: its body of megabytes is
-// encoded and copied into buffers first, which took up to 22 ms a request
-// of two 1024x1024 JPEGs (1.3 MB) on a 2-core virtual machine, mostly
-// faulting in fresh pages; leadPerMediaByte allows 25 ms a MB, up to
+// encoded and copied into buffers first, which took up to about 20 ms for
+// two 1024x1024 JPEGs (1.3 MB) on a 2-core virtual machine (the sends left
+// that late with the 5 ms lead); leadPerMediaByte allows 25 ms a MB, up to
 // maxLead.
 const (
 	leadPerMediaByte = 25 // ns
