@@ -39,21 +39,21 @@ const stampFlags = unix.SOF_TIMESTAMPING_RX_SOFTWARE | unix.SOF_TIMESTAMPING_SOF
 // handed out one event at a time: Read returns the bytes up to the first
 // event end and keeps the rest (pend) for the next Reads, which need no
 // syscall; each piece is stamped with the earlier of the read's kernel
-// stamp and the observer's first sight of the piece's last byte. Reads go
-// through syscall.RawConn, so the netpoller waits for data and deadlines
-// apply as on the plain conn.
+// stamp and the observer's first sight of the piece's last byte. The
+// socket is out of Go's netpoller: its reads wait for the process's
+// poller (poll_linux.go), which batches the wake-ups of many streams;
+// deadlines and Close work as on a net.Conn.
 //
 // One reader at a time (fasthttp's, or TLS's under it): the scratch
 // fields belong to the Read in progress. Nothing is allocated per read
 // once pend has grown to the largest remainder.
 type Conn struct {
-	*net.TCPConn
-	raw   syscall.RawConn
-	st    *Source
-	split bool
-	last  atomic.Int64 // Mono ns of the last read's stamp
-	obs   obsReg       // split: the registration with st.obs, obs.s nil none
-	shut  atomic.Bool  // Close was called
+	*pollConn // the socket, out of Go's netpoller (poll_linux.go)
+	st        *Source
+	split     bool
+	last      atomic.Int64 // Mono ns of the last read's stamp
+	obs       obsReg       // split: the registration with st.obs, obs.s nil none
+	closed    atomic.Bool  // Close was called
 
 	// split: bytes received but not yet returned, their kernel stamp
 	// (Mono) and the connection offset of the next byte Read returns.
@@ -69,7 +69,7 @@ type Conn struct {
 	hdr    unix.Msghdr
 	iov    unix.Iovec
 	oob    [128]byte
-	readFn func(fd uintptr) bool
+	readFn func(fd uintptr) (done, full bool)
 }
 
 // newConn enables receive stamps on nc and wraps it; an error means the
@@ -92,12 +92,16 @@ func newConn(nc net.Conn, split bool, st *Source) (*Conn, error) {
 	if serr != nil {
 		return nil, fmt.Errorf("setsockopt SO_TIMESTAMPING: %w", serr)
 	}
-	c := &Conn{TCPConn: tc, raw: raw, st: st, split: split}
+	pc, err := newPollConn(tc)
+	if err != nil {
+		return nil, err
+	}
+	c := &Conn{pollConn: pc, st: st, split: split}
 	c.readFn = c.read
 	c.last.Store(clock.Mono())
 	if split && st.obs != nil && st.offNs.Load() == 0 {
 		var aerr error
-		raw.Control(func(fd uintptr) { c.obs, aerr = st.obs.add(int(fd)) })
+		c.obs, aerr = st.obs.add(pc.fd)
 		if aerr != nil {
 			c.obs = obsReg{}
 			if st.offNs.Load() == 0 { // not switched off meanwhile
@@ -110,13 +114,13 @@ func newConn(nc net.Conn, split bool, st *Source) (*Conn, error) {
 
 // Close leaves the observer before the socket closes.
 func (c *Conn) Close() error {
-	if c.shut.Swap(true) {
-		return c.TCPConn.Close() // net's own error for a second Close
+	if c.closed.Swap(true) {
+		return c.pollConn.Close() // its own error for a second Close
 	}
 	if c.obs.s != nil {
 		c.obs.o.remove(c.obs)
 	}
-	return c.TCPConn.Close()
+	return c.pollConn.Close()
 }
 
 // Last is the stamp of the bytes the last Read returned, in clock.Mono
@@ -137,7 +141,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 		return n, nil
 	}
 	c.p, c.n, c.err = p, 0, nil
-	err := c.raw.Read(c.readFn)
+	err := c.rawRead(c.readFn)
 	c.p = nil
 	if err == nil {
 		err = c.err
@@ -206,19 +210,22 @@ func wrapSyscall(err error) error {
 	return err
 }
 
-// read is the RawConn callback: one recvmsg with the control buffer;
-// false asks the netpoller to wait.
-func (c *Conn) read(fd uintptr) bool {
+// read is rawRead's callback: one recvmsg with the control buffer; not
+// done asks to wait for the next edge, full says bytes may be left.
+func (c *Conn) read(fd uintptr) (done, full bool) {
 	n, err := recvmsg(fd, &c.hdr, &c.iov, c.p, c.oob[:], unix.MSG_DONTWAIT)
 	switch {
-	case err == unix.EAGAIN || err == unix.EINTR:
-		return false
+	case err == unix.EAGAIN:
+		return false, false
+	case err == unix.EINTR:
+		c.rready.Store(true) // try again at once
+		return false, false
 	case err != nil:
 		c.err = err
-		return true
+		return true, false
 	}
 	c.n = n
-	return true
+	return true, n == len(c.p)
 }
 
 // recvmsg is recvmsg(2) of fd into p with the control buffer oob, through
@@ -230,7 +237,8 @@ func recvmsg(fd uintptr, hdr *unix.Msghdr, iov *unix.Iovec, p, oob []byte, flags
 	hdr.SetIovlen(1)
 	hdr.Control = &oob[0]
 	hdr.SetControllen(len(oob))
-	n, _, e := unix.Syscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(hdr)), uintptr(flags))
+	// MSG_DONTWAIT: it never blocks, so the runtime need not be told.
+	n, _, e := unix.RawSyscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(hdr)), uintptr(flags))
 	iov.Base = nil
 	if e != 0 {
 		return 0, e

@@ -42,6 +42,17 @@
 // the child acknowledges an add by storing its generation in the slot;
 // closing the pair ends the child.
 //
+// Waiting (poll_linux.go): a stamped socket is taken out of Go's
+// netpoller and waited for in one epoll set per process, whose goroutine
+// wakes the readers of the sockets with new bytes; a read tries recvmsg
+// only after such an edge, not once in vain before it waits. Under load
+// (more than 2,000 edges a second from 32 sockets or more) the poller
+// sleeps a millisecond after each batch, so that one wake-up serves many
+// arrivals: the kernel stamped them already, so no stamp moves, but in
+// kernel mode events of one stream closer than that may be read together.
+// The poller's goroutine starts with the process's first stamped socket
+// and ends when the last one closes.
+//
 // One observer serves a process's runs in turn (pool_linux.go): Close leaves it
 // idle for observerLinger (2 s), and the next run started within that
 // takes it over, its CPU counted from there, instead of starting a process
