@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -37,9 +38,19 @@ func sessionRouter(t *testing.T, header string, engines ...*mock.Server) *httpte
 				}
 			}
 		}
+		// The request body is read whole first: an HTTP/1.x server may
+		// close it once the handler writes its response, and a transport
+		// still reading it then closes the upstream connection under the
+		// answer being forwarded.
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			t.Errorf("router: reading the body of %s: %v", r.Header.Get("X-Request-Id"), err)
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
 		// the forwarded request is the router's own, not tied to the
 		// client connection's context
-		out, err := http.NewRequestWithContext(context.WithoutCancel(r.Context()), r.Method, engines[pick].URL()+r.URL.RequestURI(), r.Body)
+		out, err := http.NewRequestWithContext(context.WithoutCancel(r.Context()), r.Method, engines[pick].URL()+r.URL.RequestURI(), bytes.NewReader(body))
 		if err != nil {
 			t.Errorf("router: %v", err)
 			return
