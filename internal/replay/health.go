@@ -2,13 +2,13 @@ package replay
 
 import (
 	"math"
-	"runtime"
 	"runtime/metrics"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/tracekit/tracekit/internal/clock"
+	"github.com/tracekit/tracekit/internal/procs"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -49,7 +49,7 @@ func (m *monitor) sample(obs bool) *trace.Health {
 		CPUSeconds:       float64(cpuTime()-m.startCPU) / 1e9,
 		WallSeconds:      time.Since(m.startWall).Seconds(),
 		MaxRSSBytes:      maxRSS(),
-		Cores:            runtime.GOMAXPROCS(0),
+		Cores:            procs.Base(), // without the Ps a run adds for goroutines that hold theirs
 	}
 	if obs {
 		h.ObserverCPUSeconds = float64(m.obsCPU()-m.startObs) / 1e9

@@ -8,18 +8,30 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// schedIdle is Linux's SCHED_IDLE policy (sched.h).
+const schedIdle = 5
+
 // backgroundThread locks the calling goroutine to its OS thread and gives
-// that thread the lowest scheduling priority (nice 19), so that on a busy
-// machine the kernel runs the dispatcher, the read loops and the server
-// before it. The goroutine must not unlock it: when it returns, the runtime
-// ends the locked thread, and its priority goes with it. Linux sets the
-// niceness of one thread by its thread id. Not SCHED_IDLE: a waking
-// dispatcher would preempt it sooner, but beside other busy processes it
-// gets a fifth of nice 19's share, and a loaded client then falls behind
-// making its media (tests with images took twice as long beside two busy
-// loops). Best effort: raising one's own niceness needs no privilege, and
-// a failure only leaves the thread as it was.
-func backgroundThread() {
+// that thread the lowest priority, so that on a busy machine the kernel
+// runs the dispatcher, the read loops and the server before it. The
+// goroutine must not unlock it: when it returns, the runtime ends the
+// locked thread, and its priority goes with it. Linux sets the priority
+// of one thread by its thread id. Best effort: lowering one's own priority
+// needs no privilege, and a failure only leaves the thread as it was.
+//
+// The thread is at nice 19, and with idle in the idle class (SCHED_IDLE)
+// too. The kernel preempts an idle-class thread at once for a waking
+// thread of the normal class, where a nice 19 one may keep the CPU to the
+// end of its time slice, milliseconds in which a dispatch waits. But beside other busy
+// processes the idle class gets a fifth of nice 19's share, and a loaded
+// client fell behind making its media (tests with images took twice as
+// long beside two busy loops): the look-ahead asks for it only when it is
+// well ahead.
+func backgroundThread(idle bool) {
 	runtime.LockOSThread()
 	_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), 19)
+	if idle {
+		attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: schedIdle, Nice: 19}
+		_ = unix.SchedSetAttr(0, &attr, 0)
+	}
 }

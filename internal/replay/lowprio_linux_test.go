@@ -8,33 +8,39 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A background thread runs at nice 19, and the threads that run
-// everything else do not.
-func TestBackgroundThreadIsNice19(t *testing.T) {
+// A background thread runs at nice 19, in the idle class when asked, and
+// the threads that run everything else do not.
+func TestBackgroundThreadPriority(t *testing.T) {
 	type class struct {
 		policy uint32
 		nice   int32
 	}
-	got := make(chan class, 1)
-	go func() {
-		backgroundThread()
+	for _, idle := range []bool{false, true} {
+		got := make(chan class, 1)
+		go func() {
+			backgroundThread(idle)
+			a, err := unix.SchedGetAttr(unix.Gettid(), 0)
+			if err != nil {
+				t.Errorf("sched_getattr: %v", err)
+				got <- class{}
+				return
+			}
+			got <- class{a.Policy, a.Nice}
+		}()
+		c := <-got
+		want := class{0, 19} // SCHED_OTHER
+		if idle {
+			want.policy = schedIdle
+		}
+		if c != want {
+			t.Errorf("background thread (idle %v): policy %d, nice %d; want policy %d, nice 19", idle, c.policy, c.nice, want.policy)
+		}
 		a, err := unix.SchedGetAttr(unix.Gettid(), 0)
 		if err != nil {
-			t.Errorf("sched_getattr: %v", err)
-			got <- class{}
-			return
+			t.Fatal(err)
 		}
-		got <- class{a.Policy, a.Nice}
-	}()
-	c := <-got
-	if c.nice != 19 {
-		t.Errorf("background thread: policy %d, nice %d; want nice 19", c.policy, c.nice)
-	}
-	a, err := unix.SchedGetAttr(unix.Gettid(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a.Nice == 19 {
-		t.Errorf("the test's own thread was lowered too: policy %d, nice %d", a.Policy, a.Nice)
+		if a.Nice == 19 || a.Policy == schedIdle {
+			t.Errorf("the test's own thread was lowered too: policy %d, nice %d", a.Policy, a.Nice)
+		}
 	}
 }

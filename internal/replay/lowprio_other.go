@@ -4,4 +4,4 @@ package replay
 
 // backgroundThread does nothing where a thread's priority cannot be set
 // apart from its process's.
-func backgroundThread() {}
+func backgroundThread(idle bool) {}

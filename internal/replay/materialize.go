@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -13,14 +12,19 @@ import (
 	"github.com/tracekit/tracekit/internal/blocktext"
 	"github.com/tracekit/tracekit/internal/clock"
 	"github.com/tracekit/tracekit/internal/media"
+	"github.com/tracekit/tracekit/internal/procs"
 	"github.com/tracekit/tracekit/trace"
 )
 
 // The prefetch stage holds at most prefetchConvs conversations and, beyond
 // the first, at most prefetchBytes of made text ahead of the dispatcher.
+// Once the run has started and it holds idleAhead conversations, it makes
+// media in the idle scheduling class; with fewer, or before the clock, at
+// nice 19, so that a busy machine does not leave the look-ahead dry.
 const (
 	prefetchConvs = 1 << 14
 	prefetchBytes = 64 << 20
+	idleAhead     = 4
 )
 
 // materializer makes what a trace holds only virtually, before requests
@@ -38,6 +42,11 @@ type materializer struct {
 	items  atomic.Int64      // media items made: the tests' count
 	urls   *mediaServer      // when set, items are sent as its URLs
 	store  *trace.MediaStore // real items' bytes; nil when the trace has none
+	// workers is how many threads make media at once: one fewer than the
+	// process's Ps when it was made, at least one. A run with media adds
+	// as many Ps (heldPs), so the makers never hold the Ps the dispatcher
+	// and the read loops run on.
+	workers int
 }
 
 // newMaterializer returns the trace's materializer, nil when it has no
@@ -49,7 +58,7 @@ func newMaterializer(meta trace.TraceMeta, hasMedia bool) (*materializer, error)
 		if !hasMedia {
 			return nil, nil
 		}
-		return &materializer{media: true}, nil
+		return &materializer{media: true, workers: mediaWorkers()}, nil
 	}
 	if g.Name != trace.PromptGeneratorBlocks {
 		return nil, fmt.Errorf("the trace's virtual prompts are made by generator %q, which this tracekit does not know (it knows %q)", g.Name, trace.PromptGeneratorBlocks)
@@ -58,15 +67,36 @@ func newMaterializer(meta trace.TraceMeta, hasMedia bool) (*materializer, error)
 	if err != nil {
 		return nil, fmt.Errorf("preparing the trace's virtual prompts: %w", err)
 	}
-	return &materializer{blocks: b, media: hasMedia}, nil
+	return &materializer{blocks: b, media: hasMedia, workers: mediaWorkers()}, nil
+}
+
+// mediaWorkers is one fewer than the process's Ps (those it has for its
+// ordinary goroutines: internal/procs), at least one.
+func mediaWorkers() int { return max(1, procs.Base()-1) }
+
+// heldPs is how many Ps m's media workers hold while they run: none
+// without media. An image of a megapixel takes tens of milliseconds of CPU
+// to encode, and its worker holds its P that long: with GOMAXPROCS at 1
+// (a client pinned to one CPU) the dispatcher then waited for the
+// encoder's preemption, and requests left 33 ms late at p99 (0.6 ms for
+// text). A run adds as many Ps (internal/procs): the workers then compete
+// for the CPUs only in the kernel, where their low priority puts the
+// dispatcher first.
+func (m *materializer) heldPs() int {
+	if m == nil || !m.media {
+		return 0
+	}
+	return m.workers
 }
 
 // fill returns conv with the text of its virtual messages and the bytes
 // of its media made or loaded, and the bytes made. The turns, messages and
 // media that change are copies: a MemorySource's caller keeps its own. An
 // item that cannot be made or loaded (a real item whose stored bytes do not
-// match its hash) is an error naming it.
-func (m *materializer) fill(conv []trace.Turn) ([]trace.Turn, int, error) {
+// match its hash) is an error naming it. idle makes the media at the idle
+// scheduling class (see backgroundThread): the look-ahead is far enough
+// ahead that any other thread may go first.
+func (m *materializer) fill(conv []trace.Turn, idle bool) ([]trace.Turn, int, error) {
 	copied, n := false, 0
 	var todo []mediaTodo
 	for i := range conv {
@@ -107,7 +137,7 @@ func (m *materializer) fill(conv []trace.Turn) ([]trace.Turn, int, error) {
 	if len(todo) == 0 {
 		return conv, n, nil
 	}
-	made, err := makeMedia(todo, m.urls, m.store)
+	made, err := makeMedia(todo, m.urls, m.store, m.workers, idle)
 	if err != nil && len(conv) > 0 {
 		err = fmt.Errorf("conversation %q: %w", conv[0].ConversationID, err)
 	}
@@ -140,15 +170,14 @@ func needsData(items []trace.Media) bool {
 // from store (verified against their hash), with their base64 when the
 // request carries them so, and returns the bytes made; with urls, each is
 // also kept there and sent as its URL. An image of a megapixel takes tens
-// of milliseconds to encode, so it runs on up to GOMAXPROCS-1 goroutines
-// (one P is left to the dispatcher and the read loops, which would
-// otherwise wait for the encoders' preemption), each on a thread of the
-// lowest priority (so the kernel, too, runs the dispatcher first on a busy
-// machine), all ended before it returns. The base64 is made here because
-// encoding megabytes while building the body would hold the P the next
-// dispatch needs; building it is then a copy.
-func makeMedia(items []mediaTodo, urls *mediaServer, store *trace.MediaStore) (int, error) {
-	workers := min(len(items), max(1, runtime.GOMAXPROCS(0)-1))
+// of milliseconds to encode, so it runs on up to workers goroutines, each
+// on a thread of the lowest priority (so the kernel runs the dispatcher
+// first on a busy machine; idle: the idle class, see backgroundThread),
+// all ended before it returns. The base64 is made here because encoding
+// megabytes while building the body would hold the P the next dispatch
+// needs; building it is then a copy.
+func makeMedia(items []mediaTodo, urls *mediaServer, store *trace.MediaStore, workers int, idle bool) (int, error) {
+	workers = min(len(items), max(1, workers))
 	var (
 		next  atomic.Int64
 		total atomic.Int64
@@ -158,7 +187,7 @@ func makeMedia(items []mediaTodo, urls *mediaServer, store *trace.MediaStore) (i
 	)
 	for range workers {
 		wg.Go(func() {
-			backgroundThread() // lowprio_linux.go: the dispatcher and the reads come first
+			backgroundThread(idle) // lowprio_linux.go: the dispatcher and the reads come first
 			sp := scratchPool.Get().(*[]byte)
 			defer scratchPool.Put(sp)
 			scratch := *sp
@@ -300,7 +329,10 @@ func (p *prefetch) run() {
 		}
 		n := 0
 		if err == nil && len(conv) > 0 && p.mine(conv) {
-			conv, n, err = p.mat.fill(conv)
+			p.mu.Lock()
+			idle := p.primed && len(p.q) >= idleAhead
+			p.mu.Unlock()
+			conv, n, err = p.mat.fill(conv, idle)
 		}
 		p.mu.Lock()
 		// The first conversation always fits, so one larger than the

@@ -9,10 +9,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/tracekit/tracekit/internal/clock"
 	"github.com/tracekit/tracekit/internal/media"
 	"github.com/tracekit/tracekit/internal/mock/mocktest"
 	"github.com/tracekit/tracekit/internal/synth"
@@ -174,7 +176,7 @@ func TestPrefetchBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, one, _ := mat.fill(turns[:1])
+	_, one, _ := mat.fill(turns[:1], false)
 	state := func(p *prefetch) (queued int, ended bool) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -348,7 +350,7 @@ func TestMediaBase64MadeAhead(t *testing.T) {
 		{ConversationID: "a", Endpoint: trace.EndpointChat, Messages: []trace.Message{{Role: "user", Content: "x", Media: []trace.Media{img}}}},
 		{ConversationID: "a", Turn: 1, Endpoint: trace.EndpointTranscriptions, Messages: []trace.Message{{Role: "user", Media: []trace.Media{clip}}}},
 	}
-	got, n, err := m.fill(conv)
+	got, n, err := m.fill(conv, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,7 +393,7 @@ func TestMediaMakingLeavesLittleGarbage(t *testing.T) {
 		return cs
 	}
 	for _, c := range convs(2) { // the buffers' first use
-		if _, _, err := m.fill(c); err != nil {
+		if _, _, err := m.fill(c, false); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -402,7 +404,7 @@ func TestMediaMakingLeavesLittleGarbage(t *testing.T) {
 	var made [][]trace.Turn
 	kept := 0
 	for _, c := range todo {
-		got, n, err := m.fill(c)
+		got, n, err := m.fill(c, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -443,5 +445,116 @@ func TestLaunchLeadGrowsWithMedia(t *testing.T) {
 	}
 	if got := launchLead(withMedia(64 << 20)); got != maxLead {
 		t.Errorf("64 MiB of media: lead %v, want the cap %v", time.Duration(got), time.Duration(maxLead))
+	}
+}
+
+// The run's clock starts far enough ahead that a conversation at offset 0
+// is launched its whole lead before its start, as later ones are: its body
+// of megabytes is built before its instant rather than after it.
+func TestClockStartsALeadAhead(t *testing.T) {
+	srv := mocktest.Start(t, nil)
+	img := trace.Media{Kind: trace.MediaImage, Format: "png", Width: 256, Height: 256, Seed: 7}
+	data, err := media.Make(nil, &img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withImage := conv("img", 1, 0, 0, 2)
+	withImage[0].Messages[len(withImage[0].Messages)-1].Media = []trace.Media{img}
+	for _, tc := range []struct {
+		name  string
+		turns []trace.Turn
+		lead  int64
+	}{
+		{"text", conv("txt", 1, 0, 0, 2), lookahead},
+		{"image", withImage, lookahead + leadPerMediaByte*int64(len(data))},
+		{"text, then a conversation a second later", append(conv("txt", 1, 0, 0, 2), conv("later", 1, time.Second, 0, 2)...), lookahead}, // the later one's lead is in the schedule
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := New(Config{Targets: []string{srv.URL()}, IgnoreEOS: true, Timing: TimingTrace}, NewMemorySource(trace.TraceMeta{Tokenizer: "o200k_base"}, tc.turns))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := r.Prepare(ctx); err != nil { // the probe and the ready check: before the time taken
+				t.Fatal(err)
+			}
+			sink := &memSink{}
+			before := clock.Mono()
+			res, err := r.Run(ctx, sink)
+			if err != nil || res.Errors != 0 {
+				t.Fatalf("%+v, %v", res, err)
+			}
+			if ahead := sink.RunMeta().StartMonoNs - before; ahead < tc.lead {
+				t.Errorf("the clock started %v after Run was called, want at least the lead %v", time.Duration(ahead), time.Duration(tc.lead))
+			}
+			for _, rec := range sink.Records() {
+				if rec.SlotNs < rec.IntendedNs || rec.IntendedNs < 0 {
+					t.Errorf("%s: slot %d before its instant %d", rec.RequestID, rec.SlotNs, rec.IntendedNs)
+				}
+			}
+		})
+	}
+}
+
+// procsSink notes GOMAXPROCS as each record comes in, during the run.
+type procsSink struct {
+	memSink
+	mu    sync.Mutex
+	procs []int
+}
+
+func (s *procsSink) Submit(rec *trace.Record) {
+	s.mu.Lock()
+	s.procs = append(s.procs, runtime.GOMAXPROCS(0))
+	s.mu.Unlock()
+	s.memSink.Submit(rec)
+}
+
+// A run adds a P for each goroutine that holds its own while it waits or
+// grinds (the kernel stamps' poller, the media workers), so that they do
+// not take the dispatcher's, and gives them back when it ends.
+func TestRunReservesPsForTheirHolders(t *testing.T) {
+	srv := mocktest.Start(t, nil)
+	img := conv("img", 1, 0, 0, 2)
+	img[0].Messages[len(img[0].Messages)-1].Media = []trace.Media{{Kind: trace.MediaImage, Format: "png", Width: 64, Height: 64, Seed: 3}}
+	base := runtime.GOMAXPROCS(0)
+	for _, tc := range []struct {
+		name, stamp string
+		turns       []trace.Turn
+		want        int
+	}{
+		{"text, goroutine stamps", trace.StampGoroutine, conv("txt", 2, 0, 0, 2), base},
+		{"text, kernel stamps", trace.StampKernel, conv("txt", 2, 0, 0, 2), base + 1},
+		{"images, kernel stamps", trace.StampKernel, img, base + 1 + max(1, base-1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := New(Config{Targets: []string{srv.URL()}, IgnoreEOS: true, Timing: TimingTrace, StampMode: tc.stamp}, NewMemorySource(trace.TraceMeta{Tokenizer: "o200k_base"}, tc.turns))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			if tc.stamp != trace.StampGoroutine && r.conns.stamp.Mode() == trace.StampGoroutine {
+				t.Skip("no kernel stamps here")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			sink := &procsSink{}
+			if res, err := r.Run(ctx, sink); err != nil || res.Errors != 0 {
+				t.Fatalf("%+v, %v", res, err)
+			}
+			if len(sink.procs) == 0 {
+				t.Fatal("no records")
+			}
+			for _, n := range sink.procs {
+				if n != tc.want {
+					t.Errorf("GOMAXPROCS %d during the run, want %d (%d before it)", n, tc.want, base)
+				}
+			}
+			if n := runtime.GOMAXPROCS(0); n != base {
+				t.Errorf("GOMAXPROCS %d after the run, want %d back", n, base)
+			}
+		})
 	}
 }

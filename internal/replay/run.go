@@ -17,6 +17,7 @@ import (
 	"github.com/tracekit/tracekit/internal/fnv1a"
 
 	"github.com/tracekit/tracekit/internal/clock"
+	"github.com/tracekit/tracekit/internal/procs"
 	"github.com/tracekit/tracekit/internal/record"
 	"github.com/tracekit/tracekit/internal/tokenizer"
 	"github.com/tracekit/tracekit/trace"
@@ -273,7 +274,7 @@ func (r *Runner) Stats() Stats {
 	s := Stats{Total: r.total}
 	if rn := r.cur.Load(); rn != nil {
 		s.Sent, s.Done, s.Errors, s.InFlight = rn.sent.Load(), rn.done.Load(), rn.errs.Load(), rn.inflight.Load()
-		s.Elapsed = time.Duration(clock.Mono() - rn.start)
+		s.Elapsed = time.Duration(max(0, clock.Mono()-rn.start)) // the clock may start a little ahead
 	}
 	return s
 }
@@ -327,11 +328,14 @@ func (rr *Runner) Run(ctx context.Context, sink record.Sink) (*Result, error) {
 	}
 
 	defer r.setGC()()
+	// Ps for the goroutines that hold theirs: the stamped sockets' poller
+	// and the media workers, reserved before the look-ahead starts.
+	defer procs.Reserve(r.conns.stamp.HeldPs() + r.mat.heldPs())()
 	in, stopIn := r.input()
 	defer stopIn()
 
 	src := r.prime(in) // before the clock: the first dispatches pay no file I/O
-	if err := r.startClock(ctx, &meta); err != nil {
+	if err := r.startClock(ctx, &meta, src.headroom(r.scale)); err != nil {
 		return nil, err // nothing was sent: a nil Result
 	}
 	r.mon = startMonitor(r.conns.stamp.ObserverCPU) // before cur: HealthSoFar reads it
@@ -351,7 +355,7 @@ func (rr *Runner) Run(ctx context.Context, sink record.Sink) (*Result, error) {
 	defer stop()
 	r.stop = func() { r.stopped.Store(true); stop() }
 	if r.cfg.Duration > 0 {
-		t := time.AfterFunc(r.cfg.Duration, r.stop)
+		t := time.AfterFunc(time.Duration(r.start-clock.Mono())+r.cfg.Duration, r.stop) // the clock may start a little ahead
 		defer t.Stop()
 	}
 

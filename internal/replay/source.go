@@ -178,6 +178,20 @@ func (p *primed) Next() ([]trace.Turn, error) {
 	return p.Source.Next()
 }
 
+// headroom is how far after now the run's clock must start so that no
+// conversation in p.head is launched later than launchLead before its
+// start: a first turn carrying megabytes of media is encoded after its
+// goroutine starts, and at offset 0 that took 8-11 ms, which was recorded
+// as the first request's dispatch lag. The later conversations, past the
+// head, have their lead from the schedule itself.
+func (p *primed) headroom(scale func(int64) int64) int64 {
+	var h int64
+	for _, conv := range p.head {
+		h = max(h, launchLead(conv)-scale(conv[0].StartOffsetNs))
+	}
+	return h
+}
+
 // prime reads this shard's first conversations, up to primeRows turns,
 // and fills their first turns' redacted contents, all before the run's
 // clock starts (Run calls it before the start barrier): the conversations

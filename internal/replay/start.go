@@ -71,9 +71,13 @@ func CheckRunID(id string) error {
 
 // startClock settles the run's identity and starts its clock: it derives
 // the run id, reads the host clock's sync state, waits for StartAt if set
-// and sets r.start and meta's start, run id, shard and clock fields. An
-// error means the clock did not start and nothing was sent.
-func (r *runState) startClock(ctx context.Context, meta *trace.RunMeta) error {
+// and sets r.start and meta's start, run id, shard and clock fields. The
+// clock starts headroom ns from now (or that long after the wait for
+// StartAt ends, at StartAt itself), so the first conversations' goroutines
+// are launched their lead ahead of their starts as the later ones are;
+// nothing is sent before the start. An error means the clock did not start
+// and nothing was sent.
+func (r *runState) startClock(ctx context.Context, meta *trace.RunMeta, headroom int64) error {
 	id := r.cfg.RunID
 	var sum []byte
 	if r.cfg.Trace != "" {
@@ -100,7 +104,7 @@ func (r *runState) startClock(ctx context.Context, meta *trace.RunMeta) error {
 		}
 	}
 	if r.cfg.StartAt.IsZero() {
-		r.start = clock.Mono()
+		r.start = clock.Mono() + headroom
 	} else {
 		at := r.cfg.StartAt.UnixNano() - off
 		if late := clock.Mono() - at; late >= 0 {
@@ -108,10 +112,11 @@ func (r *runState) startClock(ctx context.Context, meta *trace.RunMeta) error {
 		}
 		r.logf("waiting %v for the start instant %s", time.Duration(at-clock.Mono()).Round(time.Millisecond),
 			r.cfg.StartAt.UTC().Format(time.RFC3339Nano))
-		lag, err := r.disp.WaitUntil(ctx, at)
+		lag, err := r.disp.WaitUntil(ctx, at-headroom)
 		if err != nil {
 			return fmt.Errorf("waiting for the start instant: %w", err)
 		}
+		lag = clock.Mono() - at // of the wake-up a headroom early: how late the start instant was passed, if it was
 		// The schedule is anchored on the instant itself, not on the
 		// wake-up: a late wake shows as the first requests' lateness.
 		r.start = at

@@ -102,6 +102,17 @@ func New(requested string, targets, tlsTargets int) *Source {
 // Mode is the mode connections are read in.
 func (s *Source) Mode() string { return s.mode }
 
+// HeldPs is how many Ps the mode's goroutines hold while they wait: one
+// in the kernel modes, whose poller blocks in epoll_wait on its P so that
+// it reads the moment bytes come (poll_linux.go); none with goroutine
+// stamps. A run adds as many to the process (internal/procs).
+func (s *Source) HeldPs() int {
+	if s.mode == trace.StampGoroutine {
+		return 0
+	}
+	return 1
+}
+
 // Wrap returns nc read with kernel receive stamps, or nil in goroutine
 // mode or when the socket refuses them (then nc is read as it is, and
 // Meta's note counts it). encrypted says TLS will run above it: its
