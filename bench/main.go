@@ -141,13 +141,13 @@ func stages() []stage {
 		{"calibrate", 4 * time.Minute, calibrateBench},
 		{"calibrate endpoints", 3 * time.Minute, calibrateEndpointsBench}, // endpoints.go
 		{"stamps", 10 * time.Minute, stampsBench},
-		{"saturation", 5 * time.Minute, saturationBench},        // saturation.go
-		{"cpu per event", 8 * time.Minute, cpuPerEventBench},    // saturation.go: two 50 s steps of 10,800 streams
-		{"many streams", 8 * time.Minute, manyStreamsBench},     // saturation.go
-		{"live view", 5 * time.Minute, liveViewBench},           // liveview.go
-		{"media make", 3 * time.Minute, mediaMakeBench},         // media.go
-		{"media stamps", 10 * time.Minute, mediaStampsBench},    // media.go
-		{"media dispatch", 9 * time.Minute, mediaDispatchBench}, // media.go
+		{"saturation", 5 * time.Minute, saturationBench},         // saturation.go
+		{"cpu per event", 8 * time.Minute, cpuPerEventBench},     // saturation.go: two 50 s steps of 10,800 streams
+		{"many streams", 8 * time.Minute, manyStreamsBench},      // saturation.go
+		{"live view", 5 * time.Minute, liveViewBench},            // liveview.go
+		{"media make", 3 * time.Minute, mediaMakeBench},          // media.go
+		{"media stamps", 10 * time.Minute, mediaStampsBench},     // media.go
+		{"media dispatch", 14 * time.Minute, mediaDispatchBench}, // media.go
 		{"deadlock", 6 * time.Minute, deadlockBench},
 		{"shard skew", 3 * time.Minute, shardSkew},
 		{"sweep", 5 * time.Minute, sweepBench},
