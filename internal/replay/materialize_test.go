@@ -448,9 +448,10 @@ func TestLaunchLeadGrowsWithMedia(t *testing.T) {
 	}
 }
 
-// The run's clock starts far enough ahead that a conversation at offset 0
-// is launched its whole lead before its start, as later ones are: its body
-// of megabytes is built before its instant rather than after it.
+// The run's clock starts far enough ahead that a conversation with media
+// at offset 0 is launched its whole lead before its start, as later ones
+// are: its body of megabytes is built before its instant rather than
+// after it.
 func TestClockStartsALeadAhead(t *testing.T) {
 	srv := mocktest.Start(t, nil)
 	img := trace.Media{Kind: trace.MediaImage, Format: "png", Width: 256, Height: 256, Seed: 7}
@@ -465,9 +466,8 @@ func TestClockStartsALeadAhead(t *testing.T) {
 		turns []trace.Turn
 		lead  int64
 	}{
-		{"text", conv("txt", 1, 0, 0, 2), lookahead},
 		{"image", withImage, lookahead + leadPerMediaByte*int64(len(data))},
-		{"text, then a conversation a second later", append(conv("txt", 1, 0, 0, 2), conv("later", 1, time.Second, 0, 2)...), lookahead}, // the later one's lead is in the schedule
+		{"text, then an image", append(conv("txt", 1, 0, 0, 2), withImage...), lookahead + leadPerMediaByte*int64(len(data))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := New(Config{Targets: []string{srv.URL()}, IgnoreEOS: true, Timing: TimingTrace}, NewMemorySource(trace.TraceMeta{Tokenizer: "o200k_base"}, tc.turns))
@@ -512,9 +512,10 @@ func (s *procsSink) Submit(rec *trace.Record) {
 	s.memSink.Submit(rec)
 }
 
-// A run adds a P for each goroutine that holds its own while it waits or
-// grinds (the kernel stamps' poller, the media workers), so that they do
-// not take the dispatcher's, and gives them back when it ends.
+// A run with media adds a P for each goroutine that holds its own while
+// it waits or grinds (the media workers, and the kernel stamps' poller),
+// so that they do not take the dispatcher's, and gives them back when it
+// ends; without media it adds none.
 func TestRunReservesPsForTheirHolders(t *testing.T) {
 	srv := mocktest.Start(t, nil)
 	img := conv("img", 1, 0, 0, 2)
@@ -526,7 +527,7 @@ func TestRunReservesPsForTheirHolders(t *testing.T) {
 		want        int
 	}{
 		{"text, goroutine stamps", trace.StampGoroutine, conv("txt", 2, 0, 0, 2), base},
-		{"text, kernel stamps", trace.StampKernel, conv("txt", 2, 0, 0, 2), base + 1},
+		{"text, kernel stamps", trace.StampKernel, conv("txt", 2, 0, 0, 2), base}, // the poller's P is the monitor's to take back
 		{"images, kernel stamps", trace.StampKernel, img, base + 1 + max(1, base-1)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

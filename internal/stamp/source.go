@@ -105,7 +105,8 @@ func (s *Source) Mode() string { return s.mode }
 // HeldPs is how many Ps the mode's goroutines hold while they wait: one
 // in the kernel modes, whose poller blocks in epoll_wait on its P so that
 // it reads the moment bytes come (poll_linux.go); none with goroutine
-// stamps. A run adds as many to the process (internal/procs).
+// stamps. A run that has other goroutines holding Ps adds as many to the
+// process (internal/procs).
 func (s *Source) HeldPs() int {
 	if s.mode == trace.StampGoroutine {
 		return 0
