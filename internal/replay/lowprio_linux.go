@@ -22,11 +22,11 @@ const schedIdle = 5
 // The thread is at nice 19, and with idle in the idle class (SCHED_IDLE)
 // too. The kernel preempts an idle-class thread at once for a waking
 // thread of the normal class, where a nice 19 one may keep the CPU to the
-// end of its time slice, milliseconds in which a dispatch waits. But beside other busy
-// processes the idle class gets a fifth of nice 19's share, and a loaded
-// client fell behind making its media (tests with images took twice as
-// long beside two busy loops): the look-ahead asks for it only when it is
-// well ahead.
+// end of its time slice: milliseconds in which a dispatch waits. But
+// beside other busy processes the idle class gets a fifth of nice 19's
+// share, and a loaded client fell behind making its media (tests with
+// images took twice as long beside two busy loops): the look-ahead asks
+// for it only when it is well ahead.
 func backgroundThread(idle bool) {
 	runtime.LockOSThread()
 	_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), 19)
