@@ -514,8 +514,9 @@ func (s *procsSink) Submit(rec *trace.Record) {
 
 // A run with media adds a P for each goroutine that holds its own while
 // it waits or grinds (the media workers, and the kernel stamps' poller),
-// so that they do not take the dispatcher's, and gives them back when it
-// ends; without media it adds none.
+// so that they do not take the dispatcher's, and one kept idle for the
+// network poller, and gives them back when it ends; without media it adds
+// none.
 func TestRunReservesPsForTheirHolders(t *testing.T) {
 	srv := mocktest.Start(t, nil)
 	img := conv("img", 1, 0, 0, 2)
@@ -528,7 +529,8 @@ func TestRunReservesPsForTheirHolders(t *testing.T) {
 	}{
 		{"text, goroutine stamps", trace.StampGoroutine, conv("txt", 2, 0, 0, 2), base},
 		{"text, kernel stamps", trace.StampKernel, conv("txt", 2, 0, 0, 2), base}, // the poller's P is the monitor's to take back
-		{"images, kernel stamps", trace.StampKernel, img, base + 1 + max(1, base-1)},
+		{"images, goroutine stamps", trace.StampGoroutine, img, base + max(1, base-1) + spareP},
+		{"images, kernel stamps", trace.StampKernel, img, base + max(1, base-1) + 1 + spareP},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := New(Config{Targets: []string{srv.URL()}, IgnoreEOS: true, Timing: TimingTrace, StampMode: tc.stamp}, NewMemorySource(trace.TraceMeta{Tokenizer: "o200k_base"}, tc.turns))

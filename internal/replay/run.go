@@ -384,13 +384,23 @@ func (rr *Runner) Run(ctx context.Context, sink record.Sink) (*Result, error) {
 // else holds a P for long, and on a busy process the monitor takes the
 // poller's back within 20 us: no P is added (the saturated calibrate step
 // on one client CPU measured the same either way, p99 27-64 us with it).
+//
+// A run with media also adds spareP: the clock wakes through the
+// runtime's network poller, which a thread waits in only while a P is
+// idle. With every P busy (the workers, the poller, the collector's
+// sweeper yielding in a loop) the clock's timer was seen by the monitor's
+// own poll, up to 10 ms late (an execution trace of a replay on one CPU).
 func (r *runState) heldPs() int {
 	n := r.mat.heldPs()
 	if n > 0 {
-		n += r.conns.stamp.HeldPs()
+		n += r.conns.stamp.HeldPs() + spareP
 	}
 	return n
 }
+
+// spareP is the idle P a run with media keeps for the network poller's
+// thread (heldPs).
+const spareP = 1
 
 // DefaultGCPercent is the GOGC a run uses unless told otherwise. With
 // 10,000 streams on 2 cores a collection cycle marks ~25 MB of goroutine
