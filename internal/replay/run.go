@@ -398,8 +398,8 @@ func (r *runState) heldPs() int {
 	return n
 }
 
-// spareP is the idle P a run with media keeps for the network poller's
-// thread (heldPs).
+// spareP is the P a run with media adds beyond its holders' (heldPs), so
+// that one is idle, and a thread waits in the network poller, more often.
 const spareP = 1
 
 // DefaultGCPercent is the GOGC a run uses unless told otherwise. With
