@@ -17,7 +17,8 @@ import (
 )
 
 // The prefetch stage holds at most prefetchConvs conversations and, beyond
-// the first, at most prefetchBytes of made text ahead of the dispatcher.
+// the first, at most prefetchBytes of made text and media ahead of the
+// dispatcher (Runner.ahead).
 // Once the run has started and it holds idleAhead conversations, it makes
 // media in the idle scheduling class; with fewer, or before the clock, at
 // nice 19, so that a busy machine does not leave the look-ahead dry.
@@ -303,7 +304,7 @@ func (r *Runner) input() (in Source, stop func()) {
 	if r.mat == nil {
 		return r.src, func() {}
 	}
-	p := newPrefetch(r.src, r.mat, r.mine, prefetchConvs, prefetchBytes)
+	p := newPrefetch(r.src, r.mat, r.mine, prefetchConvs, r.ahead.prefetch)
 	return p, p.stop
 }
 

@@ -274,10 +274,61 @@ func TestPrefetchDoneBeforeClock(t *testing.T) {
 	}
 }
 
-// The media of a trace are made by the look-ahead before the run's clock
-// starts, all of them, never while requests are dispatched; each record
-// counts the items its body carried (history included) and their bytes,
-// and when the write of the body began.
+// What the conversations read ahead of their dispatch hold is bounded by
+// bytes of contents: before the clock starts, prime's conversations and the
+// look-ahead's queue hold their budgets (one conversation over each at
+// most), not a batch of rows whose media were all made.
+func TestReadAheadHoldsItsBudget(t *testing.T) {
+	srv := mocktest.Start(t, nil)
+	const convs = 40
+	var turns []trace.Turn
+	for i := range convs {
+		c := conv(fmt.Sprintf("w%02d", i), 1, time.Duration(i)*time.Millisecond, 0, 2)
+		c[0].Messages[1].Media = []trace.Media{{Kind: trace.MediaAudio, Format: "wav", DurationMs: 3000, Seed: int64(i)}}
+		turns = append(turns, c...)
+	}
+	b, err := media.Make(nil, &turns[0].Messages[1].Media[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := len(b) + base64.StdEncoding.EncodedLen(len(b)) // a conversation's media and their base64
+	r, err := New(Config{Targets: []string{srv.URL()}, IgnoreEOS: true, Timing: TimingTrace}, NewMemorySource(trace.TraceMeta{Tokenizer: "o200k_base"}, turns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	r.ahead = aheadBudget{prime: 2 * one, prefetch: 3 * one}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	before := int64(-1) // items made when the clock started (the first SetRunMeta)
+	sink := &startSink{memSink: &memSink{}, started: func() { before = r.mat.items.Load() }}
+	res, err := r.Run(ctx, sink)
+	if err != nil || res.Sent != convs || res.Errors != 0 {
+		t.Fatalf("%d sent, %d errors, %v", res.Sent, res.Errors, err)
+	}
+	// prime holds 2 (its second reaches its budget), the queue 3 and the
+	// look-ahead 1 more, made and waiting for room.
+	if before < 2 || before > 6 {
+		t.Errorf("%d of %d conversations' media made before the clock started, want 2 to 6 (budgets of 2 and 3 conversations)", before, convs)
+	}
+	if made := r.mat.items.Load(); made != convs {
+		t.Errorf("%d items made in all, want %d", made, convs)
+	}
+}
+
+// startSink calls started when the run's clock has started (its first
+// SetRunMeta).
+type startSink struct {
+	*memSink
+	once    sync.Once
+	started func()
+}
+
+func (s *startSink) SetRunMeta(m trace.RunMeta) {
+	s.once.Do(s.started)
+	s.memSink.SetRunMeta(m)
+}
+
 func TestMediaMadeBeforeClock(t *testing.T) {
 	srv := mocktest.Start(t, nil)
 	var turns []trace.Turn

@@ -84,6 +84,7 @@ type Runner struct {
 	precise *clock.Precise // owned, closed by Close; nil if cfg.Dispatcher given
 	bo      bodyOptions
 	mat     *materializer // makes virtual prompts' text (materialize.go); nil when the trace has none
+	ahead   aheadBudget   // what the conversations read before they are due may hold
 
 	slots     chan struct{} // request slots; nil: unlimited
 	convSlots chan struct{} // conversation slots; nil: unlimited
@@ -160,7 +161,7 @@ func New(cfg Config, src Source) (*Runner, error) {
 	if err := checkFileLimit(cfg.MaxConcurrency); err != nil {
 		return nil, err
 	}
-	r := &Runner{cfg: cfg, src: src}
+	r := &Runner{cfg: cfg, src: src, ahead: aheadBudget{prime: primeBytes, prefetch: prefetchBytes}}
 	if src == nil {
 		f, err := OpenFile(cfg.Trace)
 		if err != nil {

@@ -153,6 +153,18 @@ func (s *MemorySource) Len() int64 { return int64(len(s.turns)) }
 // before its clock starts: a file source's read batch.
 const primeRows = sourceBatch
 
+// primeBytes bounds what the primed conversations beyond the first hold
+// (contentBytes): read through the look-ahead, each conversation's media
+// are made as it is read, and primeRows conversations of two megapixel
+// images each were 750 MB before the clock started.
+const primeBytes = 32 << 20
+
+// aheadBudget is how many bytes of contents the conversations read ahead
+// of their dispatch may hold: prime's before the clock starts (primeBytes)
+// and the look-ahead's queue (prefetchBytes). A run holds at most their sum
+// beyond the conversations under way, plus one conversation each.
+type aheadBudget struct{ prime, prefetch int }
+
 // primeFillTokens bounds the filler text primed first turns may hold (about
 // 5 bytes a token), so a trace of huge redacted prompts stays bounded.
 const primeFillTokens = 1 << 20
@@ -197,8 +209,8 @@ func (p *primed) headroom(scale func(int64) int64) int64 {
 	return h
 }
 
-// prime reads this shard's first conversations, up to primeRows turns,
-// and fills their first turns' redacted contents, all before the run's
+// prime reads this shard's first conversations, up to primeRows turns and
+// r.ahead.prime bytes of contents (the first conversation always), and fills their first turns' redacted contents, all before the run's
 // clock starts (Run calls it before the start barrier): the conversations
 // at the start of the schedule are then launched from memory, their
 // lateness (slot - intended) is the dispatcher's alone, and a shard that
@@ -207,12 +219,12 @@ func (p *primed) headroom(scale func(int64) int64) int64 {
 // before it, as feed would have met it.
 func (r *Runner) prime(in Source) *primed {
 	p := &primed{Source: in} // the run's input: the file or its materializing prefetch stage (materialize.go)
-	rows, fill := 0, 0
+	rows, fill, held := 0, 0, 0
 	// Skipped rows are bounded too (4 batches per shard: a shard gets about
 	// 1/Shards of them), so a shard that owns few conversations of a long
 	// trace does not read it whole before its barrier.
 	skipLimit := 4 * primeRows * max(r.cfg.Shards, 1)
-	for skipped := 0; rows < primeRows && skipped < skipLimit; {
+	for skipped := 0; rows < primeRows && held < r.ahead.prime && skipped < skipLimit; {
 		conv, err := in.Next()
 		if err != nil {
 			p.err = err
@@ -229,8 +241,25 @@ func (r *Runner) prime(in Source) *primed {
 		}
 		p.head = append(p.head, conv)
 		rows += len(conv)
+		held += contentBytes(conv)
 	}
 	return p
+}
+
+// contentBytes is what conv's messages hold: their text, and their media's
+// bytes and base64.
+func contentBytes(conv []trace.Turn) int {
+	n := 0
+	for i := range conv {
+		for j := range conv[i].Messages {
+			m := &conv[i].Messages[j]
+			n += len(m.Content)
+			for k := range m.Media {
+				n += len(m.Media[k].Data) + len(m.Media[k].Base64)
+			}
+		}
+	}
+	return n
 }
 
 // mine reports whether conv belongs to this run's shard.
