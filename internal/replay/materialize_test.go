@@ -329,6 +329,10 @@ func (s *startSink) SetRunMeta(m trace.RunMeta) {
 	s.memSink.SetRunMeta(m)
 }
 
+// The media of a trace are made by the look-ahead before the run's clock
+// starts, all of them, never while requests are dispatched; each record
+// counts the items its body carried (history included) and their bytes,
+// and when the write of the body began.
 func TestMediaMadeBeforeClock(t *testing.T) {
 	srv := mocktest.Start(t, nil)
 	var turns []trace.Turn

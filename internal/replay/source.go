@@ -155,8 +155,8 @@ const primeRows = sourceBatch
 
 // primeBytes bounds what the primed conversations beyond the first hold
 // (contentBytes): read through the look-ahead, each conversation's media
-// are made as it is read, and primeRows conversations of two megapixel
-// images each were 750 MB before the clock started.
+// are made as it is read, and primeRows conversations of two 1024x1024
+// JPEGs each held about 750 MB before the clock started.
 const primeBytes = 32 << 20
 
 // aheadBudget is how many bytes of contents the conversations read ahead
@@ -210,8 +210,9 @@ func (p *primed) headroom(scale func(int64) int64) int64 {
 }
 
 // prime reads this shard's first conversations, up to primeRows turns and
-// r.ahead.prime bytes of contents (the first conversation always), and fills their first turns' redacted contents, all before the run's
-// clock starts (Run calls it before the start barrier): the conversations
+// r.ahead.prime bytes of contents (the first conversation always), and
+// fills their first turns' redacted contents, all before the run's clock
+// starts (Run calls it before the start barrier): the conversations
 // at the start of the schedule are then launched from memory, their
 // lateness (slot - intended) is the dispatcher's alone, and a shard that
 // skips the other shards' conversations has skipped those of its first
