@@ -45,6 +45,11 @@ type Precise struct {
 	closed   bool
 	isClosed atomic.Bool // closed, readable without mu by released waiters
 
+	// For NextDue, without mu: the earliest queued deadline (0: none) and
+	// the latest deadline released so far.
+	next     atomic.Int64
+	released atomic.Int64
+
 	done chan struct{}
 	pool sync.Pool
 }
@@ -77,6 +82,27 @@ func NewPrecise(spin time.Duration) (*Precise, error) {
 	p.pool.New = func() any { return &waiter{index: -1, ch: make(chan struct{}, 1)} }
 	go p.loop()
 	return p, nil
+}
+
+// NextDue is the deadline of the next waiter to return: the latest one
+// released if it is still spinning to its deadline, else the earliest
+// queued; 0 when none waits. Other work can keep clear of the instants
+// where a wake-up must be prompt (replay's media makers pause there).
+func (p *Precise) NextDue() int64 {
+	if at := p.released.Load(); at > Mono() {
+		return at
+	}
+	return p.next.Load()
+}
+
+// setNext publishes the heap's earliest deadline for NextDue. p.mu must be
+// held.
+func (p *Precise) setNext() {
+	if len(p.q) == 0 {
+		p.next.Store(0)
+		return
+	}
+	p.next.Store(p.q[0].at)
 }
 
 // Margin is how long before its deadline a waiter is now released.
@@ -114,6 +140,9 @@ func (p *Precise) WaitUntil(ctx context.Context, at int64) (int64, error) {
 		return 0, fmt.Errorf("waiting for %v: clock.Precise closed", time.Duration(at-Mono()))
 	}
 	heap.Push(&p.q, w)
+	if w.index == 0 {
+		p.next.Store(at)
+	}
 	if rel := at - p.spin.margin.Load(); w.index == 0 && (p.armed == 0 || rel < p.armed) {
 		p.arm(rel)
 	}
@@ -133,6 +162,7 @@ func (p *Precise) WaitUntil(ctx context.Context, at int64) (int64, error) {
 		p.mu.Lock()
 		if w.index >= 0 {
 			heap.Remove(&p.q, w.index)
+			p.setNext()
 			p.mu.Unlock()
 			p.pool.Put(w)
 		} else {
@@ -201,8 +231,10 @@ func (p *Precise) release() (closed bool) {
 	for len(p.q) > 0 && (p.closed || p.q[0].at-margin <= now) {
 		w := heap.Pop(&p.q).(*waiter)
 		w.rel = w.at - margin
+		p.released.Store(max(p.released.Load(), w.at))
 		w.ch <- struct{}{}
 	}
+	p.setNext()
 	if p.closed {
 		return true
 	}

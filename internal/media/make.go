@@ -7,6 +7,7 @@ import (
 	"image"
 	"image/jpeg"
 	"image/png"
+	"io"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -62,35 +63,62 @@ func checkSize(m *trace.Media) error {
 // Make appends the bytes of the virtual item m to dst: the same bytes for
 // the same m, whatever the call. A real item (m.Hash set) has no bytes to
 // make: its bytes come from the trace's media file.
-func Make(dst []byte, m *trace.Media) ([]byte, error) {
+func Make(dst []byte, m *trace.Media) ([]byte, error) { return MakeYielding(dst, m, nil) }
+
+// MakeYielding is Make calling yield, when not nil, between steps of the
+// work: every 64 Ki pixels or samples made and every write of encoded
+// output (4 KiB from the JPEG encoder, up to 32 KiB from the PNG one), a
+// fraction of a millisecond apart on one core. A caller making media beside
+// latency-bound work can step aside there (replay's workers sleep while a
+// request is due). The bytes are Make's.
+func MakeYielding(dst []byte, m *trace.Media, yield func()) ([]byte, error) {
 	if m.Hash != "" {
 		return dst, fmt.Errorf("media %s: a real item's bytes are stored, not made", m.Hash)
 	}
 	if err := Check(m); err != nil {
 		return dst, err
 	}
+	if yield == nil {
+		yield = func() {}
+	}
 	r := rand.New(rand.NewPCG(uint64(m.Seed), 0x6d65646961)) // "media"
 	switch m.Kind {
 	case trace.MediaImage:
-		return appendImage(dst, m, r)
+		return appendImage(dst, m, r, yield)
 	case trace.MediaVideo:
-		return appendVideo(dst, m, r)
+		return appendVideo(dst, m, r, yield)
 	default:
-		return appendWAV(dst, m, r), nil
+		return appendWAV(dst, m, r, yield), nil
 	}
 }
 
+// yieldStep is how many pixels or samples are made between two yields.
+const yieldStep = 64 << 10
+
+// yieldWriter calls yield after each write to w.
+type yieldWriter struct {
+	w     io.Writer
+	yield func()
+}
+
+func (y yieldWriter) Write(p []byte) (int, error) {
+	n, err := y.w.Write(p)
+	y.yield()
+	return n, err
+}
+
 // appendImage encodes an image of uniform random pixels.
-func appendImage(dst []byte, m *trace.Media, r *rand.Rand) ([]byte, error) {
+func appendImage(dst []byte, m *trace.Media, r *rand.Rand, yield func()) ([]byte, error) {
 	p := getPixels(4 * int(m.Width) * int(m.Height))
 	defer putPixels(p)
-	pix := randomPixels(*p, r)
+	pix := randomPixels(*p, r, yield)
 	b := bytes.NewBuffer(dst)
+	w := yieldWriter{b, yield} // not a ByteWriter: each encoder buffers its output
 	var err error
 	if m.Format == "png" {
-		err = (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(b, asNRGBA(pix, m))
+		err = (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(w, asNRGBA(pix, m))
 	} else {
-		err = jpeg.Encode(b, asRGBA(pix, m), &jpeg.Options{Quality: JPEGQuality})
+		err = jpeg.Encode(w, asRGBA(pix, m), &jpeg.Options{Quality: JPEGQuality})
 	}
 	return b.Bytes(), err
 }
@@ -121,10 +149,13 @@ func putPixels(p *[]byte) {
 
 // randomPixels fills pix with opaque pixels of uniform random color, 4
 // bytes each (R, G, B, 0xff), and returns it.
-func randomPixels(pix []byte, r *rand.Rand) []byte {
-	for i := 0; i < len(pix); i += 4 {
-		v := r.Uint32()
-		pix[i], pix[i+1], pix[i+2], pix[i+3] = byte(v), byte(v>>8), byte(v>>16), 0xff
+func randomPixels(pix []byte, r *rand.Rand, yield func()) []byte {
+	for start := 0; start < len(pix); start += 4 * yieldStep {
+		for i := start; i < min(start+4*yieldStep, len(pix)); i += 4 {
+			v := r.Uint32()
+			pix[i], pix[i+1], pix[i+2], pix[i+3] = byte(v), byte(v>>8), byte(v>>16), 0xff
+		}
+		yield()
 	}
 	return pix
 }
@@ -144,7 +175,7 @@ func asRGBA(pix []byte, m *trace.Media) *image.RGBA {
 }
 
 // appendWAV appends a RIFF WAVE file of 16-bit mono PCM noise.
-func appendWAV(dst []byte, m *trace.Media, r *rand.Rand) []byte {
+func appendWAV(dst []byte, m *trace.Media, r *rand.Rand, yield func()) []byte {
 	n := int(int64(m.DurationMs) * AudioRate / 1000)
 	data := uint32(2 * n)
 	dst = append(dst, "RIFF"...)
@@ -159,9 +190,12 @@ func appendWAV(dst []byte, m *trace.Media, r *rand.Rand) []byte {
 	dst = binary.LittleEndian.AppendUint16(dst, 16)          // bits per sample
 	dst = append(dst, "data"...)
 	dst = binary.LittleEndian.AppendUint32(dst, data)
-	for range n {
-		v := math.Max(-1, math.Min(1, 0.3*r.NormFloat64()))
-		dst = binary.LittleEndian.AppendUint16(dst, uint16(int16(math.Round(v*math.MaxInt16))))
+	for start := 0; start < n; start += yieldStep {
+		for range min(yieldStep, n-start) {
+			v := math.Max(-1, math.Min(1, 0.3*r.NormFloat64()))
+			dst = binary.LittleEndian.AppendUint16(dst, uint16(int16(math.Round(v*math.MaxInt16))))
+		}
+		yield()
 	}
 	return dst
 }

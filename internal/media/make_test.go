@@ -103,3 +103,32 @@ func TestMakeRefuses(t *testing.T) {
 		}
 	}
 }
+
+// MakeYielding makes Make's bytes and yields between small steps of the
+// work: once per 64 Ki pixels or samples made and once per buffered write
+// of encoded output, so a megapixel's encoding gives its CPU away well
+// over a hundred times.
+func TestMakeYielding(t *testing.T) {
+	for _, c := range []struct {
+		m   trace.Media
+		min func(size int) int // fewest yields for an output of size bytes
+	}{
+		{trace.Media{Kind: trace.MediaImage, Format: "jpeg", Width: 1024, Height: 1024, Seed: 5}, func(n int) int { return 16 + n/4096 }},
+		{trace.Media{Kind: trace.MediaImage, Format: "png", Width: 512, Height: 512, Seed: 6}, func(n int) int { return 4 + n/(32<<10) }},
+		{trace.Media{Kind: trace.MediaAudio, Format: "wav", DurationMs: 9000, Seed: 7}, func(int) int { return 3 }},
+		{trace.Media{Kind: trace.MediaVideo, Format: "mp4", Width: 320, Height: 240, Frames: 3, Seed: 8}, func(n int) int { return 3 * 2 }},
+	} {
+		want, err := Make(nil, &c.m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		yields := 0
+		got, err := MakeYielding(nil, &c.m, func() { yields++ })
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%s %s: MakeYielding made other bytes than Make (%d against %d), %v", c.m.Kind, c.m.Format, len(got), len(want), err)
+		}
+		if lo := c.min(len(got)); yields < lo {
+			t.Errorf("%s %s of %d bytes: %d yields, want at least %d", c.m.Kind, c.m.Format, len(got), yields, lo)
+		}
+	}
+}

@@ -60,16 +60,16 @@ func videoTiming(m *trace.Media) (timescale, delta uint32) {
 // appendVideo appends an MP4 file (ISO BMFF: ftyp, moov with one video
 // track, mdat) of m.Frames frames of uniform random pixels, each a JPEG at
 // JPEGQuality.
-func appendVideo(dst []byte, m *trace.Media, r *rand.Rand) ([]byte, error) {
+func appendVideo(dst []byte, m *trace.Media, r *rand.Rand, yield func()) ([]byte, error) {
 	p := getPixels(4 * int(m.Width) * int(m.Height))
 	defer putPixels(p)
 	img := asRGBA(*p, m) // the JPEG encoder's fast path
 	var frames bytes.Buffer
 	sizes := make([]uint32, m.Frames)
 	for i := range sizes {
-		randomPixels(img.Pix, r)
+		randomPixels(img.Pix, r, yield)
 		n := frames.Len()
-		if err := jpeg.Encode(&frames, img, &jpeg.Options{Quality: JPEGQuality}); err != nil {
+		if err := jpeg.Encode(yieldWriter{&frames, yield}, img, &jpeg.Options{Quality: JPEGQuality}); err != nil {
 			return dst, fmt.Errorf("video frame %d: %w", i, err)
 		}
 		sizes[i] = uint32(frames.Len() - n)

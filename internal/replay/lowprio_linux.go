@@ -22,10 +22,12 @@ const schedIdle = 5
 // The thread is at nice 19, and with idle in the idle class (SCHED_IDLE)
 // too, which the kernel is meant to preempt at once for a waking thread of
 // the normal class, where a nice 19 one may keep the CPU to the end of its
-// time slice. Measured, neither spares a dispatch on the same CPU: a text
-// replay pinned to one CPU beside a busy loop on it had a dispatch lag p99
-// of 3.4 ms with the loop in the idle class and 2.4 ms at nice 19 (one run
-// each; 0.1 ms alone) on a 2-vCPU VM (kernel preemption "none", 250 Hz).
+// time slice. Measured, neither is enough on its own: a text replay pinned
+// to one CPU beside a busy loop on it had dispatch lag p99s from 0.03 to
+// 3.4 ms across runs, at either class, on a 2-vCPU VM (kernel preemption
+// "none", 250 Hz), and the process's own nice-19 media workers held that
+// CPU for tens of milliseconds while its woken threads waited (perf
+// sched). So the workers also sleep while a request is due (mediaGate).
 // Beside other busy processes the idle class gets a fifth of nice 19's
 // share, and a loaded client fell behind making its media (tests with
 // images took twice as long beside two busy loops): the look-ahead asks

@@ -96,8 +96,9 @@ func (m *materializer) heldPs() int {
 // item that cannot be made or loaded (a real item whose stored bytes do not
 // match its hash) is an error naming it. idle makes the media at the idle
 // scheduling class (see backgroundThread): the look-ahead is far enough
-// ahead that any other thread may go first.
-func (m *materializer) fill(conv []trace.Turn, idle bool) ([]trace.Turn, int, error) {
+// ahead that any other thread may go first. pause, when not nil, is called
+// by the media workers between small steps of their work (makeMedia).
+func (m *materializer) fill(conv []trace.Turn, idle bool, pause func()) ([]trace.Turn, int, error) {
 	copied, n := false, 0
 	var todo []mediaTodo
 	for i := range conv {
@@ -138,7 +139,7 @@ func (m *materializer) fill(conv []trace.Turn, idle bool) ([]trace.Turn, int, er
 	if len(todo) == 0 {
 		return conv, n, nil
 	}
-	made, err := makeMedia(todo, m.urls, m.store, m.workers, idle)
+	made, err := makeMedia(todo, m.urls, m.store, m.workers, idle, pause)
 	if err != nil && len(conv) > 0 {
 		err = fmt.Errorf("conversation %q: %w", conv[0].ConversationID, err)
 	}
@@ -176,8 +177,10 @@ func needsData(items []trace.Media) bool {
 // first on a busy machine; idle: the idle class, see backgroundThread),
 // all ended before it returns. The base64 is made here because encoding
 // megabytes while building the body would hold the P the next dispatch
-// needs; building it is then a copy.
-func makeMedia(items []mediaTodo, urls *mediaServer, store *trace.MediaStore, workers int, idle bool) (int, error) {
+// needs; building it is then a copy. pause, when not nil, is called
+// between steps of the work: before each item, between steps of a fraction
+// of a millisecond while making it, and before its base64.
+func makeMedia(items []mediaTodo, urls *mediaServer, store *trace.MediaStore, workers int, idle bool, pause func()) (int, error) {
 	workers = min(len(items), max(1, workers))
 	var (
 		next  atomic.Int64
@@ -199,7 +202,10 @@ func makeMedia(items []mediaTodo, urls *mediaServer, store *trace.MediaStore, wo
 					return
 				}
 				it := items[i].it
-				b, err := itemBytes(scratch[:0], it, store)
+				if pause != nil {
+					pause()
+				}
+				b, err := itemBytes(scratch[:0], it, store, pause)
 				if err != nil {
 					errMu.Lock()
 					if first == nil {
@@ -215,6 +221,9 @@ func makeMedia(items []mediaTodo, urls *mediaServer, store *trace.MediaStore, wo
 				if urls != nil {
 					it.URL = urls.put(it, it.Data)
 				} else if items[i].base64 {
+					if pause != nil {
+						pause()
+					}
 					it.Base64 = base64String(b)
 				}
 				total.Add(int64(len(b) + len(it.Base64)))
@@ -238,11 +247,11 @@ func base64String(b []byte) string {
 // run sends requests.
 var scratchPool = sync.Pool{New: func() any { return new([]byte) }}
 
-// itemBytes makes a virtual item's bytes (appended to dst) or loads a
-// real one's.
-func itemBytes(dst []byte, it *trace.Media, store *trace.MediaStore) ([]byte, error) {
+// itemBytes makes a virtual item's bytes (appended to dst), calling pause
+// (when not nil) between steps, or loads a real one's.
+func itemBytes(dst []byte, it *trace.Media, store *trace.MediaStore, pause func()) ([]byte, error) {
 	if it.Hash == "" {
-		b, err := media.Make(dst, it)
+		b, err := media.MakeYielding(dst, it, pause)
 		if err != nil {
 			return nil, fmt.Errorf("media item (%s %s, seed %d): %w", it.Kind, it.Format, it.Seed, err)
 		}
@@ -287,6 +296,10 @@ type prefetch struct {
 	quit   bool // stop was called
 	maxLen int
 	maxB   int
+	// ahead is len(q) once primed, 0 before: the queue's depth for
+	// readers without mu (mediaGate).
+	ahead atomic.Int32
+	pause func() // given to fill; nil: the media workers never pause
 }
 
 type prefetched struct {
@@ -304,12 +317,18 @@ func (r *Runner) input() (in Source, stop func()) {
 	if r.mat == nil {
 		return r.src, func() {}
 	}
-	p := newPrefetch(r.src, r.mat, r.mine, prefetchConvs, r.ahead.prefetch)
+	c, _ := r.disp.(dueClock)
+	p := newPrefetch(r.src, r.mat, r.mine, prefetchConvs, r.ahead.prefetch, c)
 	return p, p.stop
 }
 
-func newPrefetch(src Source, mat *materializer, mine func([]trace.Turn) bool, maxLen, maxBytes int) *prefetch {
+// newPrefetch starts the look-ahead. With c, its media workers pause
+// around the instants c's waiters are due (mediaGate).
+func newPrefetch(src Source, mat *materializer, mine func([]trace.Turn) bool, maxLen, maxBytes int, c dueClock) *prefetch {
 	p := &prefetch{src: src, mat: mat, mine: mine, done: make(chan struct{}), maxLen: maxLen, maxB: maxBytes}
+	if c != nil && mat.media {
+		p.pause = (&mediaGate{clock: c, ahead: p.wellAhead}).pause
+	}
 	p.cond.L = &p.mu
 	go p.run()
 	return p
@@ -333,7 +352,7 @@ func (p *prefetch) run() {
 			p.mu.Lock()
 			idle := p.primed && len(p.q) >= idleAhead
 			p.mu.Unlock()
-			conv, n, err = p.mat.fill(conv, idle)
+			conv, n, err = p.mat.fill(conv, idle, p.pause)
 		}
 		p.mu.Lock()
 		// The first conversation always fits, so one larger than the
@@ -351,6 +370,7 @@ func (p *prefetch) run() {
 			return
 		}
 		p.q = append(p.q, prefetched{conv, err, n})
+		p.setAhead()
 		p.bytes += n
 		p.cond.Broadcast()
 		p.mu.Unlock()
@@ -388,9 +408,21 @@ func (p *prefetch) Next() ([]trace.Turn, error) {
 		p.q = p.q[:0:0] // let the drained backing array go
 	}
 	p.bytes -= it.bytes
+	p.setAhead()
 	p.cond.Broadcast()
 	return it.conv, it.err
 }
+
+// setAhead publishes the queue's depth once primed. p.mu must be held.
+func (p *prefetch) setAhead() {
+	if p.primed {
+		p.ahead.Store(int32(len(p.q)))
+	}
+}
+
+// wellAhead reports whether the run has started and the queue holds at
+// least idleAhead conversations.
+func (p *prefetch) wellAhead() bool { return p.ahead.Load() >= idleAhead }
 
 // Meta implements Source.
 func (p *prefetch) Meta() trace.TraceMeta { return p.src.Meta() }

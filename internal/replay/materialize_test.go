@@ -176,7 +176,7 @@ func TestPrefetchBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, one, _ := mat.fill(turns[:1], false)
+	_, one, _ := mat.fill(turns[:1], false, nil)
 	state := func(p *prefetch) (queued int, ended bool) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -196,7 +196,7 @@ func TestPrefetchBudget(t *testing.T) {
 	}
 	all := func(_ []trace.Turn) bool { return true }
 
-	big := newPrefetch(NewMemorySource(meta, turns), mat, all, prefetchConvs, prefetchBytes)
+	big := newPrefetch(NewMemorySource(meta, turns), mat, all, prefetchConvs, prefetchBytes, nil)
 	waitFor(big, func(q int, ended bool) bool { return ended })
 	if q, _ := state(big); q != 40 {
 		t.Errorf("a large budget holds %d of 40 conversations before the first Next", q)
@@ -204,7 +204,7 @@ func TestPrefetchBudget(t *testing.T) {
 	big.stop()
 
 	src := &countedSource{Source: NewMemorySource(meta, turns)}
-	small := newPrefetch(src, mat, all, prefetchConvs, 3*one+one/2)
+	small := newPrefetch(src, mat, all, prefetchConvs, 3*one+one/2, nil)
 	defer small.stop()
 	for i := range 40 {
 		if i < 37 {
@@ -405,7 +405,7 @@ func TestMediaBase64MadeAhead(t *testing.T) {
 		{ConversationID: "a", Endpoint: trace.EndpointChat, Messages: []trace.Message{{Role: "user", Content: "x", Media: []trace.Media{img}}}},
 		{ConversationID: "a", Turn: 1, Endpoint: trace.EndpointTranscriptions, Messages: []trace.Message{{Role: "user", Media: []trace.Media{clip}}}},
 	}
-	got, n, err := m.fill(conv, false)
+	got, n, err := m.fill(conv, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -421,6 +421,49 @@ func TestMediaBase64MadeAhead(t *testing.T) {
 	}
 	if conv[0].Messages[0].Media[0].Base64 != "" {
 		t.Error("fill changed its caller's turns")
+	}
+}
+
+// A run whose clock can tell its next due instant gives its look-ahead a
+// pause (mediaGate), and fill passes it to the media workers: they call it
+// before an item, between the steps of making it and before its base64.
+// Without such a clock, or without media, there is none.
+func TestMediaWorkersPause(t *testing.T) {
+	m, err := newMaterializer(trace.TraceMeta{Tokenizer: "o200k_base"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := NewMemorySource(trace.TraceMeta{}, nil)
+	all := func([]trace.Turn) bool { return true }
+	with := newPrefetch(src, m, all, prefetchConvs, prefetchBytes, &dueSeq{})
+	defer with.stop()
+	without := newPrefetch(src, m, all, prefetchConvs, prefetchBytes, nil)
+	defer without.stop()
+	text := newPrefetch(src, &materializer{}, all, prefetchConvs, prefetchBytes, &dueSeq{})
+	defer text.stop()
+	if with.pause == nil || without.pause != nil || text.pause != nil {
+		t.Fatalf("pause set: with a due clock %v, without %v, for a trace without media %v; want true, false, false",
+			with.pause != nil, without.pause != nil, text.pause != nil)
+	}
+
+	img := trace.Media{Kind: trace.MediaImage, Format: "jpeg", Width: 512, Height: 512, Seed: 3}
+	conv := []trace.Turn{{ConversationID: "a", Endpoint: trace.EndpointChat, Messages: []trace.Message{{Role: "user", Content: "x", Media: []trace.Media{img}}}}}
+	pauses := 0
+	got, _, err := m.fill(conv, false, func() { pauses++ })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := media.Make(nil, &img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].Messages[0].Media[0].Data != string(want) {
+		t.Fatal("the item made with pauses differs from media.Make's")
+	}
+	// 4 steps of pixels (64 Ki each), a write per 4 KiB of JPEG, and the
+	// two around the item.
+	if lo := 4 + len(want)/4096 + 2; pauses < lo {
+		t.Errorf("%d pauses making a %d-byte JPEG, want at least %d", pauses, len(want), lo)
 	}
 }
 
@@ -448,7 +491,7 @@ func TestMediaMakingLeavesLittleGarbage(t *testing.T) {
 		return cs
 	}
 	for _, c := range convs(2) { // the buffers' first use
-		if _, _, err := m.fill(c, false); err != nil {
+		if _, _, err := m.fill(c, false, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -459,7 +502,7 @@ func TestMediaMakingLeavesLittleGarbage(t *testing.T) {
 	var made [][]trace.Turn
 	kept := 0
 	for _, c := range todo {
-		got, n, err := m.fill(c, false)
+		got, n, err := m.fill(c, false, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -106,7 +106,7 @@ func (s *mediaServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b, ok := s.cache[name]
 	s.mu.Unlock()
 	if !ok {
-		made, err := itemBytes(nil, &m, s.store)
+		made, err := itemBytes(nil, &m, s.store, nil)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusNotFound)
 			return
