@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tracekit/tracekit/internal/calibrate"
+	"github.com/tracekit/tracekit/internal/fielderr"
+	"github.com/tracekit/tracekit/internal/mock"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -21,6 +24,8 @@ func newCalibrateCmd() *cobra.Command {
 	var (
 		c                   calibrate.Config
 		jsonOut, cpuProfile string
+		m                   calibrate.MediaConfig
+		mediaBytes          sizeValue
 	)
 	cmd := &cobra.Command{
 		Use:   "calibrate",
@@ -69,16 +74,33 @@ streams of about --duration each, started over min(1s, duration/4). Rate steps
 this machine's cores. --target uses a 'tracekit mock --emit-log FILE' running
 elsewhere: give that FILE as --mock-log; calibrate waits for it to be complete
 (stop that mock) and joins then; stream rates follow that mock's --decode-base
-(--target-itl).`,
+(--target-itl).
+
+--media-requests N runs the media step instead of the ladder: do request
+bodies of megabytes, sent beside text streams, delay the stamps of those
+streams' events? --media-streams text streams (default 100, 10 events/s
+each) run for --duration (default 30s here) twice against a fresh mock: alone,
+then beside N requests of one PNG of --media-bytes (default 4MiB) each, spread
+over the streams' steady part. Each request base64-encodes and writes its own
+body. It prints both runs' per-event error and the media requests' body
+bytes and send times (write start to last byte), and exits 1 if a request
+failed or an event was not matched. The mock checks the images by their
+header (--media-check header): decoding them would take the CPU the client
+shares with it.`,
 		Example: `  tracekit calibrate
   tracekit calibrate --streams 1000,5000,10000 --events-per-s 4000,20000,40000 --rates 500,2000,5000 --json cal.json
   tracekit calibrate --streams 100,500 --duration 3s --mock inprocess --max-error 500us
   tracekit calibrate --streams 200 --endpoint chat,responses,messages,embeddings
   tracekit calibrate --streams 10 --bursts 500,1000 --burn 500 --scrape-pair 1000 --stamp goroutine,kernel,kernel-offset
   tracekit mock --listen 127.0.0.1:8000 --emit-log truth.parquet &   # then:
-  tracekit calibrate --target http://127.0.0.1:8000 --mock-log truth.parquet --streams 200`,
+  tracekit calibrate --target http://127.0.0.1:8000 --mock-log truth.parquet --streams 200
+  tracekit calibrate --media-requests 1000 --media-bytes 4MiB`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if m.Requests != 0 {
+				m.Bytes = int(min(int64(mediaBytes), 1<<40))
+				return runCalibrateMedia(cmd, c, m, jsonOut)
+			}
 			if c.Target == "" && c.Mode != calibrate.ModeInProcess {
 				exe, err := os.Executable()
 				if err != nil {
@@ -139,6 +161,10 @@ elsewhere: give that FILE as --mock-log; calibrate waits for it to be complete
 	f.StringSliceVar(&c.Endpoints, "endpoint", nil, "APIs to run every step on, side by side ("+strings.Join(trace.Endpoints, ",")+"); default chat only")
 	f.StringVar(&c.Dir, "keep", "", "keep each step's trace, recording and mock log in this directory")
 	f.StringVar(&jsonOut, "json", "", "also write the report as JSON to this file")
+	f.IntVar(&m.Requests, "media-requests", 0, "run the media step instead of the ladder: the text streams alone, then beside this many requests with an image each")
+	f.Var(&mediaBytes, "media-bytes", "with --media-requests: the image's size (bytes, or e.g. 512KiB, 4MiB; default 4MiB)")
+	f.IntVar(&m.Streams, "media-streams", 100, "with --media-requests: text streams, at 10 events/s each")
+	f.StringVar(&m.MediaCheck, "media-check", mock.MediaCheckHeader, "with --media-requests: how the mock checks each image: header (format and size) or full (decode the pixels)")
 	f.StringVar(&cpuProfile, "cpu-profile", "", "write a Go CPU profile of the client (this process) over the whole calibration to this file (go tool pprof)")
 	return cmd
 }
@@ -190,4 +216,50 @@ func startCPUProfile(path string) (done func(), err error) {
 		return nil, fmt.Errorf("--cpu-profile: %w", err)
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// runCalibrateMedia runs calibrate's media step (--media-requests).
+func runCalibrateMedia(cmd *cobra.Command, c calibrate.Config, m calibrate.MediaConfig, jsonOut string) error {
+	switch {
+	case m.Requests < 0:
+		return badInput(fmt.Errorf("--media-requests %d: expected a positive count", m.Requests))
+	case c.Target != "":
+		return badInput(errors.New("--media-requests runs its own mock: it cannot use --target"))
+	case m.Streams < 1:
+		return badInput(fmt.Errorf("--media-streams %d: expected at least 1", m.Streams))
+	case cmd.Flags().Changed("media-bytes") && m.Bytes == 0:
+		return badInput(errors.New("--media-bytes 0: expected from 1KiB to 24MiB"))
+	}
+	if cmd.Flags().Changed("duration") {
+		m.Duration = c.Duration
+	}
+	if c.Mode != calibrate.ModeInProcess {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("finding the tracekit executable for the mock child (or use --mock inprocess): %w", err)
+		}
+		m.MockCommand = []string{exe, "mock"}
+	}
+	m.Logf = func(format string, args ...any) { fmt.Fprintf(cmd.ErrOrStderr(), "calibrate: "+format+"\n", args...) }
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := calibrate.RunMedia(ctx, m)
+	if err != nil {
+		if fe := (*fielderr.Error)(nil); errors.As(err, &fe) {
+			return badInput(err) // errorText names the flag
+		}
+		return err
+	}
+	if err := rep.WriteText(cmd.OutOrStdout()); err != nil {
+		return err
+	}
+	if jsonOut != "" {
+		if err := writeFile(jsonOut, rep.WriteJSON); err != nil {
+			return err
+		}
+	}
+	if f := rep.Failed(); f != "" {
+		return runFailed(fmt.Errorf("media step: %s", f))
+	}
+	return nil
 }

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -15,5 +18,72 @@ func TestCalibrateStreamsEmptyList(t *testing.T) {
 	if _, stderr, code := runCLI(t, "calibrate", "--streams", "10,many", "--mock", "inprocess"); code != ExitUsage ||
 		!strings.Contains(stderr, "--streams") || !strings.Contains(stderr, `"many" is not a whole number`) {
 		t.Errorf("--streams 10,many: exit %d: %s", code, stderr)
+	}
+}
+
+// --media-requests runs the media step from the command line: both runs'
+// text events all matched, every media request sent with its body and
+// none failed, in the text report and in --json's file; a size or check the
+// step cannot take is refused naming its flag, before anything runs.
+func TestCalibrateMediaStep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs three replays")
+	}
+	js := filepath.Join(t.TempDir(), "media.json")
+	stdout, stderr, code := runCLI(t, "calibrate", "--media-requests", "12", "--media-bytes", "64KiB", "--media-streams", "4",
+		"--duration", "2s", "--mock", "inprocess", "--json", js)
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, stderr, stdout)
+	}
+	for _, want := range []string{"media step: 4 text streams", "beside 12 requests", "alone", "beside the media", "per-event error p99"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the report lacks %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, "FAILED") {
+		t.Errorf("the report says a failure:\n%s", stdout)
+	}
+	b, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		ImageBytes int `json:"image_bytes"`
+		Alone      struct {
+			Matched, EventsServer, Errors, MediaSent int
+		} `json:"alone"`
+		WithMedia struct {
+			Matched        int   `json:"matched"`
+			EventsServer   int   `json:"events_server"`
+			Errors         int   `json:"errors"`
+			MediaSent      int   `json:"media_sent"`
+			MediaErrors    int   `json:"media_errors"`
+			MediaBodyBytes int64 `json:"media_body_bytes"`
+		} `json:"with_media"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("--json: %v\n%s", err, b)
+	}
+	m := rep.WithMedia
+	if m.Matched == 0 || m.Matched != m.EventsServer || m.Errors != 0 {
+		t.Errorf("beside the media: %d of %d text events matched, %d failed requests", m.Matched, m.EventsServer, m.Errors)
+	}
+	if m.MediaSent != 12 || m.MediaErrors != 0 || m.MediaBodyBytes < 12*int64(rep.ImageBytes)*4/3 {
+		t.Errorf("media requests: %d sent, %d failed, %d body bytes for a %d-byte image", m.MediaSent, m.MediaErrors, m.MediaBodyBytes, rep.ImageBytes)
+	}
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--media-bytes", "100MiB"}, "--media-bytes"},
+		{[]string{"--media-check", "pixels"}, "--media-check"},
+		{[]string{"--media-streams", "0"}, "--media-streams"},
+		{[]string{"--target", "http://127.0.0.1:1"}, "--target"},
+	} {
+		args := append([]string{"calibrate", "--media-requests", "5", "--mock", "inprocess"}, c.args...)
+		if _, stderr, code := runCLI(t, args...); code != ExitUsage || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, want %d naming %s: %s", c.args, code, ExitUsage, c.want, stderr)
+		}
 	}
 }

@@ -61,7 +61,11 @@ func resultOutputs(args []string) []resultFile {
 			add(filepath.Join(d, sweep.SummaryJSON), resultschema.OutputSweep)
 		}
 	case "calibrate":
-		add(flag("--json"), resultschema.OutputCalibrate)
+		if flag("--media-requests") != "" {
+			add(flag("--json"), resultschema.OutputMedia)
+		} else {
+			add(flag("--json"), resultschema.OutputCalibrate)
+		}
 	}
 	return out
 }

@@ -3,17 +3,22 @@ package calibrate
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
+	"github.com/tracekit/tracekit/internal/fielderr"
 	"github.com/tracekit/tracekit/internal/media"
+	"github.com/tracekit/tracekit/internal/mock"
 	"github.com/tracekit/tracekit/internal/record"
 	"github.com/tracekit/tracekit/internal/replay"
 	"github.com/tracekit/tracekit/trace"
@@ -41,6 +46,12 @@ type MediaConfig struct {
 	Duration   time.Duration // of each text stream; default 30 s
 	Requests   int           // media requests beside them; default 1000
 	Bytes      int           // of the image each media request carries; default 4 MiB
+	// MediaCheck is how the mock checks each image (mock.Config.MediaCheck):
+	// mock.MediaCheckHeader by default, since decoding them would take
+	// CPU from the cores the client shares with the mock (and be measured
+	// as the client's error), and a thousand decoded images queued behind
+	// two decoding slots its memory (past 16 GB on a 23 GB machine).
+	MediaCheck string
 	// MockCommand starts a `tracekit mock` child per run, as
 	// Config.MockCommand; nil runs the mock in this process.
 	MockCommand []string
@@ -52,31 +63,56 @@ type MediaConfig struct {
 // alone and with the media requests beside them, against one offset (the
 // probe's median difference).
 type MediaReport struct {
-	Config     MediaConfig `json:"-"`
-	ImageBytes int         `json:"image_bytes"` // the PNG each media request carried
-	ImageSide  int         `json:"image_side"`  // its width and height in pixels
-	OffsetNs   int64       `json:"offset_ns"`
-	Alone      MediaRun    `json:"alone"`
-	WithMedia  MediaRun    `json:"with_media"`
+	Config MediaConfig `json:"-"`
+	// ImageBytes is the size of the PNG each media request carried.
+	ImageBytes int `json:"image_bytes"`
+	// ImageSide is the PNG's width and height in pixels.
+	ImageSide int `json:"image_side"`
+	// OffsetNs is the probe's median difference (client stamp minus the
+	// mock's write), removed from every error.
+	OffsetNs int64 `json:"offset_ns"`
+	// Alone is the text streams' run without the media requests.
+	Alone MediaRun `json:"alone"`
+	// WithMedia is the same run with the media requests beside it.
+	WithMedia MediaRun `json:"with_media"`
 }
 
 // MediaRun is one run of the text streams.
 type MediaRun struct {
-	// The text streams: matched events of those the mock wrote, failed
-	// requests, per-event error quantiles (offset removed) and the first
-	// event's (TTFT inflation), the dispatch lag's p99.
-	Matched, EventsServer, Errors int
-	ErrP50Ns, ErrP99Ns, ErrMaxNs  int64
-	TTFTInflP50Ns                 int64
-	LagP99Ns                      int64
-	// The media requests: sent, failed, bytes of their bodies, and the
-	// body's send time (sent_ns - write_start_ns) quantiles.
-	MediaSent, MediaErrors          int
-	MediaBodyBytes                  int64
-	SendP50Ns, SendP99Ns, SendMaxNs int64
+	// Matched is the text events joined with the mock's log.
+	Matched int `json:"matched"`
+	// EventsServer is the text events the mock wrote.
+	EventsServer int `json:"events_server"`
+	// Errors is the text requests that failed.
+	Errors int `json:"errors"`
+	// ErrP50Ns is the text events' per-event error p50 (client stamp minus
+	// the mock's write, the offset removed).
+	ErrP50Ns int64 `json:"error_p50_ns"`
+	// ErrP99Ns is the text events' per-event error p99.
+	ErrP99Ns int64 `json:"error_p99_ns"`
+	// ErrMaxNs is the text events' largest per-event error.
+	ErrMaxNs int64 `json:"error_max_ns"`
+	// TTFTInflP50Ns is the first text events' error p50: TTFT inflation.
+	TTFTInflP50Ns int64 `json:"ttft_inflation_p50_ns"`
+	// LagP99Ns is the run's dispatch lag p99.
+	LagP99Ns int64 `json:"dispatch_lag_p99_ns"`
+	// MediaSent is the media requests sent.
+	MediaSent int `json:"media_sent"`
+	// MediaErrors is the media requests that failed.
+	MediaErrors int `json:"media_errors"`
+	// MediaBodyBytes is the bytes of the media requests' bodies.
+	MediaBodyBytes int64 `json:"media_body_bytes"`
+	// SendP50Ns is the media bodies' send time p50 (sent_ns -
+	// write_start_ns).
+	SendP50Ns int64 `json:"send_p50_ns"`
+	// SendP99Ns is the media bodies' send time p99.
+	SendP99Ns int64 `json:"send_p99_ns"`
+	// SendMaxNs is the media bodies' longest send time.
+	SendMaxNs int64 `json:"send_max_ns"`
 	// ClientCores is the client's CPU over the run's wall time.
-	ClientCores float64
-	WallSeconds float64
+	ClientCores float64 `json:"client_cores"`
+	// WallSeconds is the run's wall time.
+	WallSeconds float64 `json:"wall_seconds"`
 }
 
 func (c MediaConfig) withDefaults() (MediaConfig, error) {
@@ -95,22 +131,32 @@ func (c MediaConfig) withDefaults() (MediaConfig, error) {
 	if c.Bytes == 0 {
 		c.Bytes = 4 << 20
 	}
+	if c.MediaCheck == "" {
+		c.MediaCheck = mock.MediaCheckHeader
+	}
 	switch {
 	case c.Streams < 1:
-		return c, fieldErr("Streams", "%d must be >= 1", c.Streams)
+		return c, mediaFieldErr("Streams", "%d must be >= 1", c.Streams)
 	case c.EventsPerS <= 0 || math.IsNaN(c.EventsPerS):
-		return c, fieldErr("EventsPerS", "%v must be > 0", c.EventsPerS)
+		return c, mediaFieldErr("EventsPerS", "%v must be > 0", c.EventsPerS)
 	case c.Duration < time.Second:
-		return c, fieldErr("Duration", "%v must be >= 1s", c.Duration)
+		return c, mediaFieldErr("Duration", "%v must be >= 1s", c.Duration)
 	case c.Requests < 1:
-		return c, fieldErr("Requests", "%d must be >= 1", c.Requests)
+		return c, mediaFieldErr("Requests", "%d must be >= 1", c.Requests)
 	case c.Bytes < 1024 || c.Bytes > 24<<20:
-		return c, fieldErr("Bytes", "%d must be from 1 KiB to 24 MiB (the mock takes bodies up to 32 MiB)", c.Bytes)
+		return c, mediaFieldErr("Bytes", "%d must be from 1 KiB to 24 MiB (the mock takes bodies up to 32 MiB)", c.Bytes)
+	case c.MediaCheck != mock.MediaCheckHeader && c.MediaCheck != mock.MediaCheckFull:
+		return c, mediaFieldErr("MediaCheck", "%q: expected %s or %s", c.MediaCheck, mock.MediaCheckHeader, mock.MediaCheckFull)
 	}
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}
 	}
 	return c, nil
+}
+
+// mediaFieldErr is a *fielderr.Error about the MediaConfig field field.
+func mediaFieldErr(field, format string, args ...any) error {
+	return fielderr.Errorf("calibrate.MediaConfig", field, format, args...)
 }
 
 // RunMedia runs the probe, then the text streams alone and with the media
@@ -171,6 +217,7 @@ func mediaRun(ctx context.Context, c MediaConfig, dir string, idx int, s Step, i
 	turns := p.turns()
 	mprefix := fmt.Sprintf("calmediaimg%02d-", idx)
 	cfg := p.mockConfig()
+	cfg.MediaCheck = c.MediaCheck
 	if image != nil {
 		// after the streams' ramp, before their end
 		from, to := min(maxRamp, c.Duration/4), c.Duration-c.Duration/8
@@ -264,4 +311,87 @@ func replayMedia(ctx context.Context, p plan, turns []trace.Turn, target, model 
 		return trace.Health{}, "", errors.New("the media step's replay did not start")
 	}
 	return *res.Meta.Health, res.Canceled, nil
+}
+
+// Unchanged reports whether the media left the text streams' per-event
+// error as it was: p99 beside them at most 1.5 times the p99 alone plus
+// 0.2 ms (two runs of the same step differ by about that much).
+func (rep *MediaReport) Unchanged() bool {
+	return float64(rep.WithMedia.ErrP99Ns) <= 1.5*float64(rep.Alone.ErrP99Ns)+0.2e6
+}
+
+// Failed says what went wrong in either run (failed requests, text
+// events not matched, media requests failed or not sent), "" if nothing:
+// against a healthy mock all of it is a failure of the run.
+func (rep *MediaReport) Failed() string {
+	var bad []string
+	for _, r := range []struct {
+		name string
+		run  MediaRun
+	}{{"alone", rep.Alone}, {"beside the media", rep.WithMedia}} {
+		if r.run.Errors > 0 {
+			bad = append(bad, fmt.Sprintf("%s: %d text requests failed", r.name, r.run.Errors))
+		}
+		if r.run.Matched != r.run.EventsServer {
+			bad = append(bad, fmt.Sprintf("%s: %d of %d text events matched", r.name, r.run.Matched, r.run.EventsServer))
+		}
+	}
+	if m := rep.WithMedia; m.MediaErrors > 0 || m.MediaSent != rep.Config.Requests {
+		bad = append(bad, fmt.Sprintf("%d of %d media requests sent, %d failed", m.MediaSent, rep.Config.Requests, m.MediaErrors))
+	}
+	return strings.Join(bad, "; ")
+}
+
+// WriteText prints the comparison: the two runs side by side, the media
+// requests' figures and the verdict.
+func (rep *MediaReport) WriteText(w io.Writer) error {
+	c := rep.Config
+	fmt.Fprintf(w, "tracekit calibrate: media step: %d text streams at %g events/s for %v, alone and beside %d requests of one %dx%d PNG (%s) each; the mock checks images by %s\n",
+		c.Streams, c.EventsPerS, c.Duration, c.Requests, rep.ImageSide, rep.ImageSide, fmtBytes(int64(rep.ImageBytes)), c.MediaCheck)
+	fmt.Fprintf(w, "offset removed: %s (the probe's median)\n\n", fmtNs(rep.OffsetNs))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "text streams\terror p50\tp99\tmax\tttft infl p50\tlag p99\tmatched\tof\terrors\tclient cores\tmedia sent\tfailed\tbodies\tsend p50\tp99\tmax\t")
+	for _, r := range []struct {
+		name string
+		run  MediaRun
+	}{{"alone", rep.Alone}, {"beside the media", rep.WithMedia}} {
+		m := r.run
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%.2f\t%d\t%d\t%s\t%s\t%s\t%s\t\n", r.name,
+			fmtNs(m.ErrP50Ns), fmtNs(m.ErrP99Ns), fmtNs(m.ErrMaxNs), fmtNs(m.TTFTInflP50Ns), fmtNs(m.LagP99Ns),
+			m.Matched, m.EventsServer, m.Errors, m.ClientCores, m.MediaSent, m.MediaErrors, fmtBytes(m.MediaBodyBytes),
+			fmtNs(m.SendP50Ns), fmtNs(m.SendP99Ns), fmtNs(m.SendMaxNs))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	verdict := "unchanged by the media"
+	if !rep.Unchanged() {
+		verdict = "CHANGED by the media"
+	}
+	fmt.Fprintf(w, "\nper-event error p99 %s beside the media, %s alone: %s (unchanged: at most 1.5x + 0.2 ms)\n",
+		fmtNs(rep.WithMedia.ErrP99Ns), fmtNs(rep.Alone.ErrP99Ns), verdict)
+	if f := rep.Failed(); f != "" {
+		fmt.Fprintf(w, "FAILED: %s\n", f)
+	}
+	return nil
+}
+
+// fmtBytes is n in B, KB, MB or GB (powers of 1000).
+func fmtBytes(n int64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.2f GB", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.1f KB", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// WriteJSON writes the report as indented JSON.
+func (rep *MediaReport) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
 }

@@ -13,4 +13,5 @@ const (
 	OutputVerdict     = "compare_verdict"
 	OutputSweep       = "sweep"
 	OutputCalibrate   = "calibrate"
+	OutputMedia       = "calibrate_media"
 )

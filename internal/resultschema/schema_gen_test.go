@@ -46,6 +46,7 @@ func generate(t *testing.T) []byte {
 		OutputVerdict:     withDescription(g.schema(reflect.TypeOf(analyze.GateVerdict{})), "compare --verdict: the machine-readable outcome of --fail-on."),
 		OutputSweep:       withDescription(g.schema(reflect.TypeOf(sweep.Summary{})), "sweep: sweep.json in --out, the whole sweep."),
 		OutputCalibrate:   withDescription(g.schema(reflect.TypeOf(calibrate.Report{})), "calibrate --json: the timing calibration report."),
+		OutputMedia:       withDescription(g.schema(reflect.TypeOf(calibrate.MediaReport{})), "calibrate --media-requests --json: the media step's report."),
 	}
 	if len(g.missing) > 0 {
 		sort.Strings(g.missing)
@@ -76,7 +77,7 @@ func generate(t *testing.T) []byte {
 }
 
 // Outputs names the root definitions, one per output.
-var Outputs = []string{OutputAnalyze, OutputAnalyzeRuns, OutputVerdict, OutputSweep, OutputCalibrate}
+var Outputs = []string{OutputAnalyze, OutputAnalyzeRuns, OutputVerdict, OutputSweep, OutputCalibrate, OutputMedia}
 
 // The schema in the repository is the one the Go types give: regenerate
 // with go test ./internal/resultschema -run TestSchemaUpToDate -update.

@@ -29,7 +29,7 @@ func Load(path string) (*Validator, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	v := &Validator{schemas: map[string]*jsonschema.Schema{}}
-	for _, o := range []string{"", OutputAnalyze, OutputAnalyzeRuns, OutputVerdict, OutputSweep, OutputCalibrate} {
+	for _, o := range []string{"", OutputAnalyze, OutputAnalyzeRuns, OutputVerdict, OutputSweep, OutputCalibrate, OutputMedia} {
 		ref := SchemaID
 		if o != "" {
 			ref += "#/$defs/" + o
