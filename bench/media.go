@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/tracekit/tracekit/internal/calibrate"
 	"github.com/tracekit/tracekit/trace"
@@ -59,7 +60,7 @@ func mediaMakeBench(ctx context.Context, e *env) ([]figure, error) {
 // mediaStamps is the media step's size: 1,000 requests with 4 MB of
 // images beside 100 text streams, calibrate.RunMedia's default, the mock
 // checking the images by their headers (its default too).
-var mediaStamps = calibrate.MediaConfig{Streams: 100, Requests: 1000, Bytes: 4 << 20}
+var mediaStamps = calibrate.MediaConfig{Streams: 100, Requests: 1000, Bytes: 4 << 20, Duration: 2 * time.Minute}
 
 // mediaStampsBench: the text streams' per-event stamp error alone and
 // with the media requests beside them.

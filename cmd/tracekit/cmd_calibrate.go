@@ -79,7 +79,7 @@ elsewhere: give that FILE as --mock-log; calibrate waits for it to be complete
 --media-requests N runs the media step instead of the ladder: do request
 bodies of megabytes, sent beside text streams, delay the stamps of those
 streams' events? --media-streams text streams (default 100, 10 events/s
-each) run for --duration (default 30s here) twice against a fresh mock: alone,
+each) run for --duration (default 2m here) twice against a fresh mock: alone,
 then beside N requests of one PNG of --media-bytes (default 4MiB) each, spread
 over the streams' steady part. Each request base64-encodes and writes its own
 body. It prints both runs' per-event error and the media requests' body
