@@ -101,6 +101,11 @@ shares with it.`,
 				m.Bytes = int(min(int64(mediaBytes), 1<<40))
 				return runCalibrateMedia(cmd, c, m, jsonOut)
 			}
+			for _, name := range []string{"media-bytes", "media-streams", "media-check"} {
+				if cmd.Flags().Changed(name) {
+					return badInput(fmt.Errorf("--%s is for the media step: give --media-requests too", name))
+				}
+			}
 			if c.Target == "" && c.Mode != calibrate.ModeInProcess {
 				exe, err := os.Executable()
 				if err != nil {
@@ -122,6 +127,9 @@ shares with it.`,
 				defer done()
 			}
 			rep, err := calibrate.Run(ctx, c)
+			if err != nil && ctx.Err() != nil {
+				err = interrupted(err)
+			}
 			if rep != nil {
 				if werr := rep.WriteText(cmd.OutOrStdout()); werr != nil {
 					return werr
@@ -247,6 +255,9 @@ func runCalibrateMedia(cmd *cobra.Command, c calibrate.Config, m calibrate.Media
 	if err != nil {
 		if fe := (*fielderr.Error)(nil); errors.As(err, &fe) {
 			return badInput(err) // errorText names the flag
+		}
+		if ctx.Err() != nil {
+			return interrupted(err)
 		}
 		return err
 	}

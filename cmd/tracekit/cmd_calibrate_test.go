@@ -1,11 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // An empty --streams is the empty list (no stream steps), not a malformed count:
@@ -85,5 +90,60 @@ func TestCalibrateMediaStep(t *testing.T) {
 		if _, stderr, code := runCLI(t, args...); code != ExitUsage || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, want %d naming %s: %s", c.args, code, ExitUsage, c.want, stderr)
 		}
+	}
+}
+
+// SIGINT to a real `tracekit calibrate` process, in the ladder and in the
+// media step: exit 130, as every command that a signal ends; a media flag
+// without --media-requests is refused before anything runs.
+func TestCalibrateInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts calibrate processes")
+	}
+	bin := tracekitBinary(t)
+	for _, c := range []struct {
+		args []string
+		wait string // a progress line printed once a step runs
+	}{
+		{[]string{"--streams", "20", "--duration", "60s"}, "streams"},
+		{[]string{"--media-requests", "5", "--media-streams", "4", "--duration", "60s", "--media-bytes", "64KiB"}, "media step: probe"},
+	} {
+		cmd := exec.Command(bin, append([]string{"calibrate", "--mock", "inprocess"}, c.args...)...)
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var log strings.Builder
+		sc := bufio.NewScanner(stderr)
+		seen := false
+		for !seen && sc.Scan() {
+			log.WriteString(sc.Text() + "\n")
+			seen = strings.Contains(sc.Text(), c.wait)
+		}
+		if !seen {
+			cmd.Wait()
+			t.Fatalf("%v: no %q line before calibrate ended:\n%s", c.args, c.wait, log.String())
+		}
+		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		go io.Copy(io.Discard, stderr)
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
+		select {
+		case <-exited:
+		case <-time.After(60 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("%v: no exit within 60 s of SIGINT:\n%s", c.args, log.String())
+		}
+		if code := cmd.ProcessState.ExitCode(); code != ExitInterrupted {
+			t.Errorf("%v: exit %d after SIGINT, want %d:\n%s", c.args, code, ExitInterrupted, log.String())
+		}
+	}
+	if _, stderr, code := runCLI(t, "calibrate", "--media-bytes", "1MiB", "--mock", "inprocess"); code != ExitUsage || !strings.Contains(stderr, "give --media-requests") {
+		t.Errorf("--media-bytes alone: exit %d: %s", code, stderr)
 	}
 }
