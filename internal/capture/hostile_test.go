@@ -180,8 +180,12 @@ func testProxyHostileUpstreams(t *testing.T, stack h1proxy.Stack) {
 			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"choices\":[")
 			return false
 		case "long":
+			// Closed after: Go's Transport (the net/http stack) can hand
+			// the next request to this connection before its read loop
+			// has seen the stray bytes, and that request then reads them
+			// as its response (seen once in a loaded make test).
 			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n0123456789EXTRA-BYTES-NOT-IN-THE-BODY")
-			return true
+			return false
 		case "gzip":
 			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n", gz.Len())
 			c.Write(gz.Bytes())
