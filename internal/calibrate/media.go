@@ -318,7 +318,7 @@ func replayMedia(ctx context.Context, p plan, turns []trace.Turn, target, model 
 
 // Unchanged reports whether the media left the text streams' per-event
 // error as it was: p99 beside them at most 1.5 times the p99 alone plus
-// 0.2 ms (two runs of the same step differ by about that much).
+// 0.2 ms (the bound of BENCHMARKS.md's goal for this step).
 func (rep *MediaReport) Unchanged() bool {
 	return float64(rep.WithMedia.ErrP99Ns) <= 1.5*float64(rep.Alone.ErrP99Ns)+0.2e6
 }
