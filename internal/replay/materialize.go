@@ -182,6 +182,9 @@ func needsData(items []trace.Media) bool {
 // of a millisecond while making it, and before its base64.
 func makeMedia(items []mediaTodo, urls *mediaServer, store *trace.MediaStore, workers int, idle bool, pause func()) (int, error) {
 	workers = min(len(items), max(1, workers))
+	if pause == nil {
+		pause = func() {}
+	}
 	var (
 		next  atomic.Int64
 		total atomic.Int64
@@ -202,9 +205,7 @@ func makeMedia(items []mediaTodo, urls *mediaServer, store *trace.MediaStore, wo
 					return
 				}
 				it := items[i].it
-				if pause != nil {
-					pause()
-				}
+				pause()
 				b, err := itemBytes(scratch[:0], it, store, pause)
 				if err != nil {
 					errMu.Lock()
@@ -221,9 +222,7 @@ func makeMedia(items []mediaTodo, urls *mediaServer, store *trace.MediaStore, wo
 				if urls != nil {
 					it.URL = urls.put(it, it.Data)
 				} else if items[i].base64 {
-					if pause != nil {
-						pause()
-					}
+					pause()
 					it.Base64 = base64String(b)
 				}
 				total.Add(int64(len(b) + len(it.Base64)))
@@ -349,10 +348,7 @@ func (p *prefetch) run() {
 		}
 		n := 0
 		if err == nil && len(conv) > 0 && p.mine(conv) {
-			p.mu.Lock()
-			idle := p.primed && len(p.q) >= idleAhead
-			p.mu.Unlock()
-			conv, n, err = p.mat.fill(conv, idle, p.pause)
+			conv, n, err = p.mat.fill(conv, p.wellAhead(), p.pause)
 		}
 		p.mu.Lock()
 		// The first conversation always fits, so one larger than the
@@ -421,7 +417,8 @@ func (p *prefetch) setAhead() {
 }
 
 // wellAhead reports whether the run has started and the queue holds at
-// least idleAhead conversations.
+// least idleAhead conversations: the media are then made in the idle
+// class, and mediaGate pauses them around due requests.
 func (p *prefetch) wellAhead() bool { return p.ahead.Load() >= idleAhead }
 
 // Meta implements Source.
