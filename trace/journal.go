@@ -311,6 +311,10 @@ func SniffJournal(r *bufio.Reader) string {
 }
 
 func NewJournalReader(r io.Reader, name, magic string) (*JournalReader, error) {
+	if magic != JournalMagic && magic != TraceJournalMagic {
+		// SniffJournal's "" for a file not yet begun, or a caller's slip.
+		return nil, fmt.Errorf("%s: %w (asked for magic %q: expected the recording's or the trace's)", name, ErrNotJournal, magic)
+	}
 	br := bufio.NewReaderSize(r, 1<<16)
 	got := SniffJournal(br)
 	ver := journalV8

@@ -3,6 +3,7 @@ package trace
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -239,5 +240,17 @@ func TestTraceJournalMedia(t *testing.T) {
 	}
 	if _, _, _, err := read(bad.Bytes()); err == nil || !strings.Contains(err.Error(), "j: byte 26: media frame: 70000 bytes that are not the item") {
 		t.Fatalf("a media frame of other bytes: %v", err)
+	}
+}
+
+// A journal read with no magic to expect (SniffJournal's "" for a file
+// whose first line is not yet written, as a reader racing its writer
+// gets) is an error naming the file, not a panic.
+func TestJournalReaderWithoutMagic(t *testing.T) {
+	for _, content := range []string{"", JournalMagic[:3], JournalMagic} {
+		_, err := NewJournalReader(strings.NewReader(content), "j.journal", "")
+		if !errors.Is(err, ErrNotJournal) || !strings.Contains(err.Error(), "j.journal") {
+			t.Errorf("content %q, magic \"\": %v, want ErrNotJournal naming the file", content, err)
+		}
 	}
 }
