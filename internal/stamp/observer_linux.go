@@ -16,6 +16,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tracekit/tracekit/internal/clock"
 )
 
 // The kernel keeps one receive stamp per queued buffer, and TCP merges a
@@ -108,6 +110,22 @@ const arrivalRing = 32
 // used.
 const maxSlots = 1 << 17
 
+// Under load the observer sleeps obsBatch after each wake-up (batcher:
+// above obsBatchRate arrivals a second from at least obsBatchStreams
+// sockets), so that one wake-up peeks at many arrivals instead of one:
+// a wake-up per arrival cost the observer's process two context
+// switches each, more than all the rest of kernel-offset. What it
+// gives up: two segments of one socket that arrive within obsBatch of
+// each other while its reader is late may merge before the peek, and
+// the first event then carries the second's stamp, late by less than
+// obsBatch. A stream whose events come that close is a stream the
+// reader is most likely reading at once.
+var (
+	obsBatch        = 200 * time.Microsecond
+	obsBatchRate    = 2000
+	obsBatchStreams = 32
+)
+
 // peekMax bounds the bytes one peek copies: the stamp is then the
 // buffer's holding the last byte copied, still a valid observation of
 // fewer bytes.
@@ -119,6 +137,19 @@ type arrival struct {
 	seq   atomic.Uint64
 	bytes atomic.Int64
 	at    atomic.Int64
+}
+
+// table is the memory the client and the observer share.
+type table struct {
+	counts obsCounts
+	slots  [maxSlots]slot
+}
+
+// obsCounts are the observer's, for the client to read.
+type obsCounts struct {
+	wakes atomic.Uint64 // returns from epoll_wait with edges
+	naps  atomic.Uint64 // sleeps after a wake-up (batcher)
+	peeks atomic.Uint64 // peeks that found bytes
 }
 
 // slot is one connection's observations, in the shared table.
@@ -195,6 +226,7 @@ type observer struct {
 	priority string
 	table    []byte // the shared mapping
 	slots    *[maxSlots]slot
+	counts   *obsCounts
 	ctl      int // the client's end of the control pair
 	cmd      *exec.Cmd
 	exited   chan struct{}
@@ -222,7 +254,7 @@ func startObserver() (*observer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("finding this executable for the observer: %w", err)
 	}
-	size := int(unsafe.Sizeof([maxSlots]slot{}))
+	size := int(unsafe.Sizeof(table{}))
 	mfd, err := unix.MemfdCreate("tracekit-arrivals", unix.MFD_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("memfd_create: %w", err)
@@ -232,17 +264,18 @@ func startObserver() (*observer, error) {
 	if err := unix.Ftruncate(mfd, int64(size)); err != nil {
 		return nil, fmt.Errorf("sizing the arrival table: %w", err)
 	}
-	table, err := unix.Mmap(mfd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	mapped, err := unix.Mmap(mfd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("mapping the arrival table: %w", err)
 	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		unix.Munmap(table)
+		unix.Munmap(mapped)
 		return nil, fmt.Errorf("socketpair: %w", err)
 	}
 	child := os.NewFile(uintptr(fds[1]), "observer-control")
-	o := &observer{table: table, slots: (*[maxSlots]slot)(unsafe.Pointer(&table[0])), ctl: fds[0], exited: make(chan struct{})}
+	tbl := (*table)(unsafe.Pointer(&mapped[0]))
+	o := &observer{table: mapped, slots: &tbl.slots, counts: &tbl.counts, ctl: fds[0], exited: make(chan struct{})}
 	o.cmd = exec.Command(exe, observerArgs...)
 	// A race-detector build sleeps a second at exit unless told not to.
 	race := "atexit_sleep_ms=0"
@@ -459,13 +492,13 @@ func raisePriority() string {
 func observeChild() int {
 	runtime.LockOSThread() // keep this thread, and the priority it gets
 	const tfd, cfd = 3, 4
-	size := int(unsafe.Sizeof([maxSlots]slot{}))
-	table, err := unix.Mmap(tfd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	mapped, err := unix.Mmap(tfd, 0, int(unsafe.Sizeof(table{})), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "tracekit arrival observer: mapping the table: %v\n", err)
 		return 1
 	}
-	slots := (*[maxSlots]slot)(unsafe.Pointer(&table[0]))
+	tbl := (*table)(unsafe.Pointer(&mapped[0]))
+	slots, counts := &tbl.slots, &tbl.counts
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "tracekit arrival observer: epoll_create1: %v\n", err)
@@ -482,66 +515,109 @@ func observeChild() int {
 		return 1
 	}
 	var (
-		fds  = make([]int32, maxSlots) // the duplicate of each slot's socket, 0 none
-		offs = make([]bool, maxSlots)  // the slot's socket peeks from SO_PEEK_OFF
-		evs  [256]unix.EpollEvent
-		hdr  unix.Msghdr
-		iov  unix.Iovec
-		oob  [128]byte
-		peek = make([]byte, peekMax)
-		msg  [unsafe.Sizeof(ctlMsg{})]byte
-		rts  = make([]byte, unix.CmsgSpace(4*4))
+		watch = make([]watched, maxSlots)
+		evs   [256]unix.EpollEvent
+		hdr   unix.Msghdr
+		iov   unix.Iovec
+		oob   [128]byte
+		peek  = make([]byte, peekMax)
+		msg   [unsafe.Sizeof(ctlMsg{})]byte
+		rts   = make([]byte, unix.CmsgSpace(4*4))
+		b     = newBatcher(obsBatchRate, obsBatchStreams)
 	)
 	for {
-		n, err := unix.EpollWait(epfd, evs[:], -1)
-		if err == unix.EINTR {
+		n, errno := epollWait(epfd, evs[:], obsWaitMs)
+		if errno == unix.EINTR {
+			// How the runtime asks this goroutine to stop for it (a
+			// collection): the raw wait does not tell the scheduler.
+			runtime.Gosched()
 			continue
 		}
-		if err != nil {
+		if errno != 0 {
 			return 1
 		}
-		var wake unix.Timespec
-		unix.ClockGettime(unix.CLOCK_REALTIME, &wake)
+		wakeNs := time.Now().UnixNano() // CLOCK_REALTIME, as the kernel's stamps
+		counts.wakes.Add(1)
 		for i := range n {
 			id := *(*uint64)(unsafe.Pointer(&evs[i].Fd))
 			if id == 0 {
-				if !childControl(epfd, cfd, slots, fds, offs, msg[:], rts) {
+				if !childControl(epfd, cfd, slots, watch, msg[:], rts) {
 					return 0
 				}
 				continue
 			}
-			idx := id - 1
-			fd := fds[idx]
-			if fd == 0 {
+			w := &watch[id-1]
+			if w.fd == 0 {
 				continue
 			}
-			s := &slots[idx]
+			b.socket(&w.window)
+			s := &slots[id-1]
 			before := s.consumed.Load()
-			m, err := recvmsg(uintptr(fd), &hdr, &iov, peek, oob[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+			m, err := recvmsg(uintptr(w.fd), &hdr, &iov, peek, oob[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
 			if err != nil || m == 0 {
 				continue
 			}
-			at := wake.Nano()
+			at := wakeNs
 			if real, ok := rxStamp(&hdr, oob[:]); ok {
 				at = min(at, real)
 			}
-			seen := int64(m)
-			if offs[idx] {
-				// The peek began at the socket's peek offset: the bytes
-				// queued before it plus m is where it ended, less what
-				// the reader took meanwhile (a lower bound, as needed).
-				if off, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PEEK_OFF); err == nil {
-					seen = max(seen, int64(off))
-				}
-			}
-			s.record(before+seen, at)
+			s.record(w.peeked(before, m), at)
+			counts.peeks.Add(1)
+		}
+		if b.woke(n, n == len(evs), clock.Mono()) {
+			counts.naps.Add(1)
+			nanosleep(obsBatch) // an EINTR only ends the nap early
 		}
 	}
 }
 
+// watched is the observer's own state of a slot's socket.
+type watched struct {
+	fd      int32  // the duplicate of the socket, 0 none
+	peekOff bool   // peeks start at the socket's peek offset (SO_PEEK_OFF)
+	end     int64  // peekOff: the connection offset the last peek ended at (a lower bound)
+	window  uint32 // the batcher window the socket last had an edge in
+}
+
+// peeked returns how many bytes of the connection had arrived by a peek
+// that copied m bytes, with the reader's count at consumed before it (a
+// lower bound, as a record must be). Without a peek offset, the peek
+// began where the reader is. With one, it began where the last peek
+// ended, or where the reader is if the reader went past that (the kernel
+// moves the peek offset back by every byte read, down to 0): the start
+// is max(end, consumed), each a lower bound of the true one, so no
+// getsockopt per peek is needed to know it.
+func (w *watched) peeked(consumed int64, m int) int64 {
+	if !w.peekOff {
+		return consumed + int64(m)
+	}
+	w.end = max(w.end, consumed) + int64(m)
+	return w.end
+}
+
+// The observer's two waits are raw system calls: a blocking call made
+// through the runtime's syscall path wakes the runtime's monitor thread
+// each time, a context switch per wait on top of the wait's own, which
+// under load cost the observer a fifth of its CPU. A raw wait holds the
+// goroutine's P, which the observer's runtime does not need meanwhile;
+// when the runtime wants the goroutine to stop (a collection), its
+// preemption signal ends the wait with EINTR, and the loop yields.
+// obsWaitMs bounds an epoll wait even so.
+const obsWaitMs = 100
+
+func epollWait(epfd int, evs []unix.EpollEvent, msec int) (int, unix.Errno) {
+	n, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&evs[0])), uintptr(len(evs)), uintptr(msec), 0, 0)
+	return int(n), e
+}
+
+func nanosleep(d time.Duration) {
+	ts := unix.NsecToTimespec(int64(d))
+	unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
+}
+
 // childControl handles the queued control messages; false: the client is
 // gone.
-func childControl(epfd, cfd int, slots *[maxSlots]slot, fds []int32, offs []bool, msg, rts []byte) bool {
+func childControl(epfd, cfd int, slots *[maxSlots]slot, watch []watched, msg, rts []byte) bool {
 	for {
 		n, oobn, _, _, err := unix.Recvmsg(cfd, msg, rts, 0)
 		if err == unix.EAGAIN || err == unix.EINTR {
@@ -557,10 +633,11 @@ func childControl(epfd, cfd int, slots *[maxSlots]slot, fds []int32, offs []bool
 		if m.slot >= maxSlots {
 			continue
 		}
-		if old := fds[m.slot]; old != 0 {
-			unix.EpollCtl(epfd, unix.EPOLL_CTL_DEL, int(old), nil)
-			unix.Close(int(old))
-			fds[m.slot] = 0
+		w := &watch[m.slot]
+		if w.fd != 0 {
+			unix.EpollCtl(epfd, unix.EPOLL_CTL_DEL, int(w.fd), nil)
+			unix.Close(int(w.fd))
+			*w = watched{}
 		}
 		if m.op != opAdd {
 			continue
@@ -586,12 +663,11 @@ func childControl(epfd, cfd int, slots *[maxSlots]slot, fds []int32, offs []bool
 			unix.Close(got[0])
 			continue
 		}
-		fds[m.slot] = int32(got[0])
 		// With a peek offset (TCP since Linux 6.9) a peek copies only the
 		// bytes no earlier peek saw, however far behind the reader is;
 		// without, every peek copies all that is queued, a cost that grows
 		// exactly when the client is slow.
-		offs[m.slot] = unix.SetsockoptInt(got[0], unix.SOL_SOCKET, unix.SO_PEEK_OFF, 0) == nil
+		*w = watched{fd: int32(got[0]), peekOff: unix.SetsockoptInt(got[0], unix.SOL_SOCKET, unix.SO_PEEK_OFF, 0) == nil}
 		s.ackGen.Store(m.gen)
 	}
 }

@@ -3,6 +3,7 @@
 package stamp
 
 import (
+	"net"
 	"os"
 	"strings"
 	"testing"
@@ -85,4 +86,87 @@ func TestForgottenObserverMain(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestObserverBatchesUnderLoad: with events arriving faster than
+// obsBatchRate from more than obsBatchStreams sockets, the observer
+// sleeps between wake-ups (its count of naps grows), and a stream whose
+// reader is late still gets each queued event's own arrival: three events
+// written 50 ms apart, read after the third, are stamped apart, each
+// before the next one's write began.
+func TestObserverBatchesUnderLoad(t *testing.T) {
+	st := New(trace.StampKernelOffset, 1, 0)
+	defer st.Close()
+	if st.obs == nil {
+		t.Fatalf("no observer: %+v", st.Meta())
+	}
+	const busy = 40
+	srvs := make([]net.Conn, busy)
+	for i := range srvs {
+		nc, srv := tcpPair(t)
+		rx, err := newConn(nc, true, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srvs[i] = srv
+		go func() { // drains until the test closes the pair
+			defer rx.Close()
+			buf := make([]byte, 4096)
+			for {
+				if _, err := rx.Read(buf); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	stop := make(chan struct{})
+	loaded := make(chan struct{})
+	go func() { // 40 sockets, an event each every 5 ms: 8,000 arrivals a second
+		defer close(loaded)
+		ev := []byte("data: {\"choices\":[{\"text\":\"x\"}]}\n\n")
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			for _, srv := range srvs {
+				if _, err := srv.Write(ev); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	defer func() { close(stop); <-loaded }()
+	for deadline := time.Now().Add(30 * time.Second); st.obs.counts.naps.Load() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the observer never napped in 30 s of load: %d wakes, %d peeks", st.obs.counts.wakes.Load(), st.obs.counts.peeks.Load())
+		}
+	}
+
+	nc, srv := tcpPair(t)
+	rx, err := newConn(nc, true, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rx.Close()
+	const gap = 50 * time.Millisecond
+	before := writeSpaced(t, srv, gap)
+	time.Sleep(gap)
+	buf := make([]byte, 4096)
+	var stamps []int64
+	for range 3 {
+		if _, err := rx.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+		stamps = append(stamps, rx.Last())
+	}
+	_, width := st.conv.Offset()
+	for i, s := range stamps {
+		if s < before[i]-width || (i < 2 && s >= before[i+1]) {
+			t.Errorf("event %d stamped %d: want after its write began (%d) and before the next one's (%v)", i, s, before[i], before)
+		}
+	}
+	c := st.obs.counts
+	t.Logf("observer: %d wakes, %d naps, %d peeks", c.wakes.Load(), c.naps.Load(), c.peeks.Load())
 }

@@ -40,12 +40,11 @@ import (
 
 // pollBatch is how long the poller sleeps after a batch of edges once
 // they come faster than pollBatchRate a second from at least
-// pollBatchStreams sockets: it bounds the wake-ups to about 1/pollBatch a
-// second (a millisecond is also the finest sleep Go's timers give an
-// otherwise idle process). A few fast streams are cheap to serve and are
-// read at once, so their events are not read together; slower or fewer,
-// the poller waits for the next edge at once, and idle it blocks in
-// epoll_wait and costs nothing.
+// pollBatchStreams sockets (batcher): it bounds the wake-ups to about
+// 1/pollBatch a second (a millisecond is also the finest sleep Go's
+// timers give an otherwise idle process). Slower or fewer, the poller
+// waits for the next edge at once, and idle it blocks in epoll_wait and
+// costs nothing.
 var (
 	pollBatch        = time.Millisecond
 	pollBatchRate    = 2000
@@ -136,9 +135,7 @@ func startPoller() (*poller, error) {
 func (p *poller) loop() {
 	defer close(p.done)
 	evs := make([]unix.EpollEvent, 512)
-	// The edge rate is judged over windows of rateWindow.
-	const rateWindow = 20 * time.Millisecond
-	windowStart, edges, streams, window, batching := time.Now(), 0, 0, uint32(1), false
+	b := newBatcher(pollBatchRate, pollBatchStreams)
 	for {
 		n, err := unix.EpollWait(p.epfd, evs, -1)
 		if err != nil {
@@ -161,10 +158,7 @@ func (p *poller) loop() {
 			if c == nil || c.gen != uint32(e.Pad) {
 				continue // a socket that left since the edge
 			}
-			if c.window != window {
-				c.window = window
-				streams++
-			}
+			b.socket(&c.window)
 			if e.Events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 				c.hup.Store(true)
 			}
@@ -178,13 +172,7 @@ func (p *poller) loop() {
 			}
 		}
 		p.mu.Unlock()
-		edges += n
-		if el := time.Since(windowStart); el >= rateWindow {
-			batching = float64(edges) > float64(pollBatchRate)*el.Seconds() && streams >= pollBatchStreams
-			windowStart, edges, streams = windowStart.Add(el), 0, 0
-			window++
-		}
-		if batching && n < len(evs) {
+		if b.woke(n, n == len(evs), clock.Mono()) {
 			time.Sleep(pollBatch) // the woken readers run on this P meanwhile
 		}
 	}
@@ -239,7 +227,7 @@ type pollConn struct {
 	p            *poller
 	slot         int32
 	gen          uint32
-	window       uint32 // the poller's rate window this socket last had an edge in (its goroutine only)
+	window       uint32 // the batcher window this socket last had an edge in (the poller's goroutine only)
 	laddr, raddr net.Addr
 
 	// mu is held for reading around every system call on fd and for
