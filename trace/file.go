@@ -292,8 +292,8 @@ func OpenParquet[T any](path string, format FileFormat) (*ParquetReader[T], erro
 }
 
 // openParquet is OpenParquet with reader options chosen from the file's
-// schema (nil: none).
-func openParquet[T any](path string, format FileFormat, options func(*parquet.Schema) []parquet.ReaderOption) (*ParquetReader[T], error) {
+// schema (nil: none); an error from options refuses the file.
+func openParquet[T any](path string, format FileFormat, options func(*parquet.Schema) ([]parquet.ReaderOption, error)) (*ParquetReader[T], error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
@@ -328,7 +328,10 @@ func openParquet[T any](path string, format FileFormat, options func(*parquet.Sc
 	}
 	var opts []parquet.ReaderOption
 	if options != nil {
-		opts = options(pf.Schema())
+		if opts, err = options(pf.Schema()); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
 	}
 	return &ParquetReader[T]{path: path, f: f, pf: pf, r: parquet.NewGenericReader[T](pf, opts...)}, nil
 }
@@ -447,40 +450,25 @@ func (t *TraceReader) Close() error { return t.r.close() }
 type RecordReader struct {
 	r    *ParquetReader[Record]
 	Meta RunMeta
-	// gaps: the file stores the event times as gaps (event_gap_ns), which
-	// Read turns back into times; false for an older file's event_ns,
-	// read as it is.
-	gaps bool
+	// layout is how the file holds the event times (gaps.go), which Read
+	// turns into run-relative times.
+	layout eventLayout
 }
 
-// legacyEvents reports whether schema s holds the event times in the
-// layout before schema 6 (absolute, column event_ns).
-func legacyEvents(s *parquet.Schema) bool {
-	has := func(name string) bool { // the list's leaf, or a column of another layout
-		_, list := s.Lookup(name, "list", "element")
-		_, other := s.Lookup(name)
-		return list || other
-	}
-	return has(legacyEventColumn) && !has(eventGapColumn)
-}
-
-// legacyEventTag reads Record.EventNs from column event_ns.
-var legacyEventTag = parquet.StructTag(`parquet:"`+legacyEventColumn+`,list" parquet-element:",delta"`, "EventNs")
-
-// OpenRecording opens and validates a recording file.
+// OpenRecording opens and validates a recording file. It reads the event
+// times from whichever of event_gap_us, event_gap_ns and event_ns the file
+// holds, and refuses a file that holds two of them.
 func OpenRecording(path string) (*RecordReader, error) {
-	gaps := true
-	r, err := openParquet[Record](path, RecordingFormat, func(s *parquet.Schema) []parquet.ReaderOption {
-		if legacyEvents(s) {
-			gaps = false
-			return []parquet.ReaderOption{legacyEventTag}
-		}
-		return nil
+	var layout eventLayout
+	r, err := openParquet[Record](path, RecordingFormat, func(s *parquet.Schema) ([]parquet.ReaderOption, error) {
+		var err error
+		layout, err = eventLayoutOf(s)
+		return layout.readerOptions(), err
 	})
 	if err != nil {
 		return nil, err
 	}
-	rr := &RecordReader{r: r, gaps: gaps}
+	rr := &RecordReader{r: r, layout: layout}
 	if err := r.json(MetaRun, &rr.Meta); err != nil {
 		r.close()
 		return nil, err
@@ -500,13 +488,10 @@ func (t *RecordReader) Read(rows []Record) (int, error) {
 	return n, err
 }
 
-// absolute turns rows' event gaps, as read, into run-relative times.
+// absolute turns rows' event lists, as read, into run-relative times.
 func (t *RecordReader) absolute(rows []Record) {
-	if !t.gaps {
-		return
-	}
 	for i := range rows {
-		fromGaps(rows[i].EventNs, rows[i].SentNs)
+		t.layout.absolute(rows[i].EventNs, rows[i].SentNs)
 	}
 }
 

@@ -97,7 +97,7 @@ func TestRecordRoundTripWithLateMeta(t *testing.T) {
 	}
 	want := []Record{
 		{RequestID: "a", ConversationID: "c", Turn: 0, IntendedNs: 10, SlotNs: 11, SentNs: 12, HeadersNs: 20, DoneNs: 99, Status: 200,
-			PromptTokens: 5, CompletionTokens: 3, CachedTokens: -1, EventNs: []int64{30, 40, 50}, EventTokens: []int32{0, 2, 1}, TokensExact: true, Parents: []int32{}, After: []int32{}},
+			PromptTokens: 5, CompletionTokens: 3, CachedTokens: -1, EventNs: []int64{12 + 30e3, 12 + 40e3, 12 + 50e3}, EventTokens: []int32{0, 2, 1}, TokensExact: true, Parents: []int32{}, After: []int32{}},
 		{RequestID: "b", ConversationID: "c", Turn: 1, Status: 503, ErrorKind: ErrHTTPStatus, ErrorMessage: "overloaded", PromptTokens: -1, CompletionTokens: -1, CachedTokens: -1},
 	}
 	if err := w.Write(want...); err != nil {

@@ -1,13 +1,16 @@
 package trace
 
 import (
+	"errors"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
@@ -15,27 +18,102 @@ import (
 	"github.com/tracekit/tracekit/trace/tracetest"
 )
 
-// gapEdgeRecords are rows with no, one and many events, an event stamped
-// before its send, and times at the ends of int64.
-func gapEdgeRecords() []Record {
-	rec := func(id string, sent int64, ev ...int64) Record {
-		toks := make([]int32, len(ev))
-		for i := range toks {
-			toks[i] = int32(i % 3)
-		}
-		return Record{RequestID: id, SentNs: sent, DoneNs: sent + 1, Status: 200, EventNs: ev, EventTokens: toks,
-			Parents: []int32{}, After: []int32{}}
+// eventRecord is a request sent at sent with events at ev, one token
+// each but the first.
+func eventRecord(id string, sent int64, ev ...int64) Record {
+	toks := make([]int32, len(ev))
+	for i := range toks {
+		toks[i] = int32(i % 3)
 	}
+	return Record{RequestID: id, SentNs: sent, DoneNs: sent + 1, Status: 200, EventNs: ev, EventTokens: toks,
+		Parents: []int32{}, After: []int32{}}
+}
+
+// eventEdgeRecords are rows with no, one and many events, events stamped
+// before their send and on every side of a half microsecond, and a gap of
+// thirty days.
+func eventEdgeRecords() []Record {
 	many := make([]int64, 500)
 	for i := range many {
-		many[i] = 2e9 + int64(i)*10_000_123
+		many[i] = 2e9 + int64(i)*10_000_123 + int64(i*i%1000)
 	}
+	const day = 24 * 3600 * int64(1e9)
 	return []Record{
-		rec("none", 5e8, []int64{}...),
-		rec("one", 1e9, 1e9+42e6),
-		rec("many", 2e9-30e6, many...),
-		rec("before sent", 3e9, 3e9-7, 3e9+5, 3e9+5),
-		rec("extremes", -5, math.MinInt64, math.MaxInt64, 0, math.MaxInt64, math.MinInt64),
+		eventRecord("none", 5e8, []int64{}...),
+		eventRecord("one", 1e9+3, 1e9+42e6+499),
+		eventRecord("many", 2e9-30e6+317, many...),
+		eventRecord("before sent", 3e9, 3e9-1501, 3e9-1500, 3e9-501, 3e9-500, 3e9-499, 3e9-7, 3e9, 3e9+499, 3e9+500, 3e9+1500),
+		eventRecord("huge gap", 4e9+123, 4e9+1e6+499, 4e9+30*day+777, 4e9+30*day+1777),
+	}
+}
+
+// wantOffsetUs is o = round((t - sent) / 1000) in exact arithmetic, a
+// half away from zero: the reference RoundUs is checked against.
+func wantOffsetUs(t testing.TB, ev, sent int64) int64 {
+	t.Helper()
+	d := new(big.Int).Sub(big.NewInt(ev), big.NewInt(sent))
+	neg := d.Sign() < 0
+	q := new(big.Int).Abs(d)
+	q.Add(q, big.NewInt(500)).Quo(q, big.NewInt(1000))
+	if neg {
+		q.Neg(q)
+	}
+	if !q.IsInt64() {
+		t.Fatalf("offset of %d from %d does not fit int64", ev, sent)
+	}
+	return q.Int64()
+}
+
+// wantEventsUs is recs with their event times as a recording gives them
+// back, by the reference: sent_ns + 1000 * o.
+func wantEventsUs(t testing.TB, recs []Record) []Record {
+	t.Helper()
+	out := slices.Clone(recs)
+	for i := range out {
+		out[i].EventNs = make([]int64, len(recs[i].EventNs))
+		for j, ev := range recs[i].EventNs {
+			v := new(big.Int).Mul(big.NewInt(wantOffsetUs(t, ev, recs[i].SentNs)), big.NewInt(1000))
+			v.Add(v, big.NewInt(recs[i].SentNs))
+			if !v.IsInt64() {
+				t.Fatalf("row %d event %d: %d read back does not fit int64", i, j, v)
+			}
+			out[i].EventNs[j] = v.Int64()
+		}
+	}
+	return out
+}
+
+// rounded is recs with RoundEvents applied to copies.
+func rounded(recs []Record) []Record {
+	out := slices.Clone(recs)
+	for i := range out {
+		out[i].EventNs = slices.Clone(out[i].EventNs)
+		out[i].RoundEvents()
+	}
+	return out
+}
+
+func TestRoundUs(t *testing.T) {
+	for _, c := range []struct{ d, want int64 }{
+		{0, 0}, {1, 0}, {499, 0}, {500, 1}, {501, 1}, {999, 1}, {1000, 1}, {1499, 1}, {1500, 2}, {2500, 3},
+		{-1, 0}, {-499, 0}, {-500, -1}, {-501, -1}, {-1000, -1}, {-1499, -1}, {-1500, -2}, {-2500, -3},
+		{math.MaxInt64, 9223372036854776}, {math.MinInt64, -9223372036854776},
+		{math.MaxInt64 - 307, 9223372036854776}, {math.MaxInt64 - 308, 9223372036854775},
+		{math.MinInt64 + 308, -9223372036854776}, {math.MinInt64 + 309, -9223372036854775},
+	} {
+		if got := RoundUs(c.d); got != c.want {
+			t.Errorf("RoundUs(%d) = %d, want %d", c.d, got, c.want)
+		}
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 100_000 {
+		d := int64(rng.Uint64())
+		if rng.IntN(2) == 0 {
+			d %= 1e7
+		}
+		if got, want := RoundUs(d), wantOffsetUs(t, d, 0); got != want {
+			t.Fatalf("RoundUs(%d) = %d, want %d", d, got, want)
+		}
 	}
 }
 
@@ -77,44 +155,21 @@ func stampedVersion(t *testing.T, path string) int {
 	return n
 }
 
-// The event times go to disk as gaps (the first from sent_ns) and come
-// back as the times written, through every reader, whatever the values;
-// the caller's rows are left as they were.
-func TestEventGapsRoundTrip(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "g.parquet")
-	want := gapEdgeRecords()
-	written := make([]Record, len(want))
-	for i, r := range want {
-		written[i] = r
-		written[i].EventNs = slices.Clone(r.EventNs)
-	}
-	writeRecords(t, p, written)
-	if !reflect.DeepEqual(written, want) {
-		t.Fatal("Write changed the caller's rows")
-	}
-	if v := stampedVersion(t, p); v != 6 {
-		t.Errorf("stamped %d, want 6", v)
-	}
-	disk := readEventColumn(t, p, "event_gap_ns")
-	for i, r := range want {
-		prev := r.SentNs
-		for j, ev := range r.EventNs {
-			if disk[i][j] != ev-prev {
-				t.Fatalf("row %d event %d: %d on disk, want the gap %d", i, j, disk[i][j], ev-prev)
-			}
-			prev = ev
-		}
-	}
-	got, _, err := ReadRecords(p)
+// readAllWays reads the recording at path through every reader (the whole
+// file, OpenRecording in small batches into reused rows, the column
+// scanner on its column path and on its row path), checks they agree and
+// returns the rows.
+func readAllWays(t *testing.T, path string) []Record {
+	t.Helper()
+	whole, _, err := ReadRecords(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	same(t, got, want)
-	rr, err := OpenRecording(p)
+	rr, err := OpenRecording(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch := make([]Record, 2) // several reads into reused rows
+	batch := make([]Record, 2)
 	var byBatch []Record
 	for {
 		n, err := rr.Read(batch)
@@ -127,9 +182,69 @@ func TestEventGapsRoundTrip(t *testing.T) {
 		}
 	}
 	rr.Close()
-	same(t, byBatch, want)
-	same(t, scanAll(t, p, ScanOptions{}), want)
-	same(t, scanAll(t, p, ScanOptions{Rows: true}), want)
+	s, err := OpenScanner(path, ScanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.pf == nil {
+		t.Fatalf("%s: the column path was not taken", path)
+	}
+	s.Close()
+	same(t, byBatch, whole)
+	same(t, scanAll(t, path, ScanOptions{}), whole)
+	same(t, scanAll(t, path, ScanOptions{Rows: true}), whole)
+	return whole
+}
+
+// The event times go to disk as microsecond offsets from sent_ns, as
+// gaps, and come back as sent_ns + 1000 * the offset, through every
+// reader: within 500 ns of each stamp, exactly the reference rounding,
+// whatever the values (before the send, thirty days after it); the
+// caller's rows are left as they were, and no older event column is
+// written.
+func TestEventTimesMicrosecond(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "g.parquet")
+	stamped := eventEdgeRecords()
+	want := wantEventsUs(t, stamped)
+	written := make([]Record, len(stamped))
+	for i, r := range stamped {
+		written[i] = r
+		written[i].EventNs = slices.Clone(r.EventNs)
+	}
+	writeRecords(t, p, written)
+	if !reflect.DeepEqual(written, stamped) {
+		t.Fatal("Write changed the caller's rows")
+	}
+	if v := stampedVersion(t, p); v != 7 {
+		t.Errorf("stamped %d, want 7", v)
+	}
+	schema := tracetest.OpenParquet(t, p).Schema()
+	for _, old := range []string{"event_gap_ns", "event_ns"} {
+		if _, ok := schema.Lookup(old, "list", "element"); ok {
+			t.Errorf("the file has a column %s", old)
+		}
+	}
+	disk := readEventColumn(t, p, "event_gap_us")
+	for i, r := range stamped {
+		prev := int64(0)
+		for j, ev := range r.EventNs {
+			o := wantOffsetUs(t, ev, r.SentNs)
+			if disk[i][j] != o-prev {
+				t.Fatalf("row %d event %d: %d on disk, want the gap %d us", i, j, disk[i][j], o-prev)
+			}
+			prev = o
+		}
+	}
+	got := readAllWays(t, p)
+	same(t, got, want)
+	same(t, rounded(stamped), want)
+	for i, r := range got {
+		for j, ev := range r.EventNs {
+			if e := ev - stamped[i].EventNs[j]; e < -500 || e > 500 {
+				t.Fatalf("row %d event %d: read %d, stamped %d", i, j, ev, stamped[i].EventNs[j])
+			}
+		}
+	}
 	// Written one row per call, the reused gap buffers hand no row's gaps
 	// to another.
 	one := filepath.Join(t.TempDir(), "one.parquet")
@@ -137,7 +252,7 @@ func TestEventGapsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range want {
+	for _, r := range stamped {
 		if err := w.Write(r); err != nil {
 			t.Fatal(err)
 		}
@@ -145,23 +260,66 @@ func TestEventGapsRoundTrip(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	got, _, err = ReadRecords(one)
-	if err != nil {
-		t.Fatal(err)
-	}
-	same(t, got, want)
+	same(t, readAllWays(t, one), want)
 	// Asked for the events without sent_ns, the scanner still starts the
-	// gaps there, and leaves SentNs zero as asked.
-	for i, r := range scanAll(t, p, ScanOptions{Columns: []string{"request_id", "event_gap_ns"}}) {
+	// offsets there, and leaves SentNs zero as asked.
+	for i, r := range scanAll(t, p, ScanOptions{Columns: []string{"request_id", "event_gap_us"}}) {
 		if r.SentNs != 0 || !slices.Equal(r.EventNs, want[i].EventNs) {
 			t.Fatalf("row %d: sent %d events %v, want sent 0 events %v", i, r.SentNs, r.EventNs, want[i].EventNs)
 		}
 	}
+	// Times already on a microsecond from sent_ns read back exactly.
+	p2 := filepath.Join(t.TempDir(), "exact.parquet")
+	writeRecords(t, p2, want)
+	same(t, readAllWays(t, p2), want)
+}
+
+// Times at the ends of int64 wrap like int64 arithmetic on the way to
+// disk and back: each reads back within 500 ns of its stamp, modulo 2^64.
+func TestEventTimesWrap(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "w.parquet")
+	stamped := []Record{
+		eventRecord("extremes", -5, math.MinInt64, math.MaxInt64, 0, math.MaxInt64, math.MinInt64),
+		eventRecord("max sent", math.MaxInt64, math.MinInt64, -1, math.MaxInt64-499),
+	}
+	writeRecords(t, p, stamped)
+	got := readAllWays(t, p)
+	same(t, got, rounded(stamped))
+	for i, r := range got {
+		for j, ev := range r.EventNs {
+			if e := ev - stamped[i].EventNs[j]; e < -500 || e > 500 { // wraps as the stored arithmetic does
+				t.Fatalf("row %d event %d: read %d, stamped %d", i, j, ev, stamped[i].EventNs[j])
+			}
+		}
+	}
+}
+
+// Many requests over several row groups: every reader agrees, every time
+// is the reference rounding, and the events column holds microseconds.
+func TestEventTimesAcrossRowGroups(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "many.parquet")
+	rng := rand.New(rand.NewPCG(9, 10))
+	stamped := make([]Record, 2*RowGroupRows+333)
+	for i := range stamped {
+		sent := rng.Int64N(1e12)
+		ev := make([]int64, rng.IntN(60))
+		at := sent - 1000 + rng.Int64N(1e8) // sometimes before the send
+		for j := range ev {
+			ev[j] = at
+			at += rng.Int64N(30e6)
+		}
+		stamped[i] = eventRecord("r"+strconv.Itoa(i), sent, ev...)
+	}
+	writeRecords(t, p, stamped)
+	if n := len(tracetest.OpenParquet(t, p).RowGroups()); n < 3 {
+		t.Fatalf("%d row groups, want several", n)
+	}
+	same(t, readAllWays(t, p), wantEventsUs(t, stamped))
 }
 
 // A recording whose rows have no event keeps the version its other columns
-// need: an older reader finds no event_ns and reads no events, which is
-// right.
+// need: an older reader finds no event column and reads no events, which
+// is right.
 func TestEventlessRecordingKeepsOlderVersion(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "e.parquet")
 	writeRecords(t, p, []Record{{RequestID: "a", SentNs: 1, Status: 500, ErrorKind: ErrHTTPStatus}})
@@ -174,17 +332,29 @@ func TestEventlessRecordingKeepsOlderVersion(t *testing.T) {
 	}
 }
 
-// writeLegacyRecording writes recs as a schema-5 tracekit did: the
-// absolute times in column event_ns.
-func writeLegacyRecording(t *testing.T, path string, recs []Record) {
+// writeOlderRecording writes recs as a tracekit of schema version did,
+// with the event times in layout's column (eventsGapNs: schema 6,
+// nanosecond gaps from sent_ns; eventsAbsolute: before 6, the times),
+// row groups of 700 rows.
+func writeOlderRecording(t *testing.T, path string, recs []Record, layout eventLayout, version int) {
 	t.Helper()
+	disk := slices.Clone(recs)
+	if layout == eventsGapNs {
+		for i := range disk {
+			prev := disk[i].SentNs
+			disk[i].EventNs = make([]int64, len(recs[i].EventNs))
+			for j, ev := range recs[i].EventNs {
+				disk[i].EventNs[j], prev = ev-prev, ev
+			}
+		}
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := parquet.NewGenericWriter[Record](f, legacyEventTag, parquet.KeyValueMetadata(MetaFormat, FormatRecording),
-		parquet.KeyValueMetadata(MetaSchemaVersion, "5"), parquet.MaxRowsPerRowGroup(700))
-	if _, err := w.Write(recs); err != nil {
+	w := parquet.NewGenericWriter[Record](f, eventTag(layout), parquet.KeyValueMetadata(MetaFormat, FormatRecording),
+		parquet.KeyValueMetadata(MetaSchemaVersion, strconv.Itoa(version)), parquet.MaxRowsPerRowGroup(700))
+	if _, err := w.Write(disk); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {
@@ -193,32 +363,86 @@ func writeLegacyRecording(t *testing.T, path string, recs []Record) {
 	f.Close()
 }
 
-// A schema-5 recording (absolute event_ns) reads as it always did, through
-// every reader, and its raw column holds the times themselves.
-func TestSchema5RecordingReadsAsBefore(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "v5.parquet")
-	want := append(gapEdgeRecords(), randomRecords(rand.New(rand.NewPCG(3, 4)), 1500)...)
-	writeLegacyRecording(t, p, want)
-	disk := readEventColumn(t, p, "event_ns")
-	if !slices.Equal(disk[2], want[2].EventNs) {
-		t.Fatal("the legacy file does not hold absolute times in event_ns")
+// Recordings of schema 6 (nanosecond gaps in event_gap_ns) and before
+// (absolute event_ns) read as they always did, to the nanosecond, through
+// every reader, and their raw columns hold what those versions wrote.
+func TestOlderEventLayoutsRead(t *testing.T) {
+	want := append(eventEdgeRecords(), eventRecord("extremes", -5, math.MinInt64, math.MaxInt64, 0, math.MaxInt64, math.MinInt64))
+	want = append(want, randomRecords(rand.New(rand.NewPCG(3, 4)), 1500)...)
+	for _, c := range []struct {
+		layout  eventLayout
+		version int
+		raw     []int64 // row 2's column as written
+	}{
+		{eventsGapNs, 6, []int64{want[2].EventNs[0] - want[2].SentNs, want[2].EventNs[1] - want[2].EventNs[0]}},
+		{eventsAbsolute, 5, want[2].EventNs[:2]},
+	} {
+		name := eventColumns[c.layout]
+		t.Run(name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), name+".parquet")
+			writeOlderRecording(t, p, want, c.layout, c.version)
+			if disk := readEventColumn(t, p, name); !slices.Equal(disk[2][:2], c.raw) {
+				t.Fatalf("%s holds %v, want %v", name, disk[2][:2], c.raw)
+			}
+			same(t, readAllWays(t, p), want)
+			s, err := OpenScanner(p, ScanOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Events() < 1500 {
+				t.Errorf("footer events %d", s.Events())
+			}
+			s.Close()
+			for i, r := range scanAll(t, p, ScanOptions{Columns: []string{"request_id", "event_gap_us"}}) {
+				if !slices.Equal(r.EventNs, want[i].EventNs) {
+					t.Fatalf("row %d: events %v, want %v", i, r.EventNs, want[i].EventNs)
+				}
+			}
+		})
 	}
-	got, _, err := ReadRecords(p)
-	if err != nil {
-		t.Fatal(err)
+}
+
+// A file holding the event times in two layouts is refused by every
+// reader, naming the file and both columns, rather than read from one of
+// them.
+func TestTwoEventColumnsRefused(t *testing.T) {
+	type twoColumns struct {
+		RequestID string  `parquet:"request_id"`
+		SentNs    int64   `parquet:"sent_ns"`
+		A         []int64 `parquet:"a,list"`
+		B         []int64 `parquet:"b,list"`
 	}
-	same(t, got, want)
-	s, err := OpenScanner(p, ScanOptions{})
-	if err != nil {
-		t.Fatal(err)
+	for _, pair := range [][2]eventLayout{{eventsGapUs, eventsGapNs}, {eventsGapUs, eventsAbsolute}, {eventsGapNs, eventsAbsolute}} {
+		a, b := eventColumns[pair[0]], eventColumns[pair[1]]
+		p := filepath.Join(t.TempDir(), a+"+"+b+".parquet")
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := parquet.NewGenericWriter[twoColumns](f,
+			parquet.StructTag(reflect.StructTag(`parquet:"`+a+`,list"`), "A"), parquet.StructTag(reflect.StructTag(`parquet:"`+b+`,list"`), "B"),
+			parquet.KeyValueMetadata(MetaFormat, FormatRecording), parquet.KeyValueMetadata(MetaSchemaVersion, "7"))
+		if _, err := w.Write([]twoColumns{{RequestID: "x", SentNs: 1, A: []int64{2}, B: []int64{3}}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		check := func(how string, err error) {
+			t.Helper()
+			if err == nil || !errors.Is(err, ErrWrongFormat) || !strings.Contains(err.Error(), p) ||
+				!strings.Contains(err.Error(), a+" and "+b) {
+				t.Errorf("%s of a file with %s and %s: %v", how, a, b, err)
+			}
+		}
+		_, err = OpenRecording(p)
+		check("OpenRecording", err)
+		_, _, err = ReadRecords(p)
+		check("ReadRecords", err)
+		_, err = OpenScanner(p, ScanOptions{})
+		check("OpenScanner", err)
+		_, err = OpenScanner(p, ScanOptions{Rows: true})
+		check("OpenScanner by rows", err)
 	}
-	if s.pf == nil {
-		t.Fatal("a schema-5 recording must take the column path")
-	}
-	if s.Events() < 1500 {
-		t.Errorf("footer events %d", s.Events())
-	}
-	s.Close()
-	same(t, scanAll(t, p, ScanOptions{}), want)
-	same(t, scanAll(t, p, ScanOptions{Rows: true}), want)
 }

@@ -85,7 +85,9 @@ func AppendRunMetaPayload(dst []byte, meta RunMeta) ([]byte, error) {
 }
 
 // AppendRecordPayload encodes rec compactly: varints, length-prefixed
-// strings, event times as deltas.
+// strings, event times as deltas in nanoseconds (a recording recovered
+// from the journal is written by RecordWriter, which keeps them to the
+// microsecond).
 func AppendRecordPayload(dst []byte, r *Record) []byte {
 	dst = append(dst, frameRecord)
 	for _, s := range [...]string{r.RequestID, r.ConversationID, r.Target, string(r.ErrorKind), r.ErrorMessage} {

@@ -6,13 +6,14 @@ import (
 	"unsafe"
 )
 
-// timeColumns are Record's run-relative times: the int64 columns and
-// int64 lists named *_ns, found by reflection (recordColumns), so a time
-// field added to Record is shifted without a change here. unset is true
-// for a field tagged unset:"0", where 0 means "not stamped".
+// timeColumns are Record's run-relative times: the int64 fields and
+// int64 lists whose Go name ends in Ns (their columns are *_ns, and
+// event_gap_us for EventNs), found by reflection (recordColumns), so a
+// time field added to Record is shifted without a change here. unset is
+// true for a field tagged unset:"0", where 0 means "not stamped".
 var timeColumns = sync.OnceValue(func() (cols []recordColumn) {
 	for _, c := range recordColumns() {
-		if (c.kind == kInt64 || c.kind == kListInt64) && strings.HasSuffix(c.name, "_ns") {
+		if (c.kind == kInt64 || c.kind == kListInt64) && strings.HasSuffix(c.field, "Ns") {
 			cols = append(cols, c)
 		}
 	}

@@ -19,8 +19,11 @@ func filledRecords(t *testing.T) []Record {
 	recs := make([]Record, 3)
 	for i := range recs {
 		tracetest.Fill(&recs[i], 1000*i)
-		// The event lists are parallel and sorted, as a recording's are.
-		recs[i].EventNs = []int64{int64(10*i + 1), int64(10*i + 2), int64(10*i + 3)}
+		// The event lists are parallel and sorted, as a recording's are,
+		// and each time is a whole microsecond after the send, as the
+		// recording keeps it, so it reads back exactly.
+		s := recs[i].SentNs
+		recs[i].EventNs = []int64{s + int64(10*i+1)*1000, s + int64(10*i+2)*1000, s + int64(10*i+3)*1000}
 		if z := tracetest.Zero(&recs[i]); len(z) > 0 {
 			t.Fatalf("Fill left fields zero: %v", z)
 		}

@@ -145,14 +145,14 @@ type RecordScanner struct {
 
 // scanColumn is one requested column and where it is in this file's
 // schema: idx < 0 when the file lacks it (an older recording), so the
-// field stays zero as the row reader leaves it. gaps marks the event times
-// stored as gaps, turned into times after decoding; hidden a column
-// decoded only for that (sent_ns when not asked for), left zero in the
-// records.
+// field stays zero as the row reader leaves it. events marks the event
+// times, turned into run-relative times after decoding (rowGroup.absolute);
+// hidden a column decoded only for that (sent_ns when not asked for),
+// left zero in the records.
 type scanColumn struct {
 	recordColumn
 	idx    int
-	gaps   bool
+	events bool
 	hidden bool
 }
 
@@ -189,7 +189,7 @@ func OpenScanner(path string, opts ScanOptions) (*RecordScanner, error) {
 		r.Close()
 		return nil, err
 	}
-	sc, ok := findColumns(pf.Schema(), withSent(cols))
+	sc, ok := findColumns(pf.Schema(), withSent(cols), r.layout)
 	if !ok {
 		fh.Close()
 		return s, nil
@@ -204,8 +204,8 @@ func withSent(cols []recordColumn) []scanColumn {
 	out := make([]scanColumn, len(cols), len(cols)+1)
 	events, sent := false, false
 	for i, c := range cols {
-		out[i] = scanColumn{recordColumn: c}
-		events = events || c.name == eventGapColumn
+		out[i] = scanColumn{recordColumn: c, events: c.field == "EventNs"}
+		events = events || out[i].events
 		sent = sent || c.name == "sent_ns"
 	}
 	if events && !sent {
@@ -219,20 +219,18 @@ func withSent(cols []recordColumn) []scanColumn {
 }
 
 // findColumns places cols in schema s; ok is false when one is there with
-// another type or repetition. The event times are found in event_gap_ns, or
-// in an older file's event_ns.
-func findColumns(s *parquet.Schema, cols []scanColumn) ([]scanColumn, bool) {
+// another type or repetition. The event times are found in the column of
+// the file's layout (event_gap_us, or an older file's event_gap_ns or
+// event_ns).
+func findColumns(s *parquet.Schema, cols []scanColumn, layout eventLayout) ([]scanColumn, bool) {
 	out := make([]scanColumn, len(cols))
 	for i, sc := range cols {
 		c := sc.recordColumn
 		out[i] = sc
 		out[i].idx = -1
-		if c.name == eventGapColumn {
-			out[i].gaps = true
-			if legacyEvents(s) {
-				c.name, out[i].gaps = legacyEventColumn, false
-				out[i].name = c.name // errors name the file's column
-			}
+		if sc.events {
+			c.name = eventColumns[layout]
+			out[i].name = c.name // errors name the file's column
 		}
 		leaf, found := s.Lookup(c.path()...)
 		if !found {
@@ -308,8 +306,8 @@ func (s *RecordScanner) Scan(fn func(row int64, rec *Record) error) error {
 		stop = make(chan struct{})
 		wg   sync.WaitGroup
 	)
-	free <- &rowGroup{cols: s.cols, bufs: make([]colBuf, len(s.cols))}
-	free <- &rowGroup{cols: s.cols, bufs: make([]colBuf, len(s.cols))}
+	free <- &rowGroup{cols: s.cols, layout: s.r.layout, bufs: make([]colBuf, len(s.cols))}
+	free <- &rowGroup{cols: s.cols, layout: s.r.layout, bufs: make([]colBuf, len(s.cols))}
 	wg.Go(func() {
 		defer close(out)
 		for _, rg := range groups {
@@ -399,6 +397,7 @@ type colBuf struct {
 type rowGroup struct {
 	rows    int
 	cols    []scanColumn
+	layout  eventLayout // how the file holds the event times
 	bufs    []colBuf
 	vals    []parquet.Value // scratch for scalar pages
 	bytes   []byte          // scratch for string pages
@@ -470,13 +469,13 @@ func (g *rowGroup) readColumn(k int, chunk parquet.ColumnChunk) error {
 	return nil
 }
 
-// absolute turns the event gaps decoded into times: a running sum from
-// each row's sent_ns.
+// absolute turns the event lists decoded, in the file's layout, into
+// run-relative times: each row's from its sent_ns.
 func (g *rowGroup) absolute() {
 	ev, sent := -1, -1
 	for k, c := range g.cols {
 		switch {
-		case c.gaps && c.idx >= 0:
+		case c.events && c.idx >= 0:
 			ev = k
 		case c.name == "sent_ns" && c.idx >= 0:
 			sent = k
@@ -495,11 +494,7 @@ func (g *rowGroup) absolute() {
 		if sents != nil {
 			t = sents[i]
 		}
-		vals := b.i64[b.offs[i]:b.offs[i+1]]
-		for j, d := range vals {
-			t += d
-			vals[j] = t
-		}
+		g.layout.absolute(b.i64[b.offs[i]:b.offs[i+1]], t)
 	}
 }
 

@@ -33,8 +33,15 @@ const (
 	// sent_ns, each next after the one before) in place of the absolute
 	// event_ns, which delta-encodes to about half the bytes; stamped on a
 	// recording with an event (a recording without one reads the same
-	// either way). Readers take the layout from the column the file holds.
-	RecordingSchemaVersion = 6
+	// either way). Version 7 keeps them to the microsecond (event_gap_us:
+	// each event's offset from sent_ns rounded to a whole microsecond,
+	// stored as gaps; see RoundUs): every event time reads back within
+	// 500 ns of its stamp, below the stamps' own accuracy, and the ten
+	// low bits of noise per gap are no longer stored; stamped on a
+	// recording with an event. Readers take the layout from the column the
+	// file holds (event_gap_us, event_gap_ns or event_ns; gaps.go) and
+	// refuse a file with two of them.
+	RecordingSchemaVersion = 7
 )
 
 // The versions a file is stamped with when no row needs a newer one: the
@@ -48,15 +55,6 @@ const (
 	traceVersionEndpoint  = 4
 	recordingVersionAPIs  = 4
 	recordingVersionMedia = 5
-)
-
-// The event-time columns: eventGapColumn holds Record.EventNs as gaps
-// (schema 6 on), legacyEventColumn the absolute times of older files. The
-// legacy name is never written again, so a query written for the old
-// layout fails on a new file instead of reading gaps as times.
-const (
-	eventGapColumn    = "event_gap_ns"
-	legacyEventColumn = "event_ns"
 )
 
 // Endpoints: the APIs a turn can be sent on (Turn.Endpoint, Record.Endpoint).
@@ -376,8 +374,10 @@ const (
 // Record is one row of a recording: one request attempt.
 //
 // Every time is nanoseconds of the monotonic clock from the run start
-// (RunMeta.StartMonoNs): every int64 column and int64 list whose name ends
-// in "_ns" (Shift moves them all; one tagged unset:"0" keeps 0 for "none").
+// (RunMeta.StartMonoNs): every int64 field and int64 list whose Go name
+// ends in "Ns" (Shift moves them all; one tagged unset:"0" keeps 0 for
+// "none"). Their columns are named *_ns, but for the event times, kept to
+// the microsecond on disk (event_gap_us).
 // The event lists are parallel: EventNs[i] is when the
 // network read that completed event i returned (stamped before parsing, so
 // all events completed by one read share a stamp), EventTokens[i] the tokens
@@ -412,12 +412,15 @@ type Record struct {
 	// continuous usage stats, false when counted from the text.
 	TokensExact bool `parquet:"tokens_exact" json:"tokens_exact"`
 
-	// EventNs holds run-relative times in memory, as every other _ns
-	// field; on disk (column event_gap_ns) element 0 is EventNs[0] - SentNs
-	// and element i the gap EventNs[i] - EventNs[i-1]. RecordWriter and the
-	// readers convert; recordings before schema 6 hold the times as they
-	// are in column event_ns.
-	EventNs     []int64 `parquet:"event_gap_ns,list" parquet-element:",delta" json:"event_ns"`
+	// EventNs holds run-relative times in nanoseconds in memory, as every
+	// other ...Ns field. On disk (column event_gap_us) they are kept to the
+	// microsecond: with o_i = RoundUs(EventNs[i] - SentNs), element 0 is
+	// o_0 and element i is o_i - o_{i-1}, and a reader gives back
+	// EventNs[i] = SentNs + 1000*o_i, within 500 ns of the time written
+	// (RoundEvents gives the same times in memory). RecordWriter and the
+	// readers convert; recordings of schema 6 hold nanosecond gaps in
+	// event_gap_ns, older ones the times as they are in event_ns.
+	EventNs     []int64 `parquet:"event_gap_us,list" parquet-element:",delta" json:"event_ns"`
 	EventTokens []int32 `parquet:"event_tokens,list" parquet-element:",delta" json:"event_tokens"`
 
 	// NonStreaming marks a request sent with "stream": false: its one
@@ -501,8 +504,9 @@ type Record struct {
 // Version 4 is needed for an API beyond chat and completions, reasoning,
 // or items; a first answer event after events without tokens (chat's
 // role-only first chunk) is not reasoning: such a chat recording stays
-// readable by a version-3 reader. Any event needs version 6: an older
-// reader would take its gaps for nothing (no event_ns column).
+// readable by a version-3 reader. Any event needs version 7: an older
+// reader would find no event column it knows (event_ns, event_gap_ns)
+// and read no events, so it must refuse the file.
 func (r *Record) schemaVersion() int {
 	if len(r.EventNs) > 0 {
 		return RecordingSchemaVersion

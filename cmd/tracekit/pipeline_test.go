@@ -187,6 +187,16 @@ func TestPipelineAgainstMockGroundTruth(t *testing.T) {
 	if err := json.Unmarshal(raw, &res); err != nil || res["completed"] != float64(turns) || res["failed"] != 0.0 {
 		t.Errorf("analyze json: err %v completed %v failed %v, want %d and 0", err, res["completed"], res["failed"], turns)
 	}
+	// The analysis replay printed at the end of the run is the one analyze
+	// gives of the file, to the last digit: both read the recording (whose
+	// event times are kept to the microsecond), not the records in memory.
+	aout, stderr, code := runCLI(t, "analyze", rec)
+	if code != 0 {
+		t.Fatalf("analyze exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(aout, "Serving Benchmark Result") || !strings.HasPrefix(out, aout) {
+		t.Errorf("replay's analysis differs from analyze's of its recording:\n%s\n---\n%s", out, aout)
+	}
 	if out, stderr, code := runCLI(t, "inspect", rec); code != 0 || !strings.Contains(out, "requests") {
 		t.Errorf("inspect exit %d: %s%s", code, out, stderr)
 	}

@@ -230,8 +230,11 @@ func checkGenerated(t *testing.T, r trace.Record, ep string, wantReasoning int32
 	if len(r.EventNs) != 3 || r.FirstAnswerEvent != 1 {
 		t.Errorf("%d events, first answer event %d; want 3 and 1 (reasoning first)", len(r.EventNs), r.FirstAnswerEvent)
 	}
+	// The events are kept to the microsecond from sent_ns: compared with
+	// headers_ns and done_ns as the recording would keep those.
+	at := func(ns int64) int64 { return trace.StoredEventTime(r.SentNs, ns) }
 	for i, ns := range r.EventNs {
-		if ns < r.HeadersNs || ns > r.DoneNs || (i > 0 && ns < r.EventNs[i-1]) {
+		if ns < at(r.HeadersNs) || ns > at(r.DoneNs) || (i > 0 && ns < r.EventNs[i-1]) {
 			t.Errorf("event %d stamped %d: headers %d, done %d, events %v", i, ns, r.HeadersNs, r.DoneNs, r.EventNs)
 		}
 	}
@@ -331,7 +334,7 @@ func TestReplayEmbeddingsRerankScore(t *testing.T) {
 			t.Fatalf("no record of %s", conv)
 		}
 		if r.ErrorKind != "" || r.Endpoint != want.ep || r.Items != want.items || !r.NonStreaming || len(r.EventNs) != 1 ||
-			r.EventNs[0] < r.HeadersNs || r.PromptTokens != 10 {
+			r.EventNs[0] < trace.StoredEventTime(r.SentNs, r.HeadersNs) || r.PromptTokens != 10 {
 			t.Errorf("%s: %+v", want.ep, r)
 		}
 	}

@@ -342,7 +342,7 @@ func TestBadInput(t *testing.T) {
 		"newer":       {newer, "schema version " + strconv.Itoa(trace.RecordingSchemaVersion+1)},
 		"no rows":     {writeRecording(t, dir, "none.parquet", trace.RunMeta{}, nil), "holds no requests"},
 		"missing":     {filepath.Join(dir, "nope.parquet"), "no such file"},
-		"parallel":    {writeRecording(t, dir, "par.parquet", trace.RunMeta{}, []trace.Record{bad}), "row 0 (request \"x\"): 1 event times (event_gap_ns or event_ns) but 0 event_tokens"},
+		"parallel":    {writeRecording(t, dir, "par.parquet", trace.RunMeta{}, []trace.Record{bad}), "row 0 (request \"x\"): 1 event times (event_gap_us, or event_gap_ns or event_ns in an older recording) but 0 event_tokens"},
 		"unsorted":    {writeRecording(t, dir, "uns.parquet", trace.RunMeta{}, []trace.Record{unsorted}), "expected non-decreasing"},
 	}
 	for name, c := range cases {

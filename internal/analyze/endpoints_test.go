@@ -343,7 +343,7 @@ func writeV3Recording(t *testing.T, path string, meta trace.RunMeta, recs []trac
 		if slices.Contains([]string{"endpoint", "reasoning_tokens", "first_answer_event", "items"}, name) {
 			continue
 		}
-		if name == "event_gap_ns" {
+		if name == "event_gap_us" {
 			f.Tag = `parquet:"event_ns,list" parquet-element:",delta"`
 		}
 		fields, idx = append(fields, f), append(idx, i)

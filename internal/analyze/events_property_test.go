@@ -86,6 +86,7 @@ func TestPropertyPerEventFigures(t *testing.T) {
 		mixed := seed%4 == 3
 		recs := longRecords(r, mixed)
 		p := writeRecording(t, dir, fmt.Sprintf("e%d.parquet", seed), trace.RunMeta{}, recs)
+		asStored(recs) // the reference below is computed from what the file holds
 		s, err := Files([]string{p}, Options{Percentiles: ps})
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)

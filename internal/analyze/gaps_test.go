@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,10 +15,22 @@ import (
 	"github.com/tracekit/tracekit/trace"
 )
 
-// writeSchema5Recording writes recs as tracekit wrote recordings before
-// schema 6: the event times as they are, in column event_ns.
-func writeSchema5Recording(t *testing.T, path string, meta trace.RunMeta, recs []trace.Record) {
+// writeOlderRecording writes recs as tracekit wrote recordings of schema
+// version, with the event times in column: event_gap_ns (schema 6,
+// nanosecond gaps, the first from sent_ns) or event_ns (before schema 6,
+// the times as they are).
+func writeOlderRecording(t *testing.T, path string, meta trace.RunMeta, recs []trace.Record, column string, version int) {
 	t.Helper()
+	disk := slices.Clone(recs)
+	if column == "event_gap_ns" {
+		for i := range disk {
+			prev := disk[i].SentNs
+			disk[i].EventNs = make([]int64, len(recs[i].EventNs))
+			for j, ev := range recs[i].EventNs {
+				disk[i].EventNs[j], prev = ev-prev, ev
+			}
+		}
+	}
 	metaJSON, err := json.Marshal(meta)
 	if err != nil {
 		t.Fatal(err)
@@ -26,11 +40,11 @@ func writeSchema5Recording(t *testing.T, path string, meta trace.RunMeta, recs [
 		t.Fatal(err)
 	}
 	w := parquet.NewGenericWriter[trace.Record](f,
-		parquet.StructTag(`parquet:"event_ns,list" parquet-element:",delta"`, "EventNs"),
+		parquet.StructTag(reflect.StructTag(`parquet:"`+column+`,list" parquet-element:",delta"`), "EventNs"),
 		parquet.KeyValueMetadata(trace.MetaFormat, trace.FormatRecording),
-		parquet.KeyValueMetadata(trace.MetaSchemaVersion, strconv.Itoa(5)),
+		parquet.KeyValueMetadata(trace.MetaSchemaVersion, strconv.Itoa(version)),
 		parquet.KeyValueMetadata(trace.MetaRun, string(metaJSON)))
-	if _, err := w.Write(recs); err != nil {
+	if _, err := w.Write(disk); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {
@@ -41,18 +55,34 @@ func writeSchema5Recording(t *testing.T, path string, meta trace.RunMeta, recs [
 	}
 }
 
-// The same rows written as schema 6 (event gaps) and as schema 5
-// (absolute event_ns) give the same detailed JSON report, per-request
-// lists included.
-func TestGapLayoutReportsAsAbsolute(t *testing.T) {
+// Rows stamped to the nanosecond, written by today's writer (event_gap_us,
+// schema 7), give the same detailed JSON report, per-request lists
+// included, as the same rows rounded to what that file keeps, written as
+// schema 6 (event_gap_ns) and as schema 5 (event_ns) recordings: the
+// layouts differ, the times analyzed do not.
+func TestEventLayoutsReportAlike(t *testing.T) {
 	recs, _ := benchRecords(300)
 	recs = append(recs, handRecords()...)
+	for i := range recs { // sub-microsecond stamps, as a run's are
+		for j := range recs[i].EventNs {
+			recs[i].EventNs[j] += int64((i*7 + j*13) % 1000)
+		}
+	}
 	meta := trace.RunMeta{StartWallNs: 1_700_000_000e9}
-	v6, v5 := t.TempDir(), t.TempDir()
-	writeRecording(t, v6, "rec.parquet", meta, recs)
-	writeSchema5Recording(t, filepath.Join(v5, "rec.parquet"), meta, recs)
-	report := func(dir string) string {
-		s, err := Files([]string{filepath.Join(dir, "rec.parquet")}, Options{Metrics: allMetrics})
+	dirs := map[string]string{}
+	for _, v := range []string{"7", "6", "5"} {
+		dirs[v] = t.TempDir()
+	}
+	writeRecording(t, dirs["7"], "rec.parquet", meta, recs)
+	stored := slices.Clone(recs)
+	for i := range stored {
+		stored[i].EventNs = slices.Clone(recs[i].EventNs)
+	}
+	asStored(stored)
+	writeOlderRecording(t, filepath.Join(dirs["6"], "rec.parquet"), meta, stored, "event_gap_ns", 6)
+	writeOlderRecording(t, filepath.Join(dirs["5"], "rec.parquet"), meta, stored, "event_ns", 5)
+	report := func(v string) string {
+		s, err := Files([]string{filepath.Join(dirs[v], "rec.parquet")}, Options{Metrics: allMetrics})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,11 +90,13 @@ func TestGapLayoutReportsAsAbsolute(t *testing.T) {
 		if err := s.WriteJSON(&b, true); err != nil {
 			t.Fatal(err)
 		}
-		return strings.ReplaceAll(b.String(), dir, "DIR")
+		return strings.ReplaceAll(b.String(), dirs[v], "DIR")
 	}
-	a, b := report(v6), report(v5)
-	if a != b {
-		t.Fatalf("schema 6 and schema 5 reports differ:\n%s\n---\n%s", a, b)
+	a := report("7")
+	for _, v := range []string{"6", "5"} {
+		if b := report(v); a != b {
+			t.Fatalf("schema 7 and schema %s reports differ:\n%s\n---\n%s", v, a, b)
+		}
 	}
 	if !strings.Contains(a, `"itl"`) || len(a) < 10_000 {
 		t.Fatalf("the report has no per-request lists to compare (%d bytes)", len(a))

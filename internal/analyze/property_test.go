@@ -193,7 +193,7 @@ func TestPropertyMatchesNaiveReference(t *testing.T) {
 			}
 			continue
 		}
-		nv := naiveRef(recs)
+		nv := naiveRef(asStored(recs))
 		tag := fmt.Sprintf("seed %d", seed)
 		if s.Completed != nv.completed || s.Failed != nv.failed || s.TotalInput != int64(nv.totalIn) || s.TotalOutput != int64(nv.totalOut) {
 			t.Fatalf("%s: counts %d/%d tokens %d/%d, want %d/%d %d/%d", tag, s.Completed, s.Failed, s.TotalInput, s.TotalOutput,

@@ -126,7 +126,7 @@ func files(paths []string, opts Options, columns bool) (*Summary, error) {
 // columns are the recording columns the metrics read (trace.ScanOptions).
 var scanColumns = []string{"request_id", "conversation_id", "target", "error_kind", "error_message",
 	"turn", "shard", "attempt", "status", "input_tokens", "prompt_tokens", "completion_tokens", "cached_tokens",
-	"intended_ns", "slot_ns", "sent_ns", "headers_ns", "done_ns", "warmup", "event_gap_ns", "event_tokens", "non_streaming",
+	"intended_ns", "slot_ns", "sent_ns", "headers_ns", "done_ns", "warmup", "event_gap_us", "event_tokens", "non_streaming",
 	"parents", "after", "tool_calls", "tool_call_mismatch", "endpoint", "reasoning_tokens", "first_answer_event", "items", "model",
 	"media_items", "media_bytes", // a speech-to-text request's audio (speech.go), and media.go's:
 	"write_start_ns", "request_bytes", "image_items", "image_bytes", "video_items", "video_bytes", "audio_items", "audio_bytes", "audio_ms",
@@ -176,15 +176,16 @@ func accept(rec *trace.Record, f FileInfo, file int, row int64, acc *accumulator
 
 // validate checks what the metrics rely on.
 func validate(r *trace.Record) error {
-	// The messages name the events, not a column: a recording stores the
-	// times as gaps (event_gap_ns) or, before schema 6, as times (event_ns).
+	// The messages name the events, not one column: a recording stores
+	// the times as microsecond gaps (event_gap_us), in schema 6 as
+	// nanosecond gaps (event_gap_ns), before schema 6 as times (event_ns).
 	if len(r.EventNs) != len(r.EventTokens) {
-		return fmt.Errorf("%d event times (event_gap_ns or event_ns) but %d event_tokens (the lists must be parallel)", len(r.EventNs), len(r.EventTokens))
+		return fmt.Errorf("%d event times (event_gap_us, or event_gap_ns or event_ns in an older recording) but %d event_tokens (the lists must be parallel)", len(r.EventNs), len(r.EventTokens))
 	}
 	for i := 1; i < len(r.EventNs); i++ {
 		if r.EventNs[i] < r.EventNs[i-1] {
-			return fmt.Errorf("event %d at %d ns is before event %d at %d ns (expected non-decreasing times: event_gap_ns[%d] >= 0, or event_ns in a recording before schema 6)",
-				i, r.EventNs[i], i-1, r.EventNs[i-1], i)
+			return fmt.Errorf("event %d at %d ns is before event %d at %d ns (expected non-decreasing times: event_gap_us[%d] >= 0, or event_gap_ns[%d] >= 0 or event_ns non-decreasing in an older recording)",
+				i, r.EventNs[i], i-1, r.EventNs[i-1], i, i)
 		}
 	}
 	return nil
