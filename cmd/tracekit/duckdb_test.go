@@ -142,7 +142,7 @@ func TestFilesOpenInDuckDB(t *testing.T) {
 	// A few types pinned outright, so a wrong derivation cannot pass.
 	for path, cols := range map[string]map[string]string{
 		tr:  {"conversation_id": "VARCHAR", "turn": "INTEGER", "start_offset_ns": "BIGINT", "prefix_hashes": "BIGINT[]", "output_tokens": "INTEGER"},
-		rec: {"request_id": "VARCHAR", "sent_ns": "BIGINT", "event_gap_ns": "BIGINT[]", "event_tokens": "INTEGER[]", "error_kind": "VARCHAR"},
+		rec: {"request_id": "VARCHAR", "sent_ns": "BIGINT", "event_gap_us": "BIGINT[]", "event_tokens": "INTEGER[]", "error_kind": "VARCHAR"},
 		req: {"ttft_ms": "DOUBLE", "success": "BOOLEAN", "turn": "INTEGER"},
 	} {
 		for c, ty := range cols {
@@ -153,7 +153,8 @@ func TestFilesOpenInDuckDB(t *testing.T) {
 	}
 	// The per-event queries of docs/formats.md give every event of the
 	// recording at the run-relative time tracekit reads (the file holds
-	// gaps): each request's times, in order, as strings (BIGINT as text).
+	// microsecond gaps from sent_ns): each request's times, in order, as
+	// strings (BIGINT as text).
 	doc, err := os.ReadFile("../../docs/formats.md")
 	if err != nil {
 		t.Fatal(err)
@@ -199,10 +200,10 @@ func TestFilesOpenInDuckDB(t *testing.T) {
 // The event queries of docs/formats.md, as the document spells them.
 const (
 	docEventRows = `WITH r AS (SELECT row_number() OVER () AS row, * FROM 'recording.parquet')
-SELECT request_id, attempt, i, sent_ns + sum(gap) OVER (PARTITION BY row ORDER BY i) AS t_ns, tokens
-FROM (SELECT row, request_id, attempt, sent_ns, unnest(event_gap_ns) AS gap, unnest(event_tokens) AS tokens,
-             generate_subscripts(event_gap_ns, 1) AS i FROM r)`
+SELECT request_id, attempt, i, sent_ns + 1000 * sum(gap_us) OVER (PARTITION BY row ORDER BY i) AS t_ns, tokens
+FROM (SELECT row, request_id, attempt, sent_ns, unnest(event_gap_us) AS gap_us, unnest(event_tokens) AS tokens,
+             generate_subscripts(event_gap_us, 1) AS i FROM r)`
 	docEventLists = `SELECT request_id, attempt,
-       list_transform(event_gap_ns, (g, i) -> sent_ns + list_sum(event_gap_ns[:i])) AS event_times_ns
+       list_transform(event_gap_us, (g, i) -> sent_ns + 1000 * list_sum(event_gap_us[:i])) AS event_times_ns
 FROM 'recording.parquet'`
 )
