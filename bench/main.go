@@ -140,6 +140,7 @@ func stages() []stage {
 		{"capture proxy", 9 * time.Minute, proxyOverhead},
 		{"calibrate", 4 * time.Minute, calibrateBench},
 		{"calibrate endpoints", 3 * time.Minute, calibrateEndpointsBench}, // endpoints.go
+		{"recording size", 3 * time.Minute, recordingSizeBench},           // recbytes.go
 		{"stamps", 10 * time.Minute, stampsBench},
 		{"saturation", 5 * time.Minute, saturationBench},         // saturation.go
 		{"cpu per event", 8 * time.Minute, cpuPerEventBench},     // saturation.go: two 50 s steps of 10,800 streams
