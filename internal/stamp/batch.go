@@ -1,13 +1,13 @@
 package stamp
 
-// batcher is the rule by which a loop that waits for edges (the
-// client's poller, the arrival observer) decides, after each wake-up,
-// whether to sleep a little before it waits again, so that under load
-// one wake-up serves the arrivals of that time together. A wake-up costs
-// two context switches at least, more than everything else an arrival
-// costs; sleeping is worth it only when edges come often and from many
-// sockets. A few fast streams are read (or peeked) at once instead, so
-// that their close events are not taken together.
+// batcher is the rule by which the client's poller decides, after each
+// wake-up, whether to sleep a little before it waits again, so that under
+// load one wake-up serves the arrivals of that time together. A wake-up
+// costs two context switches at least, more than everything else an
+// arrival costs; sleeping is worth it only when edges come often and from
+// many sockets. A few fast streams are read at once instead, so that
+// their close events are not read together. (The arrival observer never
+// sleeps: telling close events apart is its job.)
 //
 // Over each window of batchWindow ns, the loop batches in the next
 // window when, in this one,

@@ -27,9 +27,8 @@
 //     records when each byte offset arrived, with the kernel's own receive
 //     stamp, and the event gets the earlier of the two times, late reader
 //     or not. The kernel alone cannot tell: TCP merges queued segments and
-//     keeps the newest stamp. It costs one peek per arrival and, under
-//     load, a wake-up per 200 us rather than per arrival (batch.go), in
-//     the observer's own process (Source.ObserverCPU).
+//     keeps the newest stamp. It costs the observer's wake and one peek
+//     per arrival, in its own process (Source.ObserverCPU).
 //
 // The observer (observer_linux.go) is this same executable started again
 // with TRACEKIT_ARRIVAL_OBSERVER set to its parent's process id; it becomes
@@ -43,19 +42,15 @@
 // the child acknowledges an add by storing its generation in the slot;
 // closing the pair ends the child.
 //
-// Both wait loops, the observer's and the poller's below, sleep a little
-// after each wake-up while edges come fast from many sockets (batcher,
-// batch.go): a wake-up is two context switches, the dearest part of an
-// arrival.
-//
 // Waiting (poll_linux.go): a stamped socket is taken out of Go's
 // netpoller and waited for in one epoll set per process, whose goroutine
 // wakes the readers of the sockets with new bytes; a read tries recvmsg
 // only after such an edge, not once in vain before it waits. Under load
-// (more than 2,000 edges a second from 32 sockets or more) the poller
-// sleeps a millisecond after each batch, so that one wake-up serves many
-// arrivals: the kernel stamped them already, so no stamp moves, but in
-// kernel mode events of one stream closer than that may be read together.
+// (more than 2,000 edges a second from 32 sockets or more: batcher in
+// batch.go) the poller sleeps a millisecond after each batch, so that one
+// wake-up serves many arrivals: the kernel stamped them already, so no
+// stamp moves, but in kernel mode events of one stream closer than that
+// may be read together.
 // The poller's goroutine starts with the process's first stamped socket
 // and ends when the last one closes.
 //

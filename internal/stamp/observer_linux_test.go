@@ -88,13 +88,11 @@ func TestForgottenObserverMain(t *testing.T) {
 	}
 }
 
-// TestObserverBatchesUnderLoad: with events arriving faster than
-// obsBatchRate from more than obsBatchStreams sockets, the observer
-// sleeps between wake-ups (its count of naps grows), and a stream whose
-// reader is late still gets each queued event's own arrival: three events
-// written 50 ms apart, read after the third, are stamped apart, each
-// before the next one's write began.
-func TestObserverBatchesUnderLoad(t *testing.T) {
+// TestObserverUnderLoad: beside 40 busy streams (8,000 arrivals a
+// second), a stream whose reader is late still gets each queued event's
+// own arrival: three events written 50 ms apart, read after the third,
+// are stamped apart, each before the next one's write began.
+func TestObserverUnderLoad(t *testing.T) {
 	st := New(trace.StampKernelOffset, 1, 0)
 	defer st.Close()
 	if st.obs == nil {
@@ -138,11 +136,7 @@ func TestObserverBatchesUnderLoad(t *testing.T) {
 		}
 	}()
 	defer func() { close(stop); <-loaded }()
-	for deadline := time.Now().Add(30 * time.Second); st.obs.counts.naps.Load() == 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the observer never napped in 30 s of load: %d wakes, %d peeks", st.obs.counts.wakes.Load(), st.obs.counts.peeks.Load())
-		}
-	}
+	time.Sleep(200 * time.Millisecond)
 
 	nc, srv := tcpPair(t)
 	rx, err := newConn(nc, true, st)
@@ -167,6 +161,7 @@ func TestObserverBatchesUnderLoad(t *testing.T) {
 			t.Errorf("event %d stamped %d: want after its write began (%d) and before the next one's (%v)", i, s, before[i], before)
 		}
 	}
-	c := st.obs.counts
-	t.Logf("observer: %d wakes, %d naps, %d peeks", c.wakes.Load(), c.naps.Load(), c.peeks.Load())
+	if st.observedReads.Load() < 2 {
+		t.Errorf("%d reads stamped by the observer, want the two queued events' at least", st.observedReads.Load())
+	}
 }

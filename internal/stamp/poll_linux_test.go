@@ -184,6 +184,11 @@ func TestPollConnLargeWrite(t *testing.T) {
 		t.Fatalf("wrote %d of %d bytes (%v); the peer read %d", n, len(body), err, len(got))
 	}
 
+	// A fixed receive buffer: autotuned, it grows to tcp_rmem's maximum
+	// (32 MiB on some hosts), room for all of the body.
+	if err := srv.(*net.TCPConn).SetReadBuffer(64 << 10); err != nil {
+		t.Fatal(err)
+	}
 	rx.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
 	n, err = rx.Write(body)
 	if !errors.Is(err, os.ErrDeadlineExceeded) || n >= len(body) {
