@@ -232,17 +232,17 @@ func startObserver() (*observer, error) {
 	if err := unix.Ftruncate(mfd, int64(size)); err != nil {
 		return nil, fmt.Errorf("sizing the arrival table: %w", err)
 	}
-	mapped, err := unix.Mmap(mfd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	table, err := unix.Mmap(mfd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("mapping the arrival table: %w", err)
 	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		unix.Munmap(mapped)
+		unix.Munmap(table)
 		return nil, fmt.Errorf("socketpair: %w", err)
 	}
 	child := os.NewFile(uintptr(fds[1]), "observer-control")
-	o := &observer{table: mapped, slots: (*[maxSlots]slot)(unsafe.Pointer(&mapped[0])), ctl: fds[0], exited: make(chan struct{})}
+	o := &observer{table: table, slots: (*[maxSlots]slot)(unsafe.Pointer(&table[0])), ctl: fds[0], exited: make(chan struct{})}
 	o.cmd = exec.Command(exe, observerArgs...)
 	// A race-detector build sleeps a second at exit unless told not to.
 	race := "atexit_sleep_ms=0"
@@ -459,12 +459,13 @@ func raisePriority() string {
 func observeChild() int {
 	runtime.LockOSThread() // keep this thread, and the priority it gets
 	const tfd, cfd = 3, 4
-	mapped, err := unix.Mmap(tfd, 0, int(unsafe.Sizeof([maxSlots]slot{})), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	size := int(unsafe.Sizeof([maxSlots]slot{}))
+	table, err := unix.Mmap(tfd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "tracekit arrival observer: mapping the table: %v\n", err)
 		return 1
 	}
-	slots := (*[maxSlots]slot)(unsafe.Pointer(&mapped[0]))
+	slots := (*[maxSlots]slot)(unsafe.Pointer(&table[0]))
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "tracekit arrival observer: epoll_create1: %v\n", err)
