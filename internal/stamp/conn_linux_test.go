@@ -141,8 +141,10 @@ func TestKernelOffsetSplitsQueuedEvents(t *testing.T) {
 		if s := rx.Last(); s < before[2] || s > clock.Mono() {
 			t.Errorf("one read's stamp %d: want the last segment's, after %d", s, before[2])
 		}
-		if st.kernelReads.Load() != 1 || st.splitReads.Load() != 0 {
-			t.Errorf("kernel reads %d, split %d", st.kernelReads.Load(), st.splitReads.Load())
+		// A read may lack a kernel stamp while the kernel turns stamping
+		// on for the first socket that asked: it is a fallback then.
+		if st.kernelReads.Load()+st.fallbackReads.Load() != 1 || st.splitReads.Load() != 0 {
+			t.Errorf("kernel reads %d, fallback %d, split %d", st.kernelReads.Load(), st.fallbackReads.Load(), st.splitReads.Load())
 		}
 	})
 }
