@@ -73,7 +73,7 @@ func createParquet[T any](path string, format FileFormat, level zstd.Level, opts
 		return nil, fmt.Errorf("creating %s: %w", path, err)
 	}
 	w := parquet.NewGenericWriter[T](f, append([]parquet.WriterOption{
-		parquet.Compression(&zstd.Codec{Level: level}),
+		parquet.Compression(&zstdCodec{level: level}),
 		parquet.KeyValueMetadata(MetaFormat, format.Name),
 		parquet.KeyValueMetadata(MetaSchemaVersion, strconv.Itoa(format.Version)),
 	}, opts...)...)
