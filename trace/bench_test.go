@@ -62,16 +62,7 @@ func BenchmarkRecordWriter(b *testing.B) {
 func BenchmarkReadRecords(b *testing.B) {
 	recs, events := benchEventRecords(2000)
 	p := filepath.Join(b.TempDir(), "r.parquet")
-	w, err := NewRecordWriter(p, RunMeta{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := w.Write(recs...); err != nil {
-		b.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		b.Fatal(err)
-	}
+	writeRecords(b, p, recs)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, _, err := ReadRecords(p); err != nil {

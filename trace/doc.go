@@ -13,7 +13,8 @@
 // UTF-8 strings, standard LIST layout) so that pandas, polars and DuckDB read
 // them without surprises. A recording's event times are the exception: they
 // are kept to the microsecond (±0.5 µs, below the stamps' own accuracy), as
-// gaps of whole microseconds from the request's send (gaps.go); in memory,
+// gaps of whole microseconds from the request's send, held in doubles
+// (gaps.go says why); in memory,
 // Record.EventNs is nanoseconds like every other time. File-level key-value metadata names the format and
 // its schema version; Open refuses a file of the wrong kind or of a newer
 // version.

@@ -225,17 +225,17 @@ func (t *TraceWriter) SetMeta(meta TraceMeta) error { return t.w.setJSON(MetaTra
 // the oldest schema version that holds its rows (see
 // RecordingSchemaVersion).
 type RecordWriter struct {
-	w       *ParquetWriter[Record]
+	w       *ParquetWriter[recordRow]
 	version int // the version stamped so far: the newest its rows need
 	// scratch and gaps hold the rows' on-disk form during a Write.
-	scratch []Record
-	gaps    []int64
+	scratch []recordRow
+	gaps    []float64
 }
 
 // NewRecordWriter creates path. meta is written on Close, so fields known
 // only at the end (Health) can be set with SetRunMeta before then.
 func NewRecordWriter(path string, meta RunMeta) (*RecordWriter, error) {
-	w, err := CreateParquet[Record](path, FileFormat{FormatRecording, recordingVersionBase})
+	w, err := createParquet[recordRow](path, FileFormat{FormatRecording, recordingVersionBase}, zstd.SpeedDefault, recordWriterOptions...)
 	if err != nil {
 		return nil, err
 	}
@@ -250,8 +250,15 @@ func NewRecordWriter(path string, meta RunMeta) (*RecordWriter, error) {
 // SetRunMeta replaces the run metadata written on Close.
 func (r *RecordWriter) SetRunMeta(meta RunMeta) error { return r.w.setJSON(MetaRun, meta) }
 
-// Write appends rows.
+// Write appends rows. A row whose events are too far apart for the file
+// to hold exactly (see appendGapsUs) fails the call, naming it, and none
+// of rows is written.
 func (r *RecordWriter) Write(rows ...Record) error {
+	disk, err := diskRows(rows, &r.scratch, &r.gaps, r.w.rows)
+	if err != nil {
+		clear(r.scratch[:min(len(rows), cap(r.scratch))])
+		return fmt.Errorf("writing rows to %s: %w", r.w.f.Name(), err)
+	}
 	for i := range rows {
 		if r.version == RecordingSchemaVersion {
 			break
@@ -261,7 +268,7 @@ func (r *RecordWriter) Write(rows ...Record) error {
 			r.w.stampVersion(v)
 		}
 	}
-	err := r.w.write(gapRows(rows, &r.scratch, &r.gaps))
+	err = r.w.write(disk)
 	clear(r.scratch[:min(len(rows), cap(r.scratch))]) // hold no row's strings past the call
 	return err
 }
@@ -353,7 +360,7 @@ func (r *ParquetReader[T]) Close() error { return r.close() }
 
 // ReadAll reads every remaining row into a fresh slice (no row shares list
 // storage with another).
-func (r *ParquetReader[T]) ReadAll() ([]T, error) { return readAll(r) }
+func (r *ParquetReader[T]) ReadAll() ([]T, error) { return readAll(r.pf.NumRows(), r.read) }
 
 // ReadParquet reads a whole file of format into memory, with the JSON
 // metadata under metaKey decoded into meta (when both are given).
@@ -368,7 +375,7 @@ func ReadParquet[T any](path string, format FileFormat, metaKey string, meta any
 			return nil, err
 		}
 	}
-	return readAll(r)
+	return readAll(r.pf.NumRows(), r.read)
 }
 
 func (r *ParquetReader[T]) read(rows []T) (int, error) {
@@ -448,19 +455,22 @@ func (t *TraceReader) Close() error { return t.r.close() }
 
 // RecordReader reads a recording in row order.
 type RecordReader struct {
-	r    *ParquetReader[Record]
+	r    *ParquetReader[recordRow]
 	Meta RunMeta
 	// layout is how the file holds the event times (gaps.go), which Read
 	// turns into run-relative times.
 	layout eventLayout
+	buf    []recordRow // the rows as read, during a Read
+	rows   int64       // rows read so far, for error messages
 }
 
 // OpenRecording opens and validates a recording file. It reads the event
-// times from whichever of event_gap_us, event_gap_ns and event_ns the file
-// holds, and refuses a file that holds two of them.
+// times from whichever of event_gap_us (of DOUBLE, or of INT64 in schema
+// 7), event_gap_ns and event_ns the file holds, and refuses a file that
+// holds two of them.
 func OpenRecording(path string) (*RecordReader, error) {
 	var layout eventLayout
-	r, err := openParquet[Record](path, RecordingFormat, func(s *parquet.Schema) ([]parquet.ReaderOption, error) {
+	r, err := openParquet[recordRow](path, RecordingFormat, func(s *parquet.Schema) ([]parquet.ReaderOption, error) {
 		var err error
 		layout, err = eventLayoutOf(s)
 		return layout.readerOptions(), err
@@ -481,29 +491,40 @@ func (t *RecordReader) NumRows() int64 { return t.r.pf.NumRows() }
 
 // Read fills rows and returns how many it read; io.EOF at the end. The
 // reader may reuse the slices already in rows: copy a row's lists before
-// handing the same rows to Read again.
+// handing the same rows to Read again. An event_gap_us value that is not
+// a whole number of microseconds ends the read with an error naming its
+// row.
 func (t *RecordReader) Read(rows []Record) (int, error) {
-	n, err := t.r.read(rows)
-	t.absolute(rows[:n])
-	return n, err
-}
-
-// absolute turns rows' event lists, as read, into run-relative times.
-func (t *RecordReader) absolute(rows []Record) {
-	for i := range rows {
-		t.layout.absolute(rows[i].EventNs, rows[i].SentNs)
+	if cap(t.buf) < len(rows) {
+		t.buf = make([]recordRow, len(rows))
 	}
+	buf := t.buf[:len(rows)]
+	n, err := t.r.read(buf)
+	defer clear(buf[:n]) // hold no row's lists past the call
+	for i := range buf[:n] {
+		d := &buf[i]
+		if t.layout == eventsGapUs {
+			d.EventNs = doubleBits(d.EventGapUs) // the read list's own storage: no other row has it
+		}
+		if cerr := t.layout.absolute(d.EventNs, d.SentNs); cerr != nil {
+			return i, fmt.Errorf("%s: row %d (request %q): %w", t.r.path, t.rows+int64(i), d.RequestID, cerr)
+		}
+		rows[i] = d.Record
+	}
+	t.rows += int64(n)
+	return n, err
 }
 
 // Close releases the file.
 func (t *RecordReader) Close() error { return t.r.close() }
 
-// readAll reads every row of r into a fresh slice (so no row shares list
-// storage with another).
-func readAll[T any](r *ParquetReader[T]) ([]T, error) {
-	out := make([]T, r.pf.NumRows())
+// readAll reads every row of a file of rows rows through read into a
+// fresh slice (so no row shares list storage with another), a row group's
+// rows at a time.
+func readAll[T any](rows int64, read func([]T) (int, error)) ([]T, error) {
+	out := make([]T, rows)
 	for n := 0; n < len(out); {
-		k, err := r.read(out[n:])
+		k, err := read(out[n:min(len(out), n+RowGroupRows)])
 		n += k
 		if errors.Is(err, io.EOF) || (err == nil && k == 0) {
 			return out[:n], nil
@@ -523,7 +544,7 @@ func ReadTurns(path string) ([]Turn, TraceMeta, error) {
 		return nil, TraceMeta{}, err
 	}
 	defer r.Close()
-	rows, err := readAll(r.r) // unchecked: tests read back any row they wrote
+	rows, err := readAll(r.r.pf.NumRows(), r.r.read) // unchecked: tests read back any row they wrote
 	return rows, r.Meta, err
 }
 
@@ -535,8 +556,7 @@ func ReadRecords(path string) ([]Record, RunMeta, error) {
 		return nil, RunMeta{}, err
 	}
 	defer r.Close()
-	rows, err := readAll(r.r)
-	r.absolute(rows)
+	rows, err := readAll(r.NumRows(), r.Read)
 	return rows, r.Meta, err
 }
 

@@ -2,6 +2,7 @@ package trace
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/big"
 	"math/rand/v2"
@@ -14,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/tracekit/tracekit/trace/tracetest"
 )
@@ -117,11 +119,12 @@ func TestRoundUs(t *testing.T) {
 	}
 }
 
-// readEventColumn reads the file's raw list column name, row by row.
-func readEventColumn(t *testing.T, path, name string) [][]int64 {
+// readEventColumn reads the file's raw list column name, row by row, as
+// values of E (the column's own type, so nothing is converted).
+func readEventColumn[E int64 | float64](t *testing.T, path, name string) [][]E {
 	t.Helper()
 	type row struct {
-		Events []int64 `parquet:"events,list"`
+		Events []E `parquet:"events,list"`
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -138,11 +141,24 @@ func readEventColumn(t *testing.T, path, name string) [][]int64 {
 	if n, _ := r.Read(rows); n != len(rows) {
 		t.Fatalf("read %d of %d rows of %s", n, len(rows), name)
 	}
-	out := make([][]int64, len(rows))
+	out := make([][]E, len(rows))
 	for i := range rows {
 		out[i] = rows[i].Events
 	}
 	return out
+}
+
+// eventChunk is the metadata of the first row group's chunk of the
+// file's event column.
+func eventChunk(t *testing.T, path string) format.ColumnMetaData {
+	t.Helper()
+	for _, c := range tracetest.OpenParquet(t, path).Metadata().RowGroups[0].Columns {
+		if c.MetaData.PathInSchema[0] == "event_gap_us" {
+			return c.MetaData
+		}
+	}
+	t.Fatalf("%s: no event_gap_us column", path)
+	return format.ColumnMetaData{}
 }
 
 func stampedVersion(t *testing.T, path string) int {
@@ -197,11 +213,11 @@ func readAllWays(t *testing.T, path string) []Record {
 }
 
 // The event times go to disk as microsecond offsets from sent_ns, as
-// gaps, and come back as sent_ns + 1000 * the offset, through every
-// reader: within 500 ns of each stamp, exactly the reference rounding,
-// whatever the values (before the send, thirty days after it); the
-// caller's rows are left as they were, and no older event column is
-// written.
+// gaps held in doubles split into byte streams, and come back as
+// sent_ns + 1000 * the offset, through every reader: within 500 ns of
+// each stamp, exactly the reference rounding, whatever the values (before
+// the send, thirty days after it); the caller's rows are left as they
+// were, and no older event column is written.
 func TestEventTimesMicrosecond(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "g.parquet")
 	stamped := eventEdgeRecords()
@@ -215,8 +231,11 @@ func TestEventTimesMicrosecond(t *testing.T) {
 	if !reflect.DeepEqual(written, stamped) {
 		t.Fatal("Write changed the caller's rows")
 	}
-	if v := stampedVersion(t, p); v != 7 {
-		t.Errorf("stamped %d, want 7", v)
+	if v := stampedVersion(t, p); v != 8 {
+		t.Errorf("stamped %d, want 8", v)
+	}
+	if c := eventChunk(t, p); c.Type != format.Double || !slices.Contains(c.Encoding, format.ByteStreamSplit) || c.Codec != format.Zstd {
+		t.Errorf("event_gap_us is %v in %v, compressed %v: want DOUBLE, BYTE_STREAM_SPLIT, ZSTD", c.Type, c.Encoding, c.Codec)
 	}
 	schema := tracetest.OpenParquet(t, p).Schema()
 	for _, old := range []string{"event_gap_ns", "event_ns"} {
@@ -224,13 +243,13 @@ func TestEventTimesMicrosecond(t *testing.T) {
 			t.Errorf("the file has a column %s", old)
 		}
 	}
-	disk := readEventColumn(t, p, "event_gap_us")
+	disk := readEventColumn[float64](t, p, "event_gap_us")
 	for i, r := range stamped {
 		prev := int64(0)
 		for j, ev := range r.EventNs {
 			o := wantOffsetUs(t, ev, r.SentNs)
-			if disk[i][j] != o-prev {
-				t.Fatalf("row %d event %d: %d on disk, want the gap %d us", i, j, disk[i][j], o-prev)
+			if disk[i][j] != float64(o-prev) {
+				t.Fatalf("row %d event %d: %v on disk, want the gap %d us", i, j, disk[i][j], o-prev)
 			}
 			prev = o
 		}
@@ -274,15 +293,22 @@ func TestEventTimesMicrosecond(t *testing.T) {
 	same(t, readAllWays(t, p2), want)
 }
 
-// Times at the ends of int64 wrap like int64 arithmetic on the way to
-// disk and back: each reads back within 500 ns of its stamp, modulo 2^64.
+// Times on both sides of the ends of int64 wrap like int64 arithmetic on
+// the way to disk and back: each reads back within 500 ns of its stamp,
+// modulo 2^64. Gaps of exactly ±2^53 µs, the most a double holds with
+// every whole number below it, read back exactly.
 func TestEventTimesWrap(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "w.parquet")
+	const far = 1 << 53 * 1000 // ns
 	stamped := []Record{
-		eventRecord("extremes", -5, math.MinInt64, math.MaxInt64, 0, math.MaxInt64, math.MinInt64),
-		eventRecord("max sent", math.MaxInt64, math.MinInt64, -1, math.MaxInt64-499),
+		eventRecord("past max", math.MaxInt64-1000, math.MaxInt64-500, math.MinInt64+500, math.MinInt64+2e9),
+		eventRecord("before min", math.MinInt64+1000, math.MinInt64+400, math.MaxInt64-700, math.MaxInt64-5e9),
+		eventRecord("2^53 us", 0, far, 0, -far, 0),
 	}
 	writeRecords(t, p, stamped)
+	if disk := readEventColumn[float64](t, p, "event_gap_us")[2]; !slices.Equal(disk, []float64{1 << 53, -(1 << 53), -(1 << 53), 1 << 53}) {
+		t.Errorf("gaps of 2^53 us stored as %v", disk)
+	}
 	got := readAllWays(t, p)
 	same(t, got, rounded(stamped))
 	for i, r := range got {
@@ -291,6 +317,40 @@ func TestEventTimesWrap(t *testing.T) {
 				t.Fatalf("row %d event %d: read %d, stamped %d", i, j, ev, stamped[i].EventNs[j])
 			}
 		}
+	}
+}
+
+// A gap beyond ±2^53 µs has no exact double: Write refuses the rows,
+// naming the file, the row, its request and the event, and writes none of
+// them; the writer takes rows again after that.
+func TestEventGapBeyondDoubleRefused(t *testing.T) {
+	const far = 1 << 53 * 1000 // ns: 2^53 µs
+	for _, c := range []struct {
+		rec  Record
+		want string
+	}{
+		{eventRecord("ahead", 0, far+1000), "event 0 (at 9007199254740993000 ns, sent at 0 ns): its event_gap_us element would be 9007199254740993"},
+		{eventRecord("back", 0, 5000, -far+3999), "event 1 (at -9007199254740988001 ns, sent at 0 ns): its event_gap_us element would be -9007199254740993"},
+		{eventRecord("extremes", -5, math.MinInt64, math.MaxInt64), "event 0"},
+	} {
+		p := filepath.Join(t.TempDir(), "far.parquet")
+		w, err := NewRecordWriter(p, RunMeta{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ok := eventRecord("ok", 1e9, 1e9+7e6)
+		err = w.Write(ok, c.rec)
+		if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), `row 1 (request "`+c.rec.RequestID+`")`) ||
+			!strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "beyond the ±2^53") {
+			t.Errorf("%s: %v", c.rec.RequestID, err)
+		}
+		if err := w.Write(ok); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		same(t, readAllWays(t, p), []Record{ok})
 	}
 }
 
@@ -333,19 +393,30 @@ func TestEventlessRecordingKeepsOlderVersion(t *testing.T) {
 }
 
 // writeOlderRecording writes recs as a tracekit of schema version did,
-// with the event times in layout's column (eventsGapNs: schema 6,
+// with the event times in layout's column (eventsGapUsInt: schema 7,
+// int64 gaps of microsecond offsets from sent_ns; eventsGapNs: schema 6,
 // nanosecond gaps from sent_ns; eventsAbsolute: before 6, the times),
 // row groups of 700 rows.
 func writeOlderRecording(t *testing.T, path string, recs []Record, layout eventLayout, version int) {
 	t.Helper()
 	disk := slices.Clone(recs)
-	if layout == eventsGapNs {
-		for i := range disk {
-			prev := disk[i].SentNs
-			disk[i].EventNs = make([]int64, len(recs[i].EventNs))
-			for j, ev := range recs[i].EventNs {
-				disk[i].EventNs[j], prev = ev-prev, ev
+	for i := range disk {
+		ev := recs[i].EventNs
+		disk[i].EventNs = make([]int64, len(ev))
+		switch layout {
+		case eventsGapUsInt:
+			prev := int64(0)
+			for j := range ev {
+				o := RoundUs(ev[j] - recs[i].SentNs)
+				disk[i].EventNs[j], prev = o-prev, o
 			}
+		case eventsGapNs:
+			prev := recs[i].SentNs
+			for j := range ev {
+				disk[i].EventNs[j], prev = ev[j]-prev, ev[j]
+			}
+		default:
+			copy(disk[i].EventNs, ev)
 		}
 	}
 	f, err := os.Create(path)
@@ -363,26 +434,36 @@ func writeOlderRecording(t *testing.T, path string, recs []Record, layout eventL
 	f.Close()
 }
 
-// Recordings of schema 6 (nanosecond gaps in event_gap_ns) and before
-// (absolute event_ns) read as they always did, to the nanosecond, through
-// every reader, and their raw columns hold what those versions wrote.
+// Recordings of schema 7 (int64 microsecond gaps in event_gap_us), 6
+// (nanosecond gaps in event_gap_ns) and before (absolute event_ns) read
+// as they always did, through every reader: to the microsecond as schema
+// 7 kept them, to the nanosecond before; their raw columns hold what
+// those versions wrote.
 func TestOlderEventLayoutsRead(t *testing.T) {
-	want := append(eventEdgeRecords(), eventRecord("extremes", -5, math.MinInt64, math.MaxInt64, 0, math.MaxInt64, math.MinInt64))
-	want = append(want, randomRecords(rand.New(rand.NewPCG(3, 4)), 1500)...)
+	stamped := append(eventEdgeRecords(), eventRecord("extremes", -5, math.MinInt64, math.MaxInt64, 0, math.MaxInt64, math.MinInt64))
+	stamped = append(stamped, randomRecords(rand.New(rand.NewPCG(3, 4)), 1500)...)
+	o0, o1 := RoundUs(stamped[2].EventNs[0]-stamped[2].SentNs), RoundUs(stamped[2].EventNs[1]-stamped[2].SentNs)
 	for _, c := range []struct {
 		layout  eventLayout
 		version int
 		raw     []int64 // row 2's column as written
+		want    []Record
 	}{
-		{eventsGapNs, 6, []int64{want[2].EventNs[0] - want[2].SentNs, want[2].EventNs[1] - want[2].EventNs[0]}},
-		{eventsAbsolute, 5, want[2].EventNs[:2]},
+		{eventsGapUsInt, 7, []int64{o0, o1 - o0}, rounded(stamped)},
+		{eventsGapNs, 6, []int64{stamped[2].EventNs[0] - stamped[2].SentNs, stamped[2].EventNs[1] - stamped[2].EventNs[0]}, stamped},
+		{eventsAbsolute, 5, stamped[2].EventNs[:2], stamped},
 	} {
-		name := eventColumns[c.layout]
-		t.Run(name, func(t *testing.T) {
+		name, want := eventColumns[c.layout], c.want
+		t.Run(fmt.Sprint(c.version), func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), name+".parquet")
-			writeOlderRecording(t, p, want, c.layout, c.version)
-			if disk := readEventColumn(t, p, name); !slices.Equal(disk[2][:2], c.raw) {
+			writeOlderRecording(t, p, stamped, c.layout, c.version)
+			if disk := readEventColumn[int64](t, p, name); !slices.Equal(disk[2][:2], c.raw) {
 				t.Fatalf("%s holds %v, want %v", name, disk[2][:2], c.raw)
+			}
+			if c.layout == eventsGapUsInt {
+				if c := eventChunk(t, p); c.Type != format.Int64 {
+					t.Fatalf("event_gap_us is %v", c.Type)
+				}
 			}
 			same(t, readAllWays(t, p), want)
 			s, err := OpenScanner(p, ScanOptions{})
@@ -444,5 +525,76 @@ func TestTwoEventColumnsRefused(t *testing.T) {
 		check("OpenScanner", err)
 		_, err = OpenScanner(p, ScanOptions{Rows: true})
 		check("OpenScanner by rows", err)
+	}
+}
+
+// A schema-8 file whose event_gap_us holds a value that is not a whole
+// number of microseconds within ±2^53 (not written by tracekit) is
+// refused by every reader, naming the file, the row and the column,
+// rather than read with the value rounded; ±2^53 itself reads.
+func TestEventGapNotWholeRefused(t *testing.T) {
+	write := func(t *testing.T, bad float64) string {
+		p := filepath.Join(t.TempDir(), "bad.parquet")
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows := make([]recordRow, 300)
+		for i := range rows {
+			rows[i] = recordRow{Record: eventRecord(fmt.Sprint("r", i), int64(i)*1e9, 0, 0), EventGapUs: []float64{50_000, 20_001}}
+		}
+		rows[250].EventGapUs[1] = bad
+		w := parquet.NewGenericWriter[recordRow](f, hideEventNs, parquet.MaxRowsPerRowGroup(100),
+			parquet.KeyValueMetadata(MetaFormat, FormatRecording), parquet.KeyValueMetadata(MetaSchemaVersion, "8"))
+		if _, err := w.Write(rows); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		return p
+	}
+	for _, bad := range []float64{1.5, -0.25, 20_000.000001, math.NaN(), math.Inf(1), math.Inf(-1), 1<<53 + 2, -(1<<53 + 2), 1e300} {
+		t.Run(fmt.Sprint(bad), func(t *testing.T) {
+			p := write(t, bad)
+			check := func(how string, err error) {
+				t.Helper()
+				want := fmt.Sprintf("event_gap_us element 1 is %v: expected a whole number of microseconds", bad)
+				if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "row 250") || !strings.Contains(err.Error(), want) {
+					t.Errorf("%s: %v, want the file, row 250 and %q", how, err, want)
+				}
+			}
+			_, _, err := ReadRecords(p)
+			check("ReadRecords", err)
+			rr, err := OpenRecording(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows := make([]Record, 64)
+			for err == nil {
+				_, err = rr.Read(rows)
+			}
+			rr.Close()
+			check("OpenRecording", err)
+			for _, opts := range []ScanOptions{{}, {Rows: true}, {Columns: []string{"event_gap_us"}}} {
+				s, err := OpenScanner(p, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !opts.Rows && s.pf == nil {
+					t.Fatal("the column path was not taken")
+				}
+				check(fmt.Sprintf("Scan %+v", opts), s.Scan(func(int64, *Record) error { return nil }))
+				s.Close()
+			}
+		})
+	}
+	for _, edge := range []float64{1 << 53, -(1 << 53), math.Copysign(0, -1)} {
+		p := write(t, edge)
+		got := readAllWays(t, p)
+		if o := got[250].EventNs[1] - got[250].SentNs; o != 1000*(50_000+int64(edge)) {
+			t.Errorf("%v read back as an offset of %d ns", edge, o)
+		}
 	}
 }

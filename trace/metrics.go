@@ -224,6 +224,6 @@ func ReadMetricsFile(path string) ([]MetricSample, MetricsMeta, error) {
 		return nil, MetricsMeta{}, err
 	}
 	defer r.Close()
-	rows, err := readAll(r.r)
+	rows, err := r.r.ReadAll()
 	return rows, r.Meta, err
 }

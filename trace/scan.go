@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"reflect"
 	"slices"
@@ -12,9 +13,10 @@ import (
 	"unsafe"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding"
 )
 
-// Column scanning. parquet-go's GenericReader[Record] rebuilds every row
+// Column scanning. parquet-go's generic row reader rebuilds every row
 // through reflection and copies its lists, which costs several times an
 // analysis of the rows. A RecordScanner instead decodes a recording column
 // by column, one row group at a time, into flat buffers reused from row
@@ -221,7 +223,7 @@ func withSent(cols []recordColumn) []scanColumn {
 // findColumns places cols in schema s; ok is false when one is there with
 // another type or repetition. The event times are found in the column of
 // the file's layout (event_gap_us, or an older file's event_gap_ns or
-// event_ns).
+// event_ns), of its type.
 func findColumns(s *parquet.Schema, cols []scanColumn, layout eventLayout) ([]scanColumn, bool) {
 	out := make([]scanColumn, len(cols))
 	for i, sc := range cols {
@@ -240,6 +242,9 @@ func findColumns(s *parquet.Schema, cols []scanColumn, layout eventLayout) ([]sc
 			continue
 		}
 		kind, rep := c.parquetKind()
+		if sc.events {
+			kind = layout.kind()
+		}
 		if leaf.Node.Type().Kind() != kind || leaf.MaxRepetitionLevel != rep || leaf.MaxDefinitionLevel != rep {
 			return nil, false
 		}
@@ -310,6 +315,7 @@ func (s *RecordScanner) Scan(fn func(row int64, rec *Record) error) error {
 	free <- &rowGroup{cols: s.cols, layout: s.r.layout, bufs: make([]colBuf, len(s.cols))}
 	wg.Go(func() {
 		defer close(out)
+		first := int64(0)
 		for _, rg := range groups {
 			var g *rowGroup
 			select {
@@ -317,7 +323,8 @@ func (s *RecordScanner) Scan(fn func(row int64, rec *Record) error) error {
 			case <-stop:
 				return
 			}
-			err := g.read(rg)
+			err := g.read(rg, first)
+			first += rg.NumRows()
 			select {
 			case out <- decoded{g, err}:
 			case <-stop:
@@ -404,11 +411,12 @@ type rowGroup struct {
 	strEnds []int
 }
 
-// read decodes row group rg. The list columns (the events, most of the
-// work) each decode on a goroutine of their own, beside the scalar columns
-// on the caller's: each writes only its own buffer, and the column chunks
-// are read independently.
-func (g *rowGroup) read(rg parquet.RowGroup) error {
+// read decodes row group rg, whose first row is the file's row first.
+// The list columns (the events, most of the work) each decode on a
+// goroutine of their own, beside the scalar columns on the caller's: each
+// writes only its own buffer, and the column chunks are read
+// independently.
+func (g *rowGroup) read(rg parquet.RowGroup, first int64) error {
 	g.rows = int(rg.NumRows())
 	cc := rg.ColumnChunks()
 	errs := make([]error, len(g.cols))
@@ -428,8 +436,7 @@ func (g *rowGroup) read(rg parquet.RowGroup) error {
 			return err
 		}
 	}
-	g.absolute()
-	return nil
+	return g.absolute(first)
 }
 
 // readColumn decodes column k of the row group from its chunk. A list
@@ -454,7 +461,11 @@ func (g *rowGroup) readColumn(k int, chunk parquet.ColumnChunk) error {
 		err = g.readScalars(chunk, func(v parquet.Value) { b.bool = append(b.bool, v.Boolean()) })
 		n = len(b.bool)
 	case kListInt64:
-		b.i64, b.offs, err = readList(chunk, b.i64[:0], b.offs[:0], int64Elems)
+		e := int64Elems
+		if c.events && g.layout == eventsGapUs {
+			e = doubleBitsElems
+		}
+		b.i64, b.offs, err = readList(chunk, b.i64[:0], b.offs[:0], e)
 		n = len(b.offs) - 1
 	case kListInt32:
 		b.i32, b.offs, err = readList(chunk, b.i32[:0], b.offs[:0], int32Elems)
@@ -470,8 +481,10 @@ func (g *rowGroup) readColumn(k int, chunk parquet.ColumnChunk) error {
 }
 
 // absolute turns the event lists decoded, in the file's layout, into
-// run-relative times: each row's from its sent_ns.
-func (g *rowGroup) absolute() {
+// run-relative times: each row's from its sent_ns. A value of DOUBLE that
+// is not a whole number of microseconds is an error naming its row (first
+// is the row group's first row in the file).
+func (g *rowGroup) absolute(first int64) error {
 	ev, sent := -1, -1
 	for k, c := range g.cols {
 		switch {
@@ -482,7 +495,7 @@ func (g *rowGroup) absolute() {
 		}
 	}
 	if ev < 0 {
-		return
+		return nil
 	}
 	b := &g.bufs[ev]
 	var sents []int64
@@ -494,8 +507,11 @@ func (g *rowGroup) absolute() {
 		if sents != nil {
 			t = sents[i]
 		}
-		g.layout.absolute(b.i64[b.offs[i]:b.offs[i+1]], t)
+		if err := g.layout.absolute(b.i64[b.offs[i]:b.offs[i+1]], t); err != nil {
+			return fmt.Errorf("row %d: %w", first+int64(i), err)
+		}
 	}
+	return nil
 }
 
 // record sets rec to row i: the scanned columns, every other field zero.
@@ -618,27 +634,28 @@ type listElem[T int64 | int32] struct {
 	value  func(parquet.Value) T
 }
 
+// plainElems is the listElem of T whose plain values data takes from a
+// page's data.
+func plainElems[T int64 | int32](data func(*encoding.Values) []T, value func(parquet.Value) T) listElem[T] {
+	return listElem[T]{
+		direct: func(p parquet.Page) ([]T, bool) {
+			if p.Dictionary() != nil {
+				return nil, false
+			}
+			d := p.Data()
+			return data(&d), true
+		},
+		value: value,
+	}
+}
+
 var (
-	int64Elems = listElem[int64]{
-		direct: func(p parquet.Page) ([]int64, bool) {
-			if p.Dictionary() != nil {
-				return nil, false
-			}
-			d := p.Data()
-			return d.Int64(), true
-		},
-		value: parquet.Value.Int64,
-	}
-	int32Elems = listElem[int32]{
-		direct: func(p parquet.Page) ([]int32, bool) {
-			if p.Dictionary() != nil {
-				return nil, false
-			}
-			d := p.Data()
-			return d.Int32(), true
-		},
-		value: parquet.Value.Int32,
-	}
+	int64Elems = plainElems((*encoding.Values).Int64, parquet.Value.Int64)
+	int32Elems = plainElems((*encoding.Values).Int32, parquet.Value.Int32)
+	// doubleBitsElems reads a list of DOUBLE as its values' bits, for
+	// eventLayout.absolute.
+	doubleBitsElems = plainElems(func(v *encoding.Values) []int64 { return doubleBits(v.Double()) },
+		func(v parquet.Value) int64 { return int64(math.Float64bits(v.Double())) })
 )
 
 // readList decodes a list column (max repetition and definition level 1)

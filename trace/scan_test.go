@@ -47,7 +47,7 @@ func randomRecords(r *rand.Rand, n int) []Record {
 	return recs
 }
 
-func writeRecords(t *testing.T, path string, recs []Record) {
+func writeRecords(t testing.TB, path string, recs []Record) {
 	t.Helper()
 	w, err := NewRecordWriter(path, RunMeta{StartWallNs: 42})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tracekit/tracekit/internal/analyze"
 	"github.com/tracekit/tracekit/trace"
+	"github.com/tracekit/tracekit/trace/tracetest"
 )
 
 // duckQuery runs SQL in DuckDB through its Node.js bindings installed under
@@ -38,12 +39,12 @@ console.log(JSON.stringify(r.getRowObjectsJson()));
 	return rows
 }
 
-// duckColumns returns the DuckDB type of every column of the Parquet
-// schema of row (a file's Go row type), names unquoted.
-func duckColumns(t *testing.T, row any) map[string]string {
+// duckColumns returns the DuckDB type of every column of a Parquet
+// schema, names unquoted.
+func duckColumns(t *testing.T, schema parquet.Node) map[string]string {
 	t.Helper()
 	m := map[string]string{}
-	for _, f := range parquet.SchemaOf(row).Fields() {
+	for _, f := range schema.Fields() {
 		m[f.Name()] = duckType(t, f)
 	}
 	return m
@@ -127,9 +128,11 @@ func TestFilesOpenInDuckDB(t *testing.T) {
 		return m
 	}
 	// The expected types come from the Go row types the files are written
-	// from, so a new field is checked without touching this test.
-	want := map[string]map[string]string{tr: duckColumns(t, trace.Turn{}), rec: duckColumns(t, trace.Record{}),
-		req: duckColumns(t, analyze.RequestRow{})}
+	// from (the recording's from its schema: trace writes it from a row
+	// type of its own), so a new field is checked without touching this
+	// test.
+	want := map[string]map[string]string{tr: duckColumns(t, parquet.SchemaOf(trace.Turn{})),
+		rec: duckColumns(t, tracetest.OpenParquet(t, rec).Schema()), req: duckColumns(t, parquet.SchemaOf(analyze.RequestRow{}))}
 	for path, cols := range want {
 		got := types(path)
 		for c, ty := range cols {
@@ -142,7 +145,7 @@ func TestFilesOpenInDuckDB(t *testing.T) {
 	// A few types pinned outright, so a wrong derivation cannot pass.
 	for path, cols := range map[string]map[string]string{
 		tr:  {"conversation_id": "VARCHAR", "turn": "INTEGER", "start_offset_ns": "BIGINT", "prefix_hashes": "BIGINT[]", "output_tokens": "INTEGER"},
-		rec: {"request_id": "VARCHAR", "sent_ns": "BIGINT", "event_gap_us": "BIGINT[]", "event_tokens": "INTEGER[]", "error_kind": "VARCHAR"},
+		rec: {"request_id": "VARCHAR", "sent_ns": "BIGINT", "event_gap_us": "DOUBLE[]", "event_tokens": "INTEGER[]", "error_kind": "VARCHAR"},
 		req: {"ttft_ms": "DOUBLE", "success": "BOOLEAN", "turn": "INTEGER"},
 	} {
 		for c, ty := range cols {
@@ -153,8 +156,8 @@ func TestFilesOpenInDuckDB(t *testing.T) {
 	}
 	// The per-event queries of docs/formats.md give every event of the
 	// recording at the run-relative time tracekit reads (the file holds
-	// microsecond gaps from sent_ns): each request's times, in order, as
-	// strings (BIGINT as text).
+	// microsecond gaps from sent_ns, whole numbers in doubles): each
+	// request's times, in order, as strings (BIGINT as text).
 	doc, err := os.ReadFile("../../docs/formats.md")
 	if err != nil {
 		t.Fatal(err)
@@ -201,9 +204,9 @@ func TestFilesOpenInDuckDB(t *testing.T) {
 const (
 	docEventRows = `WITH r AS (SELECT row_number() OVER () AS row, * FROM 'recording.parquet')
 SELECT request_id, attempt, i, sent_ns + 1000 * sum(gap_us) OVER (PARTITION BY row ORDER BY i) AS t_ns, tokens
-FROM (SELECT row, request_id, attempt, sent_ns, unnest(event_gap_us) AS gap_us, unnest(event_tokens) AS tokens,
+FROM (SELECT row, request_id, attempt, sent_ns, unnest(event_gap_us::BIGINT[]) AS gap_us, unnest(event_tokens) AS tokens,
              generate_subscripts(event_gap_us, 1) AS i FROM r)`
 	docEventLists = `SELECT request_id, attempt,
-       list_transform(event_gap_us, (g, i) -> sent_ns + 1000 * list_sum(event_gap_us[:i])) AS event_times_ns
-FROM 'recording.parquet'`
+       list_transform(gaps, (g, i) -> sent_ns + 1000 * list_sum(gaps[:i])) AS event_times_ns
+FROM (SELECT *, event_gap_us::BIGINT[] AS gaps FROM 'recording.parquet')`
 )

@@ -331,6 +331,25 @@ func TestBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
+	// A recording whose event gaps are not whole microseconds (tracekit
+	// writes whole ones).
+	fraction := filepath.Join(dir, "fraction.parquet")
+	if f, err = os.Create(fraction); err != nil {
+		t.Fatal(err)
+	}
+	type gapRow struct {
+		RequestID   string    `parquet:"request_id"`
+		SentNs      int64     `parquet:"sent_ns"`
+		EventGapUs  []float64 `parquet:"event_gap_us,list"`
+		EventTokens []int32   `parquet:"event_tokens,list"`
+	}
+	fw := parquet.NewGenericWriter[gapRow](f, parquet.KeyValueMetadata(trace.MetaFormat, trace.FormatRecording),
+		parquet.KeyValueMetadata(trace.MetaSchemaVersion, strconv.Itoa(trace.RecordingSchemaVersion)))
+	fw.Write([]gapRow{{"a", 5, []float64{7, 3}, []int32{0, 1}}, {"b", 9, []float64{50_000, 20_000.5}, []int32{0, 1}}})
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
 	bad := rec("x", 0, 0, 0, 0, 10, 200, "", 1, 1, 1, -1, [2]int64{5, 1})
 	bad.EventTokens = nil
 	unsorted := rec("y", 0, 0, 0, 0, 10, 200, "", 1, 1, 1, -1, [2]int64{5, 1}, [2]int64{3, 1})
@@ -344,6 +363,7 @@ func TestBadInput(t *testing.T) {
 		"missing":     {filepath.Join(dir, "nope.parquet"), "no such file"},
 		"parallel":    {writeRecording(t, dir, "par.parquet", trace.RunMeta{}, []trace.Record{bad}), "row 0 (request \"x\"): 1 event times (event_gap_us, or event_gap_ns or event_ns in an older recording) but 0 event_tokens"},
 		"unsorted":    {writeRecording(t, dir, "uns.parquet", trace.RunMeta{}, []trace.Record{unsorted}), "expected non-decreasing"},
+		"fraction":    {fraction, "row 1: event_gap_us element 1 is 20000.5: expected a whole number of microseconds"},
 	}
 	for name, c := range cases {
 		_, err := Files([]string{c.path}, Options{})
