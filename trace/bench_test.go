@@ -7,8 +7,9 @@ import (
 	"testing"
 )
 
-// benchEventRecords is n requests of 101 events each (a role chunk, then
-// 100 tokens 20 ms apart with some noise), as a served model's stream.
+// benchEventRecords is n requests of 101 events each, the first 50-51 ms
+// after the send and without a token (a role chunk), then one token every
+// 20-22 ms: a served model's steady stream.
 func benchEventRecords(n int) ([]Record, int) {
 	r := rand.New(rand.NewPCG(5, 6))
 	recs := make([]Record, n)
