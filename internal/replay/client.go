@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/url"
 	"syscall"
 	"time"
@@ -21,16 +20,12 @@ import (
 	"github.com/tracekit/tracekit/trace"
 )
 
-// target is one server: its base URL and its fasthttp clients.
+// target is one server: its base URL and its client.
 type target struct {
-	base   string // as given, without a trailing "/" or "/v1"
-	shown  string // base as recorded: credentials in it redacted (RedactURL)
-	genURL string // the generation endpoint
-	hc     *fasthttp.HostClient
-	// fresh sends the one retry of a request whose reused keep-alive
-	// connection the server had closed. Its requests carry Connection:
-	// close, so its pool stays empty and every retry dials anew.
-	fresh    *fasthttp.HostClient
+	base     string // as given, without a trailing "/" or "/v1"
+	shown    string // base as recorded: credentials in it redacted (RedactURL)
+	genURL   string // the generation endpoint
+	cl       *h1Client
 	auth     string              // "Bearer <key>" or empty; never logged
 	key      string              // the API key alone, Messages' x-api-key; never logged
 	urls     map[Endpoint]string // each endpoint's URL: base + apiPaths
@@ -38,10 +33,8 @@ type target struct {
 	bodyOpts *bodyOptions
 }
 
-// newTarget builds the clients for base. Its pool holds maxConns
-// connections (fasthttp's default of 512 would queue requests silently
-// beyond it).
-func newTarget(base string, c *Config, conns *connSet, maxConns int, bo *bodyOptions) (*target, error) {
+// newTarget builds the client for base.
+func newTarget(base string, c *Config, conns *connSet, bo *bodyOptions) (*target, error) {
 	u, err := url.Parse(base)
 	if err != nil {
 		return nil, fieldErr("Targets", "parsing %s %q: %w", fielderr.Name("Targets"), base, err)
@@ -62,34 +55,14 @@ func newTarget(base string, c *Config, conns *connSet, maxConns int, bo *bodyOpt
 	if u.Scheme == "https" {
 		tlsCfg = &tls.Config{ServerName: u.Hostname(), InsecureSkipVerify: c.Insecure, NextProtos: []string{"http/1.1"}}
 	}
-	client := func() *fasthttp.HostClient {
-		return &fasthttp.HostClient{
-			Addr:               host,
-			Name:               "tracekit",
-			IsTLS:              tlsCfg != nil,
-			Dial:               conns.dialer(tlsCfg),
-			MaxConns:           maxConns,
-			MaxConnWaitTimeout: 0, // never reached: the run's own semaphore bounds requests
-			StreamResponseBody: true,
-			// The cleaner closes idle connections after this; conn.Write
-			// checks it again when a request takes one, which the cleaner
-			// alone cannot guarantee.
-			MaxIdleConnDuration: c.IdleConnTimeout,
-			// Every rejected stale connection is one attempt; retryIfErr
-			// retries nothing else.
-			MaxIdemponentCallAttempts: math.MaxInt32,
-			RetryIfErr:                retryIfErr,
-			ReadBufferSize:            4 << 10, // response headers; 4 KiB per stream matters at 10,000 streams
-			WriteBufferSize:           32 << 10,
-		}
-	}
 	t := &target{
-		base:     base,
-		shown:    RedactURL(base),
-		genURL:   base + path,
-		headers:  c.Headers,
-		hc:       client(),
-		fresh:    client(),
+		base:    base,
+		shown:   RedactURL(base),
+		genURL:  base + path,
+		headers: c.Headers,
+		// The pool's connections idle longer than IdleConnTimeout are
+		// closed, never reused.
+		cl:       &h1Client{addr: host, dial: conns.dialer(tlsCfg), idleTimeout: c.IdleConnTimeout},
 		bodyOpts: bo,
 	}
 	if c.APIKey != "" {
@@ -102,13 +75,6 @@ func newTarget(base string, c *Config, conns *connSet, maxConns int, bo *bodyOpt
 	return t, nil
 }
 
-// retryIfErr is fasthttp's retry policy: only a request refused by
-// conn.Write for a stale connection (nothing was sent) takes another
-// connection; every other failure is the caller's to judge.
-func retryIfErr(_ *fasthttp.Request, _ int, err error) (resetTimeout, retry bool) {
-	return false, errors.Is(err, errStaleConn)
-}
-
 // do sends req through t and reads the response headers (the body is
 // streamed), with deadline bounding the whole exchange when not zero. A
 // request that went out on a reused keep-alive connection and got EOF or a
@@ -117,34 +83,34 @@ func retryIfErr(_ *fasthttp.Request, _ int, err error) (resetTimeout, retry bool
 // on a fresh connection, with X-Request-Id retryID when not empty;
 // retried reports it. A failure after a response byte is never retried,
 // nor is one on a fresh connection.
-func (t *target) do(req *fasthttp.Request, resp *fasthttp.Response, deadline time.Time, retryID string) (retried bool, err error) {
-	send := func(hc *fasthttp.HostClient) error {
-		if deadline.IsZero() {
-			return hc.Do(req, resp)
-		}
-		return hc.DoDeadline(req, resp, deadline)
-	}
-	err = send(t.hc)
-	if err == nil || !closedBeforeAnswer(err) {
+func (t *target) do(req *fasthttp.Request, resp *h1Resp, deadline time.Time, retryID string) (retried bool, err error) {
+	c, err := t.cl.get()
+	if err != nil {
 		return false, err
 	}
-	if c := connOf(resp.LocalAddr()); c == nil || !c.reusedWithoutAnswer() || c.set.canceled.Load() {
+	err = t.cl.roundTrip(c, req, resp, deadline)
+	if err == nil || !closedBeforeAnswer(err) || !c.reusedWithoutAnswer() || c.set.canceled.Load() {
 		return false, err
 	}
+	// The retry's connection is closed after it (Connection: close): a
+	// server that closed one idle connection closes others, and the next
+	// request had better dial anew than find another dead one.
 	if retryID != "" {
 		req.Header.Set("X-Request-Id", retryID)
 	}
+	if c, err = t.cl.dialConn(); err != nil {
+		return true, err
+	}
 	req.SetConnectionClose()
-	err = send(t.fresh)
+	err = t.cl.roundTrip(c, req, resp, deadline)
 	req.Header.ResetConnectionClose()
 	return true, err
 }
 
 // closedBeforeAnswer reports whether err is the peer closing or resetting
-// the connection (fasthttp reports EOF before the first response byte as
-// ErrConnectionClosed).
+// the connection before the first response byte.
 func closedBeforeAnswer(err error) bool {
-	return errors.Is(err, fasthttp.ErrConnectionClosed) || errors.Is(err, io.EOF) ||
+	return errors.Is(err, io.EOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED)
 }
 
@@ -170,9 +136,8 @@ func (t *target) prepare(req *fasthttp.Request, method, uri, requestID string) {
 // simple performs a small non-streaming exchange (ready check, model list,
 // cache reset) and returns the status and up to 1 MiB of body.
 func (t *target) simple(method, path string, body []byte, timeout time.Duration) (int, []byte, error) {
-	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	req, resp := fasthttp.AcquireRequest(), new(h1Resp)
 	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
 	t.prepare(req, method, t.base+path, "")
 	if body != nil {
 		req.Header.SetContentType("application/json")
@@ -181,14 +146,8 @@ func (t *target) simple(method, path string, body []byte, timeout time.Duration)
 	if _, err := t.do(req, resp, time.Now().Add(timeout), ""); err != nil {
 		return 0, nil, fmt.Errorf("%s %s%s: %w", method, t.base, path, err)
 	}
-	var out []byte
-	var err error
-	if s := resp.BodyStream(); s != nil {
-		out, err = io.ReadAll(io.LimitReader(s, 1<<20))
-		resp.CloseBodyStream()
-	} else {
-		out = append(out, resp.Body()...)
-	}
+	out, err := io.ReadAll(io.LimitReader(resp.Body(), 1<<20))
+	resp.close(err)
 	if err != nil {
 		return 0, nil, fmt.Errorf("reading the answer to %s %s%s: %w", method, t.base, path, err)
 	}
@@ -275,9 +234,8 @@ func (t *target) probe(model string, usage bool, timeout time.Duration) (probeRe
 	var res probeResult
 	bo := *t.bodyOpts
 	bo.continuousUsage, bo.ignoreEOS = usage, false
-	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	req, resp := fasthttp.AcquireRequest(), new(h1Resp)
 	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
 	t.prepare(req, "POST", t.genURL, "")
 	req.Header.SetContentType("application/json")
 	req.Header.Set("Accept", "text/event-stream")
@@ -287,11 +245,8 @@ func (t *target) probe(model string, usage bool, timeout time.Duration) (probeRe
 		return res, fmt.Errorf("POST %s: %w", t.genURL, err)
 	}
 	res.status = resp.StatusCode()
-	var body io.Reader = bytes.NewReader(resp.Body())
-	if s := resp.BodyStream(); s != nil {
-		body = s
-	}
-	defer resp.CloseBodyStream()
+	body := resp.Body()
+	defer resp.close(nil) // pooled only when the body was read to its end
 	if res.status/100 != 2 {
 		res.body, _ = io.ReadAll(io.LimitReader(body, 4<<10))
 		return res, nil

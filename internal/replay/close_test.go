@@ -13,8 +13,8 @@ import (
 )
 
 // TestCloseReleasesConnections: after Run and Close, none of the run's
-// keep-alive connections is left open in this process. fasthttp would keep
-// idle ones for MaxIdleConnDuration (60 s), so back-to-back runs in one
+// keep-alive connections is left open in this process. A pool would keep
+// idle ones until a later request found them stale, so back-to-back runs in one
 // process (calibrate's ladder) used to run out of file descriptors.
 func TestCloseReleasesConnections(t *testing.T) {
 	srv := mocktest.Start(t, nil)

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -17,17 +18,11 @@ import (
 // canceled: every in-flight stream ends at once.
 var errRunCanceled = errors.New("the run was canceled")
 
-// errStaleConn is what the first Write of a request returns, without
-// writing anything, on a pooled connection idle longer than
-// Config.IdleConnTimeout: the server may already have closed it.
-// target.retryIfErr lets fasthttp take another connection at once.
-var errStaleConn = errors.New("the pooled connection was idle too long to trust")
-
-// conn wraps every connection fasthttp dials (above TLS, so it sees the
-// plain HTTP exchange). It exists for what fasthttp gives no hook for:
+// conn wraps every connection a target's client dials (above TLS, so it
+// sees the plain HTTP exchange), with its read buffer. It keeps:
 //   - wroteNs: when a request's bytes were last written (its actual send time),
 //     and writeStartNs when its first write began;
-//   - idle: a per-read idle timeout. fasthttp's own read deadline covers the
+//   - idle: a per-read idle timeout. The request's read deadline covers the
 //     whole streamed body, so before each Read (response headers included)
 //     we keep the deadline at min(request deadline, now + idle to
 //     idle*9/8), moving it only when it falls out of that range
@@ -37,28 +32,24 @@ var errStaleConn = errors.New("the pooled connection was idle too long to trust"
 //     under TLS) is a stamp.Conn, whose reads carry the kernel's receive
 //     stamps; stampFn reads the last one, run-relative, for the body's
 //     parser (runState.bodyClock, stamp.go);
-//   - reuse: the first Write of a request on a connection that served one
-//     before checks how long it sat idle (errStaleConn past
-//     Config.IdleConnTimeout), and the request goroutine learns whether a
-//     failed request went out on a reused connection and got no response
-//     byte: the signature of a keep-alive connection the server had closed,
-//     which replay sends again on a fresh connection.
+//   - reuse: the request goroutine learns whether a failed request went
+//     out on a reused connection and got no response byte: the signature
+//     of a keep-alive connection the server had closed, which replay sends
+//     again on a fresh connection.
 //
-// A conn is used by one request at a time (fasthttp's pool hands it over
-// under a mutex); the atomics keep the race detector and Close honest.
-// The request goroutine finds its conn after Do returns through
-// Response.LocalAddr, which returns the conn's own addr (connAddr).
+// A conn is used by one request at a time (the pool, h1.go, hands it
+// over under a mutex); the atomics keep the race detector and Close
+// honest.
 type conn struct {
 	net.Conn
-	set  *connSet
-	addr connAddr
+	set *connSet
 
 	wroteNs atomic.Int64 // clock.Mono() after the last Write returned
 	// writeStartNs is clock.Mono() before the first Write of the current
 	// request: with wroteNs, how long a large body took to hand over.
 	writeStartNs atomic.Int64
 	readNs       atomic.Int64 // clock.Mono() after the last Read that returned bytes (or the dial)
-	reqDeadline  atomic.Int64 // unix ns of the read deadline fasthttp set; 0: none
+	reqDeadline  atomic.Int64 // unix ns of the request's read deadline; 0: none
 	readDl       atomic.Int64 // unix ns of the read deadline set on Conn now; 0: none
 
 	requests atomic.Int32 // requests started on this connection
@@ -67,29 +58,15 @@ type conn struct {
 
 	rx      *stamp.Conn  // the stamping TCP conn beneath, nil in goroutine mode
 	stampFn func() int64 // rx's last stamp minus the run start, made once per conn
+
+	br *bufio.Reader // the connection's read buffer (h1Client.dialConn)
 }
-
-// connAddr is the conn's local address with a way back to the conn.
-type connAddr struct {
-	net.Addr
-	c *conn
-}
-
-func (c *conn) LocalAddr() net.Addr { return &c.addr }
-
-// Handshake tells fasthttp that the conn is a TLS connection already (we
-// do the handshake in dial) so that it does not wrap it again.
-func (c *conn) Handshake() error { return nil }
 
 func (c *conn) Write(p []byte) (int, error) {
 	if !c.writing.Load() {
 		// The first write of a request: HTTP/1.1 without pipelining sends
 		// a request only after the previous response was read.
-		n := c.requests.Add(1)
-		if to := c.set.idleConnTimeout; n > 1 && to > 0 && clock.Mono()-c.readNs.Load() > int64(to) {
-			c.Conn.Close() // fasthttp closes it too; nothing was written
-			return 0, errStaleConn
-		}
+		c.requests.Add(1)
 		c.writing.Store(true)
 		c.gotByte.Store(false)
 		c.writeStartNs.Store(clock.Mono())
@@ -186,26 +163,25 @@ func (c *conn) Close() error {
 // connSet dials and tracks the live connections of a run so cancel can
 // reach them. It is touched on dial and close only, never per request.
 type connSet struct {
-	dialTimeout     time.Duration
-	idle            time.Duration // Config.IdleTimeout: per read, 0 none
-	idleConnTimeout time.Duration // Config.IdleConnTimeout: pooled connections older are not reused
-	tls             *tls.Config   // for https:// targets; nil for http://
-	stamp           *stamp.Source // the run's stamp mode and counters
-	start           atomic.Int64  // the run's start (Mono): stamps are run-relative
-	canceled        atomic.Bool
-	perSource       int // live connections per loopback source address (srcaddr.go)
-	mu              sync.Mutex
-	conns           map[*conn]struct{}
+	dialTimeout time.Duration
+	idle        time.Duration // Config.IdleTimeout: per read, 0 none
+	tls         *tls.Config   // for https:// targets; nil for http://
+	stamp       *stamp.Source // the run's stamp mode and counters
+	start       atomic.Int64  // the run's start (Mono): stamps are run-relative
+	canceled    atomic.Bool
+	perSource   int // live connections per loopback source address (srcaddr.go)
+	mu          sync.Mutex
+	conns       map[*conn]struct{}
 }
 
 func newConnSet(cfg *Config) *connSet {
 	return &connSet{
-		dialTimeout: cfg.DialTimeout, idle: cfg.IdleTimeout, idleConnTimeout: cfg.IdleConnTimeout,
+		dialTimeout: cfg.DialTimeout, idle: cfg.IdleTimeout,
 		conns: make(map[*conn]struct{}), stamp: newStampSource(cfg), perSource: portsPerSource(),
 	}
 }
 
-// dialer returns fasthttp's Dial for one target: TCP with the run's dial
+// dialer returns the Dial of one target's client: TCP with the run's dial
 // timeout, with receive stamps in a kernel stamp mode (a socket that
 // refuses them is read as before, counted in the run's stamp note), then
 // TLS when tlsCfg is not nil (so that the wrapper sees plain HTTP),
@@ -247,7 +223,6 @@ func (s *connSet) dialer(tlsCfg *tls.Config) func(addr string) (net.Conn, error)
 			// arrival when the goroutine waited between the two.
 			c.stampFn = func() int64 { return max(rx.Last(), c.wroteNs.Load()) - s.start.Load() }
 		}
-		c.addr = connAddr{Addr: nc.LocalAddr(), c: c}
 		c.readNs.Store(clock.Mono())
 		s.mu.Lock()
 		s.conns[c] = struct{}{}
@@ -275,13 +250,4 @@ func (s *connSet) cancel() {
 	for c := range s.conns {
 		c.Conn.SetDeadline(past)
 	}
-}
-
-// connOf returns the run's conn behind a response's local address, nil if
-// the address is not one of ours.
-func connOf(a net.Addr) *conn {
-	if ca, ok := a.(*connAddr); ok {
-		return ca.c
-	}
-	return nil
 }

@@ -239,9 +239,8 @@ func (r *runState) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace
 	}
 	ex.media = tally{}
 
-	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	req, resp := fasthttp.AcquireRequest(), &ex.hresp
 	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
 	t.prepare(req, "POST", t.urls[ep], rec.RequestID)
 	t.setAPIHeaders(req, ep)
 	req.Header.SetContentType(contentType(ep))
@@ -281,7 +280,7 @@ func (r *runState) do(runCtx, stopCtx context.Context, ex *exchange, turn *trace
 
 // exchange performs the HTTP exchange of ex.rec, reads its stream and
 // settles the record's error kind from what it saw.
-func (r *runState) exchange(runCtx context.Context, t *target, req *fasthttp.Request, resp *fasthttp.Response, ex *exchange, slot int64) {
+func (r *runState) exchange(runCtx context.Context, t *target, req *fasthttp.Request, resp *h1Resp, ex *exchange, slot int64) {
 	o := &ex.out
 	*o = outcome{}
 	cancel, canceling := r.cancelDelay(ex.rec.RequestID)
@@ -299,7 +298,7 @@ func (r *runState) exchange(runCtx context.Context, t *target, req *fasthttp.Req
 // A request replay cancels (cancel, canceling) gets the earlier of its
 // deadline and the cancellation's: the read that passes it fails, and the
 // connection is closed as a client that gives up closes it.
-func (r *runState) exchangeOnce(runCtx context.Context, t *target, req *fasthttp.Request, resp *fasthttp.Response, ex *exchange, slot int64,
+func (r *runState) exchangeOnce(runCtx context.Context, t *target, req *fasthttp.Request, resp *h1Resp, ex *exchange, slot int64,
 	cancel time.Duration, canceling bool) {
 	rec, o := &ex.rec, &ex.out
 	var deadline time.Time
@@ -315,7 +314,7 @@ func (r *runState) exchangeOnce(runCtx context.Context, t *target, req *fasthttp
 		rec.Attempt, rec.RequestID = 1, retryID
 	}
 	headers := r.now()
-	c := connOf(resp.LocalAddr())
+	c := resp.c
 	headers = r.headerStamp(c, headers) // stamp.go: the kernel's receive stamp in kernel modes
 	if c != nil {
 		if w := c.wroteNs.Load(); w >= slot {
@@ -331,14 +330,11 @@ func (r *runState) exchangeOnce(runCtx context.Context, t *target, req *fasthttp
 	}
 	rec.HeadersNs = headers
 	rec.Status = int32(resp.StatusCode())
-	body := resp.BodyStream()
-	if body == nil {
-		body = bytes.NewReader(resp.Body())
-	}
+	body := resp.Body()
 	if rec.Status/100 != 2 {
 		b, _ := io.ReadAll(io.LimitReader(body, 4<<10))
 		o.Stage, o.msg = record.StageStatus, fmt.Sprintf("HTTP %d: %s", rec.Status, bytes.TrimSpace(b))
-		closeBody(resp, errors.New("discarding an error body"))
+		resp.close(errors.New("discarding an error body"))
 		return
 	}
 	now := r.bodyClock(c)  // stamp.go: the run clock, or c's kernel receive stamps
@@ -348,7 +344,7 @@ func (r *runState) exchangeOnce(runCtx context.Context, t *target, req *fasthttp
 		dec, err := decoding.decode(enc, body, now)
 		if err != nil {
 			o.bodyFailed(decoding, err, runCtx.Err() != nil, c, err.Error())
-			closeBody(resp, err)
+			resp.close(err)
 			return
 		}
 		body, now = dec, decoding.net.stamp
@@ -360,13 +356,13 @@ func (r *runState) exchangeOnce(runCtx context.Context, t *target, req *fasthttp
 		if rerr != nil {
 			o.bodyFailed(decoding, rerr, runCtx.Err() != nil, c, fmt.Sprintf("reading the response body after %d bytes: %v", len(ex.resp), rerr))
 		}
-		closeBody(resp, rerr)
+		resp.close(rerr)
 		return
 	}
 	if ct := resp.Header.ContentType(); bytes.HasPrefix(ct, []byte("application/json")) {
 		b, err := io.ReadAll(io.LimitReader(body, 4<<10))
 		o.Stage, o.msg = record.StageNotStreaming, fmt.Sprintf("server answered without streaming (Content-Type: %s): %s", ct, snippetOf(bytes.TrimSpace(b)))
-		closeBody(resp, errors.Join(errors.New("discarding a JSON body"), err))
+		resp.close(errors.Join(errors.New("discarding a JSON body"), err))
 		return
 	}
 	rerr := ex.stream.ReadBody(body, ex.buf, now)
@@ -376,7 +372,7 @@ func (r *runState) exchangeOnce(runCtx context.Context, t *target, req *fasthttp
 	if rerr != nil {
 		o.bodyFailed(decoding, rerr, runCtx.Err() != nil, c, fmt.Sprintf("reading the stream after %d events: %v", len(rec.EventNs), rerr))
 	}
-	closeBody(resp, rerr)
+	resp.close(rerr)
 }
 
 // maxJSONBody bounds a non-streaming response body.
@@ -413,16 +409,4 @@ func (r *Runner) readWhole(ex *exchange, body io.Reader, now func() int64) error
 	}
 	ex.stream.Fill(&ex.rec)
 	return err
-}
-
-// closeBody releases the response stream; after a failed read it closes
-// the connection instead of returning it to the pool.
-func closeBody(resp *fasthttp.Response, readErr error) {
-	if readErr != nil {
-		if s, ok := resp.BodyStream().(fasthttp.ReadCloserWithError); ok {
-			s.CloseWithError(readErr)
-			return
-		}
-	}
-	resp.CloseBodyStream()
 }

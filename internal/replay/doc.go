@@ -42,7 +42,12 @@
 // trace names is checked to be there before the run, each item's SHA-256
 // as it is loaded), bounded in conversations and bytes.
 //
-// Client: one fasthttp.HostClient per target with streaming response bodies.
+// Client (h1.go): one HTTP/1.1 client per target, with a pool of
+// keep-alive connections. fasthttp's Request builds and writes a request
+// and its ResponseHeader parses the answer's headers; the body (Content-
+// Length, chunked: chunked.go, or until close) is read by replay's own
+// reader, each Read one read of the network at most, and the connection
+// goes back to the pool once the body's end was read.
 // Every connection is wrapped (conn.go, above TLS, which dial does itself)
 // so that the run can stamp when a request's bytes were written, apply the
 // idle timeout as a read deadline before each Read, and interrupt every
@@ -58,12 +63,11 @@
 // the mode used, and why, is in RunMeta.Stamps.
 //
 // Keep-alive: servers close idle connections silently (uvicorn after 5 s).
-// The first Write of a request on a pooled connection idle longer than
-// Config.IdleConnTimeout writes nothing and fails with errStaleConn, which
-// fasthttp's RetryIfErr turns into another connection at once. A request
+// A pooled connection idle longer than Config.IdleConnTimeout is closed,
+// never given to a request. A request
 // that went out on a reused connection and got EOF or a reset before any
-// response byte is sent once more on a fresh connection (a second client
-// whose requests carry Connection: close): Record.Attempt 1, request id
+// response byte is sent once more on a fresh connection (with
+// Connection: close, so the next request dials anew): Record.Attempt 1, request id
 // "-1", no error. Nothing is retried after a response byte. --duration and --max-requests
 // only stop new requests: those in flight finish.
 //

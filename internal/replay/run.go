@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -135,6 +134,7 @@ type exchange struct {
 	dec    decoders
 	buf    []byte
 	resp   []byte // a non-streaming response body
+	hresp  h1Resp // the response being read
 	body   []byte
 	rec    trace.Record
 	out    outcome // what the last exchange saw
@@ -207,16 +207,14 @@ func (r *Runner) build() error {
 		r.media.store = r.store
 		r.mat.urls = r.media
 	}
-	maxConns := math.MaxInt32
 	if cfg.MaxConcurrency > 0 {
-		maxConns = cfg.MaxConcurrency
 		r.slots = make(chan struct{}, cfg.MaxConcurrency)
 	}
 	if cfg.MaxActiveConversations > 0 {
 		r.convSlots = make(chan struct{}, cfg.MaxActiveConversations)
 	}
 	for _, base := range cfg.Targets {
-		t, err := newTarget(base, &r.cfg, r.conns, maxConns, &r.bo)
+		t, err := newTarget(base, &r.cfg, r.conns, &r.bo)
 		if err != nil {
 			return err
 		}
@@ -242,13 +240,12 @@ func (r *Runner) build() error {
 }
 
 // Close releases the trace file New opened, the dispatcher and every target's idle
-// keep-alive connections. Without the last, fasthttp would keep them open
-// for MaxIdleConnDuration (Config.IdleConnTimeout): a process running one replay after
+// keep-alive connections. Without the last, the pools would keep them open
+// until a later request found them stale: a process running one replay after
 // another (calibrate's ladder) would run out of file descriptors.
 func (r *Runner) Close() error {
 	for _, t := range r.targets {
-		t.hc.CloseIdleConnections()
-		t.fresh.CloseIdleConnections()
+		t.cl.closeIdle()
 	}
 	if r.precise != nil {
 		r.precise.Close()

@@ -77,7 +77,7 @@ func TestStampModesAgainstTheMock(t *testing.T) {
 }
 
 // TestKernelOffsetChunkedEvents: over a real HTTP/1.1 chunked response
-// read by fasthttp, as replay reads it, two events and the stream's tail
+// read as replay reads it, two events and the stream's tail
 // that all queued before the body was read get their own arrivals: each
 // event is stamped before the next write began. (The HTTP client reads a
 // chunk's closing CRLF before it hands the chunk on: a cut at the event's
@@ -130,27 +130,29 @@ func TestKernelOffsetChunkedEvents(t *testing.T) {
 	}()
 	cs := newConnSet(&Config{StampMode: StampKernelOffset, Targets: []string{"http://x"}, DialTimeout: 5 * time.Second})
 	defer cs.stamp.Close()
-	hc := &fasthttp.HostClient{Addr: ln.Addr().String(), Dial: cs.dialer(nil), StreamResponseBody: true}
-	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	hc := &h1Client{addr: ln.Addr().String(), dial: cs.dialer(nil)}
+	req, resp := fasthttp.AcquireRequest(), new(h1Resp)
 	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
 	req.SetRequestURI("http://" + ln.Addr().String() + "/v1/completions")
-	if err := hc.Do(req, resp); err != nil {
+	c, err := hc.get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hc.roundTrip(c, req, resp, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-served; err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(gap) // the whole body queued before anything reads it
-	c := connOf(resp.LocalAddr())
-	if c == nil || c.rx == nil || cs.stamp.Mode() != StampKernelOffset {
+	if c.rx == nil || cs.stamp.Mode() != StampKernelOffset {
 		t.Fatalf("conn %+v in mode %s: not a kernel-offset connection", c, cs.stamp.Mode())
 	}
 	s := record.NewStream(nil)
-	if err := s.ReadBody(resp.BodyStream(), make([]byte, 4096), c.stampFn); err != nil {
+	if err := s.ReadBody(resp.Body(), make([]byte, 4096), c.stampFn); err != nil {
 		t.Fatal(err)
 	}
-	resp.CloseBodyStream()
+	resp.close(nil)
 	var rec trace.Record
 	s.Fill(&rec)
 	if len(rec.EventNs) != 2 || !s.Done() {
@@ -203,27 +205,30 @@ func TestKernelStampCancelEndsWaitingReads(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			cs := newConnSet(&Config{StampMode: mode, Targets: []string{"http://x"}, DialTimeout: 5 * time.Second})
 			defer cs.stamp.Close()
-			hc := &fasthttp.HostClient{Addr: ln.Addr().String(), Dial: cs.dialer(nil), StreamResponseBody: true, MaxConns: streams}
-			defer hc.CloseIdleConnections()
+			hc := &h1Client{addr: ln.Addr().String(), dial: cs.dialer(nil)}
+			defer hc.closeIdle()
 			first := make(chan struct{}, streams)
 			ended := make(chan error, streams)
 			for range streams {
 				go func() {
-					req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+					req, resp := fasthttp.AcquireRequest(), new(h1Resp)
 					defer fasthttp.ReleaseRequest(req)
-					defer fasthttp.ReleaseResponse(resp)
 					req.SetRequestURI("http://" + ln.Addr().String() + "/v1/completions")
-					if err := hc.Do(req, resp); err != nil {
+					c, err := hc.get()
+					if err == nil {
+						err = hc.roundTrip(c, req, resp, time.Time{})
+					}
+					if err != nil {
 						first <- struct{}{}
 						ended <- err
 						return
 					}
-					if c := connOf(resp.LocalAddr()); c == nil || c.rx == nil {
+					if c.rx == nil {
 						first <- struct{}{}
 						ended <- fmt.Errorf("not a kernel-stamp connection")
 						return
 					}
-					body := resp.BodyStream()
+					body := resp.Body()
 					buf := make([]byte, 4096)
 					n, err := body.Read(buf)
 					first <- struct{}{}
@@ -234,7 +239,7 @@ func TestKernelStampCancelEndsWaitingReads(t *testing.T) {
 					for err == nil {
 						_, err = body.Read(buf) // waits: the server is silent
 					}
-					resp.CloseBodyStream()
+					resp.close(err)
 					ended <- err
 				}()
 			}
