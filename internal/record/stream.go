@@ -166,6 +166,10 @@ func (s *Stream) ReadBody(body io.Reader, buf []byte, now func() int64) error {
 	}
 }
 
+// End ends the body: what ReadBody does at EOF (the last event may lack
+// its blank line), for a caller that feeds the body itself.
+func (s *Stream) End() { s.finish() }
+
 // Feed parses every SSE event completed by p and stamps it with stampNs,
 // the time the read that returned p returned. Events may be split across
 // Feeds or several may arrive in one; lines end in "\n", "\r\n" or "\r";

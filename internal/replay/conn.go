@@ -169,7 +169,8 @@ type connSet struct {
 	stamp       *stamp.Source // the run's stamp mode and counters
 	start       atomic.Int64  // the run's start (Mono): stamps are run-relative
 	canceled    atomic.Bool
-	perSource   int // live connections per loopback source address (srcaddr.go)
+	canceledCh  chan struct{} // closed by cancel: for the waits no deadline ends
+	perSource   int           // live connections per loopback source address (srcaddr.go)
 	mu          sync.Mutex
 	conns       map[*conn]struct{}
 }
@@ -177,7 +178,7 @@ type connSet struct {
 func newConnSet(cfg *Config) *connSet {
 	return &connSet{
 		dialTimeout: cfg.DialTimeout, idle: cfg.IdleTimeout,
-		conns: make(map[*conn]struct{}), stamp: newStampSource(cfg), perSource: portsPerSource(),
+		conns: make(map[*conn]struct{}), canceledCh: make(chan struct{}), stamp: newStampSource(cfg), perSource: portsPerSource(),
 	}
 }
 
@@ -243,7 +244,9 @@ func (s *connSet) remove(c *conn) {
 
 // cancel makes every blocked and future Read fail with errRunCanceled.
 func (s *connSet) cancel() {
-	s.canceled.Store(true)
+	if !s.canceled.Swap(true) {
+		close(s.canceledCh)
+	}
 	past := time.Unix(1, 0)
 	s.mu.Lock()
 	defer s.mu.Unlock()

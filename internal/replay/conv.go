@@ -365,7 +365,14 @@ func (r *runState) exchangeOnce(runCtx context.Context, t *target, req *fasthttp
 		resp.close(errors.Join(errors.New("discarding a JSON body"), err))
 		return
 	}
-	rerr := ex.stream.ReadBody(body, ex.buf, now)
+	var rerr error
+	if pushed := false; decoding == nil && pushable(c) {
+		if pushed, rerr = r.readPushed(c, resp, ex); !pushed {
+			rerr = ex.stream.ReadBody(body, ex.buf, now)
+		}
+	} else {
+		rerr = ex.stream.ReadBody(body, ex.buf, now)
+	}
 	ex.stream.Fill(rec)
 	o.Stage = record.StageBody
 	o.verdict(ex.stream)

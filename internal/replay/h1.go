@@ -259,38 +259,45 @@ func (b *h1Body) Read(p []byte) (int, error) {
 		if b.ended() {
 			return 0, io.EOF
 		}
-		switch b.frame {
-		case bodyLength:
-			n, err := b.c.br.Read(p[:min(int64(len(p)), b.left)])
-			b.left -= int64(n)
-			if err != nil && b.left > 0 {
-				return n, b.fail(err)
-			}
-			return n, nil
-		case bodyToClose:
-			n, err := b.c.br.Read(p)
-			if err == io.EOF {
-				b.eof = true
-			} else if err != nil {
-				return n, b.fail(err)
-			}
-			return n, nil
+		if b.frame == bodyLength {
+			p = p[:min(int64(len(p)), b.left)] // never wait for bytes past the body
 		}
 		raw, err := b.c.br.Read(p)
-		n, used, derr := b.ch.decode(p[:raw])
-		if derr != nil {
-			return 0, b.fail(derr)
-		}
-		if used < raw {
-			b.keep = false // bytes after the body: the connection is not clean
-		}
-		if err != nil && !b.ch.done() {
+		n, ferr := b.take(p[:raw])
+		switch {
+		case ferr != nil:
+			return 0, b.fail(ferr)
+		case err == io.EOF && b.frame == bodyToClose:
+			b.eof = true
+		case err != nil && !b.ended():
 			return n, b.fail(err)
 		}
 		if n > 0 {
 			return n, nil
 		}
 	}
+}
+
+// take consumes raw, bytes of the body as read off the connection, and
+// leaves the body's data at its front: raw[:n]. Bytes past the body's end
+// mean the connection is not clean for another request.
+func (b *h1Body) take(raw []byte) (n int, err error) {
+	switch b.frame {
+	case bodyLength:
+		n = int(min(int64(len(raw)), b.left))
+		b.left -= int64(n)
+		if n < len(raw) {
+			b.keep = false
+		}
+		return n, nil
+	case bodyToClose:
+		return len(raw), nil
+	}
+	n, used, err := b.ch.decode(raw)
+	if used < len(raw) {
+		b.keep = false
+	}
+	return n, err
 }
 
 // fail keeps err for every later Read; the connection's end before the

@@ -133,8 +133,9 @@ type exchange struct {
 	stream *record.Stream
 	dec    decoders
 	buf    []byte
-	resp   []byte // a non-streaming response body
-	hresp  h1Resp // the response being read
+	resp   []byte    // a non-streaming response body
+	hresp  h1Resp    // the response being read
+	push   *pushBody // its body's read by the poller (push.go), made at the first
 	body   []byte
 	rec    trace.Record
 	out    outcome // what the last exchange saw

@@ -54,6 +54,8 @@ type Conn struct {
 	last      atomic.Int64 // Mono ns of the last read's stamp
 	obs       obsReg       // split: the registration with st.obs, obs.s nil none
 	closed    atomic.Bool  // Close was called
+	push      pushState    // push mode (push_linux.go)
+	pushing   atomic.Bool  // a push is set: the poller serves the edges
 
 	// split: bytes received but not yet returned, their kernel stamp
 	// (Mono) and the connection offset of the next byte Read returns.
@@ -99,6 +101,7 @@ func newConn(nc net.Conn, split bool, st *Source) (*Conn, error) {
 	c := &Conn{pollConn: pc, st: st, split: split}
 	c.readFn = c.read
 	c.last.Store(clock.Mono())
+	pc.owner.Store(c)
 	if split && st.obs != nil && st.offNs.Load() == 0 {
 		var aerr error
 		c.obs, aerr = st.obs.add(pc.fd)
@@ -153,14 +156,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 	if n == 0 {
 		return 0, io.EOF
 	}
-	var stamp int64
-	if real, ok := c.stamp(); ok {
-		stamp = c.st.toMono(real)
-		c.st.kernelReads.Add(1)
-	} else {
-		stamp = clock.Mono()
-		c.st.fallbackReads.Add(1)
-	}
+	stamp := c.readStamp()
 	if !c.split {
 		c.setLast(stamp)
 		return n, nil
@@ -184,15 +180,21 @@ func (c *Conn) deliver(n int, stamp int64) {
 	if len(c.pend) > 0 {
 		c.st.splitReads.Add(1)
 	}
+	c.setLast(c.observed(stamp))
+}
+
+// observed is stamp, or the observer's first sight of the byte before
+// offset c.off when that is earlier.
+func (c *Conn) observed(stamp int64) int64 {
 	if c.obs.s != nil {
 		if real, ok := c.obs.s.firstAt(c.obs.gen, c.off); ok {
 			if at := c.st.toMono(real); at < stamp {
-				stamp = at
 				c.st.observedReads.Add(1)
+				return at
 			}
 		}
 	}
-	c.setLast(stamp)
+	return stamp
 }
 
 // setLast keeps stamp as the last read's. Segments arrive in order; only

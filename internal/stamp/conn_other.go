@@ -20,6 +20,18 @@ func newConn(nc net.Conn, split bool, st *Source) (*Conn, error) {
 	return nil, errors.New("kernel receive stamps need Linux")
 }
 
+// PushFunc receives a pushed connection's bytes (Linux only).
+type PushFunc func(p []byte, stampNs int64, err error) (more bool)
+
+// Push reports false: connections are read with Read.
+func (c *Conn) Push(scratch []byte, fn PushFunc) bool { return false }
+
+// Unpush does nothing: there is no push.
+func (c *Conn) Unpush() {}
+
+// Pending is 0: nothing is kept back.
+func (c *Conn) Pending() int { return 0 }
+
 // Last is 0: there are no kernel stamps.
 func (c *Conn) Last() int64 { return 0 }
 

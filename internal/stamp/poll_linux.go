@@ -131,19 +131,30 @@ func startPoller() (*poller, error) {
 	return p, nil
 }
 
-// loop hands out edges until the eventfd is written.
+// loop hands out edges until the eventfd is written: a pushed
+// connection's (push_linux.go) are served here, the others' wake their
+// readers.
 func (p *poller) loop() {
 	defer close(p.done)
 	evs := make([]unix.EpollEvent, 512)
 	b := newBatcher(pollBatchRate, pollBatchStreams)
+	var pushed, again []*Conn // edges of pushed connections; those with bytes left
+	var buf []byte            // the pushed connections' reads
 	for {
-		n, err := unix.EpollWait(p.epfd, evs, -1)
+		wait := -1
+		if len(again) > 0 {
+			wait = 0 // only what came meanwhile: the turns of those left come first
+		}
+		n, err := unix.EpollWait(p.epfd, evs, wait)
 		if err != nil {
 			if err == unix.EINTR {
 				continue
 			}
 			panic(fmt.Sprintf("stamp: epoll_wait: %v", err)) // EBADF/EFAULT/EINVAL: a bug here, not a condition
 		}
+		pushed = append(pushed[:0], again...)
+		clear(again)
+		again = again[:0]
 		p.mu.Lock()
 		for i := range evs[:n] {
 			e := &evs[i]
@@ -163,8 +174,14 @@ func (p *poller) loop() {
 				c.hup.Store(true)
 			}
 			if e.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+				// rready first: Push sets pushing first, then looks at
+				// rready, so one of the two sees the other's write.
 				c.rready.Store(true)
-				poke(c.rwake)
+				if o := c.owner.Load(); o != nil && o.pushing.Load() {
+					pushed = append(pushed, o)
+				} else {
+					poke(c.rwake)
+				}
 			}
 			if e.Events&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 				c.wready.Store(true)
@@ -172,7 +189,16 @@ func (p *poller) loop() {
 			}
 		}
 		p.mu.Unlock()
-		if b.woke(n, n == len(evs), clock.Mono()) {
+		if len(pushed) > 0 && buf == nil {
+			buf = make([]byte, pushBufSize)
+		}
+		for i, c := range pushed {
+			if c.pushEdge(buf) {
+				again = append(again, c)
+			}
+			pushed[i] = nil
+		}
+		if len(again) == 0 && b.woke(n, n == len(evs), clock.Mono()) {
 			time.Sleep(pollBatch) // the woken readers run on this P meanwhile
 		}
 	}
@@ -227,7 +253,8 @@ type pollConn struct {
 	p            *poller
 	slot         int32
 	gen          uint32
-	window       uint32 // the batcher window this socket last had an edge in (the poller's goroutine only)
+	window       uint32               // the batcher window this socket last had an edge in (the poller's goroutine only)
+	owner        atomic.Pointer[Conn] // the stamping Conn over this socket, for its push (push_linux.go)
 	laddr, raddr net.Addr
 
 	// mu is held for reading around every system call on fd and for
