@@ -45,9 +45,13 @@
 // Client (h1.go): one HTTP/1.1 client per target, with a pool of
 // keep-alive connections. fasthttp's Request builds and writes a request
 // and its ResponseHeader parses the answer's headers; the body (Content-
-// Length, chunked: chunked.go, or until close) is read by replay's own
+// Length, chunked: package chunked, or until close) is read by replay's own
 // reader, each Read one read of the network at most, and the connection
-// goes back to the pool once the body's end was read.
+// goes back to the pool once the body's end was read. A streamed body on a
+// kernel-stamped connection without TLS is read by the stamp package's
+// poller instead (push.go): it undoes the framing and feeds the parser on
+// the poller's goroutine, and the request's goroutine waits for the end,
+// its deadline, its idle timeout or the run's cancel.
 // Every connection is wrapped (conn.go, above TLS, which dial does itself)
 // so that the run can stamp when a request's bytes were written, apply the
 // idle timeout as a read deadline before each Read, and interrupt every

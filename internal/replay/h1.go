@@ -11,6 +11,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/tracekit/tracekit/internal/chunked"
 	"github.com/tracekit/tracekit/internal/clock"
 )
 
@@ -98,9 +99,12 @@ func (h *h1Client) put(c *conn) {
 	for stale < len(h.idle) && h.idleTimeout > 0 && now-h.idle[stale].readNs.Load() > int64(h.idleTimeout) {
 		stale++
 	}
-	old := append([]*conn(nil), h.idle[:stale]...)
-	h.idle = append(h.idle[:0], h.idle[stale:]...)
-	clear(h.idle[len(h.idle):cap(h.idle)])
+	var old []*conn
+	if stale > 0 {
+		old = append(old, h.idle[:stale]...)
+		h.idle = append(h.idle[:0], h.idle[stale:]...)
+		clear(h.idle[len(h.idle):cap(h.idle)])
+	}
 	h.idle = append(h.idle, c)
 	h.mu.Unlock()
 	for _, s := range old {
@@ -138,8 +142,7 @@ func (h *h1Client) roundTrip(c *conn, req *fasthttp.Request, resp *h1Resp, deadl
 		err = resp.readHead(!req.Header.ConnectionClose())
 	}
 	if err != nil {
-		c.Close()
-		resp.c = c // for its send time and deadlines; not reused
+		c.Close() // resp.c stays, for its send time and deadlines
 		resp.body.err = err
 	}
 	return err
@@ -160,7 +163,9 @@ type h1Resp struct {
 func (r *h1Resp) start(h *h1Client, c *conn) {
 	r.Header.Reset()
 	r.h, r.c = h, c
-	r.body = h1Body{c: c}
+	ch := r.body.ch
+	ch.Reset() // its buffer kept
+	r.body = h1Body{c: c, ch: ch}
 }
 
 // readHead reads the response headers, skipping 1xx ones, and sets the
@@ -231,7 +236,7 @@ type h1Body struct {
 	c     *conn
 	frame bodyFrame
 	left  int64 // bodyLength: bytes not read yet
-	ch    chunked
+	ch    chunked.Scanner
 	keep  bool // the server keeps the connection open after the body
 	eof   bool // bodyToClose: the server closed
 	err   error
@@ -243,7 +248,7 @@ func (b *h1Body) ended() bool {
 	case bodyLength:
 		return b.left == 0
 	case bodyChunked:
-		return b.ch.done()
+		return b.ch.Done()
 	}
 	return b.eof
 }
@@ -266,7 +271,7 @@ func (b *h1Body) Read(p []byte) (int, error) {
 		n, ferr := b.take(p[:raw])
 		switch {
 		case ferr != nil:
-			return 0, b.fail(ferr)
+			return n, b.fail(ferr)
 		case err == io.EOF && b.frame == bodyToClose:
 			b.eof = true
 		case err != nil && !b.ended():
@@ -293,8 +298,11 @@ func (b *h1Body) take(raw []byte) (n int, err error) {
 	case bodyToClose:
 		return len(raw), nil
 	}
-	n, used, err := b.ch.decode(raw)
-	if used < len(raw) {
+	segs, end, _, err := b.ch.Scan(raw)
+	for _, s := range segs { // in order within raw: each moves left, if at all
+		n += copy(raw[n:], s)
+	}
+	if end < len(raw) {
 		b.keep = false
 	}
 	return n, err

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/tracekit/tracekit/internal/chunked"
 )
 
 // rawServer answers each request it reads on a loopback port with the
@@ -171,7 +173,7 @@ func TestH1BodyEnds(t *testing.T) {
 		{"short content-length", "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort", "short", io.ErrUnexpectedEOF},
 		{"chunked cut off", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel", "hel", io.ErrUnexpectedEOF},
 		{"chunked without its last chunk", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n", "hello", io.ErrUnexpectedEOF},
-		{"malformed chunk", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nhello\r\n", "", errChunked},
+		{"malformed chunk", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nhello\r\n", "", chunked.ErrMalformed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := startRaw(t)

@@ -54,6 +54,14 @@
 // The poller's goroutine starts with the process's first stamped socket
 // and ends when the last one closes.
 //
+// Push (push_linux.go): a reader that only parses what comes hands the
+// socket to the poller (Conn.Push) and waits for the end; the poller's
+// goroutine then reads each arrival itself and calls the reader's
+// PushFunc with the bytes and their stamp (cut at event ends in
+// kernel-offset mode, as Read cuts them), so no goroutine wakes per
+// event. Unpush hands the socket back to Read; bytes past where the
+// PushFunc said stop stay for it (Conn.Pending).
+//
 // One observer serves a process's runs in turn (pool_linux.go): Close leaves it
 // idle for observerLinger (2 s), and the next run started within that
 // takes it over, its CPU counted from there, instead of starting a process

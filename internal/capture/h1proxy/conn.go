@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/tracekit/tracekit/internal/chunked"
 )
 
 var errTooManyFiles = syscall.EMFILE
@@ -301,7 +303,7 @@ func (w *clientWriter) write(p []byte) error {
 	}
 	var err error
 	if w.mode == bodyChunked {
-		w.cc.out = appendChunk(w.cc.out[:0], p)
+		w.cc.out = chunked.AppendChunk(w.cc.out[:0], p)
 		err = w.put(w.cc.out)
 	} else {
 		if w.left >= 0 {
@@ -328,7 +330,7 @@ func (w *clientWriter) writeSegs(segs [][]byte) error {
 	}
 	b := w.cc.out[:0]
 	if w.mode == bodyChunked {
-		b = appendHex(b, uint64(total))
+		b = chunked.AppendHex(b, uint64(total))
 		b = append(b, '\r', '\n')
 	}
 	for _, s := range segs {

@@ -30,7 +30,7 @@
 //	              │ writes with the first events, any other it hands back for net/http
 //	              │ to read; the body: each upstream arrival read once, written to the
 //	              │ client socket as it is (chunked framing passed through, scanned in
-//	              │ place by framing.go), then told to the tap; a slow client's body,
+//	              │ place by package chunked), then told to the tap; a slow client's body,
 //	              │ an encoded one (and every body elsewhere than Linux, through
 //	              │ net.Conn) is forwarded the same way by its request's goroutine
 //	              v

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/tracekit/tracekit/internal/chunked"
 	"github.com/tracekit/tracekit/internal/clock"
 )
 
@@ -73,7 +74,7 @@ func badGateway(w *clientWriter, what string, err error) {
 // rawForward is the proxy's own HTTP/1.1 client for a plain-http
 // upstream. Each upstream read lands in one buffer and is written to the
 // client socket as it is (an HTTP/1.1 upstream's chunked framing passes
-// through verbatim; chunkScanner only finds the data in it and the body's
+// through verbatim; chunked.Scanner only finds the data in it and the body's
 // end), then told to the tap on the same goroutine: no copy, no
 // allocation and no goroutine hop per read. On Linux the evloop reads the response from its
 // head on (rawBody.headOnLoop); a head it hands back, and every head
@@ -199,7 +200,7 @@ type rawBody struct {
 	w        *clientWriter
 	x        Exchange // told each read; nil: not watched
 	res      *Outcome
-	cs       chunkScanner
+	cs       chunked.Scanner
 	one      [1][]byte
 	chunked  bool  // the upstream's body is chunked
 	encoded  bool  // it has a Content-Encoding: its reads stay on the request's goroutine (Exchange.Read may wait)
@@ -333,7 +334,7 @@ func (b *rawBody) process(raw []byte, t int64, err error) bool {
 	case b.chunked:
 		var end int
 		var cerr error
-		segs, end, b.complete, cerr = b.cs.scan(raw)
+		segs, end, b.complete, cerr = b.cs.Scan(raw)
 		if end < n {
 			b.reuse = false // bytes past the body's end: not to be trusted
 		}

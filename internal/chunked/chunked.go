@@ -1,18 +1,18 @@
-package h1proxy
+package chunked
 
 import (
 	"errors"
 	"fmt"
 )
 
-// chunkScanner follows HTTP/1.1 chunked transfer coding (RFC 9112 §7.1)
-// over the raw bytes of a response as they arrive, in pieces of any size,
-// without copying them: the proxy forwards those bytes verbatim and the
-// scanner only says where each chunk's data lies (for the tap) and
-// where the body ends (the terminating zero-size chunk, its trailer
-// section and the final CRLF), so that no byte of a following response is
-// forwarded and the connection is reused only when the body ended cleanly.
-type chunkScanner struct {
+// Scanner follows HTTP/1.1 chunked transfer coding (RFC 9112 §7.1)
+// over the raw bytes of a body as they arrive, in pieces of any size,
+// without copying them: it says where each chunk's data lies and where
+// the body ends (the terminating zero-size chunk, its trailer section and
+// the final CRLF), so that no byte of a following response is taken for
+// the body and a connection is reused only when the body ended cleanly.
+// The zero Scanner is ready for a body.
+type Scanner struct {
 	state    chunkState
 	size     int64 // data bytes left in the current chunk
 	digits   int   // hex digits of the current size line
@@ -36,18 +36,24 @@ const (
 // maxChunkTrailer bounds the trailer section (and a size line's extension).
 const maxChunkTrailer = 64 << 10
 
-var errChunked = errors.New("malformed chunked encoding")
+// ErrMalformed is wrapped by every error of a body that is not valid
+// chunked coding.
+var ErrMalformed = errors.New("malformed chunked encoding")
 
-func (c *chunkScanner) reset() {
+// Reset makes c ready for the next body, keeping its buffer.
+func (c *Scanner) Reset() {
 	segs := c.segs[:0]
-	*c = chunkScanner{segs: segs}
+	*c = Scanner{segs: segs}
 }
 
-// scan consumes p. It returns the data pieces p holds (sub-slices of p,
-// valid until the next scan), and end: the length of p's prefix that
+// Done reports whether the body ended.
+func (c *Scanner) Done() bool { return c.state == csDone }
+
+// Scan consumes p. It returns the data pieces p holds (sub-slices of p,
+// valid until the next Scan), and end: the length of p's prefix that
 // belongs to the body (len(p) unless the body ended inside p). done
 // reports the body's end.
-func (c *chunkScanner) scan(p []byte) (segs [][]byte, end int, done bool, err error) {
+func (c *Scanner) Scan(p []byte) (segs [][]byte, end int, done bool, err error) {
 	c.segs = c.segs[:0]
 	i := 0
 	for i < len(p) {
@@ -57,28 +63,28 @@ func (c *chunkScanner) scan(p []byte) (segs [][]byte, end int, done bool, err er
 			switch {
 			case hexVal(b) >= 0:
 				if c.digits++; c.digits > 15 {
-					return c.segs, i, false, fmt.Errorf("%w: chunk size too long", errChunked)
+					return c.segs, i, false, fmt.Errorf("%w: chunk size too long", ErrMalformed)
 				}
 				c.size = c.size<<4 | int64(hexVal(b))
 			case b == ';' || b == ' ' || b == '\t' || b == '\r':
 				if c.digits == 0 {
-					return c.segs, i, false, fmt.Errorf("%w: no chunk size", errChunked)
+					return c.segs, i, false, fmt.Errorf("%w: no chunk size", ErrMalformed)
 				}
 				c.state = csExt
 			case b == '\n':
 				if c.digits == 0 {
-					return c.segs, i, false, fmt.Errorf("%w: no chunk size", errChunked)
+					return c.segs, i, false, fmt.Errorf("%w: no chunk size", ErrMalformed)
 				}
 				c.endSizeLine()
 			default:
-				return c.segs, i, false, fmt.Errorf("%w: byte %q in a chunk size", errChunked, b)
+				return c.segs, i, false, fmt.Errorf("%w: byte %q in a chunk size", ErrMalformed, b)
 			}
 			i++
 		case csExt:
 			if p[i] == '\n' {
 				c.endSizeLine()
 			} else if c.lineLen++; c.lineLen > maxChunkTrailer {
-				return c.segs, i, false, fmt.Errorf("%w: chunk extension too long", errChunked)
+				return c.segs, i, false, fmt.Errorf("%w: chunk extension too long", ErrMalformed)
 			}
 			i++
 		case csData:
@@ -98,12 +104,12 @@ func (c *chunkScanner) scan(p []byte) (segs [][]byte, end int, done bool, err er
 			case '\n':
 				c.state = csSize
 			default:
-				return c.segs, i, false, fmt.Errorf("%w: no CRLF after chunk data", errChunked)
+				return c.segs, i, false, fmt.Errorf("%w: no CRLF after chunk data", ErrMalformed)
 			}
 			i++
 		case csDataLF:
 			if p[i] != '\n' {
-				return c.segs, i, false, fmt.Errorf("%w: no CRLF after chunk data", errChunked)
+				return c.segs, i, false, fmt.Errorf("%w: no CRLF after chunk data", ErrMalformed)
 			}
 			c.state = csSize
 			i++
@@ -111,7 +117,7 @@ func (c *chunkScanner) scan(p []byte) (segs [][]byte, end int, done bool, err er
 			b := p[i]
 			i++
 			if c.trailers++; c.trailers > maxChunkTrailer {
-				return c.segs, i, false, fmt.Errorf("%w: trailer section too long", errChunked)
+				return c.segs, i, false, fmt.Errorf("%w: trailer section too long", ErrMalformed)
 			}
 			switch {
 			case b == '\n' && c.lineLen == 0:
@@ -132,7 +138,7 @@ func (c *chunkScanner) scan(p []byte) (segs [][]byte, end int, done bool, err er
 }
 
 // endSizeLine starts the chunk whose size line just ended.
-func (c *chunkScanner) endSizeLine() {
+func (c *Scanner) endSizeLine() {
 	c.digits, c.lineLen = 0, 0
 	if c.size == 0 {
 		c.state = csTrailer
@@ -153,15 +159,16 @@ func hexVal(b byte) int {
 	return -1
 }
 
-// appendChunk frames p as one chunk: its size in hex, CRLF, p, CRLF.
-func appendChunk(dst, p []byte) []byte {
-	dst = appendHex(dst, uint64(len(p)))
+// AppendChunk frames p as one chunk: its size in hex, CRLF, p, CRLF.
+func AppendChunk(dst, p []byte) []byte {
+	dst = AppendHex(dst, uint64(len(p)))
 	dst = append(dst, '\r', '\n')
 	dst = append(dst, p...)
 	return append(dst, '\r', '\n')
 }
 
-func appendHex(dst []byte, v uint64) []byte {
+// AppendHex appends v in lower-case hexadecimal, a chunk size.
+func AppendHex(dst []byte, v uint64) []byte {
 	const digits = "0123456789abcdef"
 	if v == 0 {
 		return append(dst, '0')
