@@ -156,6 +156,7 @@ func (p *poller) loop() {
 		pushed = append(pushed[:0], again...)
 		clear(again)
 		again = again[:0]
+		readied := false // a goroutine was woken: it must not wait for this P's sleep
 		p.mu.Lock()
 		for i := range evs[:n] {
 			e := &evs[i]
@@ -182,11 +183,13 @@ func (p *poller) loop() {
 					pushed = append(pushed, o)
 				} else {
 					poke(c.rwake)
+					readied = true
 				}
 			}
 			if e.Events&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 				c.wready.Store(true)
 				poke(c.wwake)
+				readied = true
 			}
 		}
 		p.mu.Unlock()
@@ -194,13 +197,15 @@ func (p *poller) loop() {
 			buf = make([]byte, pushBufSize)
 		}
 		for i, c := range pushed {
-			if c.pushEdge(buf) {
+			more, woke := c.pushEdge(buf)
+			if more {
 				again = append(again, c)
 			}
+			readied = readied || woke
 			pushed[i] = nil
 		}
 		if len(again) == 0 && b.woke(n, n == len(evs), clock.Mono()) {
-			batchSleep() // the woken readers run meanwhile
+			batchSleep(readied)
 		}
 	}
 }
@@ -209,12 +214,17 @@ func (p *poller) loop() {
 // sleeps in a system call, keeping its P: parking instead (time.Sleep)
 // costs a timer, an idle P and an M put to sleep and woken again on
 // every batch, a fifth of the client's CPU per event at 10,800 streams.
-// With one P that P is the only one the rest of the process has, so it
-// parks.
-func batchSleep() {
+// The goroutines the batch woke (readied) were queued on this P, where
+// they would wait out the sleep unless another P took them: they run
+// first (Gosched). With one P that P is the only one the rest of the
+// process has, so it parks.
+func batchSleep(readied bool) {
 	if runtime.GOMAXPROCS(0) == 1 {
 		time.Sleep(pollBatch)
 		return
+	}
+	if readied {
+		runtime.Gosched()
 	}
 	ts := unix.NsecToTimespec(int64(pollBatch))
 	unix.Nanosleep(&ts, nil)

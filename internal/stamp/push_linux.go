@@ -84,17 +84,19 @@ func (c *Conn) Unpush() {
 func (c *Conn) Pending() int { return len(c.pend) }
 
 // pushEdge serves an edge of a pushed connection on the poller's
-// goroutine; it reports whether bytes may be left for another turn. An
-// edge that finds the push ended goes to Read.
-func (c *Conn) pushEdge(buf []byte) (more bool) {
+// goroutine; it reports whether bytes may be left for another turn, and
+// whether a goroutine may have been readied: the push ended (its waiter
+// learns it), or the edge found the push ended and went to Read.
+func (c *Conn) pushEdge(buf []byte) (more, readied bool) {
 	c.push.mu.Lock()
 	defer c.push.mu.Unlock()
 	if c.push.fn == nil {
 		c.rready.Store(true)
 		poke(c.rwake)
-		return false
+		return false, true
 	}
-	return c.pushRead(buf)
+	more = c.pushRead(buf)
+	return more, c.push.fn == nil
 }
 
 // pushRead reads what came into buf and hands it to the push, up to
