@@ -44,9 +44,10 @@ const stampFlags = unix.SOF_TIMESTAMPING_RX_SOFTWARE | unix.SOF_TIMESTAMPING_SOF
 // poller (poll_linux.go), which batches the wake-ups of many streams;
 // deadlines and Close work as on a net.Conn.
 //
-// One reader at a time (fasthttp's, or TLS's under it): the scratch
-// fields belong to the Read in progress. Nothing is allocated per read
-// once pend has grown to the largest remainder.
+// One reader at a time (the HTTP client's, TLS's under it, or the
+// poller's while pushed): the scratch fields belong to the read in
+// progress. Nothing is allocated per read once pend has grown to the
+// largest remainder.
 type Conn struct {
 	*pollConn // the socket, out of Go's netpoller (poll_linux.go)
 	st        *Source
