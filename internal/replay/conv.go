@@ -366,11 +366,11 @@ func (r *runState) exchangeOnce(runCtx context.Context, t *target, req *fasthttp
 		return
 	}
 	var rerr error
-	if pushed := false; decoding == nil && pushable(c) {
-		if pushed, rerr = r.readPushed(c, resp, ex); !pushed {
-			rerr = ex.stream.ReadBody(body, ex.buf, now)
-		}
-	} else {
+	pushed := false
+	if decoding == nil && pushable(c) { // push.go: the poller reads it
+		pushed, rerr = r.readPushed(c, resp, ex)
+	}
+	if !pushed {
 		rerr = ex.stream.ReadBody(body, ex.buf, now)
 	}
 	ex.stream.Fill(rec)

@@ -51,27 +51,22 @@ var writeBufs = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 32<<
 // new one.
 func (h *h1Client) get() (*conn, error) {
 	now := clock.Mono()
-	h.mu.Lock()
-	for n := len(h.idle); n > 0; n = len(h.idle) {
+	for {
+		h.mu.Lock()
+		n := len(h.idle)
+		if n == 0 {
+			h.mu.Unlock()
+			return h.dialConn()
+		}
 		c := h.idle[n-1]
 		h.idle[n-1] = nil
 		h.idle = h.idle[:n-1]
+		h.mu.Unlock()
 		if h.idleTimeout <= 0 || now-c.readNs.Load() <= int64(h.idleTimeout) {
-			h.mu.Unlock()
 			return c, nil
 		}
-		// This one and all below it are stale.
-		stale := append([]*conn{c}, h.idle...)
-		clear(h.idle)
-		h.idle = h.idle[:0]
-		h.mu.Unlock()
-		for _, s := range stale {
-			s.Close()
-		}
-		h.mu.Lock()
+		c.Close()
 	}
-	h.mu.Unlock()
-	return h.dialConn()
 }
 
 // dialConn dials a new connection.

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -16,79 +15,27 @@ import (
 	"github.com/tracekit/tracekit/internal/chunked"
 )
 
-// rawServer answers each request it reads on a loopback port with the
-// next of its canned responses, byte for byte, and closes the connection
-// after the responses marked so. It counts connections.
-type rawServer struct {
-	ln    net.Listener
-	mu    sync.Mutex
-	resps []string
-	close []bool
-	conns int
-	wg    sync.WaitGroup
-}
-
-func startRaw(t *testing.T) *rawServer {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &rawServer{ln: ln}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
+// cannedServer is a hostileServer that answers each request with the
+// next of answers, byte for byte; closeAfter closes the connection after
+// every answer.
+func cannedServer(t *testing.T, closeAfter bool, answers ...string) *hostileServer {
+	var mu sync.Mutex
+	return startHostile(t, &hostileServer{closeAfter: closeAfter, respondProbes: true,
+		respond: func(w *bufio.Writer, _ *http.Request, _ []byte) {
+			mu.Lock()
+			defer mu.Unlock()
+			if len(answers) > 0 {
+				w.WriteString(answers[0])
+				answers = answers[1:]
 			}
-			s.mu.Lock()
-			s.conns++
-			s.mu.Unlock()
-			s.wg.Add(1)
-			go s.serve(c)
-		}
-	}()
-	t.Cleanup(func() { ln.Close(); s.wg.Wait() })
-	return s
+		}})
 }
 
-// answer queues a response; closeAfter closes the connection after it.
-func (s *rawServer) answer(resp string, closeAfter bool) {
-	s.mu.Lock()
-	s.resps, s.close = append(s.resps, resp), append(s.close, closeAfter)
-	s.mu.Unlock()
-}
-
-func (s *rawServer) serve(c net.Conn) {
-	defer s.wg.Done()
-	defer c.Close()
-	br := bufio.NewReader(c)
-	for {
-		req, err := http.ReadRequest(br)
-		if err != nil {
-			return
-		}
-		io.Copy(io.Discard, req.Body)
-		s.mu.Lock()
-		if len(s.resps) == 0 {
-			s.mu.Unlock()
-			return
-		}
-		resp, closeAfter := s.resps[0], s.close[0]
-		s.resps, s.close = s.resps[1:], s.close[1:]
-		s.mu.Unlock()
-		if _, err := io.WriteString(c, resp); err != nil || closeAfter {
-			return
-		}
-	}
-}
-
-func (s *rawServer) connections() int {
+// connections is how many connections s accepted.
+func (s *hostileServer) connections() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.conns
+	return s.nconn
 }
 
 // exchange sends one POST through h and reads its whole body.
@@ -112,7 +59,7 @@ func h1Exchange(t *testing.T, h *h1Client) (int, string, error) {
 	return resp.StatusCode(), string(b), err
 }
 
-func newTestClient(t *testing.T, s *rawServer) *h1Client {
+func newTestClient(t *testing.T, s *hostileServer) *h1Client {
 	cs := newConnSet(&Config{StampMode: StampGoroutine, Targets: []string{"http://x"}, DialTimeout: 5 * time.Second})
 	h := &h1Client{addr: s.ln.Addr().String(), dial: cs.dialer(nil), idleTimeout: time.Minute}
 	t.Cleanup(h.closeIdle)
@@ -139,9 +86,7 @@ func TestH1BodiesAndReuse(t *testing.T) {
 		{"chunked, bytes after the body", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\nEXTRA", 200, "ok", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := startRaw(t)
-			s.answer(tc.resp, false)
-			s.answer("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nnext", false)
+			s := cannedServer(t, false, tc.resp, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nnext")
 			h := newTestClient(t, s)
 			status, body, err := h1Exchange(t, h)
 			if err != nil || status != tc.status || body != tc.body {
@@ -176,8 +121,7 @@ func TestH1BodyEnds(t *testing.T) {
 		{"malformed chunk", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nhello\r\n", "", chunked.ErrMalformed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := startRaw(t)
-			s.answer(tc.resp, true)
+			s := cannedServer(t, true, tc.resp)
 			_, body, err := h1Exchange(t, newTestClient(t, s))
 			if body != tc.body || !errors.Is(err, tc.err) {
 				t.Errorf("body %q error %v, want %q and %v", body, err, tc.body, tc.err)
@@ -189,8 +133,7 @@ func TestH1BodyEnds(t *testing.T) {
 // Response headers beyond the read buffer are refused with an error that
 // says so, not read without bound.
 func TestH1HugeHeaders(t *testing.T) {
-	s := startRaw(t)
-	s.answer("HTTP/1.1 200 OK\r\nX-Big: "+strings.Repeat("a", 2*readBufSize)+"\r\nContent-Length: 0\r\n\r\n", true)
+	s := cannedServer(t, true, "HTTP/1.1 200 OK\r\nX-Big: "+strings.Repeat("a", 2*readBufSize)+"\r\nContent-Length: 0\r\n\r\n")
 	_, _, err := h1Exchange(t, newTestClient(t, s))
 	if err == nil || !strings.Contains(err.Error(), "small read buffer") {
 		t.Errorf("error %v, want one about the read buffer", err)
