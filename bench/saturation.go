@@ -126,7 +126,7 @@ func manyStreamsBench(ctx context.Context, e *env) ([]figure, error) {
 		figs = append(figs, figure{Section: sec, Name: fmt.Sprintf("%d streams, 50 events each at one a second", n),
 			Value: fmt.Sprintf("%d requests, %d failed, %d/%d events matched; steady-window error p99 %.3f ms (whole step %.3f ms)",
 				r.Requests, r.Errors, r.Matched, r.EventsServer, p99, float64(r.ErrP99Ns)/1e6),
-			Goal: fmt.Sprintf("all complete, steady p99 <= %g ms", manyStreamsP99Ms), Verdict: verdict, Command: cmd, Note: la})
+			Goal: fmt.Sprintf("all complete, steady p99 <= %g ms", manyStreamsP99Ms), Verdict: verdict, Command: cmd, Note: la + stampSaid(r)})
 		rssPer := float64(r.ClientRSSBytes) / float64(n)
 		gib := rssPer * projectedStreams / (1 << 30)
 		figs = append(figs, figure{Section: sec, Name: fmt.Sprintf("client memory per stream, projected to %d streams", projectedStreams),

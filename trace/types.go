@@ -589,6 +589,12 @@ const (
 	StampKernelOffset = "kernel-offset"
 )
 
+// Kernel-offset's arrival observers (RunStamps.Observer).
+const (
+	ObserverTap     = "packet tap"
+	ObserverProcess = "process"
+)
+
 // RunStamps is how a run stamped arrivals: the mode it asked for and the
 // one it used, and for kernel modes the conversion of the kernel's
 // CLOCK_REALTIME stamps to the run's monotonic clock:
@@ -623,6 +629,14 @@ type RunStamps struct {
 	FallbackReads int64 `json:"fallback_reads,omitempty"`
 	SplitReads    int64 `json:"split_reads,omitempty"`
 	ObservedReads int64 `json:"observed_reads,omitempty"`
+	// Observer is what observed arrivals in kernel-offset mode:
+	// ObserverTap (a packet socket's ring in the client: every segment's
+	// own receive stamp) or ObserverProcess (a child process that peeks at
+	// each arrival); empty without one.
+	Observer string `json:"observer,omitempty"`
+	// TapDrops counts the segments the packet tap's ring dropped because
+	// it was full: their bytes got kernel stamps.
+	TapDrops int64 `json:"tap_drops,omitempty"`
 	// ObserverPriority is the scheduling the kernel-offset arrival
 	// observer process got (SCHED_FIFO, a nice value, or normal).
 	ObserverPriority string `json:"observer_priority,omitempty"`

@@ -56,6 +56,9 @@ type Result struct {
 	StampMode string `json:"stamp_mode,omitempty"`
 	// StampNote says why the mode differs from the one asked for.
 	StampNote string `json:"stamp_note,omitempty"`
+	// StampObserver is kernel-offset's arrival observer
+	// (trace.RunStamps.Observer: the packet tap or the process).
+	StampObserver string `json:"stamp_observer,omitempty"`
 	// Scrapes and ScrapeFailures count the scrapes of the mock's /metrics
 	// during a Scrape step; Burners the goroutines of a Burner step.
 	Scrapes        int `json:"scrapes,omitempty"`
@@ -327,7 +330,7 @@ func (r *stepRun) result() (Result, error) {
 		Canceled:          r.canceled,
 	}
 	if st := meta.Stamps; st != nil {
-		res.StampMode, res.StampNote = st.Mode, st.Note
+		res.StampMode, res.StampNote, res.StampObserver = st.Mode, st.Note, st.Observer
 	}
 	if r.health.WallSeconds > 0 {
 		res.ClientCores = r.health.CPUSeconds / r.health.WallSeconds

@@ -41,10 +41,14 @@ func TestStampModesAgainstTheMock(t *testing.T) {
 			if kernel := mode != StampGoroutine; kernel != (st.KernelReads > 0) || kernel != (st.RealMinusMonoNs != 0) {
 				t.Errorf("%s: %+v", mode, st)
 			}
-			// The observer woke on every arrival: its CPU is in the
-			// client's, and only with it.
+			// Kernel-offset has an observer. The observer process woke on
+			// every arrival: its CPU is in the client's, and only with it
+			// (the packet tap's is the client's own).
+			if (mode == StampKernelOffset) != (st.Observer != "") {
+				t.Errorf("%s: observer %q", mode, st.Observer)
+			}
 			h := sink.RunMeta().Health
-			if observed := mode == StampKernelOffset; h == nil || observed != (h.ObserverCPUSeconds > 0) || h.CPUSeconds < h.ObserverCPUSeconds {
+			if observed := st.Observer == trace.ObserverProcess; h == nil || observed != (h.ObserverCPUSeconds > 0) || h.CPUSeconds < h.ObserverCPUSeconds {
 				t.Errorf("%s: health %+v, want the observer's CPU in it exactly when there is one", mode, h)
 			}
 			log := map[string]mock.LogEntry{}

@@ -54,9 +54,11 @@ type Conn struct {
 	split     bool
 	last      atomic.Int64 // Mono ns of the last read's stamp
 	obs       obsReg       // split: the registration with st.obs, obs.s nil none
-	closed    atomic.Bool  // Close was called
-	push      pushState    // push mode (push_linux.go)
-	pushing   atomic.Bool  // a push is set: the poller serves the edges
+	tap       *tap         // split: the packet tap recording flow, nil none
+	flow      *flow
+	closed    atomic.Bool // Close was called
+	push      pushState   // push mode (push_linux.go)
+	pushing   atomic.Bool // a push is set: the poller serves the edges
 
 	// split: bytes received but not yet returned, their kernel stamp
 	// (Mono) and the connection offset of the next byte Read returns.
@@ -103,6 +105,13 @@ func newConn(nc net.Conn, split bool, st *Source) (*Conn, error) {
 	c.readFn = c.read
 	c.last.Store(clock.Mono())
 	pc.owner.Store(c)
+	if split && st.tap != nil {
+		if c.flow = st.tap.register(tc.LocalAddr(), tc.RemoteAddr()); c.flow != nil {
+			c.tap = st.tap
+		} else {
+			st.observeErrs.Add(1)
+		}
+	}
 	if split && st.obs != nil && st.offNs.Load() == 0 {
 		var aerr error
 		c.obs, aerr = st.obs.add(pc.fd)
@@ -123,6 +132,9 @@ func (c *Conn) Close() error {
 	}
 	if c.obs.s != nil {
 		c.obs.o.remove(c.obs)
+	}
+	if c.flow != nil {
+		c.tap.unregister(c.LocalAddr(), c.RemoteAddr(), c.flow)
 	}
 	return c.pollConn.Close()
 }
@@ -187,12 +199,18 @@ func (c *Conn) deliver(n int, stamp int64) {
 // observed is stamp, or the observer's first sight of the byte before
 // offset c.off when that is earlier.
 func (c *Conn) observed(stamp int64) int64 {
-	if c.obs.s != nil {
-		if real, ok := c.obs.s.firstAt(c.obs.gen, c.off); ok {
-			if at := c.st.toMono(real); at < stamp {
-				c.st.observedReads.Add(1)
-				return at
-			}
+	var real int64
+	var ok bool
+	switch {
+	case c.flow != nil:
+		real, ok = c.tap.firstAt(c.flow, c.off)
+	case c.obs.s != nil:
+		real, ok = c.obs.s.firstAt(c.obs.gen, c.off)
+	}
+	if ok {
+		if at := c.st.toMono(real); at < stamp {
+			c.st.observedReads.Add(1)
+			return at
 		}
 	}
 	return stamp

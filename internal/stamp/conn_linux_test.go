@@ -43,18 +43,39 @@ func tcpPair(t *testing.T) (client, server net.Conn) {
 // as a Conn (split or not), the accepted server side and the Source.
 func rxPair(t *testing.T, split bool) (*Conn, net.Conn, *Source) {
 	t.Helper()
-	nc, srv := tcpPair(t)
 	mode := trace.StampKernel
 	if split {
 		mode = trace.StampKernelOffset
 	}
-	st := New(mode, 1, 0)
+	st := New(mode, 1, 0) // before the dial: the tap learns a connection from its SYN-ACK
+	nc, srv := tcpPair(t)
 	rx, err := newConn(nc, split, st)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rx.Close(); srv.Close(); st.Close() })
 	return rx, srv, st
+}
+
+// observers are kernel-offset's two observers; useObserver makes New
+// pick the named one for the rest of the test, skipping it when this
+// host cannot have it.
+var observers = []string{trace.ObserverTap, trace.ObserverProcess}
+
+func useObserver(t *testing.T, kind string) {
+	t.Helper()
+	if kind == trace.ObserverTap {
+		tp, err := openTap(1)
+		if err != nil {
+			t.Skipf("no packet tap here: %v", err)
+		}
+		tp.close()
+	}
+	tapShared.mu.Lock()
+	was := tapShared.off
+	tapShared.off = kind != trace.ObserverTap
+	tapShared.mu.Unlock()
+	t.Cleanup(func() { tapShared.mu.Lock(); tapShared.off = was; tapShared.mu.Unlock() })
 }
 
 // writeSpaced writes three SSE events gap apart and returns the Mono time
@@ -83,52 +104,56 @@ func writeSpaced(t *testing.T, srv net.Conn, gap time.Duration) [3]int64 {
 func TestKernelOffsetSplitsQueuedEvents(t *testing.T) {
 	const gap = 50 * time.Millisecond
 	const ev = len("data: {\"choices\":[{\"text\":\"x\"}]}\n\n")
-	t.Run("kernel-offset", func(t *testing.T) {
-		rx, srv, st := rxPair(t, true)
-		before := writeSpaced(t, srv, gap)
-		time.Sleep(gap) // every event queued before the first read
-		buf := make([]byte, 4096)
-		var stamps []int64
-		for range 3 {
-			n, err := rx.Read(buf)
-			if err != nil || n != ev {
-				t.Fatalf("read %d bytes (%v), want one event of %d", n, err, ev)
+	for _, kind := range observers {
+		t.Run("kernel-offset/"+kind, func(t *testing.T) {
+			useObserver(t, kind)
+			rx, srv, st := rxPair(t, true)
+			before := writeSpaced(t, srv, gap)
+			time.Sleep(gap) // every event queued before the first read
+			buf := make([]byte, 4096)
+			var stamps []int64
+			for range 3 {
+				n, err := rx.Read(buf)
+				if err != nil || n != ev {
+					t.Fatalf("read %d bytes (%v), want one event of %d", n, err, ev)
+				}
+				stamps = append(stamps, rx.Last())
+				if after := clock.Mono(); stamps[len(stamps)-1] > after {
+					t.Errorf("stamp %d after the read returned (%d)", stamps[len(stamps)-1], after)
+				}
 			}
-			stamps = append(stamps, rx.Last())
-			if after := clock.Mono(); stamps[len(stamps)-1] > after {
-				t.Errorf("stamp %d after the read returned (%d)", stamps[len(stamps)-1], after)
+			for i, s := range stamps {
+				_, width := st.conv.Offset()
+				if s < before[i]-width {
+					t.Errorf("event %d stamped %d, before its write began (%d)", i, s, before[i])
+				}
+				if i > 0 && s <= stamps[i-1] {
+					t.Errorf("events %d and %d stamped %v apart; they were written %v apart", i-1, i, time.Duration(s-stamps[i-1]), gap)
+				}
+				// The observer's record carries the kernel's stamp of the
+				// arrival, which the next write cannot precede.
+				if i < 2 && s >= before[i+1] {
+					t.Errorf("event %d stamped %d, after event %d's write began (%d)", i, s, i+1, before[i+1])
+				}
 			}
-		}
-		for i, s := range stamps {
-			_, width := st.conv.Offset()
-			if s < before[i]-width {
-				t.Errorf("event %d stamped %d, before its write began (%d)", i, s, before[i])
+			// One recvmsg brought all three; the second and third came from
+			// what it kept.
+			if st.kernelReads.Load() != 1 || st.fallbackReads.Load() != 0 || st.splitReads.Load() != 2 || st.observedReads.Load() < 2 {
+				t.Errorf("kernel reads %d, fallback %d, split %d, observed %d; want 1, 0, 2, at least 2", st.kernelReads.Load(), st.fallbackReads.Load(),
+					st.splitReads.Load(), st.observedReads.Load())
 			}
-			if i > 0 && s <= stamps[i-1] {
-				t.Errorf("events %d and %d stamped %v apart; they were written %v apart", i-1, i, time.Duration(s-stamps[i-1]), gap)
+			if m := st.Meta(); m.Mode != trace.StampKernelOffset || m.Observer != kind || (kind == trace.ObserverProcess) != (m.ObserverPriority != "") ||
+				m.RealMinusMonoNs == 0 || m.Note != "" {
+				t.Errorf("run stamps %+v", m)
+			} else {
+				t.Logf("observer %s, priority: %s", m.Observer, m.ObserverPriority)
 			}
-			// The observer's record carries the kernel's stamp of the
-			// arrival, which the next write cannot precede.
-			if i < 2 && s >= before[i+1] {
-				t.Errorf("event %d stamped %d, after event %d's write began (%d)", i, s, i+1, before[i+1])
+			srv.Close()
+			if n, err := rx.Read(buf); n != 0 || err != io.EOF {
+				t.Errorf("after the peer closed: %d, %v; want EOF", n, err)
 			}
-		}
-		// One recvmsg brought all three; the second and third came from
-		// what it kept.
-		if st.kernelReads.Load() != 1 || st.fallbackReads.Load() != 0 || st.splitReads.Load() != 2 || st.observedReads.Load() < 2 {
-			t.Errorf("kernel reads %d, fallback %d, split %d, observed %d; want 1, 0, 2, at least 2", st.kernelReads.Load(), st.fallbackReads.Load(),
-				st.splitReads.Load(), st.observedReads.Load())
-		}
-		if m := st.Meta(); m.Mode != trace.StampKernelOffset || m.ObserverPriority == "" || m.RealMinusMonoNs == 0 {
-			t.Errorf("run stamps %+v", m)
-		} else {
-			t.Logf("observer priority: %s", m.ObserverPriority)
-		}
-		srv.Close()
-		if n, err := rx.Read(buf); n != 0 || err != io.EOF {
-			t.Errorf("after the peer closed: %d, %v; want EOF", n, err)
-		}
-	})
+		})
+	}
 	t.Run("kernel", func(t *testing.T) {
 		rx, srv, st := rxPair(t, false)
 		before := writeSpaced(t, srv, gap)
@@ -275,6 +300,7 @@ func TestEventEnd(t *testing.T) {
 // with kernel stamps, the later one is counted as not observed and the
 // run's note says so.
 func TestObserverGoneFallsBack(t *testing.T) {
+	useObserver(t, trace.ObserverProcess)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -362,6 +388,12 @@ func TestObserverGoneFallsBack(t *testing.T) {
 // last such connection closes) and closes cleanly; a read after Close
 // fails, even with bytes kept from before.
 func TestConnOutlivesObserver(t *testing.T) {
+	for _, kind := range observers {
+		t.Run(kind, func(t *testing.T) { useObserver(t, kind); connOutlivesObserver(t) })
+	}
+}
+
+func connOutlivesObserver(t *testing.T) {
 	rx, srv, st := rxPair(t, true)
 	if _, err := srv.Write([]byte("data: a\n\ndata: b\n\n")); err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ package stamp
 import (
 	"errors"
 	"net"
+	"sync/atomic"
 )
 
 func kernelStampsUnsupported() string { return "SO_TIMESTAMPING receive stamps need Linux" }
@@ -51,3 +52,10 @@ func acquireObserver() (*observer, error) { return startObserver() }
 func releaseObserver(o *observer) { o.stop() }
 
 func (o *observer) cpuNs() int64 { return 0 }
+
+// tap is Linux-only.
+type tap struct{ drops atomic.Int64 }
+
+func acquireTap() (*tap, error) { return nil, errors.New("the packet tap needs Linux") }
+
+func releaseTap(*tap) {}

@@ -23,12 +23,18 @@
 //   - kernel-offset (DefaultMode): as kernel, and a read that brings more
 //     than one SSE event is handed out one event at a time (the rest kept
 //     for the next Reads, which need no syscall), so that every Read ends
-//     at an event's byte offset on the connection; an observer process
-//     records when each byte offset arrived, with the kernel's own receive
-//     stamp, and the event gets the earlier of the two times, late reader
-//     or not. The kernel alone cannot tell: TCP merges queued segments and
-//     keeps the newest stamp. It costs the observer's wake and one peek
-//     per arrival, in its own process (Source.ObserverCPU).
+//     at an event's byte offset on the connection; an arrival observer
+//     records when each byte offset arrived, with a kernel receive stamp,
+//     and the event gets the earlier of the two times, late reader or
+//     not. The kernel alone cannot tell: TCP merges queued segments and
+//     keeps the newest stamp.
+//
+// Kernel-offset has two observers. The packet tap (tap_linux.go), where
+// the process may open a packet socket (CAP_NET_RAW): the kernel copies
+// every incoming TCP segment's headers, with its receive stamp, into a
+// ring mapped into the client, before TCP merges anything; a read drains
+// the ring when it needs an arrival not drained yet. No process, no wake
+// per arrival; its cost is the client's own. Else the observer process:
 //
 // The observer (observer_linux.go) is this same executable started again
 // with TRACEKIT_ARRIVAL_OBSERVER set to its parent's process id; it becomes
@@ -69,7 +75,7 @@
 // never handed on.
 //
 // Standing down (watch.go): a client that may run on one CPU only starts
-// no observer (it could only take the reader's CPU), and one busy more
+// no observer process (it could only take the reader's CPU), and one busy more
 // than 90% of the time for two seconds running (it cannot keep up) is
 // switched off (trace.RunStamps.ObserverOffNs); the connections read on
 // with kernel stamps.
@@ -77,7 +83,7 @@
 // Fallbacks, each said in trace.RunStamps.Note: not Linux means goroutine
 // stamps; https targets get kernel stamps of the TCP reads under TLS (the
 // bytes are encrypted, so no event ends can be found in them); no observer
-// (the program does not call ObserverMain, the child did not say its
+// (no packet tap, and the program does not call ObserverMain, the child did not say its
 // first word within 10 s or exited first, or it died, or too many
 // connections at once) means kernel stamps, for the run or for the
 // connections opened after, counted; a socket that refuses SO_TIMESTAMPING

@@ -17,6 +17,7 @@ import (
 // the run reads with kernel stamps and its note says the observer did not
 // start and why.
 func TestObserverNeedsObserverMain(t *testing.T) {
+	useObserver(t, trace.ObserverProcess)
 	mainCalled.Store(false)
 	t.Cleanup(func() { mainCalled.Store(true) })
 	st := New(trace.StampKernelOffset, 1, 0)
@@ -56,6 +57,7 @@ func TestObserverNeedsObserverMain(t *testing.T) {
 func TestForgottenObserverMain(t *testing.T) {
 	if mode := os.Getenv(forgetEnv); mode != "" {
 		// The child: ObserverMain was not called.
+		tapShared.off = true
 		st := New(trace.StampKernelOffset, 1, 0)
 		defer st.Close()
 		if st.obs != nil || st.mode != trace.StampKernel {
@@ -66,6 +68,7 @@ func TestForgottenObserverMain(t *testing.T) {
 		}
 		return
 	}
+	useObserver(t, trace.ObserverProcess)
 	observerArgs = []string{"-test.run=^TestForgottenObserverMain$"}
 	t.Cleanup(func() { observerArgs = nil })
 	for _, tc := range []struct{ mode, why string }{
@@ -81,7 +84,7 @@ func TestForgottenObserverMain(t *testing.T) {
 			st := New(trace.StampKernelOffset, 1, 0)
 			defer st.Close()
 			m := st.Meta()
-			if st.obs != nil || m.Mode != trace.StampKernel || m.Note != "no arrival observer (the observer did not start: "+tc.why+"): kernel stamps" {
+			if st.obs != nil || m.Mode != trace.StampKernel || m.Note != "no arrival observer (packet tap: turned off; process: the observer did not start: "+tc.why+"): kernel stamps" {
 				t.Fatalf("observer %v, stamps %+v", st.obs != nil, m)
 			}
 		})
@@ -93,6 +96,7 @@ func TestForgottenObserverMain(t *testing.T) {
 // own arrival: three events written 50 ms apart, read after the third,
 // are stamped apart, each before the next one's write began.
 func TestObserverUnderLoad(t *testing.T) {
+	useObserver(t, trace.ObserverProcess)
 	st := New(trace.StampKernelOffset, 1, 0)
 	defer st.Close()
 	if st.obs == nil {

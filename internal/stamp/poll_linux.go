@@ -153,6 +153,7 @@ func (p *poller) loop() {
 			}
 			panic(fmt.Sprintf("stamp: epoll_wait: %v", err)) // EBADF/EFAULT/EINVAL: a bug here, not a condition
 		}
+		drainTap()
 		pushed = append(pushed[:0], again...)
 		clear(again)
 		again = again[:0]

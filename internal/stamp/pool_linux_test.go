@@ -14,6 +14,7 @@ import (
 // own CPU count; two runs at once each have their own; one that died is
 // not handed on; and the idle one stops once it has lingered.
 func TestObserverServesTheNextRun(t *testing.T) {
+	useObserver(t, trace.ObserverProcess)
 	drainIdleObserver(t)
 	a := New(trace.StampKernelOffset, 1, 0)
 	if a.obs == nil {

@@ -29,7 +29,8 @@ type Source struct {
 	note      string
 	conv      *clock.RealToMono // kernel modes
 
-	obs *observer // kernel-offset: the arrival observer (observer_linux.go)
+	tap *tap      // kernel-offset: the packet tap (tap_linux.go), else
+	obs *observer // the arrival observer process (observer_linux.go)
 	// obsMu guards obs against Close while ObserverCPU reads it (a
 	// sampler may read during and after the run); obsEndCPU is the
 	// observer's CPU in this run when Close released it, obsBaseCPU its
@@ -38,6 +39,13 @@ type Source struct {
 	obsMu      sync.Mutex
 	obsEndCPU  int64
 	obsBaseCPU int64
+	// observer is trace.ObserverTap or trace.ObserverProcess, "" none;
+	// tapBase is the tap's drop count when this run took it, tapDrops
+	// this run's drops when Close released it.
+	observer    string
+	obsPriority string
+	tapBase     int64
+	tapDrops    int64
 	// watchStop ends the observer's watch (watch.go); offNs is when the
 	// watch switched the observer off (clock.Mono), 0 while it runs.
 	watchStop chan struct{}
@@ -79,6 +87,13 @@ func New(requested string, targets, tlsTargets int) *Source {
 		s.conv = clock.NewRealToMono(remeasure)
 	}
 	if s.mode == trace.StampKernelOffset {
+		t, terr := acquireTap()
+		if terr == nil {
+			// Every segment keeps its own stamp in the tap's ring: no
+			// process, no CPU of its own, nothing to fall behind.
+			s.tap, s.tapBase, s.observer = t, t.dropped(), trace.ObserverTap
+			return s
+		}
 		if n := clientCPUs(); n == 1 {
 			// The observer would run on the reader's own CPU, and at its
 			// priority it takes that CPU first: when the client is busy the
@@ -88,10 +103,11 @@ func New(requested string, targets, tlsTargets int) *Source {
 		}
 		o, err := acquireObserver()
 		if err != nil {
-			s.mode, s.note = trace.StampKernel, fmt.Sprintf("no arrival observer (%v): kernel stamps", err)
+			s.mode, s.note = trace.StampKernel, fmt.Sprintf("no arrival observer (packet tap: %v; process: %v): kernel stamps", terr, err)
 		}
 		s.obs = o
 		if o != nil {
+			s.observer, s.obsPriority = trace.ObserverProcess, o.priority
 			s.obsBaseCPU = o.cpuNs()
 			s.startWatch()
 		}
@@ -139,6 +155,11 @@ func (s *Source) Close() {
 	s.stopWatch()
 	s.obsMu.Lock()
 	defer s.obsMu.Unlock()
+	if s.tap != nil {
+		s.tapDrops = s.tap.dropped() - s.tapBase
+		releaseTap(s.tap)
+		s.tap = nil
+	}
 	if s.obs != nil {
 		s.obsEndCPU = s.obs.cpuNs() - s.obsBaseCPU
 		releaseObserver(s.obs)
@@ -167,8 +188,15 @@ func (s *Source) Meta() *trace.RunStamps {
 	m := &trace.RunStamps{Requested: s.requested, Mode: s.mode, Note: s.note,
 		KernelReads: s.kernelReads.Load(), FallbackReads: s.fallbackReads.Load(), SplitReads: s.splitReads.Load(),
 		ObservedReads: s.observedReads.Load()}
-	if s.obs != nil {
-		m.ObserverPriority = s.obs.priority
+	m.Observer, m.ObserverPriority = s.observer, s.obsPriority
+	s.obsMu.Lock()
+	m.TapDrops = s.tapDrops
+	if s.tap != nil {
+		m.TapDrops = s.tap.dropped() - s.tapBase
+	}
+	s.obsMu.Unlock()
+	if m.TapDrops > 0 {
+		m.Note = strings.TrimPrefix(m.Note+"; ", "; ") + fmt.Sprintf("the packet tap's ring was full %d times: those segments' bytes got kernel stamps", m.TapDrops)
 	}
 	if off := s.offNs.Load(); off != 0 {
 		m.ObserverOffNs = off - s.startNs

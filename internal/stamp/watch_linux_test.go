@@ -15,9 +15,19 @@ import (
 )
 
 // TestOneCPUNoObserver: a client that may run on one CPU only (taskset -c
-// 0) gets kernel stamps, not an observer that would take that CPU from
-// its reader, and the run's note says why.
+// 0) starts no observer process, which would take that CPU from its
+// reader: it gets kernel stamps and the run's note says why. The packet
+// tap has no CPU of its own, so with it the run stays in kernel-offset.
 func TestOneCPUNoObserver(t *testing.T) {
+	for _, kind := range observers {
+		t.Run(kind, func(t *testing.T) {
+			useObserver(t, kind)
+			oneCPU(t, kind)
+		})
+	}
+}
+
+func oneCPU(t *testing.T, kind string) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var was, one unix.CPUSet
@@ -37,13 +47,20 @@ func TestOneCPUNoObserver(t *testing.T) {
 	unix.SchedSetaffinity(0, &was)
 	defer st.Close()
 	m := st.Meta()
-	if st.obs != nil || m.Mode != trace.StampKernel || !strings.Contains(m.Note, "one CPU") {
-		t.Fatalf("observer %v, stamps %+v", st.obs != nil, m)
+	switch kind {
+	case trace.ObserverTap:
+		if m.Mode != trace.StampKernelOffset || m.Observer != trace.ObserverTap || m.Note != "" {
+			t.Fatalf("stamps %+v", m)
+		}
+	default:
+		if st.obs != nil || m.Mode != trace.StampKernel || m.Observer != "" || !strings.Contains(m.Note, "one CPU") {
+			t.Fatalf("observer %v, stamps %+v", st.obs != nil, m)
+		}
 	}
 	if was.Count() > 1 {
 		st2 := New("", 1, 0)
 		defer st2.Close()
-		if m := st2.Meta(); m.Mode != trace.StampKernelOffset {
+		if m := st2.Meta(); m.Mode != trace.StampKernelOffset || m.Observer != kind {
 			t.Errorf("on %d CPUs: stamps %+v", was.Count(), m)
 		}
 	}
@@ -55,6 +72,7 @@ func TestOneCPUNoObserver(t *testing.T) {
 // a connection opened after does not try to join it, and the run's stamp
 // metadata says when and why.
 func TestWatchSwitchesObserverOff(t *testing.T) {
+	useObserver(t, trace.ObserverProcess)
 	oldEvery, oldBusy := watchEvery, maxObserverBusy
 	watchEvery, maxObserverBusy = 20*time.Millisecond, -1 // any CPU at all is too much
 	t.Cleanup(func() { watchEvery, maxObserverBusy = oldEvery, oldBusy })
