@@ -109,7 +109,7 @@ func newConn(nc net.Conn, split bool, st *Source) (*Conn, error) {
 		if c.flow = st.tap.register(tc.LocalAddr(), tc.RemoteAddr()); c.flow != nil {
 			c.tap = st.tap
 		} else {
-			st.observeErrs.Add(1)
+			st.tapMisses.Add(1)
 		}
 	}
 	if split && st.obs != nil && st.offNs.Load() == 0 {

@@ -54,8 +54,8 @@ type Source struct {
 	offWhy    atomic.Pointer[string]
 	startNs   int64
 
-	kernelReads, fallbackReads, splitReads, observedReads, observeErrs, plainFallback atomic.Int64
-	enableErr                                                                         atomic.Pointer[string]
+	kernelReads, fallbackReads, splitReads, observedReads, observeErrs, tapMisses, plainFallback atomic.Int64
+	enableErr                                                                                    atomic.Pointer[string]
 }
 
 // New settles the mode of a run that asked for requested (one of
@@ -202,6 +202,9 @@ func (s *Source) Meta() *trace.RunStamps {
 		m.ObserverOffNs = off - s.startNs
 		m.Note = strings.TrimPrefix(m.Note+"; ", "; ") + fmt.Sprintf("the arrival observer was switched off %.1f s into the run (%s): kernel stamps after it",
 			float64(m.ObserverOffNs)/1e9, *s.offWhy.Load())
+	}
+	if n := s.tapMisses.Load(); n > 0 {
+		m.Note = strings.TrimPrefix(m.Note+"; ", "; ") + fmt.Sprintf("the packet tap saw no SYN-ACK from the address dialed for %d connections (a full ring, or an address translated on this host): kernel stamps", n)
 	}
 	if n := s.observeErrs.Load(); n > 0 {
 		m.Note = strings.TrimPrefix(m.Note+"; ", "; ") + fmt.Sprintf("%d connections could not join the arrival observer: kernel stamps", n)

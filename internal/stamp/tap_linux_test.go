@@ -311,3 +311,35 @@ func TestTapIPv6(t *testing.T) {
 		}
 	}
 }
+
+// TestTapMissedSynAck: a connection whose SYN-ACK the tap did not see
+// (dialed before the tap opened) reads every byte with kernel stamps,
+// and the run's note counts it.
+func TestTapMissedSynAck(t *testing.T) {
+	useObserver(t, trace.ObserverTap)
+	nc, srv := tcpPair(t)
+	st := New(trace.StampKernelOffset, 1, 0)
+	defer st.Close()
+	rx := st.Wrap(nc, false)
+	if rx == nil || rx.flow != nil {
+		t.Fatalf("wrapped %v, tapped %v", rx != nil, rx != nil && rx.flow != nil)
+	}
+	defer rx.Close()
+	const events = "data: a\n\ndata: b\n\n"
+	if _, err := srv.Write([]byte(events)); err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	buf := make([]byte, 64)
+	for len(got) < len(events) {
+		n, err := rx.Read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, buf[:n]...)
+	}
+	if m := st.Meta(); string(got) != events || m.ObservedReads != 0 || m.Observer != trace.ObserverTap ||
+		!strings.Contains(m.Note, "the packet tap saw no SYN-ACK from the address dialed for 1 connections") {
+		t.Errorf("read %q; stamps %+v", got, m)
+	}
+}
