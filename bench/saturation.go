@@ -77,7 +77,7 @@ func cpuPerEventBench(ctx context.Context, e *env) ([]figure, error) {
 		whole := r.ClientCores / r.EventsPerS * 1e6
 		f := figure{Section: sec, Name: fmt.Sprintf("%d streams, one event every 500 ms each for 50 s, stamp mode %s", n, r.Step.Stamp),
 			Goal:    fmt.Sprintf("<= %g us per event in the steady window", cpuPerEventGoalUs),
-			Command: cmd, Note: la + "; the client's CPU is the calibrate process's and its arrival observer's, the mock's is apart"}
+			Command: cmd, Note: la + "; the client's CPU is the calibrate process's and its arrival observer process's if it has one, the mock's is apart"}
 		steady := "no steady window"
 		if st := r.Steady; st != nil && st.ClientCPUPerEventNs > 0 {
 			us := st.ClientCPUPerEventNs / 1e3
@@ -139,7 +139,7 @@ func manyStreamsBench(ctx context.Context, e *env) ([]figure, error) {
 			Value:   fmt.Sprintf("%.1f us/s per stream (%.2f core over %d streams at one event a second): %.2f cores at %d", r.ClientCores/float64(n)*1e6, r.ClientCores, n, cores, projectedStreams),
 			Goal:    fmt.Sprintf("<= %g cores at %d streams", projectedCoresGoal, projectedStreams),
 			Verdict: atMost(cores, projectedCoresGoal, func(v float64) string { return fmt.Sprintf("%.2f cores", v) }), Command: cmd,
-			Note: "the client's CPU (observer included) over the step's wall time, ramp included"})
+			Note: "the client's CPU (an observer process's included) over the step's wall time, ramp included"})
 	}
 	return figs, nil
 }

@@ -86,11 +86,16 @@ func stampsBench(ctx context.Context, e *env) ([]figure, error) {
 	return figs, nil
 }
 
-// stampSaid is a note on the stamp mode a step's recording says it used,
-// when that is not the mode asked for or comes with a note; "" otherwise.
+// stampSaid is a note on kernel-offset's arrival observer, and on the
+// stamp mode a step's recording says it used when that is not the mode
+// asked for or comes with a note; "" when there is nothing to say.
 func stampSaid(r calibrate.Result) string {
-	if r.StampMode == r.Step.Stamp && r.StampNote == "" {
-		return ""
+	said := ""
+	if r.StampObserver != "" {
+		said = "; kernel-offset's arrival observer: " + r.StampObserver
 	}
-	return fmt.Sprintf("; the recording says mode %s: %s", r.StampMode, r.StampNote)
+	if r.StampMode == r.Step.Stamp && r.StampNote == "" {
+		return said
+	}
+	return said + fmt.Sprintf("; the recording says mode %s: %s", r.StampMode, r.StampNote)
 }
