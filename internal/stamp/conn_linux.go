@@ -134,7 +134,7 @@ func (c *Conn) Close() error {
 		c.obs.o.remove(c.obs)
 	}
 	if c.flow != nil {
-		c.tap.unregister(c.LocalAddr(), c.RemoteAddr(), c.flow)
+		c.tap.unregister(c.flow)
 	}
 	return c.pollConn.Close()
 }

@@ -60,8 +60,10 @@ type flowKey struct {
 
 // flow is one registered connection's arrivals; tap.mu guards it.
 type flow struct {
-	isn uint32 // the server's initial sequence number
-	end int64  // connection bytes that arrived in order so far
+	key  flowKey
+	next *flow  // the next flow of the same local port (tap.byPort)
+	isn  uint32 // the server's initial sequence number
+	end  int64  // connection bytes that arrived in order so far
 	// rec are the arrivals not yet read past, oldest first, from rec[head]
 	// on: (bytes arrived, REALTIME ns), bytes rising.
 	rec  []arrivalRec
@@ -88,13 +90,16 @@ type tap struct {
 	ring   []byte
 	frames int
 
-	mu    sync.Mutex
-	next  int // the next frame to read
-	flows map[flowKey]*flow
-	syn   map[flowKey]synAck
-	synQ  []flowKey // syn's keys in arrival order, for ageing
-	drops atomic.Int64
-	users int // runs using it (tapShared.mu)
+	mu   sync.Mutex
+	next int // the next frame to read
+	// byPort lists the registered flows by local port: a segment finds
+	// its flow with no hashing, in a list of one but where a port serves
+	// connections to several servers.
+	byPort []*flow
+	syn    map[flowKey]synAck
+	synQ   []flowKey // syn's keys in arrival order, for ageing
+	drops  atomic.Int64
+	users  int // runs using it (tapShared.mu)
 }
 
 // tapShared holds the process's tap while runs use it.
@@ -160,7 +165,7 @@ func (t *tap) close() {
 	t.mu.Lock()
 	unix.Close(t.fd)
 	unix.Munmap(t.ring)
-	t.ring, t.flows = nil, nil
+	t.ring, t.byPort = nil, nil
 	t.mu.Unlock()
 }
 
@@ -199,7 +204,7 @@ func openTap(blocks int) (*tap, error) {
 		unix.Munmap(ring)
 		return fail("bind", err)
 	}
-	return &tap{fd: fd, ring: ring, frames: int(req.Frame_nr), flows: make(map[flowKey]*flow), syn: make(map[flowKey]synAck)}, nil
+	return &tap{fd: fd, ring: ring, frames: int(req.Frame_nr), byPort: make([]*flow, 1<<16), syn: make(map[flowKey]synAck)}, nil
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
@@ -338,19 +343,39 @@ func (t *tap) register(local, remote net.Addr) *flow {
 		return nil
 	}
 	delete(t.syn, k)
-	f := &flow{isn: sa.isn}
-	t.flows[k] = f
+	return t.add(k, sa.isn)
+}
+
+// add starts a flow of k; t.mu is held.
+func (t *tap) add(k flowKey, isn uint32) *flow {
+	f := &flow{key: k, isn: isn, next: t.byPort[k.lport]}
+	t.byPort[k.lport] = f
 	return f
 }
 
 // unregister stops recording f's connection.
-func (t *tap) unregister(local, remote net.Addr, f *flow) {
-	k, _ := keyOf(local, remote)
+func (t *tap) unregister(f *flow) {
 	t.mu.Lock()
-	if t.flows[k] == f {
-		delete(t.flows, k)
+	defer t.mu.Unlock()
+	if t.byPort == nil {
+		return
 	}
-	t.mu.Unlock()
+	for p := &t.byPort[f.key.lport]; *p != nil; p = &(*p).next {
+		if *p == f {
+			*p = f.next
+			return
+		}
+	}
+}
+
+// lookup is the registered flow of k, nil when none; t.mu is held.
+func (t *tap) lookup(k *flowKey) *flow {
+	for f := t.byPort[k.lport]; f != nil; f = f.next {
+		if f.key == *k {
+			return f
+		}
+	}
+	return nil
 }
 
 // keyOf is the flow key of a TCP connection's addresses.
@@ -473,7 +498,7 @@ func (t *tap) segment(p []byte, at int64) {
 			t.sawSynAck(k, seq)
 		}
 	case n > 0:
-		if f := t.flows[k]; f != nil {
+		if f := t.lookup(&k); f != nil {
 			f.arrived(seq, n, at)
 		}
 	}

@@ -343,3 +343,43 @@ func TestTapMissedSynAck(t *testing.T) {
 		t.Errorf("read %q; stamps %+v", got, m)
 	}
 }
+
+// TestTapFlowsOfOnePort: connections that share a local port (to
+// different servers) each get their own segments, and one that leaves
+// leaves the others found.
+func TestTapFlowsOfOnePort(t *testing.T) {
+	tp := &tap{byPort: make([]*flow, 1<<16), syn: map[flowKey]synAck{}}
+	var flows []*flow
+	for i := range 3 {
+		k := flowKey{lport: 40000, rport: uint16(8000 + i)}
+		copy(k.local[:], net.IPv4(127, 0, 0, 1))
+		copy(k.remote[:], net.IPv4(127, 0, 0, 2))
+		flows = append(flows, tp.add(k, uint32(1000*i)))
+	}
+	seg := func(i, n int) []byte {
+		p := make([]byte, 40)
+		p[0], p[9] = 0x45, unix.IPPROTO_TCP
+		binary.BigEndian.PutUint16(p[2:], uint16(40+n))
+		copy(p[12:16], net.IPv4(127, 0, 0, 2).To4())
+		copy(p[16:20], net.IPv4(127, 0, 0, 1).To4())
+		binary.BigEndian.PutUint16(p[20:], uint16(8000+i))
+		binary.BigEndian.PutUint16(p[22:], 40000)
+		binary.BigEndian.PutUint32(p[24:], uint32(1000*i+1))
+		p[32], p[33] = 5<<4, tcpAck
+		return p
+	}
+	for i := range 3 {
+		tp.segment(seg(i, 10*(i+1)), int64(i+1))
+	}
+	for i, f := range flows {
+		if at, ok := f.firstAt(1); f.end != int64(10*(i+1)) || !ok || at != int64(i+1) {
+			t.Errorf("flow %d: end %d, first arrival %d %v", i, f.end, at, ok)
+		}
+	}
+	tp.unregister(flows[1])
+	tp.segment(seg(1, 50), 9)
+	tp.segment(seg(2, 50), 9)
+	if flows[1].end != 20 || flows[2].end != 50 || tp.lookup(&flows[0].key) != flows[0] || tp.lookup(&flows[1].key) != nil {
+		t.Errorf("after one left: ends %d, %d, %d", flows[0].end, flows[1].end, flows[2].end)
+	}
+}
