@@ -196,7 +196,7 @@ func (s *Source) Meta() *trace.RunStamps {
 	}
 	s.obsMu.Unlock()
 	if m.TapDrops > 0 {
-		m.Note = strings.TrimPrefix(m.Note+"; ", "; ") + fmt.Sprintf("the packet tap's ring was full %d times: those segments' bytes got kernel stamps", m.TapDrops)
+		m.Note = strings.TrimPrefix(m.Note+"; ", "; ") + fmt.Sprintf("the packet tap's ring was full and dropped %d segments: their bytes got kernel stamps", m.TapDrops)
 	}
 	if off := s.offNs.Load(); off != 0 {
 		m.ObserverOffNs = off - s.startNs
