@@ -19,9 +19,12 @@ import (
 
 // tcpPair dials a loopback listener and returns both ends, closed when
 // the test ends.
-func tcpPair(t *testing.T) (client, server net.Conn) {
+func tcpPair(t *testing.T) (client, server net.Conn) { return tcpPairOn(t, "127.0.0.1:0") }
+
+// tcpPairOn is tcpPair over a listener on addr.
+func tcpPairOn(t *testing.T, addr string) (client, server net.Conn) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

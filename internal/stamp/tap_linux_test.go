@@ -283,16 +283,8 @@ func TestTapIPv6(t *testing.T) {
 	if err != nil {
 		t.Skipf("no IPv6 loopback: %v", err)
 	}
-	defer ln.Close()
-	nc, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	ln.Close()
+	nc, srv := tcpPairOn(t, "[::1]:0")
 	rx := st.Wrap(nc, false)
 	if rx == nil || rx.flow == nil {
 		t.Fatalf("not tapped: %+v", st.Meta())
