@@ -375,3 +375,13 @@ func TestTapFlowsOfOnePort(t *testing.T) {
 		t.Errorf("after one left: ends %d, %d, %d", flows[0].end, flows[1].end, flows[2].end)
 	}
 }
+
+// TestParseSegmentAllocs: the drain parses a segment without allocating.
+func TestParseSegmentAllocs(t *testing.T) {
+	p := make([]byte, 40)
+	p[0], p[9], p[32] = 0x45, unix.IPPROTO_TCP, 5<<4
+	binary.BigEndian.PutUint16(p[2:], 50)
+	if n := testing.AllocsPerRun(100, func() { parseSegment(p) }); n != 0 {
+		t.Errorf("%v allocations per segment", n)
+	}
+}
