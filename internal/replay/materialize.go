@@ -48,6 +48,9 @@ type materializer struct {
 	// as many Ps (heldPs), so the makers never hold the Ps the dispatcher
 	// and the read loops run on.
 	workers int
+	job     atomic.Pointer[mediaJob] // the media being made, nil between conversations
+	waiting atomic.Bool              // the run waits for the look-ahead (prefetch.Next)
+	running sync.WaitGroup           // the media workers
 }
 
 // newMaterializer returns the trace's materializer, nil when it has no
@@ -139,7 +142,7 @@ func (m *materializer) fill(conv []trace.Turn, idle bool, pause func()) ([]trace
 	if len(todo) == 0 {
 		return conv, n, nil
 	}
-	made, err := makeMedia(todo, m.urls, m.store, m.workers, idle, pause)
+	made, err := m.makeMedia(todo, idle, pause)
 	if err != nil && len(conv) > 0 {
 		err = fmt.Errorf("conversation %q: %w", conv[0].ConversationID, err)
 	}
@@ -172,65 +175,33 @@ func needsData(items []trace.Media) bool {
 // from store (verified against their hash), with their base64 when the
 // request carries them so, and returns the bytes made; with urls, each is
 // also kept there and sent as its URL. An image of a megapixel takes tens
-// of milliseconds to encode, so it runs on up to workers goroutines, each
+// of milliseconds to encode, so it runs on up to m.workers goroutines, each
 // on a thread of the lowest priority (so the kernel runs the dispatcher
-// first on a busy machine; idle: the idle class, see backgroundThread),
-// all ended before it returns. The base64 is made here because encoding
-// megabytes while building the body would hold the P the next dispatch
-// needs; building it is then a copy. pause, when not nil, is called
-// between steps of the work: before each item, between steps of a fraction
-// of a millisecond while making it, and before its base64.
-func makeMedia(items []mediaTodo, urls *mediaServer, store *trace.MediaStore, workers int, idle bool, pause func()) (int, error) {
-	workers = min(len(items), max(1, workers))
+// first on a busy machine; idle: the idle class, see backgroundThread).
+// While the run waits for the look-ahead (m.waiting), they are made on
+// the calling goroutine instead. It returns when every item is made; a worker still on an item someone
+// else made (mediaJob.help) ends at its next step, and prefetch.stop waits
+// for it (m.running). The base64 is made here because encoding megabytes
+// while building the body would hold the P the next dispatch needs;
+// building it is then a copy. pause, when not nil, is called between
+// steps of the work: before each item, between steps of a fraction of a
+// millisecond while making it, and before its base64.
+func (m *materializer) makeMedia(items []mediaTodo, idle bool, pause func()) (int, error) {
 	if pause == nil {
 		pause = func() {}
 	}
-	var (
-		next  atomic.Int64
-		total atomic.Int64
-		wg    sync.WaitGroup
-		errMu sync.Mutex
-		first error
-	)
-	for range workers {
-		wg.Go(func() {
-			backgroundThread(idle) // lowprio_linux.go: the dispatcher and the reads come first
-			sp := scratchPool.Get().(*[]byte)
-			defer scratchPool.Put(sp)
-			scratch := *sp
-			defer func() { *sp = scratch[:0] }()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(items) {
-					return
-				}
-				it := items[i].it
-				pause()
-				b, err := itemBytes(scratch[:0], it, store, pause)
-				if err != nil {
-					errMu.Lock()
-					if first == nil {
-						first = err
-					}
-					errMu.Unlock()
-					continue
-				}
-				it.Data = string(b)
-				if it.Hash == "" {
-					scratch = b
-				}
-				if urls != nil {
-					it.URL = urls.put(it, it.Data)
-				} else if items[i].base64 {
-					pause()
-					it.Base64 = base64String(b)
-				}
-				total.Add(int64(len(b) + len(it.Base64)))
-			}
-		})
+	j := newMediaJob(items, m.urls, m.store)
+	m.job.Store(j) // before waiting is read: see prefetch.Next
+	defer m.job.Store(nil)
+	if m.waiting.Load() {
+		j.help()
+	} else {
+		for range min(len(items), max(1, m.workers)) {
+			m.running.Go(func() { j.work(idle, pause) })
+		}
 	}
-	wg.Wait()
-	return int(total.Load()), first
+	<-j.done
+	return j.result()
 }
 
 // base64String is b in standard base64, in one allocation
@@ -377,22 +348,39 @@ func (p *prefetch) run() {
 }
 
 // stop ends the goroutine (after the source read under way, if any) and
-// waits for it.
+// waits for it and for the media workers.
 func (p *prefetch) stop() {
 	p.mu.Lock()
 	p.quit = true
 	p.cond.Broadcast()
 	p.mu.Unlock()
 	<-p.done
+	p.mat.running.Wait()
 }
 
 // Next implements Source.
 func (p *prefetch) Next() ([]trace.Turn, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	var helped *mediaJob
 	for !p.ended && (len(p.q) == 0 || !p.primed && !p.full) {
+		if p.primed {
+			// The run waits for the look-ahead: the media under way are
+			// made here, at the dispatcher's priority, not left to workers
+			// a busy machine may starve; those of a conversation begun
+			// while it waits are made so too (makeMedia).
+			p.mat.waiting.Store(true)
+			if j := p.mat.job.Load(); j != nil && j != helped {
+				helped = j
+				p.mu.Unlock()
+				j.help()
+				p.mu.Lock()
+				continue
+			}
+		}
 		p.cond.Wait()
 	}
+	p.mat.waiting.Store(false)
 	p.primed = true
 	if len(p.q) == 0 {
 		return nil, io.EOF
