@@ -7,13 +7,14 @@ import (
 	"math"
 	"os"
 	"reflect"
-	"slices"
 	"strings"
 	"sync"
 	"unsafe"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding"
+
+	"github.com/tracekit/tracekit/internal/hugepage"
 )
 
 // Column scanning. parquet-go's generic row reader rebuilds every row
@@ -663,7 +664,7 @@ var (
 // a level with repetition 0 starts a row; one with definition 1 carries a
 // value (definition 0 is an empty list).
 func readList[T int64 | int32](cc parquet.ColumnChunk, vals []T, offs []int, e listElem[T]) ([]T, []int, error) {
-	vals = slices.Grow(vals, int(cc.NumValues())) // levels: an upper bound of the values
+	vals = hugepage.Grow(vals, int(cc.NumValues())) // levels: an upper bound of the values
 	err := eachPage(cc, func(p parquet.Page) error {
 		rep, def := p.RepetitionLevels(), p.DefinitionLevels()
 		if len(rep) != len(def) {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/tracekit/tracekit/internal/hugepage"
 	"github.com/tracekit/tracekit/trace"
 )
 
@@ -305,7 +306,7 @@ func (a *accumulator) reserve(events int) {
 	)
 	go func() { // itl_per_token and decode_itl: see presize
 		defer close(done)
-		pe, et = make([]float64, 0, want), make([]int64, 0, want)
+		pe, et = hugepage.Grow([]float64(nil), want), hugepage.Grow([]int64(nil), want)
 		reqs = make([]Request, 0, rows)
 		prefault(pe[:cap(pe)])
 		prefault(et[:cap(et)])
