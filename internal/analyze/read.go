@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
+	"sync"
 
 	"github.com/tracekit/tracekit/trace"
 )
@@ -252,11 +253,33 @@ func fmtMs(ns int64) string { return strconv.FormatFloat(float64(ns)/1e6, 'f', 2
 // heap.
 const gcPercent = 400
 
-// fewerCycles sets gcPercent and returns what restores the setting.
+// fewerCycles sets gcPercent and returns what restores the setting (once,
+// however often called). Analyses at once share it: the last to end restores what the first
+// found.
 func fewerCycles() (restore func()) {
 	if os.Getenv("GOGC") != "" {
 		return func() {}
 	}
-	old := debug.SetGCPercent(gcPercent)
-	return func() { debug.SetGCPercent(old) }
+	gcMu.Lock()
+	defer gcMu.Unlock()
+	if gcUsers == 0 {
+		gcOld = debug.SetGCPercent(gcPercent)
+	}
+	gcUsers++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			gcMu.Lock()
+			defer gcMu.Unlock()
+			if gcUsers--; gcUsers == 0 {
+				debug.SetGCPercent(gcOld)
+			}
+		})
+	}
 }
+
+var (
+	gcMu    sync.Mutex
+	gcUsers int // analyses under way
+	gcOld   int // the setting before the first of them
+)
