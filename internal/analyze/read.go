@@ -3,11 +3,8 @@ package analyze
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
-	"sync"
 
 	"github.com/tracekit/tracekit/trace"
 )
@@ -66,7 +63,6 @@ func files(paths []string, opts Options, columns bool) (*Summary, error) {
 	if len(paths) == 0 {
 		return nil, fmt.Errorf("no recording given: %w", ErrBadInput)
 	}
-	defer fewerCycles()()
 	ins := make([]input, 0, len(paths))
 	defer func() {
 		for _, in := range ins {
@@ -240,46 +236,3 @@ func (s *Summary) describeRun() {
 }
 
 func fmtMs(ns int64) string { return strconv.FormatFloat(float64(ns)/1e6, 'f', 2, 64) + " ms" }
-
-// gcPercent is the collector's GOGC while files reads (unless the GOGC
-// environment variable is set). What the analysis allocates is mostly its
-// per-event slices, live to the end, and the garbage beside them is a few
-// bytes per event (row-group buffers are reused), so a heap allowed to
-// grow to 5x the live one runs 2 collection cycles on a million events
-// where the default ran 4-5, and those cycles, landing at random in the
-// analysis on 2 cores, made its time vary 2x from run to run
-// (BenchmarkFiles: 33-101 ms at GOGC=100, 34-38 ms at 400 after the
-// first). The peak is barely higher: the garbage stays below 4x the live
-// heap.
-const gcPercent = 400
-
-// fewerCycles sets gcPercent and returns what restores the setting (once,
-// however often called). Analyses at once share it: the last to end restores what the first
-// found.
-func fewerCycles() (restore func()) {
-	if os.Getenv("GOGC") != "" {
-		return func() {}
-	}
-	gcMu.Lock()
-	defer gcMu.Unlock()
-	if gcUsers == 0 {
-		gcOld = debug.SetGCPercent(gcPercent)
-	}
-	gcUsers++
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			gcMu.Lock()
-			defer gcMu.Unlock()
-			if gcUsers--; gcUsers == 0 {
-				debug.SetGCPercent(gcOld)
-			}
-		})
-	}
-}
-
-var (
-	gcMu    sync.Mutex
-	gcUsers int // analyses under way
-	gcOld   int // the setting before the first of them
-)
