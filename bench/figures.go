@@ -165,8 +165,8 @@ func sec2(s float64) string { return fmt.Sprintf("%.2f s", s) }
 // analyzeBench: analyze's benchmarks (5,000 requests x 200 events).
 func analyzeBench(ctx context.Context, e *env) ([]figure, error) {
 	const sec = "analyze (5,000 requests x 200 events)"
-	// Ten analyses a row: a mean of three swung by a quarter from run to
-	// run with where the collector's cycles fell.
+	// Ten analyses a row: a mean of three swung by a quarter between runs
+	// of the same build.
 	rows, cmd, err := goBench(ctx, e, "./internal/analyze/", "Compute|ReadColumns|Files", "-benchtime", "10x")
 	if err != nil {
 		return nil, err

@@ -179,9 +179,10 @@ func needsData(items []trace.Media) bool {
 // on a thread of the lowest priority (so the kernel runs the dispatcher
 // first on a busy machine; idle: the idle class, see backgroundThread).
 // While the run waits for the look-ahead (m.waiting), they are made on
-// the calling goroutine instead. It returns when every item is made; a worker still on an item someone
-// else made (mediaJob.help) ends at its next step, and prefetch.stop waits
-// for it (m.running). The base64 is made here because encoding megabytes
+// the calling goroutine instead. It returns when every item is made; a
+// worker still on an item someone else made (mediaJob.help) ends at its
+// next step, and prefetch.stop waits for it (m.running). The base64 is
+// made here because encoding megabytes
 // while building the body would hold the P the next dispatch needs;
 // building it is then a copy. pause, when not nil, is called between
 // steps of the work: before each item, between steps of a fraction of a

@@ -60,8 +60,8 @@ type flowKey struct {
 
 // is reports whether k and o are the same connection. Field by field,
 // ports first: the compiler compares them in registers, where == on the
-// whole struct calls memequal (2.3% of the client's CPU at 10,800 streams
-// in kernel-offset mode, against 0.4% now).
+// whole struct calls memequal once a segment (2.3% of the client's CPU at
+// 10,800 streams in kernel-offset mode).
 func (k *flowKey) is(o *flowKey) bool {
 	return k.rport == o.rport && k.lport == o.lport && k.local == o.local && k.remote == o.remote
 }
