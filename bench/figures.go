@@ -98,7 +98,7 @@ func hotPaths(ctx context.Context, e *env) ([]figure, error) {
 		figs = append(figs, figure{Section: sec, Name: "record encoding (record.Recorder: journal + zstd Parquet)",
 			Value: fmt.Sprintf("%.1f us/record of 200 events, %s events, %.2f bytes/event on disk, %.1f allocs/record", r.Metrics["ns/op"]/1e3, perS(r.Metrics["events/s"]), r.Metrics["file-B/event"], r.Metrics["allocs/op"]),
 			Goal:  "<= 2 bytes per token event", Verdict: atMost(r.Metrics["file-B/event"], 2, func(v float64) string { return fmt.Sprintf("%.2f B", v) }), Command: cmd,
-			Note: "Submit copies the record and returns; the writer goroutine pays the encoding (measured here end to end, Close included). The model draws every gap uniformly over 10 ms at ns resolution; the file keeps it to the microsecond, about 13.3 bits of entropy per gap (log2 of 10,000 values), so no layout stores those gaps below about 1.66 B/event. The file stores each gap as a double in byte streams (BYTE_STREAM_SPLIT) that zstd compresses one by one: the 13.3 bits straddle two of those streams, which zstd cannot pack to their entropy, so the file stays above that"})
+			Note: "Submit copies the record and returns; the writer goroutine pays the encoding (measured here end to end, Close included). The model draws every gap uniformly over 10 ms at ns resolution; the file keeps it to the microsecond, about 13.3 bits of entropy per gap (log2 of 10,000 values), so no layout stores those gaps below about 1.66 B/event. The file stores each gap as a double in byte streams (BYTE_STREAM_SPLIT): those 13.3 bits spread over three of them (the exponent's and the mantissa's first bytes), which zstd compresses one by one, not to their joint entropy, so the file stays above that"})
 	}
 	return figs, nil
 }
