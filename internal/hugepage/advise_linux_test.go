@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"unsafe"
@@ -31,7 +32,7 @@ func TestGrowAdvises(t *testing.T) {
 	if !strings.Contains(" "+flags+" ", " hg ") {
 		t.Errorf("the mapping at %#x has VmFlags %q, want hg among them", start, flags)
 	}
-	g = append(g, 1) // keep g alive past the check
+	runtime.KeepAlive(g) // the array stays mapped as it was checked
 }
 
 // vmFlags is the VmFlags line of the mapping of this process that holds

@@ -7,10 +7,11 @@ import "unsafe"
 const Size = 2 << 20
 
 // Grow returns s with room for at least n more elements, like
-// slices.Grow, except that a new backing array is not cleared beyond what
-// the runtime clears, and the huge pages it holds whole are advised
-// (advise) before anything is written to them: the first write to each
-// then maps 2 MiB.
+// slices.Grow, except that the huge pages a new backing array holds whole
+// are advised (advise) before anything is written to them, so the first
+// write to each maps 2 MiB. slices.Grow would write zeros over the new
+// room first, mapping it 4 KiB at a time; make leaves memory fresh from
+// the system as it is (zero already).
 func Grow[T any](s []T, n int) []T {
 	if n <= cap(s)-len(s) {
 		return s
