@@ -629,6 +629,9 @@ type RunStamps struct {
 	FallbackReads int64 `json:"fallback_reads,omitempty"`
 	SplitReads    int64 `json:"split_reads,omitempty"`
 	ObservedReads int64 `json:"observed_reads,omitempty"`
+	// RingReads counts the reads made in batches, many sockets' with one
+	// system call (io_uring); the others were a recvmsg each.
+	RingReads int64 `json:"ring_reads,omitempty"`
 	// Observer is what observed arrivals in kernel-offset mode:
 	// ObserverTap (a packet socket's ring in the client: every segment's
 	// own receive stamp) or ObserverProcess (a child process that peeks at

@@ -59,6 +59,7 @@ type Conn struct {
 	closed    atomic.Bool // Close was called
 	push      pushState   // push mode (push_linux.go)
 	pushing   atomic.Bool // a push is set: the poller serves the edges
+	inBatch   bool        // in the poller's batch of reads (its goroutine only)
 
 	// split: bytes received but not yet returned, their kernel stamp
 	// (Mono) and the connection offset of the next byte Read returns.
@@ -252,12 +253,7 @@ func (c *Conn) read(fd uintptr) (done, full bool) {
 // recvmsg is recvmsg(2) of fd into p with the control buffer oob, through
 // the caller's scratch header and iovec.
 func recvmsg(fd uintptr, hdr *unix.Msghdr, iov *unix.Iovec, p, oob []byte, flags int) (int, error) {
-	iov.Base = &p[0]
-	iov.SetLen(len(p))
-	*hdr = unix.Msghdr{Iov: iov}
-	hdr.SetIovlen(1)
-	hdr.Control = &oob[0]
-	hdr.SetControllen(len(oob))
+	setMsghdr(hdr, iov, p, oob)
 	// MSG_DONTWAIT: it never blocks, so the runtime need not be told.
 	n, _, e := unix.RawSyscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(hdr)), uintptr(flags))
 	iov.Base = nil
@@ -266,6 +262,20 @@ func recvmsg(fd uintptr, hdr *unix.Msghdr, iov *unix.Iovec, p, oob []byte, flags
 	}
 	return int(n), nil
 }
+
+// setMsghdr points hdr at p, through iov, and at the control buffer oob.
+func setMsghdr(hdr *unix.Msghdr, iov *unix.Iovec, p, oob []byte) {
+	iov.Base = &p[0]
+	iov.SetLen(len(p))
+	*hdr = unix.Msghdr{Iov: iov}
+	hdr.SetIovlen(1)
+	hdr.Control = &oob[0]
+	hdr.SetControllen(len(oob))
+}
+
+// prepRecvmsg sets c's header for a recvmsg into p made elsewhere (a
+// batch through the poller's ring); the maker clears c.iov.Base after.
+func (c *Conn) prepRecvmsg(p []byte) { setMsghdr(&c.hdr, &c.iov, p, c.oob[:]) }
 
 // stamp finds the software receive stamp in the last recvmsg's control data.
 func (c *Conn) stamp() (int64, bool) { return rxStamp(&c.hdr, c.oob[:]) }

@@ -66,7 +66,12 @@
 // PushFunc with the bytes and their stamp (cut at event ends in
 // kernel-offset mode, as Read cuts them), so no goroutine wakes per
 // event. Unpush hands the socket back to Read; bytes past where the
-// PushFunc said stop stay for it (Conn.Pending).
+// PushFunc said stop stay for it (Conn.Pending). The pushed sockets one
+// batch of edges found readable are read together, all their recvmsg
+// calls in one system call through an io_uring (ringread_linux.go,
+// package uring), each with its own control data and so its own stamp;
+// where the kernel or a sandbox refuses io_uring, one recvmsg each
+// (counted in trace.RunStamps.RingReads).
 //
 // One observer serves a process's runs in turn (pool_linux.go): Close leaves it
 // idle for observerLinger (2 s), and the next run started within that

@@ -46,6 +46,11 @@ import (
 // timers give an otherwise idle process). Slower or fewer, the poller
 // waits for the next edge at once, and idle it blocks in epoll_wait and
 // costs nothing.
+// useRing lets a new poller read its pushed connections in batches
+// through an io_uring (ringread_linux.go); tests turn it off to cover the
+// reads one at a time that a host without io_uring makes.
+var useRing = true
+
 var (
 	pollBatch        = time.Millisecond
 	pollBatchRate    = 2000
@@ -68,6 +73,7 @@ type poller struct {
 	free  []int32
 	gen   uint32 // the last generation handed out (epoll data: slot, gen)
 	done  chan struct{}
+	ring  *ringReader // reads pushed connections in batches; nil: one at a time
 }
 
 var (
@@ -128,6 +134,9 @@ func startPoller() (*poller, error) {
 		return nil, fmt.Errorf("epoll_ctl: %w", err)
 	}
 	p := &poller{epfd: epfd, evfd: evfd, done: make(chan struct{})}
+	if useRing {
+		p.ring = newRingReader()
+	}
 	go p.loop()
 	return p, nil
 }
@@ -137,6 +146,7 @@ func startPoller() (*poller, error) {
 // readers.
 func (p *poller) loop() {
 	defer close(p.done)
+	defer func() { p.ring.close() }()
 	evs := make([]unix.EpollEvent, 512)
 	b := newBatcher(pollBatchRate, pollBatchStreams)
 	var pushed, again []*Conn // edges of pushed connections; those with bytes left
@@ -196,6 +206,17 @@ func (p *poller) loop() {
 		p.mu.Unlock()
 		if len(pushed) > 0 && buf == nil {
 			buf = make([]byte, pushBufSize)
+		}
+		if len(pushed) > 1 && p.ring != nil {
+			var woke, ok bool
+			again, woke, ok = p.ring.serve(pushed, again)
+			readied = readied || woke
+			if !ok { // the ring failed (out of kernel memory): read as without one
+				p.ring.close()
+				p.ring = nil
+			}
+			clear(pushed)
+			pushed = pushed[:0]
 		}
 		for i, c := range pushed {
 			more, woke := c.pushEdge(buf)

@@ -107,56 +107,71 @@ func (c *Conn) pushRead(buf []byte) (more bool) {
 		c.mu.RLock()
 		if c.shut.Load() {
 			c.mu.RUnlock()
-			c.pushEnd(&net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: net.ErrClosed})
+			c.pushClosed()
 			return false
 		}
 		n, err := recvmsg(uintptr(c.fd), &c.hdr, &c.iov, buf, c.oob[:], unix.MSG_DONTWAIT)
 		c.mu.RUnlock()
-		switch {
-		case err == unix.EAGAIN:
-			return false
-		case err == unix.EINTR:
+		if err == unix.EINTR {
 			continue
-		case err != nil:
-			c.pushEnd(&net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: wrapSyscall(err)})
-			return false
-		case n == 0:
-			c.pushEnd(io.EOF)
+		}
+		if !c.pushGot(buf, n, err) {
 			return false
 		}
-		stamp := c.readStamp()
-		p := buf[:n]
-		if c.split && c.obs.s != nil {
-			c.obs.s.consumed.Add(int64(n))
-		}
-		for len(p) > 0 && c.push.fn != nil {
-			k := len(p)
-			if c.split {
-				if k = eventEnd(p); k < len(p) {
-					c.st.splitReads.Add(1)
-				}
-				c.off += int64(k)
-				c.setLast(c.observed(stamp))
-			} else {
-				c.setLast(stamp)
-			}
-			c.pushOut(p[:k], c.Last())
-			p = p[k:]
-		}
-		if c.push.fn == nil {
-			if len(p) > 0 { // past the push's end: Read returns them
-				c.pendBuf = append(c.pendBuf[:0], p...)
-				c.pend, c.pendNs = c.pendBuf, stamp
-			}
-			return false
-		}
-		if n < len(buf) && !c.hup.Load() {
-			return false // the socket is empty: the next edge says when more comes
-		}
-		// A full buffer may have left bytes, and after the peer's close
-		// no edge will come for its end: read on.
 	}
 	return true
+}
+
+// pushClosed ends the push of a connection closed under it.
+func (c *Conn) pushClosed() {
+	c.pushEnd(&net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: net.ErrClosed})
+}
+
+// pushGot hands the push what one recvmsg into buf brought: n bytes, or
+// its error (EAGAIN: nothing came). It reports whether to read again at
+// once: the read filled buf, or the peer closed (no edge will come for
+// the end). c.push.mu is held.
+func (c *Conn) pushGot(buf []byte, n int, err error) (again bool) {
+	switch {
+	case err == unix.EAGAIN:
+		return false
+	case err != nil:
+		c.pushEnd(&net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: wrapSyscall(err)})
+		return false
+	case n == 0:
+		c.pushEnd(io.EOF)
+		return false
+	}
+	stamp := c.readStamp()
+	p := buf[:n]
+	if c.split && c.obs.s != nil {
+		c.obs.s.consumed.Add(int64(n))
+	}
+	for len(p) > 0 && c.push.fn != nil {
+		k := len(p)
+		if c.split {
+			if k = eventEnd(p); k < len(p) {
+				c.st.splitReads.Add(1)
+			}
+			c.off += int64(k)
+			c.setLast(c.observed(stamp))
+		} else {
+			c.setLast(stamp)
+		}
+		c.pushOut(p[:k], c.Last())
+		p = p[k:]
+	}
+	if c.push.fn == nil {
+		if len(p) > 0 { // past the push's end: Read returns them
+			c.pendBuf = append(c.pendBuf[:0], p...)
+			c.pend, c.pendNs = c.pendBuf, stamp
+		}
+		return false
+	}
+	// A full buffer may have left bytes, and after the peer's close no
+	// edge will come for its end: read on. Else the socket is empty and
+	// the next edge says when more comes.
+	return n == len(buf) || c.hup.Load()
 }
 
 // pushOut hands p to the push; a push that says no more ends.

@@ -54,8 +54,8 @@ type Source struct {
 	offWhy    atomic.Pointer[string]
 	startNs   int64
 
-	kernelReads, fallbackReads, splitReads, observedReads, observeErrs, tapMisses, plainFallback atomic.Int64
-	enableErr                                                                                    atomic.Pointer[string]
+	kernelReads, fallbackReads, splitReads, observedReads, ringReads, observeErrs, tapMisses, plainFallback atomic.Int64
+	enableErr                                                                                               atomic.Pointer[string]
 }
 
 // New settles the mode of a run that asked for requested (one of
@@ -187,7 +187,7 @@ func (s *Source) toMono(realNs int64) int64 { return s.conv.Mono(realNs) }
 func (s *Source) Meta() *trace.RunStamps {
 	m := &trace.RunStamps{Requested: s.requested, Mode: s.mode, Note: s.note,
 		KernelReads: s.kernelReads.Load(), FallbackReads: s.fallbackReads.Load(), SplitReads: s.splitReads.Load(),
-		ObservedReads: s.observedReads.Load()}
+		ObservedReads: s.observedReads.Load(), RingReads: s.ringReads.Load()}
 	m.Observer, m.ObserverPriority = s.observer, s.obsPriority
 	s.obsMu.Lock()
 	m.TapDrops = s.tapDrops
