@@ -39,6 +39,11 @@ import (
 // later stamp, as events queued behind a late reader always did
 // (kernel-offset splits them with the observer).
 
+// useRing lets a new poller read its pushed connections in batches
+// through an io_uring (ringread_linux.go); tests turn it off to cover the
+// reads one at a time that a host without io_uring makes.
+var useRing = true
+
 // pollBatch is how long the poller sleeps after a batch of edges once
 // they come faster than pollBatchRate a second from at least
 // pollBatchStreams sockets (batcher): it bounds the wake-ups to about
@@ -46,11 +51,6 @@ import (
 // timers give an otherwise idle process). Slower or fewer, the poller
 // waits for the next edge at once, and idle it blocks in epoll_wait and
 // costs nothing.
-// useRing lets a new poller read its pushed connections in batches
-// through an io_uring (ringread_linux.go); tests turn it off to cover the
-// reads one at a time that a host without io_uring makes.
-var useRing = true
-
 var (
 	pollBatch        = time.Millisecond
 	pollBatchRate    = 2000

@@ -16,8 +16,10 @@ import (
 // or a sandbox refuses io_uring, or the ring fails, the poller reads one
 // connection at a time as before (pushEdge).
 
-// ringChunk is each connection's share of the batch's buffer: a read that
-// fills it is read again on the poller's next turn.
+// ringEntries is the most reads one submission makes (more readable
+// connections take more submissions); ringChunk is each read's share of
+// the batch's buffer: a connection whose read fills it is read again on
+// the poller's next turn.
 const (
 	ringEntries = 64
 	ringChunk   = 16 << 10
