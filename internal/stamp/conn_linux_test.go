@@ -296,6 +296,33 @@ func TestEventEnd(t *testing.T) {
 			t.Errorf("eventEnd(%q) = %d, want %d", tc.in, got, tc.want)
 		}
 	}
+	// Every string of up to 9 bytes over "a\r\n" is cut where the rule,
+	// checked at each byte, says.
+	var walk func(p []byte)
+	walk = func(p []byte) {
+		if got, want := eventEnd(p), eventEndAt(p); got != want {
+			t.Fatalf("eventEnd(%q) = %d, want %d", p, got, want)
+		}
+		if len(p) < 9 {
+			for _, b := range []byte("a\r\n") {
+				walk(append(p, b))
+			}
+		}
+	}
+	walk(nil)
+}
+
+// eventEndAt is eventEnd's rule checked at every byte in turn.
+func eventEndAt(p []byte) int {
+	for i := 1; i < len(p); i++ {
+		if p[i] == '\n' && (p[i-1] == '\n' || (i >= 3 && string(p[i-3:i]) == "\r\n\r")) {
+			if i+2 < len(p) && p[i+1] == '\r' && p[i+2] == '\n' {
+				return i + 3
+			}
+			return i + 1
+		}
+	}
+	return len(p)
 }
 
 // TestObserverGoneFallsBack: when the observer process dies, a connection
