@@ -290,4 +290,3 @@ func BenchmarkRecvmsg(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/read")
 	})
 }
-
