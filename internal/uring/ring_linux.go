@@ -87,7 +87,6 @@ type Ring struct {
 	size    int
 	rings   []byte // the submission and completion rings (one mapping)
 	sqeMem  []byte
-	sqHead  *uint32
 	sqTail  *uint32
 	sqMask  uint32
 	sqArray []uint32
@@ -183,7 +182,9 @@ func (r *Ring) mapRings(p *params) error {
 	}
 	r.rings, r.sqeMem = rings, sqeMem
 	u32 := func(off uint32) *uint32 { return (*uint32)(unsafe.Pointer(&rings[off])) }
-	r.sqHead, r.sqTail = u32(p.sqOff.head), u32(p.sqOff.tail)
+	// The submission head is the kernel's to move; a batch waits for all
+	// its calls, so the ring is empty again before the next is written.
+	r.sqTail = u32(p.sqOff.tail)
 	r.sqMask = *u32(p.sqOff.ringMask)
 	r.sqArray = unsafe.Slice(u32(p.sqOff.array), p.sqEntries)
 	r.sqes = unsafe.Slice((*sqe)(unsafe.Pointer(&sqeMem[0])), p.sqEntries)
