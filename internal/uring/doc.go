@@ -13,6 +13,7 @@
 // a socket with nothing to read completes with EAGAIN instead of waiting.
 //
 // New fails where the kernel has no io_uring or a sandbox forbids it
-// (ENOSYS, EPERM, the io_uring_disabled sysctl); the caller then reads
-// with recvmsg one socket at a time.
+// (ENOSYS, EPERM, the io_uring_disabled sysctl), or where its first
+// recvmsg, of an empty socket, does not complete at once with EAGAIN; the
+// caller then reads with recvmsg one socket at a time.
 package uring
