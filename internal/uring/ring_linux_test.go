@@ -290,3 +290,42 @@ func BenchmarkRecvmsg(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/read")
 	})
 }
+
+// TestRecvmsgRingFails: when io_uring_enter fails (here the ring's
+// descriptor made to point at /dev/null), Recvmsg reports it, marks no
+// call as made, and closes the ring; a later batch is refused.
+func TestRecvmsgRingFails(t *testing.T) {
+	r := newRing(t, 8)
+	fds, peers := pairs(t, 2)
+	for _, p := range peers {
+		p.Write([]byte{1})
+	}
+	waitReadable(t, fds)
+	null, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(null)
+	if err := unix.Dup3(null, r.fd, unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	b := newBufs(2, 64)
+	ms := b.msgs(fds)
+	if err := r.Recvmsg(ms); err == nil {
+		t.Fatal("a batch through a broken ring reported no error")
+	}
+	for i, m := range ms {
+		if m.Done {
+			t.Errorf("call %d reported made (%d bytes, errno %v) by a ring that failed", i, m.N, m.Errno)
+		}
+	}
+	if err := r.Recvmsg(b.msgs(fds)); err == nil {
+		t.Error("the failed ring took another batch")
+	}
+	// The bytes are still there for a plain read.
+	for i, fd := range fds {
+		if n, _, err := unix.Recvfrom(fd, make([]byte, 8), unix.MSG_DONTWAIT); err != nil || n != 1 {
+			t.Errorf("socket %d after the failure: %d bytes, %v", i, n, err)
+		}
+	}
+}
