@@ -6,7 +6,7 @@ PKGS    := ./...
 # 0: the demo's mock takes a free port and names it in its --ready-file.
 DEMO_PORT ?= 0
 
-.PHONY: build test demo screenshot bench soak notebook-check sdk-check render-check clean
+.PHONY: build test demo screenshot bench soak notebook-check sdk-check render-check darwin-check clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/tracekit
@@ -88,6 +88,11 @@ sdk-check:
 	@d=$$(mktemp -d); trap 'rm -rf $$d' EXIT; \
 	npm install --silent --prefix $$d openai@6.49.0 @anthropic-ai/sdk@1.17.0 && \
 	TRACEKIT_SDK_NODE=$$d $(GO) test -count=1 -run SDK -v ./cmd/tracekit
+
+# Opt-in: the code and its tests compile and vet for macOS (the files behind
+# build tags); not in make test, as it compiles every package a second time.
+darwin-check:
+	GOOS=darwin $(GO) vet $(PKGS)
 
 clean:
 	rm -rf bin $(DEMO)

@@ -42,30 +42,3 @@ func TestBatcher(t *testing.T) {
 		t.Fatal("batching at the threshold rate (4 edges every 4 ms: 1,000 a second)")
 	}
 }
-
-// TestWatchedPeeked: the bytes a peek saw arrive, from the reader's count
-// and the peek's size, without asking the socket for its peek offset.
-func TestWatchedPeeked(t *testing.T) {
-	w := watched{peekOff: true}
-	steps := []struct {
-		consumed int64
-		m        int
-		want     int64
-	}{
-		{0, 10, 10},   // first peek: from the start
-		{0, 5, 15},    // the reader has read nothing: on from the last peek
-		{12, 4, 19},   // the reader is behind the last peek: on from it
-		{30, 6, 36},   // the reader went past the last peek: from the reader
-		{30, 1, 37},   // on from there
-		{100, 2, 102}, // far past
-	}
-	for i, s := range steps {
-		if got := w.peeked(s.consumed, s.m); got != s.want {
-			t.Fatalf("step %d: peeked(%d, %d) = %d, want %d", i, s.consumed, s.m, got, s.want)
-		}
-	}
-	plain := watched{}
-	if got := plain.peeked(40, 7); got != 47 {
-		t.Fatalf("without a peek offset: %d, want 47 (the peek starts at the reader)", got)
-	}
-}
