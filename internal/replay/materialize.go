@@ -182,11 +182,11 @@ func needsData(items []trace.Media) bool {
 // the calling goroutine instead. It returns when every item is made; a
 // worker still on an item someone else made (mediaJob.help) ends at its
 // next step, and prefetch.stop waits for it (m.running). The base64 is
-// made here because encoding megabytes
-// while building the body would hold the P the next dispatch needs;
-// building it is then a copy. pause, when not nil, is called between
-// steps of the work: before each item, between steps of a fraction of a
-// millisecond while making it, and before its base64.
+// made here because encoding megabytes while building the body would
+// hold the P the next dispatch needs; building it is then a copy. pause,
+// when not nil, is called between steps of the work: before each item,
+// between steps of a fraction of a millisecond while making it, and
+// before its base64.
 func (m *materializer) makeMedia(items []mediaTodo, idle bool, pause func()) (int, error) {
 	if pause == nil {
 		pause = func() {}
