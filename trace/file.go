@@ -64,16 +64,16 @@ type ParquetWriter[T any] struct {
 
 // CreateParquet creates path (replacing a file there) for rows of T.
 func CreateParquet[T any](path string, format FileFormat) (*ParquetWriter[T], error) {
-	return createParquet[T](path, format, zstd.SpeedDefault)
+	return createParquet[T](path, format, &zstdCodec{level: zstd.SpeedDefault})
 }
 
-func createParquet[T any](path string, format FileFormat, level zstd.Level, opts ...parquet.WriterOption) (*ParquetWriter[T], error) {
+func createParquet[T any](path string, format FileFormat, codec *zstdCodec, opts ...parquet.WriterOption) (*ParquetWriter[T], error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("creating %s: %w", path, err)
 	}
 	w := parquet.NewGenericWriter[T](f, append([]parquet.WriterOption{
-		parquet.Compression(&zstdCodec{level: level}),
+		parquet.Compression(codec),
 		parquet.KeyValueMetadata(MetaFormat, format.Name),
 		parquet.KeyValueMetadata(MetaSchemaVersion, strconv.Itoa(format.Version)),
 	}, opts...)...)
@@ -186,7 +186,7 @@ func NewTraceWriterWith(path string, meta TraceMeta, o TraceWriterOptions) (*Tra
 	if o.FastCompression {
 		level = zstd.SpeedFastest
 	}
-	w, err := createParquet[Turn](path, FileFormat{FormatTrace, traceVersionBase}, level)
+	w, err := createParquet[Turn](path, FileFormat{FormatTrace, traceVersionBase}, &zstdCodec{level: level})
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +235,8 @@ type RecordWriter struct {
 // NewRecordWriter creates path. meta is written on Close, so fields known
 // only at the end (Health) can be set with SetRunMeta before then.
 func NewRecordWriter(path string, meta RunMeta) (*RecordWriter, error) {
-	w, err := createParquet[recordRow](path, FileFormat{FormatRecording, recordingVersionBase}, zstd.SpeedDefault, recordWriterOptions...)
+	w, err := createParquet[recordRow](path, FileFormat{FormatRecording, recordingVersionBase},
+		&zstdCodec{level: zstd.SpeedDefault, byteStreams: true}, recordWriterOptions...)
 	if err != nil {
 		return nil, err
 	}

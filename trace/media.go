@@ -100,7 +100,7 @@ func NewMediaWriter(path string, replace bool) (*MediaWriter, error) {
 	}
 	tmp := MediaTempPath(path)
 	// No statistics: the bounds of the data column would store items again.
-	w, err := createParquet[MediaItem](tmp, MediaFormat, zstd.SpeedDefault,
+	w, err := createParquet[MediaItem](tmp, MediaFormat, &zstdCodec{level: zstd.SpeedDefault},
 		parquet.DataPageStatistics(false), parquet.SkipPageBounds("data"))
 	if err != nil {
 		return nil, err

@@ -108,7 +108,9 @@ func TestFilesOpenInDuckDB(t *testing.T) {
 	dir := t.TempDir()
 	bin := tracekitBinary(t)
 	tr, rec, req := filepath.Join(dir, "trace.parquet"), filepath.Join(dir, "rec.parquet"), filepath.Join(dir, "req.parquet")
-	if _, stderr, code := runCLI(t, "synth", "--conversations", "6", "--turns", "2-3", "--output-tokens", "5-10", "--rate", "0", "-o", tr); code != 0 {
+	// Enough events (some 20,000) for pages of event doubles that trace's
+	// codec cuts into one zstd block per byte stream.
+	if _, stderr, code := runCLI(t, "synth", "--conversations", "60", "--turns", "2-3", "--output-tokens", "200-400", "--rate", "0", "-o", tr); code != 0 {
 		t.Fatalf("synth: %s", stderr)
 	}
 	url, stop := startMock(t, bin, "--decode-base", "1ms")
@@ -118,6 +120,14 @@ func TestFilesOpenInDuckDB(t *testing.T) {
 	stop()
 	if _, stderr, code := runCLI(t, "analyze", rec, "-q", "--per-request", req); code != 0 {
 		t.Fatalf("analyze: %s", stderr)
+	}
+
+	for _, rg := range tracetest.OpenParquet(t, rec).Metadata().RowGroups {
+		for _, c := range rg.Columns {
+			if c.MetaData.PathInSchema[0] == "event_gap_us" && c.MetaData.TotalUncompressedSize < 64<<10 {
+				t.Fatalf("event_gap_us holds %d bytes in a row group: fewer than a page trace cuts into blocks (64 KiB)", c.MetaData.TotalUncompressedSize)
+			}
+		}
 	}
 
 	types := func(path string) map[string]string {
