@@ -29,8 +29,8 @@ import (
 // literals with one Huffman table, so a block that holds the end of one
 // stream and the start of the next codes both with a table fit to
 // neither; Encode therefore ends a block at every eighth of a page whose
-// length is a multiple of eight (a recording's other such pages, PLAIN
-// int64s, pay a few block headers for it). And zstd's default level
+// length is a multiple of eight (another page of that length, of 8,192
+// or more PLAIN int64s say, pays a few block headers for it). And zstd's default level
 // stores a block's literals raw when it finds no match in it, to save
 // time: the 4-bit stream would take 8 bits a byte, so the encoder is told
 // to Huffman-code them anyway. Each alone gains little or loses: the
